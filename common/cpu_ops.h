@@ -1,0 +1,18 @@
+// The CPU backend of the ops interface: GEMM on OpenBLAS, the rest as plain loops
+// written for the compiler's auto-vectoriser.
+#ifndef RINGSIDE_COMMON_CPU_OPS_H_
+#define RINGSIDE_COMMON_CPU_OPS_H_
+
+#include <memory>
+
+#include "common/ops.h"
+
+namespace ringside {
+
+// Creates the CPU backend. `blas_threads` > 0 sets OpenBLAS's thread count (a setting
+// of the OpenBLAS library, shared by every CpuOps in the process); 0 leaves it alone.
+std::unique_ptr<Ops> NewCpuOps(int blas_threads);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_CPU_OPS_H_

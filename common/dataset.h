@@ -1,0 +1,78 @@
+// Datasets: an in-memory dataset read from IDX files (Fashion-MNIST from Debian's
+// dataset-fashion-mnist package, or any MNIST-format directory) and a deterministic
+// synthetic dataset of any size whose labels come from a fixed random teacher network.
+#ifndef RINGSIDE_COMMON_DATASET_H_
+#define RINGSIDE_COMMON_DATASET_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace ringside {
+
+// Where Debian's dataset-fashion-mnist package puts the gzipped IDX files.
+inline constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
+
+// A labelled dataset of fixed-size float samples. Implementations are immutable after
+// construction: every method is const and thread-safe.
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+
+  virtual int64_t size() const = 0;
+  // Shape of one sample as [channels, height, width]; input_dim() = c * h * w.
+  virtual int channels() const = 0;
+  virtual int height() const = 0;
+  virtual int width() const = 0;
+  int input_dim() const { return channels() * height() * width(); }
+  virtual int num_classes() const = 0;
+
+  // Copies samples `indices` (each in [0, size())) into x [indices.size(), input_dim()]
+  // and their labels into y [indices.size()]. Host memory.
+  virtual void Gather(absl::Span<const int64_t> indices, float* x,
+                      int32_t* y) const = 0;
+};
+
+struct DatasetSplits {
+  std::unique_ptr<Dataset> train;
+  std::unique_ptr<Dataset> test;
+};
+
+// Reads train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and
+// t10k-labels-idx1-ubyte (each optionally with a .gz suffix) from `dir`. Pixels are
+// scaled to [0, 1], then normalised to zero mean and unit variance with the training
+// set's mean and standard deviation (applied to both splits). Errors name the file:
+// NotFound (missing), DataLoss (truncated, bad magic, labels out of range, counts that
+// disagree), InvalidArgument (unusable dimensions).
+absl::StatusOr<DatasetSplits> LoadIdxDataset(const std::string& dir);
+
+struct SyntheticOptions {
+  int64_t train_size = 60000;
+  int64_t test_size = 10000;
+  int channels = 1;
+  int height = 28;
+  int width = 28;
+  int num_classes = 10;
+  uint64_t seed = 1;
+};
+
+// A synthetic classification task: inputs x ~ N(0, 1) per feature, generated on the
+// fly from (seed, split, index) so any size costs no memory; label = argmax of a fixed
+// random teacher MLP (input -> 64 tanh -> classes) drawn from `seed`. The same options
+// always give the same samples. Errors: InvalidArgument for non-positive sizes.
+absl::StatusOr<DatasetSplits> MakeSyntheticDataset(const SyntheticOptions& options);
+
+// Resolves a dataset spec:
+//   "fashion-mnist"                      Debian's Fashion-MNIST (kFashionMnistDir)
+//   "synthetic"                          SyntheticOptions defaults
+//   "synthetic:train=N,test=M,shape=CxHxW,classes=K,seed=S"  (any subset of keys)
+//   anything else                        a directory of MNIST-format IDX files
+absl::StatusOr<DatasetSplits> LoadDataset(absl::string_view spec);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_DATASET_H_

@@ -1,0 +1,184 @@
+// The ops interface: every numeric kernel the models and the optimizer need, written
+// once per backend (cpu_ops: OpenBLAS; a CUDA twin: cuBLAS plus kernels). Models,
+// layers and the optimizer only ever call these.
+//
+// Conventions:
+// - Every float/int pointer passed to an op is memory of this backend (allocated with
+//   Allocate(); host memory for the CPU backend, device memory for CUDA).
+// - Tensors are dense and row-major; shapes are written [d0, d1, ...].
+// - Convolution activations use the [C, B, H, W] layout ("channel-major batch"), so a
+//   whole batch's convolution is one GEMM: W [Cout, Cin*k*k] x col [Cin*k*k, B*Ho*Wo].
+// - Ops are enqueued in order and may run asynchronously (CUDA). They do not return a
+//   status: a backend latches the first failure and reports it from Synchronize().
+//   Invalid shapes are caller bugs (checked by the layers), not runtime errors.
+// - An Ops object is not thread-safe; use one per thread of computation.
+#ifndef RINGSIDE_COMMON_OPS_H_
+#define RINGSIDE_COMMON_OPS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace ringside {
+
+enum class DeviceKind { kCpu, kCuda };
+
+// Hyper-parameters of one fused SGD step (PyTorch torch.optim.SGD semantics with
+// dampening 0): d = g + wd * p; buf = momentum * buf + d;
+// d = nesterov ? d + momentum * buf : buf; p -= lr * d.  (momentum 0: p -= lr * d.)
+struct SgdHyper {
+  float lr = 0.01f;
+  float momentum = 0.0f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+
+  virtual DeviceKind kind() const = 0;
+  virtual std::string name() const = 0;
+
+  // ---- Memory. ----
+  // Allocates `bytes` (64-byte aligned) of backend memory; never returns nullptr on OK.
+  virtual absl::StatusOr<void*> Allocate(size_t bytes) = 0;
+  // Frees memory from Allocate(). nullptr is a no-op.
+  virtual void Free(void* ptr) = 0;
+  // Host -> backend, backend -> host, backend -> backend copies. Blocking.
+  virtual absl::Status CopyToDevice(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual absl::Status CopyToHost(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void Copy(float* dst, const float* src, int64_t n) = 0;
+  // Blocks until every enqueued op is done; returns the first failure since the
+  // previous call (and clears it).
+  virtual absl::Status Synchronize() = 0;
+
+  // ---- Dense linear algebra. ----
+  // C = alpha * op(A) * op(B) + beta * C.  op(A): [m, k] (A is stored [k, m] when
+  // trans_a), op(B): [k, n] (B stored [n, k] when trans_b), C: [m, n]. beta == 0
+  // overwrites C without reading it.
+  virtual void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                    const float* a, const float* b, float beta, float* c) = 0;
+
+  // y [outer, channels, inner] += bias [channels] broadcast over outer and inner.
+  // Linear layers: outer = batch, inner = 1. Convolutions ([C, B, H, W]): outer = 1,
+  // channels = C, inner = B * H * W.
+  virtual void BiasAdd(float* y, const float* bias, int outer, int channels,
+                       int inner) = 0;
+  // db [channels] = sum over outer and inner of dy [outer, channels, inner].
+  // Overwrites db.
+  virtual void BiasGrad(const float* dy, float* db, int outer, int channels,
+                        int inner) = 0;
+
+  // ---- Activations and loss. ----
+  // y [n] = max(x, 0). y may alias x.
+  virtual void ReluForward(const float* x, float* y, int64_t n) = 0;
+  // dx [n] = dy * (y > 0), where y is ReluForward's output. dx may alias dy.
+  virtual void ReluBackward(const float* y, const float* dy, float* dx, int64_t n) = 0;
+  // Numerically stable softmax cross-entropy over logits [batch, classes] with
+  // labels [batch] in [0, classes). Writes probs [batch, classes] (the softmax), and
+  // on the host: *loss_sum = sum over the batch of -log p[label] and *correct = number
+  // of rows whose argmax equals the label (first index wins ties). batch may be 0.
+  virtual void SoftmaxXentForward(const float* logits, const int32_t* labels,
+                                  int batch, int classes, float* probs,
+                                  double* loss_sum, int64_t* correct) = 0;
+  // dlogits [batch, classes] = scale * (probs - onehot(labels)). For the mean loss over
+  // a global batch of G samples, scale = 1 / G. dlogits may alias probs.
+  virtual void SoftmaxXentBackward(const float* probs, const int32_t* labels,
+                                   int batch, int classes, float scale,
+                                   float* dlogits) = 0;
+
+  // ---- Convolution helpers, [C, B, H, W] layout. ----
+  // Output size: Ho = (H + 2*pad - kernel) / stride + 1, likewise Wo.
+  // col [C*kernel*kernel, B*Ho*Wo]: col[(c*k + ky)*k + kx][(b*Ho + oy)*Wo + ox] =
+  //   x[c][b][oy*stride - pad + ky][ox*stride - pad + kx], or 0 outside the image.
+  virtual void Im2Col(const float* x, int channels, int batch, int height, int width,
+                      int kernel, int pad, int stride, float* col) = 0;
+  // The adjoint of Im2Col: dx [C, B, H, W] = sum of every col entry that Im2Col read
+  // from that pixel. Overwrites dx.
+  virtual void Col2Im(const float* col, int channels, int batch, int height,
+                      int width, int kernel, int pad, int stride, float* dx) = 0;
+  // 2x2 max-pool, stride 2, over `planes` independent [height, width] planes (planes =
+  // C * B). y [planes, height/2, width/2] (odd trailing row/column dropped, as
+  // PyTorch). argmax [planes, height/2, width/2] receives the winning input offset
+  // within its plane (first maximum wins ties).
+  virtual void MaxPool2x2Forward(const float* x, int planes, int height, int width,
+                                 float* y, int32_t* argmax) = 0;
+  // dx [planes, height, width] = dy scattered to the argmax positions, 0 elsewhere.
+  virtual void MaxPool2x2Backward(const float* dy, const int32_t* argmax, int planes,
+                                  int height, int width, float* dx) = 0;
+  // out [d1, d0, inner] = in [d0, d1, inner] with the first two axes swapped. Turns
+  // [C, B, H*W] into [B, C, H*W] (flatten before a linear layer) and back.
+  virtual void SwapAxes01(const float* in, int d0, int d1, int inner, float* out) = 0;
+
+  // ---- Optimizer and BLAS-1. ----
+  // One fused SGD step over n parameters (see SgdHyper). momentum_buf is read and
+  // written only when hyper.momentum != 0 (may be nullptr otherwise).
+  virtual void SgdUpdate(float* params, const float* grads, float* momentum_buf,
+                         int64_t n, const SgdHyper& hyper) = 0;
+  // x [n] = value.
+  virtual void Fill(float* x, int64_t n, float value) = 0;
+  // x [n] *= alpha.
+  virtual void Scale(float* x, int64_t n, float alpha) = 0;
+  // y [n] += alpha * x.
+  virtual void Axpy(int64_t n, float alpha, const float* x, float* y) = 0;
+};
+
+// Owns `n` elements of T in an Ops backend's memory. Move-only. Not thread-safe.
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  ~DeviceArray() { Reset(); }
+  DeviceArray(DeviceArray&& other) noexcept { *this = std::move(other); }
+  DeviceArray& operator=(DeviceArray&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      ops_ = other.ops_;
+      data_ = other.data_;
+      size_ = other.size_;
+      other.ops_ = nullptr;
+      other.data_ = nullptr;
+      other.size_ = 0;
+    }
+    return *this;
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+
+  // Allocates n elements (contents undefined). `ops` must outlive the array.
+  static absl::StatusOr<DeviceArray> Create(Ops* ops, int64_t n) {
+    DeviceArray array;
+    array.ops_ = ops;
+    array.size_ = n;
+    if (n > 0) {
+      absl::StatusOr<void*> ptr = ops->Allocate(static_cast<size_t>(n) * sizeof(T));
+      if (!ptr.ok()) return ptr.status();
+      array.data_ = static_cast<T*>(*ptr);
+    }
+    return array;
+  }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  int64_t size() const { return size_; }
+
+ private:
+  void Reset() {
+    if (ops_ != nullptr && data_ != nullptr) ops_->Free(data_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+  Ops* ops_ = nullptr;
+  T* data_ = nullptr;
+  int64_t size_ = 0;
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_OPS_H_
