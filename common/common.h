@@ -1,0 +1,35 @@
+// common/: the core both strategies share. Start here.
+//
+//   ops.h          the ops interface (GEMM, bias, ReLU, softmax-xent, im2col, pool,
+//                  fused SGD, BLAS-1) and DeviceArray; cpu_ops.h is its OpenBLAS backend
+//   layers.h       layers written once against the ops
+//   model.h        Model: layers over one flat parameter/gradient buffer, backward that
+//                  announces ready gradient ranges; specs "mlp:..." and "cnn:lenet"
+//   sgd.h          SGD with momentum / weight decay / Nesterov on flat spans
+//   dataset.h      IDX (Fashion-MNIST) and synthetic datasets
+//   sharder.h      DistributedSampler-style sharding
+//   local_step.h   one forward + backward step, timed; evaluation
+//   trainer.h      the training loop and the StepStrategy hook the strategies implement
+//   checkpoint.h   atomic single-file checkpoints
+//   metrics.h      per-step JSON-lines records; trace.h Chrome trace events
+//   device.h       GPU detection; cuda_check.h checked-call macros for CUDA/cuBLAS/NCCL
+//   status_macros.h  RINGSIDE_RETURN_IF_ERROR / RINGSIDE_ASSIGN_OR_RETURN
+//   ringside.proto RunConfig, StepMetrics, CheckpointHeader
+#ifndef RINGSIDE_COMMON_COMMON_H_
+#define RINGSIDE_COMMON_COMMON_H_
+
+#include "common/checkpoint.h"
+#include "common/cpu_ops.h"
+#include "common/dataset.h"
+#include "common/device.h"
+#include "common/local_step.h"
+#include "common/metrics.h"
+#include "common/model.h"
+#include "common/ops.h"
+#include "common/sgd.h"
+#include "common/sharder.h"
+#include "common/status_macros.h"
+#include "common/trace.h"
+#include "common/trainer.h"
+
+#endif  // RINGSIDE_COMMON_COMMON_H_

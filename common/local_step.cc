@@ -1,0 +1,74 @@
+#include "common/local_step.h"
+
+#include <algorithm>
+
+#include "common/status_macros.h"
+
+namespace ringside {
+
+absl::Status LocalStep::Load(absl::Span<const int64_t> indices) {
+  const int64_t n = static_cast<int64_t>(indices.size());
+  const int64_t dim = dataset_->input_dim();
+  if (static_cast<int64_t>(host_y_.size()) < n) {
+    host_x_.resize(n * dim);
+    host_y_.resize(n);
+    if (ops_->kind() != DeviceKind::kCpu) {
+      RINGSIDE_ASSIGN_OR_RETURN(x_, DeviceArray<float>::Create(ops_, n * dim));
+      RINGSIDE_ASSIGN_OR_RETURN(y_, DeviceArray<int32_t>::Create(ops_, n));
+    }
+  }
+  dataset_->Gather(indices, host_x_.data(), host_y_.data());
+  if (ops_->kind() != DeviceKind::kCpu) {
+    RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(x_.data(), host_x_.data(), n * dim * sizeof(float)));
+    RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(y_.data(), host_y_.data(), n * sizeof(int32_t)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
+                            const GradReadyFn& on_ready, StepMetrics* m,
+                            TraceWriter* trace) {
+  const bool on_cpu = ops_->kind() == DeviceKind::kCpu;
+  const int64_t t0 = NowMicros();
+  RINGSIDE_RETURN_IF_ERROR(Load(indices));
+  const int64_t t1 = NowMicros();
+  // The CPU backend reads the staging buffers directly (no copy).
+  const float* x = on_cpu ? host_x_.data() : x_.data();
+  const int32_t* y = on_cpu ? host_y_.data() : y_.data();
+  const int batch = static_cast<int>(indices.size());
+  RINGSIDE_ASSIGN_OR_RETURN(ForwardResult fwd, model_->Forward(x, y, batch));
+  const int64_t t2 = NowMicros();
+  RINGSIDE_RETURN_IF_ERROR(model_->Backward(loss_scale, on_ready));
+  const int64_t t3 = NowMicros();
+  m->set_data_ms((t1 - t0) / 1e3);
+  m->set_forward_ms((t2 - t1) / 1e3);
+  m->set_backward_ms((t3 - t2) / 1e3);
+  m->set_loss(static_cast<float>(fwd.loss_sum / batch));
+  m->set_samples(batch);
+  m->set_correct(static_cast<int32_t>(fwd.correct));
+  if (trace != nullptr) {
+    trace->Span("data", kComputeTrack, t0, t1 - t0);
+    trace->Span("forward", kComputeTrack, t1, t2 - t1);
+    trace->Span("backward", kComputeTrack, t2, t3 - t2);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvalResult> LocalStep::Evaluate(absl::Span<const int64_t> indices,
+                                               int batch) {
+  EvalResult result;
+  const bool on_cpu = ops_->kind() == DeviceKind::kCpu;
+  for (size_t begin = 0; begin < indices.size(); begin += batch) {
+    const size_t n = std::min<size_t>(batch, indices.size() - begin);
+    RINGSIDE_RETURN_IF_ERROR(Load(indices.subspan(begin, n)));
+    const float* x = on_cpu ? host_x_.data() : x_.data();
+    const int32_t* y = on_cpu ? host_y_.data() : y_.data();
+    RINGSIDE_ASSIGN_OR_RETURN(ForwardResult fwd, model_->Forward(x, y, static_cast<int>(n)));
+    result.loss_sum += fwd.loss_sum;
+    result.correct += fwd.correct;
+    result.count += static_cast<int64_t>(n);
+  }
+  return result;
+}
+
+}  // namespace ringside

@@ -1,0 +1,62 @@
+// One local training step, written once for every strategy: gather a batch, copy it
+// to the device, forward, backward (announcing gradient readiness), timing each phase.
+// The single, parameter-server and DDP loops differ only in what they do afterwards
+// with the gradients (see trainer.h).
+#ifndef RINGSIDE_COMMON_LOCAL_STEP_H_
+#define RINGSIDE_COMMON_LOCAL_STEP_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/dataset.h"
+#include "common/model.h"
+#include "common/ops.h"
+#include "common/ringside.pb.h"
+#include "common/trace.h"
+
+namespace ringside {
+
+// Trace tracks every process uses.
+inline constexpr int kComputeTrack = 0;
+inline constexpr int kCommTrack = 1;
+
+struct EvalResult {
+  double loss_sum = 0;
+  int64_t correct = 0;
+  int64_t count = 0;
+};
+
+// Not thread-safe. Borrows the model, ops and dataset, which must outlive it.
+class LocalStep {
+ public:
+  LocalStep(Model* model, Ops* ops, const Dataset* dataset)
+      : model_(model), ops_(ops), dataset_(dataset) {}
+
+  // Runs samples `indices` (non-empty) through forward and backward; the gradients of
+  // loss_scale * (sum of the batch's losses) end up in model->grads(). Fills the data,
+  // forward and backward times, loss (mean over the batch), samples and correct of `m`
+  // and adds those spans to `trace` (may be nullptr).
+  absl::Status Run(absl::Span<const int64_t> indices, float loss_scale,
+                   const GradReadyFn& on_ready, StepMetrics* m, TraceWriter* trace);
+
+  // Forward only over `indices`, in batches of `batch`: loss and accuracy counts.
+  absl::StatusOr<EvalResult> Evaluate(absl::Span<const int64_t> indices, int batch);
+
+ private:
+  // Gathers samples into host staging buffers and copies them to the device.
+  absl::Status Load(absl::Span<const int64_t> indices);
+
+  Model* const model_;
+  Ops* const ops_;
+  const Dataset* const dataset_;
+  std::vector<float> host_x_;
+  std::vector<int32_t> host_y_;
+  DeviceArray<float> x_;
+  DeviceArray<int32_t> y_;
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_LOCAL_STEP_H_

@@ -1,0 +1,95 @@
+#include "common/metrics.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include "common/json_escape.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace ringside {
+
+using google::protobuf::FieldDescriptor;
+
+namespace {
+
+std::string JsonNumber(double v) {
+  if (!std::isfinite(v)) return "null";
+  return absl::StrFormat("%.9g", v);
+}
+
+}  // namespace
+
+std::string ToJsonLine(const google::protobuf::Message& message) {
+  const google::protobuf::Descriptor* d = message.GetDescriptor();
+  const google::protobuf::Reflection* r = message.GetReflection();
+  std::string out = "{";
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    if (f->is_repeated() || f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    if (out.size() > 1) out += ",";
+    absl::StrAppend(&out, "\"", f->name(), "\":");
+    switch (f->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_INT32: absl::StrAppend(&out, r->GetInt32(message, f)); break;
+      case FieldDescriptor::CPPTYPE_INT64: absl::StrAppend(&out, r->GetInt64(message, f)); break;
+      case FieldDescriptor::CPPTYPE_UINT32: absl::StrAppend(&out, r->GetUInt32(message, f)); break;
+      case FieldDescriptor::CPPTYPE_UINT64: absl::StrAppend(&out, r->GetUInt64(message, f)); break;
+      case FieldDescriptor::CPPTYPE_DOUBLE: out += JsonNumber(r->GetDouble(message, f)); break;
+      case FieldDescriptor::CPPTYPE_FLOAT: out += JsonNumber(r->GetFloat(message, f)); break;
+      case FieldDescriptor::CPPTYPE_BOOL: out += r->GetBool(message, f) ? "true" : "false"; break;
+      case FieldDescriptor::CPPTYPE_ENUM: absl::StrAppend(&out, r->GetEnumValue(message, f)); break;
+      case FieldDescriptor::CPPTYPE_STRING:
+        absl::StrAppend(&out, "\"", JsonEscape(r->GetString(message, f)), "\"");
+        break;
+      default: out += "null"; break;
+    }
+  }
+  out += "}";
+  return out;
+}
+
+absl::Status FromJsonLine(const std::string& line, google::protobuf::Message* message) {
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  auto status = google::protobuf::util::JsonStringToMessage(line, message, options);
+  if (!status.ok()) {
+    return absl::DataLossError(absl::StrCat("bad metrics line: ", status.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::string& path,
+                                                                  bool append) {
+  FILE* f = fopen(path.c_str(), append ? "a" : "w");
+  if (f == nullptr) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot open metrics file ", path, ": ", strerror(errno)));
+  }
+  return std::unique_ptr<MetricsWriter>(new MetricsWriter(path, f));
+}
+
+MetricsWriter::~MetricsWriter() { Close().IgnoreError(); }
+
+absl::Status MetricsWriter::Write(const StepMetrics& record) {
+  const std::string line = ToJsonLine(record) + "\n";
+  absl::MutexLock lock(&mu_);
+  if (file_ == nullptr) return absl::FailedPreconditionError("metrics file is closed");
+  if (fwrite(line.data(), 1, line.size(), file_) != line.size()) {
+    return absl::InternalError(absl::StrCat("cannot write ", path_, ": ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MetricsWriter::Close() {
+  absl::MutexLock lock(&mu_);
+  if (file_ == nullptr) return absl::OkStatus();
+  const bool ok = fclose(file_) == 0;
+  file_ = nullptr;
+  if (!ok) return absl::InternalError(absl::StrCat("cannot close ", path_, ": ", strerror(errno)));
+  return absl::OkStatus();
+}
+
+}  // namespace ringside

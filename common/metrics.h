@@ -1,0 +1,47 @@
+// Per-step metric records written as JSON lines: one StepMetrics (ringside.proto) per
+// line, every field present, numbers as JSON numbers (unlike proto3's JSON mapping,
+// which quotes 64-bit integers), so jq, pandas and gnuplot read them directly.
+#ifndef RINGSIDE_COMMON_METRICS_H_
+#define RINGSIDE_COMMON_METRICS_H_
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/ringside.pb.h"
+
+namespace ringside {
+
+// Renders a message of scalar fields as one JSON object on one line, fields in
+// declaration order.
+std::string ToJsonLine(const google::protobuf::Message& message);
+
+// Parses a line written by ToJsonLine back into `message` (via protobuf's JSON parser).
+absl::Status FromJsonLine(const std::string& line, google::protobuf::Message* message);
+
+// Appends records to a JSON-lines file. Thread-safe.
+class MetricsWriter {
+ public:
+  // Creates (truncates) `path`, or appends when `append` (resumed runs).
+  static absl::StatusOr<std::unique_ptr<MetricsWriter>> Open(const std::string& path,
+                                                             bool append);
+  ~MetricsWriter();
+
+  absl::Status Write(const StepMetrics& record);
+  // Flushes and closes; later writes fail.
+  absl::Status Close();
+
+ private:
+  MetricsWriter(std::string path, FILE* file) : path_(std::move(path)), file_(file) {}
+
+  const std::string path_;
+  absl::Mutex mu_;
+  FILE* file_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_METRICS_H_

@@ -1,0 +1,199 @@
+#include "common/model.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/random.h"
+#include "common/status_macros.h"
+
+namespace ringside {
+namespace {
+
+absl::Status BuildMlp(absl::string_view widths_spec, Shape input, int num_classes,
+                      std::vector<std::unique_ptr<Layer>>* layers) {
+  std::vector<int> widths;
+  for (absl::string_view part : absl::StrSplit(widths_spec, '-')) {
+    int width = 0;
+    if (!absl::SimpleAtoi(part, &width) || width <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model spec 'mlp:", widths_spec, "': width '", part,
+                       "' is not a positive integer"));
+    }
+    widths.push_back(width);
+  }
+  if (widths.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model spec 'mlp:", widths_spec, "' needs at least two widths (input-output)"));
+  }
+  if (widths.front() != input.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model spec 'mlp:", widths_spec, "' takes ", widths.front(),
+                     " inputs but the dataset's samples have ", input.size()));
+  }
+  if (widths.back() != num_classes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model spec 'mlp:", widths_spec, "' has ", widths.back(),
+                     " outputs but the dataset has ", num_classes, " classes"));
+  }
+  for (size_t i = 0; i + 1 < widths.size(); ++i) {
+    layers->push_back(NewLinear(widths[i], widths[i + 1]));
+    if (i + 2 < widths.size()) layers->push_back(NewRelu({widths[i + 1], 1, 1}));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BuildLenet(Shape input, int num_classes,
+                        std::vector<std::unique_ptr<Layer>>* layers) {
+  // Each conv5x5 shrinks by 4, each pool halves: need >= 1 pixel at the end.
+  if ((((input.h - 4) / 2) - 4) / 2 < 1 || (((input.w - 4) / 2) - 4) / 2 < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model 'cnn:lenet' needs inputs of at least 16x16, got ", input.h,
+                     "x", input.w));
+  }
+  auto add = [layers](std::unique_ptr<Layer> layer) {
+    Shape out = layer->output_shape();
+    layers->push_back(std::move(layer));
+    return out;
+  };
+  Shape s = input;
+  if (s.c > 1) s = add(NewToChannelMajor(s));
+  s = add(NewConv2d(s, 32, 5));
+  s = add(NewRelu(s));
+  s = add(NewMaxPool2x2(s));
+  s = add(NewConv2d(s, 64, 5));
+  s = add(NewRelu(s));
+  s = add(NewMaxPool2x2(s));
+  s = add(NewFlatten(s));
+  s = add(NewLinear(s.c, 512));
+  s = add(NewRelu(s));
+  add(NewLinear(512, num_classes));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Create(const std::string& spec,
+                                                     Shape input, int num_classes,
+                                                     Ops* ops) {
+  if (input.size() <= 0 || num_classes < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model input must be non-empty and have >= 2 classes, got ", input.size(),
+        " features and ", num_classes, " classes"));
+  }
+  std::unique_ptr<Model> model(new Model(spec, ops));
+  absl::string_view rest = spec;
+  if (absl::ConsumePrefix(&rest, "mlp:")) {
+    RINGSIDE_RETURN_IF_ERROR(BuildMlp(rest, input, num_classes, &model->layers_));
+  } else if (spec == "cnn:lenet") {
+    RINGSIDE_RETURN_IF_ERROR(BuildLenet(input, num_classes, &model->layers_));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown model spec '", spec, "' (expected mlp:W0-W1-...-Wn or cnn:lenet)"));
+  }
+  RINGSIDE_RETURN_IF_ERROR(model->Finalize(input, num_classes));
+  return model;
+}
+
+absl::Status Model::Finalize(Shape input, int num_classes) {
+  num_classes_ = num_classes;
+  for (const auto& layer : layers_) {
+    if (first_param_layer_ < 0 && layer->num_params() > 0) {
+      first_param_layer_ = static_cast<int>(layer_offsets_.size());
+    }
+    layer_offsets_.push_back(num_params_);
+    if (layer->num_params() > 0) {
+      layer_ranges_.push_back({num_params_, layer->num_params()});
+    }
+    num_params_ += layer->num_params();
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(params_, DeviceArray<float>::Create(ops_, num_params_));
+  RINGSIDE_ASSIGN_OR_RETURN(grads_, DeviceArray<float>::Create(ops_, num_params_));
+  ops_->Fill(grads_.data(), num_params_, 0.0f);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->BindParams(params_.data() + layer_offsets_[i],
+                           grads_.data() + layer_offsets_[i]);
+  }
+  acts_.resize(layers_.size() + 1);
+  dacts_.resize(layers_.size() + 1);
+  return InitParams(0);
+}
+
+absl::Status Model::InitParams(uint64_t seed) {
+  // Each layer draws from its own stream, so changing one layer's size does not
+  // shift the others' initial values.
+  std::vector<float> host(num_params_);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    Rng rng(Mix64(seed) ^ Mix64(i + 1));
+    layers_[i]->InitParams(&rng, host.data() + layer_offsets_[i]);
+  }
+  return ops_->CopyToDevice(params_.data(), host.data(), host.size() * sizeof(float));
+}
+
+absl::Status Model::Reserve(int batch) {
+  if (batch <= reserved_batch_) return absl::OkStatus();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const int64_t n = batch * layers_[i]->output_shape().size();
+    RINGSIDE_ASSIGN_OR_RETURN(acts_[i + 1], DeviceArray<float>::Create(ops_, n));
+    RINGSIDE_ASSIGN_OR_RETURN(dacts_[i + 1], DeviceArray<float>::Create(ops_, n));
+    RINGSIDE_RETURN_IF_ERROR(layers_[i]->Reserve(ops_, batch));
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(
+      probs_, DeviceArray<float>::Create(ops_, static_cast<int64_t>(batch) * num_classes_));
+  reserved_batch_ = batch;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ForwardResult> Model::Forward(const float* x, const int32_t* labels,
+                                             int batch) {
+  if (batch < 1) return absl::InvalidArgumentError("forward needs batch >= 1");
+  RINGSIDE_RETURN_IF_ERROR(Reserve(batch));
+  const float* in = x;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->Forward(ops_, in, acts_[i + 1].data(), batch);
+    in = acts_[i + 1].data();
+  }
+  ForwardResult result;
+  ops_->SoftmaxXentForward(in, labels, batch, num_classes_, probs_.data(),
+                           &result.loss_sum, &result.correct);
+  RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
+  last_batch_ = batch;
+  last_input_ = x;
+  last_labels_ = labels;
+  return result;
+}
+
+absl::Status Model::Backward(float loss_scale, const GradReadyFn& on_ready) {
+  if (last_batch_ == 0) return absl::FailedPreconditionError("backward before forward");
+  const int batch = last_batch_;
+  const int last = static_cast<int>(layers_.size()) - 1;
+  // d(loss)/d(logits) goes straight into the last layer's output gradient.
+  ops_->SoftmaxXentBackward(probs_.data(), last_labels_, batch, num_classes_, loss_scale,
+                            dacts_[last + 1].data());
+  for (int i = last; i >= 0; --i) {
+    const float* in = i == 0 ? last_input_ : acts_[i].data();
+    // Input gradients in front of the first layer with parameters are never needed.
+    float* din = i <= first_param_layer_ ? nullptr : dacts_[i].data();
+    layers_[i]->Backward(ops_, in, acts_[i + 1].data(), dacts_[i + 1].data(), din, batch);
+    if (layers_[i]->num_params() > 0 && on_ready) {
+      // The gradient must be complete in memory before anyone reads it.
+      RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
+      on_ready({layer_offsets_[i], layers_[i]->num_params()});
+    }
+  }
+  last_batch_ = 0;
+  return ops_->Synchronize();
+}
+
+double Model::GemmFlops(int batch) const {
+  double flops = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    flops += layers_[i]->GemmFlops(batch, /*need_din=*/static_cast<int>(i) > first_param_layer_);
+  }
+  return flops;
+}
+
+}  // namespace ringside

@@ -1,0 +1,100 @@
+// A model replica: a stack of layers over ONE flat parameter buffer and ONE flat
+// gradient buffer (layer order), softmax cross-entropy loss, and a backward pass that
+// announces each layer's gradient range the moment it is final.
+#ifndef RINGSIDE_COMMON_MODEL_H_
+#define RINGSIDE_COMMON_MODEL_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/layers.h"
+#include "common/ops.h"
+
+namespace ringside {
+
+// A contiguous range of the flat parameter (and gradient) buffer, in floats.
+struct ParamRange {
+  int64_t offset = 0;
+  int64_t size = 0;
+};
+
+// Called during Backward with a range whose gradients are final. Ranges arrive in
+// reverse layer order (highest offsets first) and tile [0, num_params()) exactly.
+using GradReadyFn = std::function<void(const ParamRange&)>;
+
+struct ForwardResult {
+  double loss_sum = 0;  // Sum of the per-sample losses of the batch.
+  int64_t correct = 0;  // Samples whose argmax matched the label.
+};
+
+// Not thread-safe. Owns its buffers in `ops`'s memory; `ops` must outlive it.
+class Model {
+ public:
+  // Builds a model from a spec:
+  //   "mlp:W0-W1-...-Wn"  linear layers with ReLU between; W0 must equal the input's
+  //                       C*H*W and Wn the number of classes.
+  //   "cnn:lenet"         conv5x5(32) relu pool2 conv5x5(64) relu pool2 fc(512) relu
+  //                       fc(classes), stride 1, no padding (28x28 -> 4x4x64 -> 1024).
+  // InvalidArgument names the problem for unknown or inconsistent specs.
+  static absl::StatusOr<std::unique_ptr<Model>> Create(const std::string& spec,
+                                                       Shape input, int num_classes,
+                                                       Ops* ops);
+
+  const std::string& spec() const { return spec_; }
+  int64_t num_params() const { return num_params_; }
+  // Flat buffers, num_params() floats each, backend memory.
+  float* params() { return params_.data(); }
+  const float* params() const { return params_.data(); }
+  float* grads() { return grads_.data(); }
+  const float* grads() const { return grads_.data(); }
+  // Parameter range of every layer that has parameters, in layer order.
+  const std::vector<ParamRange>& layer_ranges() const { return layer_ranges_; }
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+
+  // Deterministic initialisation from `seed` (PyTorch's default uniform bounds).
+  absl::Status InitParams(uint64_t seed);
+
+  // x [batch, C*H*W] (sample-major), labels [batch]: backend memory. Keeps the
+  // activations for Backward. batch >= 1.
+  absl::StatusOr<ForwardResult> Forward(const float* x, const int32_t* labels,
+                                        int batch);
+  // Backward of the last Forward. Gradients of loss_scale * (sum of per-sample
+  // losses) overwrite grads(): loss_scale = 1 / global batch gives the mean loss.
+  // `on_ready` (may be empty) is called as each layer's gradients become final.
+  absl::Status Backward(float loss_scale, const GradReadyFn& on_ready);
+
+  // GEMM FLOPs of one forward + backward at `batch`.
+  double GemmFlops(int batch) const;
+
+ private:
+  Model(std::string spec, Ops* ops) : spec_(std::move(spec)), ops_(ops) {}
+  absl::Status Finalize(Shape input, int num_classes);
+  absl::Status Reserve(int batch);
+
+  const std::string spec_;
+  Ops* const ops_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<int64_t> layer_offsets_;  // Offset of each layer's parameters.
+  std::vector<ParamRange> layer_ranges_;
+  int64_t num_params_ = 0;
+  int num_classes_ = 0;
+  int first_param_layer_ = -1;
+  DeviceArray<float> params_;
+  DeviceArray<float> grads_;
+  // acts_[0] is a copy-free view of the input; acts_[i + 1] is layer i's output.
+  std::vector<DeviceArray<float>> acts_;
+  std::vector<DeviceArray<float>> dacts_;  // Gradients w.r.t. acts_[i + 1].
+  DeviceArray<float> probs_;               // Softmax of the logits [batch, classes].
+  int reserved_batch_ = 0;
+  int last_batch_ = 0;
+  const float* last_input_ = nullptr;
+  const int32_t* last_labels_ = nullptr;
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_MODEL_H_

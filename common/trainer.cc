@@ -1,0 +1,284 @@
+#include "common/trainer.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/checkpoint.h"
+#include "common/status_macros.h"
+
+namespace ringside {
+namespace {
+
+// mkdir -p.
+absl::Status MakeDirs(const std::string& dir) {
+  std::string prefix;
+  for (size_t pos = 0; pos != std::string::npos;) {
+    pos = dir.find('/', pos + 1);
+    prefix = dir.substr(0, pos);
+    if (prefix.empty()) continue;
+    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot create directory ", prefix, ": ", strerror(errno)));
+    }
+  }
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(dir, " is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+std::string FormatDuration(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  if (s >= 3600) return absl::StrFormat("%d:%02d:%02d", s / 3600, (s / 60) % 60, s % 60);
+  return absl::StrFormat("%d:%02d", s / 60, s % 60);
+}
+
+int64_t BatchesPerEpoch(const Sharder& shard, int batch) {
+  return (shard.num_samples() + batch - 1) / batch;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> LocalSgdStrategy::Create(
+    const SgdHyper& hyper, int64_t num_params, Ops* ops) {
+  RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(hyper, num_params, ops));
+  return std::unique_ptr<LocalSgdStrategy>(new LocalSgdStrategy(std::move(sgd), ops));
+}
+
+absl::Status LocalSgdStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) {
+  const int64_t t0 = NowMicros();
+  sgd_.Step(model->params(), model->grads());
+  RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
+  const int64_t t1 = NowMicros();
+  m->set_update_ms((t1 - t0) / 1e3);
+  if (trace != nullptr) trace->Span("update", kComputeTrack, t0, t1 - t0);
+  return absl::OkStatus();
+}
+
+Trainer::Trainer(const TrainerOptions& options, Model* model, Ops* ops,
+                 const DatasetSplits* data, StepStrategy* strategy, Sharder train_shard,
+                 Sharder test_shard)
+    : options_(options),
+      model_(model),
+      ops_(ops),
+      data_(data),
+      strategy_(strategy),
+      train_shard_(std::move(train_shard)),
+      test_shard_(std::move(test_shard)),
+      train_step_(model, ops, data->train.get()),
+      test_step_(model, ops, data->test.get()) {}
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& options,
+                                                         Model* model, Ops* ops,
+                                                         const DatasetSplits* data,
+                                                         StepStrategy* strategy) {
+  const RunConfig& c = options.config;
+  if (c.batch() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("batch must be >= 1, got ", c.batch()));
+  }
+  if (c.epochs() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("epochs must be >= 1, got ", c.epochs()));
+  }
+  if (c.max_steps() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("steps must be >= 0, got ", c.max_steps()));
+  }
+  if (options.eval_batch < 1) {
+    return absl::InvalidArgumentError("eval batch must be >= 1");
+  }
+  ShardOptions train_opts;
+  train_opts.dataset_size = data->train->size();
+  train_opts.world_size = options.world_size;
+  train_opts.rank = options.rank;
+  train_opts.seed = c.seed();
+  train_opts.shuffle = true;
+  train_opts.mode = c.drop_last() ? ShardMode::kDropLast : ShardMode::kPad;
+  RINGSIDE_ASSIGN_OR_RETURN(Sharder train_shard, Sharder::Create(train_opts));
+  ShardOptions test_opts = train_opts;
+  test_opts.dataset_size = data->test->size();
+  test_opts.shuffle = false;
+  test_opts.mode = ShardMode::kExact;
+  RINGSIDE_ASSIGN_OR_RETURN(Sharder test_shard, Sharder::Create(test_opts));
+  if (train_shard.num_samples() == 0) {
+    return absl::InvalidArgumentError("the training set gives this rank no samples");
+  }
+
+  std::unique_ptr<Trainer> trainer(new Trainer(options, model, ops, data, strategy,
+                                               std::move(train_shard), std::move(test_shard)));
+  if (options.resume) {
+    if (options.out_dir.empty()) {
+      return absl::InvalidArgumentError("--resume needs an output directory");
+    }
+    RINGSIDE_RETURN_IF_ERROR(trainer->Restore());
+  } else {
+    RINGSIDE_RETURN_IF_ERROR(model->InitParams(c.seed()));
+  }
+  if (!options.out_dir.empty()) {
+    RINGSIDE_RETURN_IF_ERROR(MakeDirs(options.out_dir));
+    const std::string suffix = options.world_size > 1 ? absl::StrCat(".rank", options.rank) : "";
+    RINGSIDE_ASSIGN_OR_RETURN(
+        trainer->metrics_,
+        MetricsWriter::Open(absl::StrCat(options.out_dir, "/", kMetricsFile, suffix),
+                            options.resume));
+    RINGSIDE_ASSIGN_OR_RETURN(
+        trainer->trace_,
+        TraceWriter::Open(absl::StrCat(options.out_dir, "/", kTraceFile, suffix), options.rank,
+                          absl::StrCat(strategy->role(), " ", options.rank)));
+    trainer->trace_->NameTrack(kComputeTrack, "compute");
+    trainer->trace_->NameTrack(kCommTrack, "communication");
+  }
+  return trainer;
+}
+
+absl::Status Trainer::Restore() {
+  const std::string path = absl::StrCat(options_.out_dir, "/", kCheckpointFile);
+  RINGSIDE_ASSIGN_OR_RETURN(Checkpoint ckpt, ReadCheckpoint(path));
+  const CheckpointHeader& h = ckpt.header;
+  if (h.model() != model_->spec() || h.num_params() != model_->num_params()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", path, " holds model '", h.model(), "' (", h.num_params(),
+        " parameters), but this run trains '", model_->spec(), "' (", model_->num_params(),
+        ")"));
+  }
+  if (h.config().batch() != options_.config.batch() ||
+      h.config().seed() != options_.config.seed() ||
+      h.config().world_size() != options_.config.world_size()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", path, " was written with batch ", h.config().batch(), ", seed ",
+        h.config().seed(), " and ", h.config().world_size(),
+        " workers; resume with the same values"));
+  }
+  RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(model_->params(), ckpt.params.data(),
+                                              ckpt.params.size() * sizeof(float)));
+  RINGSIDE_RETURN_IF_ERROR(
+      Annotate(strategy_->LoadOptimizerState(ckpt.optimizer_state), path));
+  step_ = h.step();
+  epoch_ = h.epoch();
+  batch_in_epoch_ = h.batch_in_epoch();
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::SaveCheckpoint() {
+  if (options_.out_dir.empty() || !options_.write_checkpoints || options_.rank != 0) {
+    return absl::OkStatus();
+  }
+  std::vector<float> params(model_->num_params());
+  RINGSIDE_RETURN_IF_ERROR(
+      ops_->CopyToHost(params.data(), model_->params(), params.size() * sizeof(float)));
+  RINGSIDE_ASSIGN_OR_RETURN(std::vector<float> opt, strategy_->SaveOptimizerState());
+  CheckpointHeader header;
+  header.set_model(model_->spec());
+  header.set_step(step_);
+  header.set_epoch(epoch_);
+  header.set_batch_in_epoch(batch_in_epoch_);
+  *header.mutable_config() = options_.config;
+  return WriteCheckpoint(absl::StrCat(options_.out_dir, "/", kCheckpointFile), header,
+                         params, opt);
+}
+
+absl::StatusOr<EvalResult> Trainer::EvaluateTest() {
+  const std::vector<int64_t> indices = test_shard_.Indices(0);
+  RINGSIDE_ASSIGN_OR_RETURN(EvalResult local,
+                            test_step_.Evaluate(indices, options_.eval_batch));
+  return strategy_->ReduceEval(local);
+}
+
+void Trainer::PrintProgress(const StepMetrics& m, int64_t steps_total, double rate,
+                            bool force) {
+  if (options_.progress == nullptr) return;
+  const int64_t now = NowMicros();
+  if (!force && now - last_progress_us_ < options_.progress_interval_s * 1e6) return;
+  last_progress_us_ = now;
+  const double steps_per_sec = rate / std::max(1, options_.config.batch());
+  const double eta = steps_per_sec > 0 ? (steps_total - step_) / steps_per_sec : 0;
+  absl::FPrintF(options_.progress,
+                "epoch %d/%d  step %d/%d  loss %.4f  %.0f samples/s  ETA %s\n",
+                epoch_ + 1, options_.config.epochs(), step_, steps_total, m.loss(), rate,
+                FormatDuration(eta));
+  fflush(options_.progress);
+}
+
+absl::StatusOr<TrainResult> Trainer::Run() {
+  const RunConfig& c = options_.config;
+  const int64_t per_epoch = BatchesPerEpoch(train_shard_, c.batch());
+  int64_t steps_total = per_epoch * c.epochs();
+  if (c.max_steps() > 0) steps_total = std::min<int64_t>(steps_total, c.max_steps());
+  TrainResult result;
+  const GradReadyFn on_ready = [this](const ParamRange& r) { strategy_->OnGradientReady(r); };
+  const int64_t run_start = NowMicros();
+  int64_t samples = 0;
+  int64_t steps_run = 0;
+  StepMetrics m;
+  EvalResult eval;
+  int64_t evaluated_at = -1;  // Step at which `eval` was computed.
+  while (step_ < steps_total) {
+    const std::vector<int64_t> order = train_shard_.Indices(epoch_);
+    for (; batch_in_epoch_ < per_epoch && step_ < steps_total; ++batch_in_epoch_) {
+      const int64_t begin = batch_in_epoch_ * c.batch();
+      const int64_t n = std::min<int64_t>(c.batch(), static_cast<int64_t>(order.size()) - begin);
+      m.Clear();
+      m.set_step(step_);
+      m.set_epoch(epoch_);
+      m.set_rank(options_.rank);
+      m.set_role(strategy_->role());
+      const int64_t t0 = NowMicros();
+      m.set_start_us(t0);
+      // Every rank has the same count per step, so this is the mean over the global batch.
+      const float loss_scale = 1.0f / static_cast<float>(n * options_.world_size);
+      RINGSIDE_RETURN_IF_ERROR(train_step_.Run(absl::MakeConstSpan(order).subspan(begin, n),
+                                               loss_scale, on_ready, &m, trace_.get()));
+      RINGSIDE_RETURN_IF_ERROR(
+          Annotate(strategy_->FinishStep(model_, &m, trace_.get()), absl::StrCat("step ", step_)));
+      const int64_t t1 = NowMicros();
+      m.set_step_ms((t1 - t0) / 1e3);
+      if (metrics_ != nullptr) RINGSIDE_RETURN_IF_ERROR(metrics_->Write(m));
+      ++step_;
+      ++steps_run;
+      samples += n;
+      result.last_loss = m.loss();
+      const double elapsed = (t1 - run_start) / 1e6;
+      PrintProgress(m, steps_total, samples / std::max(elapsed, 1e-9), false);
+      if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) {
+        // Record the position after this batch.
+        ++batch_in_epoch_;
+        absl::Status s = SaveCheckpoint();
+        --batch_in_epoch_;
+        RINGSIDE_RETURN_IF_ERROR(s);
+      }
+    }
+    if (batch_in_epoch_ < per_epoch) break;  // Stopped by max_steps mid-epoch.
+    // Epoch finished: evaluate and checkpoint at its boundary.
+    ++epoch_;
+    batch_in_epoch_ = 0;
+    RINGSIDE_ASSIGN_OR_RETURN(eval, EvaluateTest());
+    evaluated_at = step_;
+    if (options_.progress != nullptr) {
+      absl::FPrintF(options_.progress,
+                    "epoch %d/%d done  train loss %.4f  test loss %.4f  test accuracy %.4f\n",
+                    epoch_, c.epochs(), m.loss(), eval.loss_sum / std::max<int64_t>(1, eval.count),
+                    static_cast<double>(eval.correct) / std::max<int64_t>(1, eval.count));
+      fflush(options_.progress);
+    }
+    RINGSIDE_RETURN_IF_ERROR(SaveCheckpoint());
+  }
+  result.seconds = (NowMicros() - run_start) / 1e6;
+  result.steps = step_;
+  result.steps_this_run = steps_run;
+  result.samples_per_sec = result.seconds > 0 ? samples / result.seconds : 0;
+  if (evaluated_at != step_) {
+    RINGSIDE_ASSIGN_OR_RETURN(eval, EvaluateTest());
+  }
+  result.test_loss = eval.loss_sum / std::max<int64_t>(1, eval.count);
+  result.test_accuracy = static_cast<double>(eval.correct) / std::max<int64_t>(1, eval.count);
+  RINGSIDE_RETURN_IF_ERROR(SaveCheckpoint());
+  if (metrics_ != nullptr) RINGSIDE_RETURN_IF_ERROR(metrics_->Close());
+  if (trace_ != nullptr) RINGSIDE_RETURN_IF_ERROR(trace_->Close());
+  return result;
+}
+
+}  // namespace ringside

@@ -1,0 +1,141 @@
+// The training loop, written once. It walks epochs and batches of this rank's shard,
+// runs the LocalStep, hands the gradients to a StepStrategy (single: local SGD; PS:
+// push-pull; DDP: bucketed all-reduce), evaluates, writes metrics, traces and
+// checkpoints, prints progress, and resumes from a checkpoint.
+#ifndef RINGSIDE_COMMON_TRAINER_H_
+#define RINGSIDE_COMMON_TRAINER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/dataset.h"
+#include "common/local_step.h"
+#include "common/metrics.h"
+#include "common/model.h"
+#include "common/ops.h"
+#include "common/ringside.pb.h"
+#include "common/sgd.h"
+#include "common/sharder.h"
+#include "common/trace.h"
+
+namespace ringside {
+
+// What a strategy does with the gradients of a step. Called from the training thread.
+class StepStrategy {
+ public:
+  virtual ~StepStrategy() = default;
+
+  // Role written into metric records ("single", "worker", "rank").
+  virtual std::string role() const = 0;
+  // Called during backward with each range whose gradients are final.
+  virtual void OnGradientReady(const ParamRange& range) {}
+  // After backward: brings model->params() up to date for the next step. Adds its
+  // communication, wait and update times and byte counts to `m`, and spans to `trace`
+  // (may be nullptr).
+  virtual absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) = 0;
+  // Combines evaluation counts over all workers (identity for one process).
+  virtual absl::StatusOr<EvalResult> ReduceEval(const EvalResult& local) { return local; }
+  // Optimizer state to checkpoint, and its restore.
+  virtual absl::StatusOr<std::vector<float>> SaveOptimizerState() = 0;
+  virtual absl::Status LoadOptimizerState(absl::Span<const float> state) = 0;
+};
+
+// The single-process strategy: one SGD step over the whole flat buffer.
+class LocalSgdStrategy final : public StepStrategy {
+ public:
+  // InvalidArgument for bad hyper-parameters (see Sgd::Create).
+  static absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> Create(const SgdHyper& hyper,
+                                                                   int64_t num_params,
+                                                                   Ops* ops);
+  std::string role() const override { return "single"; }
+  absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;
+  absl::StatusOr<std::vector<float>> SaveOptimizerState() override { return sgd_.SaveState(); }
+  absl::Status LoadOptimizerState(absl::Span<const float> state) override {
+    return sgd_.LoadState(state);
+  }
+
+ private:
+  LocalSgdStrategy(Sgd sgd, Ops* ops) : sgd_(std::move(sgd)), ops_(ops) {}
+  Sgd sgd_;
+  Ops* ops_;
+};
+
+struct TrainerOptions {
+  RunConfig config;             // model, epochs, max_steps, batch, seed, drop_last, ...
+  int rank = 0;
+  int world_size = 1;
+  std::string out_dir;          // Created if missing. Empty: write nothing.
+  bool resume = false;          // Continue from out_dir/checkpoint.bin.
+  int64_t checkpoint_every = 0; // Also checkpoint every N steps (0: epoch ends only).
+  bool write_checkpoints = true;  // Rank 0 of a job writes; the others read.
+  int eval_batch = 1000;
+  FILE* progress = stderr;      // Progress lines; nullptr for silence.
+  double progress_interval_s = 2.0;
+};
+
+struct TrainResult {
+  int64_t steps = 0;            // Global steps completed (including resumed ones).
+  int64_t steps_this_run = 0;
+  double seconds = 0;           // Wall time of this run's training steps.
+  double samples_per_sec = 0;   // This process's training throughput.
+  double last_loss = 0;         // Mean training loss of the last step.
+  double test_loss = 0;
+  double test_accuracy = 0;
+};
+
+// File names under TrainerOptions::out_dir.
+inline constexpr char kMetricsFile[] = "metrics.jsonl";
+inline constexpr char kTraceFile[] = "trace.json";
+inline constexpr char kCheckpointFile[] = "checkpoint.bin";
+
+// Not thread-safe. Borrows everything it is given; all must outlive it.
+class Trainer {
+ public:
+  // Validates options, opens the outputs and, when resuming, restores parameters,
+  // optimizer state and the position in the data from the checkpoint (which must
+  // belong to the same model). Otherwise initialises parameters from the seed.
+  static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainerOptions& options,
+                                                         Model* model, Ops* ops,
+                                                         const DatasetSplits* data,
+                                                         StepStrategy* strategy);
+
+  // Trains until config.epochs are done or config.max_steps steps have run, then
+  // evaluates on the test set (exact sharding) and writes the final checkpoint.
+  absl::StatusOr<TrainResult> Run();
+
+  // Saves the checkpoint now (rank 0 with write_checkpoints only).
+  absl::Status SaveCheckpoint();
+
+ private:
+  Trainer(const TrainerOptions& options, Model* model, Ops* ops, const DatasetSplits* data,
+          StepStrategy* strategy, Sharder train_shard, Sharder test_shard);
+  absl::Status Restore();
+  absl::StatusOr<EvalResult> EvaluateTest();
+  void PrintProgress(const StepMetrics& m, int64_t steps_total, double rate, bool force);
+
+  const TrainerOptions options_;
+  Model* const model_;
+  Ops* const ops_;
+  const DatasetSplits* const data_;
+  StepStrategy* const strategy_;
+  const Sharder train_shard_;
+  const Sharder test_shard_;
+  LocalStep train_step_;
+  LocalStep test_step_;
+  std::unique_ptr<MetricsWriter> metrics_;
+  std::unique_ptr<TraceWriter> trace_;
+  // Position: steps completed, and where the next step starts.
+  int64_t step_ = 0;
+  int epoch_ = 0;
+  int64_t batch_in_epoch_ = 0;
+  int64_t last_progress_us_ = 0;
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_TRAINER_H_

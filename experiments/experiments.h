@@ -1,0 +1,11 @@
+// experiments/: the ringside command line and what it runs. Door of the folder.
+//   train_command.h  `ringside train`  (single-process training for now)
+//   step_bench.h     `ringside bench step`  (training-step time vs the GEMM floor)
+//   ringside_main.cc flag parsing and dispatch
+#ifndef RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
+#define RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
+
+#include "experiments/step_bench.h"
+#include "experiments/train_command.h"
+
+#endif  // RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_

@@ -1,0 +1,111 @@
+#include "experiments/step_bench.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/common.h"
+
+namespace ringside {
+namespace {
+
+double Percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(q * (v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+// Measures this backend's sgemm rate (GFLOP/s) on square n x n x n products: the
+// median of `reps` runs after one warm-up.
+absl::StatusOr<double> MeasureSgemmRate(Ops* ops, int n, int reps) {
+  const int64_t elems = static_cast<int64_t>(n) * n;
+  absl::StatusOr<DeviceArray<float>> a = DeviceArray<float>::Create(ops, elems);
+  absl::StatusOr<DeviceArray<float>> b = DeviceArray<float>::Create(ops, elems);
+  absl::StatusOr<DeviceArray<float>> c = DeviceArray<float>::Create(ops, elems);
+  if (!a.ok()) return a.status();
+  if (!b.ok()) return b.status();
+  if (!c.ok()) return c.status();
+  ops->Fill(a->data(), elems, 0.5f);
+  ops->Fill(b->data(), elems, 0.25f);
+  std::vector<double> rates;
+  for (int r = 0; r <= reps; ++r) {
+    const int64_t t0 = NowMicros();
+    ops->Gemm(false, false, n, n, n, 1.0f, a->data(), b->data(), 0.0f, c->data());
+    if (absl::Status s = ops->Synchronize(); !s.ok()) return s;
+    const int64_t t1 = NowMicros();
+    if (r > 0) rates.push_back(2.0 * n * n * n / ((t1 - t0) * 1e3));
+  }
+  return Percentile(rates, 0.5);
+}
+
+}  // namespace
+
+absl::Status RunStepBench(const StepBenchOptions& o) {
+  if (o.batch < 1 || o.steps < 1 || o.warmup < 0 || o.threads < 1 || o.repeats < 1) {
+    return absl::InvalidArgumentError(
+        "bench needs --batch >= 1, --steps >= 1, --warmup >= 0, --threads >= 1, --repeats >= 1");
+  }
+  std::unique_ptr<Ops> ops = NewCpuOps(o.threads);
+  SyntheticOptions synth;
+  synth.train_size = o.batch;
+  synth.test_size = 1;
+  absl::StatusOr<DatasetSplits> data = MakeSyntheticDataset(synth);
+  if (!data.ok()) return data.status();
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      Model::Create(o.model, Shape{synth.channels, synth.height, synth.width},
+                    synth.num_classes, ops.get());
+  if (!model.ok()) return model.status();
+  Model& m = **model;
+
+  // One resident batch, as a framework benchmark with a pre-loaded tensor would use.
+  std::vector<int64_t> indices(o.batch);
+  for (int i = 0; i < o.batch; ++i) indices[i] = i;
+  std::vector<float> x(static_cast<int64_t>(o.batch) * data->train->input_dim());
+  std::vector<int32_t> y(o.batch);
+  data->train->Gather(indices, x.data(), y.data());
+
+  SgdHyper hyper;
+  hyper.lr = 0.01f;
+  hyper.momentum = 0.9f;
+  absl::StatusOr<Sgd> sgd = Sgd::Create(hyper, m.num_params(), ops.get());
+  if (!sgd.ok()) return sgd.status();
+
+  absl::StatusOr<double> rate = MeasureSgemmRate(ops.get(), 1024, 5);
+  if (!rate.ok()) return rate.status();
+  const double flops = m.GemmFlops(o.batch);
+  const double floor_ms = flops / (*rate * 1e6);
+
+  absl::PrintF("model %s  batch %d  threads %d  params %d\n", o.model, o.batch, o.threads,
+               m.num_params());
+  absl::PrintF("sgemm 1024^3: %.1f GFLOP/s  step GEMM work: %.1f MFLOP  GEMM floor: %.3f ms\n",
+               *rate, flops / 1e6, floor_ms);
+  for (int r = 0; r < o.repeats; ++r) {
+    std::vector<double> times, fwd, bwd, upd;
+    for (int s = 0; s < o.warmup + o.steps; ++s) {
+      const int64_t t0 = NowMicros();
+      absl::StatusOr<ForwardResult> f = m.Forward(x.data(), y.data(), o.batch);
+      if (!f.ok()) return f.status();
+      const int64_t t1 = NowMicros();
+      if (absl::Status st = m.Backward(1.0f / o.batch, nullptr); !st.ok()) return st;
+      const int64_t t2 = NowMicros();
+      sgd->Step(m.params(), m.grads());
+      if (absl::Status st = ops->Synchronize(); !st.ok()) return st;
+      const int64_t t3 = NowMicros();
+      if (s < o.warmup) continue;
+      times.push_back((t3 - t0) / 1e3);
+      fwd.push_back((t1 - t0) / 1e3);
+      bwd.push_back((t2 - t1) / 1e3);
+      upd.push_back((t3 - t2) / 1e3);
+    }
+    const double med = Percentile(times, 0.5);
+    absl::PrintF(
+        "step: median %.3f ms  p10 %.3f  p90 %.3f  (forward %.3f, backward %.3f, update %.3f)  "
+        "%.0f samples/s  %.2fx GEMM floor\n",
+        med, Percentile(times, 0.1), Percentile(times, 0.9), Percentile(fwd, 0.5),
+        Percentile(bwd, 0.5), Percentile(upd, 0.5), o.batch / (med / 1e3), med / floor_ms);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ringside
