@@ -1,5 +1,6 @@
 #include "common/checkpoint.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -106,6 +107,10 @@ absl::Status WriteCheckpoint(const std::string& path, CheckpointHeader header,
 }
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
+  }
   File f(fopen(path.c_str(), "rb"));
   if (f == nullptr) {
     const int err = errno;

@@ -1,0 +1,176 @@
+#include "common/model.h"
+
+#include <cmath>
+#include <vector>
+
+#include "common/cpu_ops.h"
+#include "common/random.h"
+#include "common/sgd.h"
+#include "gtest/gtest.h"
+
+namespace ringside {
+namespace {
+
+struct Batch {
+  std::vector<float> x;
+  std::vector<int32_t> y;
+};
+
+Batch RandomBatch(Shape shape, int batch, int classes, uint64_t seed) {
+  Rng rng(seed);
+  Batch b;
+  b.x.resize(batch * shape.size());
+  for (float& v : b.x) v = rng.Normal();
+  for (int i = 0; i < batch; ++i) b.y.push_back(static_cast<int32_t>(rng.Below(classes)));
+  return b;
+}
+
+double MeanLoss(Model* model, const Batch& b, int batch) {
+  auto r = model->Forward(b.x.data(), b.y.data(), batch);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r->loss_sum / batch;
+}
+
+// Central differences on the mean loss for `per_layer` sampled parameters of every
+// layer, against Backward's gradient. Returns the fraction that disagree.
+void CheckGradients(Model* model, Shape shape, int batch, int classes, int per_layer) {
+  const Batch b = RandomBatch(shape, batch, classes, 7);
+  ASSERT_TRUE(model->Forward(b.x.data(), b.y.data(), batch).ok());
+  std::vector<ParamRange> announced;
+  ASSERT_TRUE(model->Backward(1.0f / batch, [&](const ParamRange& r) {
+                     announced.push_back(r);
+                   }).ok());
+  // Ranges arrive in reverse layer order and tile the buffer.
+  ASSERT_EQ(announced.size(), model->layer_ranges().size());
+  int64_t end = model->num_params();
+  for (const ParamRange& r : announced) {
+    EXPECT_EQ(r.offset + r.size, end);
+    end = r.offset;
+  }
+  EXPECT_EQ(end, 0);
+
+  const std::vector<float> grads(model->grads(), model->grads() + model->num_params());
+  float* p = model->params();
+  Rng rng(11);
+  int checked = 0, bad = 0, kinks = 0;
+  double worst = 0;
+  for (const ParamRange& r : model->layer_ranges()) {
+    for (int s = 0; s < per_layer; ++s) {
+      const int64_t i = r.offset + static_cast<int64_t>(rng.Below(r.size));
+      const float saved = p[i];
+      const float eps = 1e-3f * std::max(1.0f, std::fabs(saved));
+      const double mid = MeanLoss(model, b, batch);
+      p[i] = saved + eps;
+      const double up = MeanLoss(model, b, batch);
+      p[i] = saved - eps;
+      const double down = MeanLoss(model, b, batch);
+      p[i] = saved;
+      const double tol_abs = 1e-3;
+      // A ReLU or max-pool decision that flips inside [p - eps, p + eps] makes the
+      // loss non-smooth there; the one-sided slopes then disagree. Skip such samples.
+      const double right = (up - mid) / eps, left = (mid - down) / eps;
+      if (std::fabs(right - left) > tol_abs + 5e-2 * std::fabs(right)) {
+        ++kinks;
+        continue;
+      }
+      const double numeric = (up - down) / (2.0 * eps);
+      const double err = std::fabs(numeric - grads[i]);
+      const double tol = tol_abs + 2e-2 * std::fabs(numeric);
+      worst = std::max(worst, err / (tol_abs + std::fabs(numeric)));
+      ++checked;
+      if (err > tol) {
+        ++bad;
+        ADD_FAILURE() << "param " << i << ": analytic " << grads[i] << " numeric " << numeric;
+        if (bad > 5) return;
+      }
+    }
+  }
+  // Kinks are rare; most samples must be checked.
+  EXPECT_LT(kinks, checked / 5) << kinks << " kinks";
+  EXPECT_EQ(bad, 0) << "of " << checked << " checked";
+  ::testing::Test::RecordProperty("worst_relative_error", std::to_string(worst));
+}
+
+TEST(ModelTest, MlpGradientsMatchFiniteDifferences) {
+  auto ops = NewCpuOps(1);
+  const Shape shape{12, 1, 1};
+  auto model = Model::Create("mlp:12-9-7-4", shape, 4, ops.get());
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE((*model)->InitParams(3).ok());
+  EXPECT_EQ((*model)->num_params(), 12 * 9 + 9 + 9 * 7 + 7 + 7 * 4 + 4);
+  CheckGradients(model->get(), shape, 5, 4, 40);
+}
+
+TEST(ModelTest, LenetGradientsMatchFiniteDifferences) {
+  auto ops = NewCpuOps(1);
+  // Two channels exercise the [B, C, H, W] -> [C, B, H, W] transpose too.
+  const Shape shape{2, 16, 16};
+  auto model = Model::Create("cnn:lenet", shape, 3, ops.get());
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE((*model)->InitParams(5).ok());
+  CheckGradients(model->get(), shape, 3, 3, 30);
+}
+
+TEST(ModelTest, LenetShapesOnFashionMnistInputs) {
+  auto ops = NewCpuOps(1);
+  auto model = Model::Create("cnn:lenet", {1, 28, 28}, 10, ops.get());
+  ASSERT_TRUE(model.ok()) << model.status();
+  // conv1 32*25+32, conv2 64*32*25+64, fc1 1024*512+512, fc2 512*10+10.
+  EXPECT_EQ((*model)->num_params(), 832 + 51264 + 524800 + 5130);
+  ASSERT_EQ((*model)->layer_ranges().size(), 4u);
+}
+
+TEST(ModelTest, InitIsDeterministicAndSeeded) {
+  auto ops = NewCpuOps(1);
+  auto a = Model::Create("mlp:6-5-3", {6, 1, 1}, 3, ops.get());
+  auto b = Model::Create("mlp:6-5-3", {6, 1, 1}, 3, ops.get());
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE((*a)->InitParams(42).ok());
+  ASSERT_TRUE((*b)->InitParams(42).ok());
+  const int64_t n = (*a)->num_params();
+  EXPECT_EQ(std::vector<float>((*a)->params(), (*a)->params() + n),
+            std::vector<float>((*b)->params(), (*b)->params() + n));
+  ASSERT_TRUE((*b)->InitParams(43).ok());
+  EXPECT_NE(std::vector<float>((*a)->params(), (*a)->params() + n),
+            std::vector<float>((*b)->params(), (*b)->params() + n));
+  // PyTorch's bounds: |w| <= 1/sqrt(fan_in) for the first layer (fan_in 6).
+  for (int i = 0; i < 6 * 5; ++i) EXPECT_LE(std::fabs((*a)->params()[i]), 1 / std::sqrt(6.0f));
+}
+
+TEST(ModelTest, SgdStepsReduceTheLoss) {
+  auto ops = NewCpuOps(1);
+  const Shape shape{10, 1, 1};
+  auto model = Model::Create("mlp:10-16-3", shape, 3, ops.get());
+  ASSERT_TRUE(model.ok());
+  auto sgd = Sgd::Create({0.1f, 0.9f, 0.0f, false}, (*model)->num_params(), ops.get());
+  ASSERT_TRUE(sgd.ok());
+  const Batch b = RandomBatch(shape, 32, 3, 1);
+  const double before = MeanLoss(model->get(), b, 32);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE((*model)->Forward(b.x.data(), b.y.data(), 32).ok());
+    ASSERT_TRUE((*model)->Backward(1.0f / 32, nullptr).ok());
+    sgd->Step((*model)->params(), (*model)->grads());
+  }
+  EXPECT_LT(MeanLoss(model->get(), b, 32), 0.5 * before);
+}
+
+TEST(ModelTest, BadSpecsAreRejected) {
+  auto ops = NewCpuOps(1);
+  const Shape shape{784, 1, 1};
+  for (const char* spec : {"resnet:50", "mlp:", "mlp:784", "mlp:784-x-10", "mlp:784--10",
+                           "mlp:784-0-10", "mlp:100-10", "mlp:784-12", "cnn:alexnet"}) {
+    auto model = Model::Create(spec, shape, 10, ops.get());
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument) << spec;
+  }
+  EXPECT_FALSE(Model::Create("cnn:lenet", {1, 8, 8}, 10, ops.get()).ok());
+}
+
+TEST(ModelTest, BackwardBeforeForwardFails) {
+  auto ops = NewCpuOps(1);
+  auto model = Model::Create("mlp:4-3", {4, 1, 1}, 3, ops.get());
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ((*model)->Backward(1.0f, nullptr).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace ringside

@@ -1,0 +1,138 @@
+#include "common/trainer.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/checkpoint.h"
+#include "common/cpu_ops.h"
+#include "gtest/gtest.h"
+
+namespace ringside {
+namespace {
+
+std::string TempDir(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+RunConfig SmallConfig() {
+  RunConfig c;
+  c.set_strategy("single");
+  c.set_model("mlp:64-16-4");
+  c.set_dataset("synthetic:train=600,test=100,shape=1x8x8,classes=4,seed=3");
+  c.set_epochs(4);
+  c.set_batch(32);  // 19 batches per epoch, the last one partial (24 samples).
+  c.set_lr(0.05f);
+  c.set_momentum(0.9f);
+  c.set_weight_decay(1e-4f);
+  c.set_seed(9);
+  c.set_world_size(1);
+  return c;
+}
+
+// Trains `max_steps` steps (resuming from out_dir if `resume`) and returns the
+// checkpoint left in out_dir.
+Checkpoint Train(const std::string& out_dir, int64_t max_steps, bool resume,
+                 TrainResult* result = nullptr) {
+  RunConfig c = SmallConfig();
+  c.set_max_steps(max_steps);
+  auto data = LoadDataset(c.dataset());
+  EXPECT_TRUE(data.ok()) << data.status();
+  auto ops = NewCpuOps(1);
+  auto model = Model::Create(c.model(), {1, 8, 8}, 4, ops.get());
+  EXPECT_TRUE(model.ok()) << model.status();
+  auto strategy = LocalSgdStrategy::Create({c.lr(), c.momentum(), c.weight_decay(), false},
+                                           (*model)->num_params(), ops.get());
+  EXPECT_TRUE(strategy.ok());
+  TrainerOptions o;
+  o.config = c;
+  o.out_dir = out_dir;
+  o.resume = resume;
+  o.progress = nullptr;
+  auto trainer = Trainer::Create(o, model->get(), ops.get(), &*data, strategy->get());
+  EXPECT_TRUE(trainer.ok()) << trainer.status();
+  auto r = (*trainer)->Run();
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (result != nullptr) *result = *r;
+  auto ckpt = ReadCheckpoint(out_dir + "/" + kCheckpointFile);
+  EXPECT_TRUE(ckpt.ok()) << ckpt.status();
+  return *ckpt;
+}
+
+int CountLines(const std::string& path) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+// Train k steps, save, resume, train k more == train 2k straight, bit for bit. k = 25
+// stops inside the second epoch, so the resumed run must also restore the position in
+// the shuffled order.
+TEST(TrainerTest, ResumeIsBitIdenticalToTrainingStraight) {
+  const std::string split = TempDir("split"), straight = TempDir("straight");
+  const Checkpoint first = Train(split, 25, false);
+  EXPECT_EQ(first.header.step(), 25);
+  EXPECT_EQ(first.header.epoch(), 1);
+  EXPECT_EQ(first.header.batch_in_epoch(), 6);
+  TrainResult resumed_result;
+  const Checkpoint resumed = Train(split, 50, true, &resumed_result);
+  EXPECT_EQ(resumed_result.steps_this_run, 25);
+  const Checkpoint direct = Train(straight, 50, false);
+  ASSERT_EQ(resumed.params.size(), direct.params.size());
+  EXPECT_EQ(resumed.header.step(), 50);
+  EXPECT_EQ(0, memcmp(resumed.params.data(), direct.params.data(),
+                      direct.params.size() * sizeof(float)));
+  EXPECT_EQ(0, memcmp(resumed.optimizer_state.data(), direct.optimizer_state.data(),
+                      direct.optimizer_state.size() * sizeof(float)));
+  // The resumed run appended its records to the first run's.
+  EXPECT_EQ(CountLines(split + "/" + kMetricsFile), 50);
+  EXPECT_EQ(CountLines(straight + "/" + kMetricsFile), 50);
+}
+
+TEST(TrainerTest, LearnsTheSyntheticTask) {
+  TrainResult r;
+  Train(TempDir("learn"), 0, false, &r);
+  EXPECT_EQ(r.steps, 4 * 19);
+  EXPECT_GT(r.test_accuracy, 0.6);  // Chance is 0.25.
+}
+
+TEST(TrainerTest, ResumeRejectsAnotherModelAndCorruptCheckpoints) {
+  const std::string dir = TempDir("reject");
+  Train(dir, 5, false);
+  RunConfig c = SmallConfig();
+  auto data = LoadDataset(c.dataset());
+  ASSERT_TRUE(data.ok());
+  auto ops = NewCpuOps(1);
+  auto other = Model::Create("mlp:64-8-4", {1, 8, 8}, 4, ops.get());
+  ASSERT_TRUE(other.ok());
+  auto strategy = LocalSgdStrategy::Create({0.1f, 0.9f, 0, false}, (*other)->num_params(), ops.get());
+  TrainerOptions o;
+  o.config = c;
+  o.out_dir = dir;
+  o.resume = true;
+  o.progress = nullptr;
+  auto t = Trainer::Create(o, other->get(), ops.get(), &*data, strategy->get());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition) << t.status();
+
+  // Flip one byte of the parameters: the checksum catches it.
+  const std::string path = dir + "/" + kCheckpointFile;
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(-40, std::ios::end);
+  f.put('\x7f');
+  f.close();
+  auto model = Model::Create(c.model(), {1, 8, 8}, 4, ops.get());
+  auto s2 = LocalSgdStrategy::Create({0.1f, 0.9f, 0, false}, (*model)->num_params(), ops.get());
+  t = Trainer::Create(o, model->get(), ops.get(), &*data, s2->get());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kDataLoss) << t.status();
+
+  o.out_dir = TempDir("empty-dir");
+  t = Trainer::Create(o, model->get(), ops.get(), &*data, s2->get());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound) << t.status();
+}
+
+}  // namespace
+}  // namespace ringside
