@@ -80,6 +80,24 @@ void BiasAddKernel(float* __restrict y, const float* __restrict bias, int outer,
   }
 }
 
+// y [outer, channels, inner] = bias [channels] (overwrite).
+void BiasBroadcastKernel(float* __restrict y, const float* __restrict bias, int outer,
+                         int channels, int inner) {
+  if (inner == 1) {
+    for (int64_t o = 0; o < outer; ++o) {
+      memcpy(y + o * channels, bias, static_cast<size_t>(channels) * sizeof(float));
+    }
+    return;
+  }
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int ch = 0; ch < channels; ++ch) {
+      float* plane = y + (o * channels + ch) * inner;
+      const float value = bias[ch];
+      for (int64_t i = 0; i < inner; ++i) plane[i] = value;
+    }
+  }
+}
+
 // db [channels] = sum of dy [outer, channels, inner] over outer and inner.
 void BiasGradKernel(const float* __restrict dy, float* __restrict db, int outer,
                     int channels, int inner) {
@@ -365,6 +383,11 @@ class CpuOps final : public Ops {
 
   void BiasAdd(float* y, const float* bias, int outer, int channels, int inner) override {
     BiasAddKernel(y, bias, outer, channels, inner);
+  }
+
+  void BiasBroadcast(float* y, const float* bias, int outer, int channels,
+                     int inner) override {
+    BiasBroadcastKernel(y, bias, outer, channels, inner);
   }
 
   void BiasGrad(const float* dy, float* db, int outer, int channels, int inner) override {

@@ -346,6 +346,20 @@ TEST_F(CpuOpsTest, BiasAddAndGradClosedForm) {
   }
 }
 
+TEST_F(CpuOpsTest, BiasBroadcastOverwrites) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Linear layout [outer=2, channels=3, inner=1]: NaNs must be overwritten.
+  auto y = Upload(Vec{nan, nan, nan, nan, nan, nan});
+  auto bias = Upload(Vec{10, 20, 30});
+  ops_->BiasBroadcast(y.data(), bias.data(), 2, 3, 1);
+  EXPECT_EQ(Download(y), (Vec{10, 20, 30, 10, 20, 30}));
+  // Conv layout [outer=2, channels=2, inner=2].
+  auto z = Upload(Vec{nan, nan, nan, nan, nan, nan, nan, nan});
+  auto b2 = Upload(Vec{-1, 7});
+  ops_->BiasBroadcast(z.data(), b2.data(), 2, 2, 2);
+  EXPECT_EQ(Download(z), (Vec{-1, -1, 7, 7, -1, -1, 7, 7}));
+}
+
 // General [outer, channels, inner] against a double reference, including an inner
 // size that is not a multiple of the vector width.
 TEST_F(CpuOpsTest, BiasGradMatchesReference) {

@@ -28,9 +28,9 @@ class Linear final : public Layer {
   }
 
   void Forward(Ops* ops, const float* in, float* out, int batch) override {
-    // out [B, out] = in [B, in] * W^T [in, out] + b.
-    ops->Gemm(false, true, batch, out_, in_, 1.0f, in, params_, 0.0f, out);
-    ops->BiasAdd(out, params_ + weight_size(), batch, out_, 1);
+    // out [B, out] = b (broadcast), then out += in [B, in] * W^T [in, out].
+    ops->BiasBroadcast(out, params_ + weight_size(), batch, out_, 1);
+    ops->Gemm(false, true, batch, out_, in_, 1.0f, in, params_, 1.0f, out);
   }
 
   void Backward(Ops* ops, const float* in, const float* out, const float* dout,
@@ -83,8 +83,8 @@ class Conv2d final : public Layer {
     const int n = batch * pixels_out();
     // col [Cin*k*k, B*Ho*Wo]; out [Cout, B*Ho*Wo] = W [Cout, Cin*k*k] * col + b.
     ops->Im2Col(in, in_.c, batch, in_.h, in_.w, k_, 0, 1, col_.data());
-    ops->Gemm(false, false, cout_, n, patch(), 1.0f, params_, col_.data(), 0.0f, out);
-    ops->BiasAdd(out, params_ + weight_size(), 1, cout_, n);
+    ops->BiasBroadcast(out, params_ + weight_size(), 1, cout_, n);
+    ops->Gemm(false, false, cout_, n, patch(), 1.0f, params_, col_.data(), 1.0f, out);
   }
 
   void Backward(Ops* ops, const float* in, const float* out, const float* dout,

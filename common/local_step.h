@@ -37,7 +37,8 @@ class LocalStep {
   // Runs samples `indices` (non-empty) through forward and backward; the gradients of
   // loss_scale * (sum of the batch's losses) end up in model->grads(). Fills the data,
   // forward and backward times, loss (mean over the batch), samples and correct of `m`
-  // and adds those spans to `trace` (may be nullptr).
+  // and adds those spans to `trace` (may be nullptr). backward_ms excludes the time
+  // spent inside `on_ready` (the strategy accounts for its own work).
   absl::Status Run(absl::Span<const int64_t> indices, float loss_scale,
                    const GradReadyFn& on_ready, StepMetrics* m, TraceWriter* trace);
 

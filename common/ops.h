@@ -11,6 +11,7 @@
 // - Ops are enqueued in order and may run asynchronously (CUDA). They do not return a
 //   status: a backend latches the first failure and reports it from Synchronize().
 //   Invalid shapes are caller bugs (checked by the layers), not runtime errors.
+// - Pointers must not overlap unless an op says it may alias.
 // - An Ops object is not thread-safe; use one per thread of computation.
 #ifndef RINGSIDE_COMMON_OPS_H_
 #define RINGSIDE_COMMON_OPS_H_
@@ -69,6 +70,11 @@ class Ops {
   // channels = C, inner = B * H * W.
   virtual void BiasAdd(float* y, const float* bias, int outer, int channels,
                        int inner) = 0;
+  // y [outer, channels, inner] = bias [channels] broadcast (overwrites y). Followed by
+  // a Gemm with beta = 1 it adds the bias without a separate pass over y (and spares
+  // BLAS the zeroing pass of beta = 0).
+  virtual void BiasBroadcast(float* y, const float* bias, int outer, int channels,
+                             int inner) = 0;
   // db [channels] = sum over outer and inner of dy [outer, channels, inner].
   // Overwrites db.
   virtual void BiasGrad(const float* dy, float* db, int outer, int channels,
@@ -82,7 +88,8 @@ class Ops {
   // Numerically stable softmax cross-entropy over logits [batch, classes] with
   // labels [batch] in [0, classes). Writes probs [batch, classes] (the softmax), and
   // on the host: *loss_sum = sum over the batch of -log p[label] and *correct = number
-  // of rows whose argmax equals the label (first index wins ties). batch may be 0.
+  // of rows whose argmax of the logits equals the label (first index wins ties).
+  // batch may be 0. probs may alias logits.
   virtual void SoftmaxXentForward(const float* logits, const int32_t* labels,
                                   int batch, int classes, float* probs,
                                   double* loss_sum, int64_t* correct) = 0;
@@ -117,7 +124,8 @@ class Ops {
 
   // ---- Optimizer and BLAS-1. ----
   // One fused SGD step over n parameters (see SgdHyper). momentum_buf is read and
-  // written only when hyper.momentum != 0 (may be nullptr otherwise).
+  // written only when hyper.momentum != 0 (may be nullptr otherwise); it must start
+  // zeroed, which makes the first step equal PyTorch's (which starts buf = d).
   virtual void SgdUpdate(float* params, const float* grads, float* momentum_buf,
                          int64_t n, const SgdHyper& hyper) = 0;
   // x [n] = value.

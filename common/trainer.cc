@@ -46,19 +46,37 @@ int64_t BatchesPerEpoch(const Sharder& shard, int batch) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> LocalSgdStrategy::Create(
-    const SgdHyper& hyper, int64_t num_params, Ops* ops) {
-  RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(hyper, num_params, ops));
-  return std::unique_ptr<LocalSgdStrategy>(new LocalSgdStrategy(std::move(sgd), ops));
+    const SgdHyper& hyper, Model* model, Ops* ops) {
+  RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(hyper, model->num_params(), ops));
+  return std::unique_ptr<LocalSgdStrategy>(new LocalSgdStrategy(std::move(sgd), model, ops));
+}
+
+void LocalSgdStrategy::OnGradientReady(const ParamRange& range) {
+  const int64_t t0 = NowMicros();
+  sgd_.StepRange(range.offset, range.size, model_->params() + range.offset,
+                 model_->grads() + range.offset);
+  stepped_ += range.size;
+  spans_.emplace_back(t0, NowMicros() - t0);
 }
 
 absl::Status LocalSgdStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) {
-  const int64_t t0 = NowMicros();
-  sgd_.Step(model->params(), model->grads());
-  RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
-  const int64_t t1 = NowMicros();
-  m->set_update_ms((t1 - t0) / 1e3);
-  if (trace != nullptr) trace->Span("update", kComputeTrack, t0, t1 - t0);
-  return absl::OkStatus();
+  if (model != model_) return absl::FailedPreconditionError("strategy attached to another model");
+  // Ranges nobody announced (none for a full backward) are stepped now.
+  if (stepped_ != model->num_params()) {
+    stepped_ = 0;
+    spans_.clear();
+    OnGradientReady({0, model->num_params()});
+  }
+  const absl::Status status = ops_->Synchronize();
+  int64_t update_us = 0;
+  for (const auto& [start, dur] : spans_) {
+    update_us += dur;
+    if (trace != nullptr) trace->Span("update", kComputeTrack, start, dur);
+  }
+  m->set_update_ms(update_us / 1e3);
+  stepped_ = 0;
+  spans_.clear();
+  return status;
 }
 
 Trainer::Trainer(const TrainerOptions& options, Model* model, Ops* ops,

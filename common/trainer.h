@@ -45,14 +45,17 @@ class StepStrategy {
   virtual absl::Status LoadOptimizerState(absl::Span<const float> state) = 0;
 };
 
-// The single-process strategy: one SGD step over the whole flat buffer.
+// The single-process strategy. Each layer's SGD step runs the moment backward
+// announces its gradients (optimizer-in-backward): the gradient was just written and
+// is still in cache, and backward no longer reads that layer's parameters.
 class LocalSgdStrategy final : public StepStrategy {
  public:
   // InvalidArgument for bad hyper-parameters (see Sgd::Create).
+  // Steps `model`'s parameters (borrowed; must outlive the strategy).
   static absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> Create(const SgdHyper& hyper,
-                                                                   int64_t num_params,
-                                                                   Ops* ops);
+                                                                   Model* model, Ops* ops);
   std::string role() const override { return "single"; }
+  void OnGradientReady(const ParamRange& range) override;
   absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;
   absl::StatusOr<std::vector<float>> SaveOptimizerState() override { return sgd_.SaveState(); }
   absl::Status LoadOptimizerState(absl::Span<const float> state) override {
@@ -60,9 +63,14 @@ class LocalSgdStrategy final : public StepStrategy {
   }
 
  private:
-  LocalSgdStrategy(Sgd sgd, Ops* ops) : sgd_(std::move(sgd)), ops_(ops) {}
+  LocalSgdStrategy(Sgd sgd, Model* model, Ops* ops)
+      : sgd_(std::move(sgd)), model_(model), ops_(ops) {}
+
   Sgd sgd_;
-  Ops* ops_;
+  Model* const model_;
+  Ops* const ops_;
+  int64_t stepped_ = 0;  // Parameters stepped during this step's backward.
+  std::vector<std::pair<int64_t, int64_t>> spans_;  // (start, duration) of each update.
 };
 
 struct TrainerOptions {

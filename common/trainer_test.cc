@@ -45,7 +45,7 @@ Checkpoint Train(const std::string& out_dir, int64_t max_steps, bool resume,
   auto model = Model::Create(c.model(), {1, 8, 8}, 4, ops.get());
   EXPECT_TRUE(model.ok()) << model.status();
   auto strategy = LocalSgdStrategy::Create({c.lr(), c.momentum(), c.weight_decay(), false},
-                                           (*model)->num_params(), ops.get());
+                                           model->get(), ops.get());
   EXPECT_TRUE(strategy.ok());
   TrainerOptions o;
   o.config = c;
@@ -109,7 +109,7 @@ TEST(TrainerTest, ResumeRejectsAnotherModelAndCorruptCheckpoints) {
   auto ops = NewCpuOps(1);
   auto other = Model::Create("mlp:64-8-4", {1, 8, 8}, 4, ops.get());
   ASSERT_TRUE(other.ok());
-  auto strategy = LocalSgdStrategy::Create({0.1f, 0.9f, 0, false}, (*other)->num_params(), ops.get());
+  auto strategy = LocalSgdStrategy::Create({0.1f, 0.9f, 0, false}, other->get(), ops.get());
   TrainerOptions o;
   o.config = c;
   o.out_dir = dir;
@@ -125,7 +125,7 @@ TEST(TrainerTest, ResumeRejectsAnotherModelAndCorruptCheckpoints) {
   f.put('\x7f');
   f.close();
   auto model = Model::Create(c.model(), {1, 8, 8}, 4, ops.get());
-  auto s2 = LocalSgdStrategy::Create({0.1f, 0.9f, 0, false}, (*model)->num_params(), ops.get());
+  auto s2 = LocalSgdStrategy::Create({0.1f, 0.9f, 0, false}, model->get(), ops.get());
   t = Trainer::Create(o, model->get(), ops.get(), &*data, s2->get());
   EXPECT_EQ(t.status().code(), absl::StatusCode::kDataLoss) << t.status();
 

@@ -48,7 +48,7 @@ absl::Status RunTrainCommand(const TrainCommandOptions& options) {
   hyper.weight_decay = c.weight_decay();
   hyper.nesterov = c.nesterov();
   absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> strategy =
-      LocalSgdStrategy::Create(hyper, (*model)->num_params(), ops.get());
+      LocalSgdStrategy::Create(hyper, model->get(), ops.get());
   if (!strategy.ok()) return strategy.status();
 
   TrainerOptions topts;
