@@ -38,6 +38,7 @@ class Model {
   //   "mlp:W0-W1-...-Wn"  linear layers with ReLU between; W0 must equal the input's
   //                       C*H*W and Wn the number of classes.
   //   "cnn:lenet"         conv5x5(32) relu pool2 conv5x5(64) relu pool2 fc(512) relu
+  //                       (each relu runs after its pool: same values, 1/4 the work)
   //                       fc(classes), stride 1, no padding (28x28 -> 4x4x64 -> 1024).
   // InvalidArgument names the problem for unknown or inconsistent specs.
   static absl::StatusOr<std::unique_ptr<Model>> Create(const std::string& spec,

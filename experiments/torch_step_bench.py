@@ -3,10 +3,28 @@
 thread count, timed the same way (untimed warm-up, then per-step wall times; median
 and spread). Run with Debian's python3-torch (CPU)."""
 import argparse
+import os
 import statistics
+import sys
 import time
 
-import torch
+
+def _threads_from_argv():
+    for i, arg in enumerate(sys.argv):
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+    return "1"
+
+
+# Debian's torch does its GEMMs in the system BLAS (OpenBLAS), whose own thread pool
+# ignores torch.set_num_threads: pin it before torch loads, or a "1 thread" run uses
+# every core for its GEMMs.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = _threads_from_argv()
+
+import torch  # noqa: E402
 
 
 def build(spec):
