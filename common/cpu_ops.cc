@@ -98,12 +98,14 @@ void BiasBroadcastKernel(float* __restrict y, const float* __restrict bias, int 
   }
 }
 
-// db [channels] = sum of dy [outer, channels, inner] over outer and inner.
+// db [channels] (+)= sum of dy [outer, channels, inner] over outer and inner.
 void BiasGradKernel(const float* __restrict dy, float* __restrict db, int outer,
-                    int channels, int inner) {
+                    int channels, int inner, bool accumulate) {
   if (inner == 1) {
     // [outer, channels]: add whole contiguous rows, vectorised across channels.
-    for (int ch = 0; ch < channels; ++ch) db[ch] = 0.0f;
+    if (!accumulate) {
+      for (int ch = 0; ch < channels; ++ch) db[ch] = 0.0f;
+    }
     for (int64_t o = 0; o < outer; ++o) {
       const float* row = dy + o * channels;
       for (int ch = 0; ch < channels; ++ch) db[ch] += row[ch];
@@ -115,7 +117,7 @@ void BiasGradKernel(const float* __restrict dy, float* __restrict db, int outer,
     for (int64_t o = 0; o < outer; ++o) {
       sum += SumContiguous(dy + (o * channels + ch) * inner, inner);
     }
-    db[ch] = static_cast<float>(sum);
+    db[ch] = accumulate ? db[ch] + static_cast<float>(sum) : static_cast<float>(sum);
   }
 }
 
@@ -125,25 +127,35 @@ void AccumulateKernel(float* __restrict dst, const float* __restrict src, int64_
 }
 
 // One fused SGD step; buf is touched only when hyper.momentum != 0.
-void SgdKernel(float* __restrict p, const float* __restrict g, float* __restrict buf,
-               int64_t n, const SgdHyper& hyper) {
+// Zeroing g in the same pass costs next to nothing (its lines are already in cache);
+// a separate zeroing pass later would cost a full write of the buffer.
+void SgdKernel(float* __restrict p, float* __restrict g, float* __restrict buf,
+               int64_t n, const SgdHyper& hyper, bool zero_grads) {
   const float lr = hyper.lr;
   const float wd = hyper.weight_decay;
   const float mu = hyper.momentum;
-  if (mu == 0.0f) {
-    for (int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
-  } else if (hyper.nesterov) {
-    for (int64_t i = 0; i < n; ++i) {
-      const float d = g[i] + wd * p[i];
-      const float v = mu * buf[i] + d;
-      buf[i] = v;
-      p[i] -= lr * (d + mu * v);
+  // Blocks of 8 KiB per stream: g's block is still in L1 when it is zeroed.
+  constexpr int64_t kBlock = 2048;
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t end = std::min(n, begin + kBlock);
+    if (mu == 0.0f) {
+      for (int64_t i = begin; i < end; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+    } else if (hyper.nesterov) {
+      for (int64_t i = begin; i < end; ++i) {
+        const float d = g[i] + wd * p[i];
+        const float v = mu * buf[i] + d;
+        buf[i] = v;
+        p[i] -= lr * (d + mu * v);
+      }
+    } else {
+      for (int64_t i = begin; i < end; ++i) {
+        const float v = mu * buf[i] + (g[i] + wd * p[i]);
+        buf[i] = v;
+        p[i] -= lr * v;
+      }
     }
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = mu * buf[i] + (g[i] + wd * p[i]);
-      buf[i] = v;
-      p[i] -= lr * v;
+    if (zero_grads) {
+      for (int64_t i = begin; i < end; ++i) g[i] = 0.0f;
     }
   }
 }
@@ -391,8 +403,9 @@ class CpuOps final : public Ops {
     BiasBroadcastKernel(y, bias, outer, channels, inner);
   }
 
-  void BiasGrad(const float* dy, float* db, int outer, int channels, int inner) override {
-    BiasGradKernel(dy, db, outer, channels, inner);
+  void BiasGrad(const float* dy, float* db, int outer, int channels, int inner,
+                bool accumulate) override {
+    BiasGradKernel(dy, db, outer, channels, inner, accumulate);
   }
 
   // y may alias x: the loop reads and writes the same index only.
@@ -485,9 +498,9 @@ class CpuOps final : public Ops {
 
   // momentum_buf must start at zero: PyTorch's first step sets buf = d, which equals
   // momentum * 0 + d.
-  void SgdUpdate(float* params, const float* grads, float* momentum_buf, int64_t n,
-                 const SgdHyper& hyper) override {
-    SgdKernel(params, grads, momentum_buf, n, hyper);
+  void SgdUpdate(float* params, float* grads, float* momentum_buf, int64_t n,
+                 const SgdHyper& hyper, bool zero_grads) override {
+    SgdKernel(params, grads, momentum_buf, n, hyper, zero_grads);
   }
 
   void Fill(float* x, int64_t n, float value) override {

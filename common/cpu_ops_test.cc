@@ -330,7 +330,7 @@ TEST_F(CpuOpsTest, BiasAddAndGradClosedForm) {
     EXPECT_EQ(Download(y), (Vec{11, 22, 33, 14, 25, 36}));
     auto dy = Upload(Vec{1, 2, 3, 4, 5, 6});
     auto db = Output(3);
-    ops_->BiasGrad(dy.data(), db.data(), 2, 3, 1);
+    ops_->BiasGrad(dy.data(), db.data(), 2, 3, 1, false);
     EXPECT_EQ(Download(db), (Vec{5, 7, 9}));
   }
   // Conv layout [outer=1, channels=2, inner=3].
@@ -341,9 +341,20 @@ TEST_F(CpuOpsTest, BiasAddAndGradClosedForm) {
     EXPECT_EQ(Download(y), (Vec{0, 1, 2, 104, 105, 106}));
     auto dy = Upload(Vec{1, 2, 3, 4, 5, 6});
     auto db = Output(2);
-    ops_->BiasGrad(dy.data(), db.data(), 1, 2, 3);
+    ops_->BiasGrad(dy.data(), db.data(), 1, 2, 3, false);
     EXPECT_EQ(Download(db), (Vec{6, 15}));
   }
+}
+
+TEST_F(CpuOpsTest, BiasGradAccumulates) {
+  // Linear layout [outer=2, channels=3, inner=1] and conv layout [1, 2, 3].
+  auto dy = Upload(Vec{1, 2, 3, 4, 5, 6});
+  auto db = Upload(Vec{100, 200, 300});
+  ops_->BiasGrad(dy.data(), db.data(), 2, 3, 1, /*accumulate=*/true);
+  EXPECT_EQ(Download(db), (Vec{105, 207, 309}));
+  auto db2 = Upload(Vec{-6, 1});
+  ops_->BiasGrad(dy.data(), db2.data(), 1, 2, 3, /*accumulate=*/true);
+  EXPECT_EQ(Download(db2), (Vec{0, 16}));
 }
 
 TEST_F(CpuOpsTest, BiasBroadcastOverwrites) {
@@ -372,7 +383,7 @@ TEST_F(CpuOpsTest, BiasGradMatchesReference) {
     const Vec dy = RandomVec(rng, static_cast<int64_t>(s.outer) * s.channels * s.inner);
     auto ddy = Upload(dy);
     auto db = Output(s.channels);
-    ops_->BiasGrad(ddy.data(), db.data(), s.outer, s.channels, s.inner);
+    ops_->BiasGrad(ddy.data(), db.data(), s.outer, s.channels, s.inner, false);
     const Vec got = Download(db);
     for (int c = 0; c < s.channels; ++c) {
       double want = 0.0;
@@ -398,7 +409,7 @@ TEST_F(CpuOpsTest, BiasFiniteDifferenceGradients) {
     const Vec w = RandomVec(rng, size);
     auto dw = Upload(w);
     auto db = Output(s.channels);
-    ops_->BiasGrad(dw.data(), db.data(), s.outer, s.channels, s.inner);
+    ops_->BiasGrad(dw.data(), db.data(), s.outer, s.channels, s.inner, false);
     CheckGradient(
         [&](const Vec& b) {
           auto y = Upload(y0);
@@ -743,7 +754,7 @@ TEST_F(CpuOpsTest, SgdUpdateMatchesPyTorchFormulaOverThreeSteps) {
       {0.05f, 0.9f, 1e-2f, true},   // nesterov + weight decay
   };
   Rng rng(81);
-  const int n = 37;
+  const int n = 4500;  // Spans several of the kernel's blocks, with a ragged tail.
   for (const SgdHyper& h : hypers) {
     SCOPED_TRACE(testing::Message()
                  << "lr=" << h.lr << " momentum=" << h.momentum
@@ -755,10 +766,12 @@ TEST_F(CpuOpsTest, SgdUpdateMatchesPyTorchFormulaOverThreeSteps) {
     for (int step = 0; step < 3; ++step) {
       const Vec grads = RandomVec(rng, n);
       auto dgrads = Upload(grads);
-      // momentum == 0: the buffer may be null.
+      // momentum == 0: the buffer may be null. Odd steps also consume the gradients.
+      const bool zero_grads = step % 2 == 1;
       ops_->SgdUpdate(dparams.data(), dgrads.data(),
-                      h.momentum != 0.0f ? dbuf.data() : nullptr, n, h);
+                      h.momentum != 0.0f ? dbuf.data() : nullptr, n, h, zero_grads);
       for (int i = 0; i < n; ++i) ReferenceSgd(&params[i], grads[i], &buf[i], h);
+      EXPECT_EQ(Download(dgrads), zero_grads ? Vec(n, 0.0f) : grads);
     }
     const Vec got = Download(dparams);
     const Vec got_buf = Download(dbuf);
@@ -779,8 +792,8 @@ TEST_F(CpuOpsTest, SgdUpdateClosedFormMomentum) {
     auto g = Upload(Vec{1.0f});
     auto buf = Upload(Vec{0.0f});
     const SgdHyper h{0.1f, 0.5f, 0.0f, nesterov};
-    ops_->SgdUpdate(p.data(), g.data(), buf.data(), 1, h);
-    ops_->SgdUpdate(p.data(), g.data(), buf.data(), 1, h);
+    ops_->SgdUpdate(p.data(), g.data(), buf.data(), 1, h, false);
+    ops_->SgdUpdate(p.data(), g.data(), buf.data(), 1, h, false);
     EXPECT_NEAR(Download(p)[0], want, 1e-6) << "nesterov " << nesterov;
     EXPECT_NEAR(Download(buf)[0], 1.5f, 1e-6);
   }

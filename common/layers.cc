@@ -34,10 +34,11 @@ class Linear final : public Layer {
   }
 
   void Backward(Ops* ops, const float* in, const float* out, const float* dout,
-                float* din, int batch) override {
+                float* din, int batch, bool accumulate) override {
     // dW [out, in] = dout^T [out, B] * in [B, in]; db [out] = column sums of dout.
-    ops->Gemm(true, false, out_, in_, batch, 1.0f, dout, in, 0.0f, grads_);
-    ops->BiasGrad(dout, grads_ + weight_size(), batch, out_, 1);
+    const float beta = accumulate ? 1.0f : 0.0f;
+    ops->Gemm(true, false, out_, in_, batch, 1.0f, dout, in, beta, grads_);
+    ops->BiasGrad(dout, grads_ + weight_size(), batch, out_, 1, accumulate);
     // din [B, in] = dout [B, out] * W [out, in].
     if (din != nullptr) ops->Gemm(false, false, batch, in_, out_, 1.0f, dout, params_, 0.0f, din);
   }
@@ -88,11 +89,12 @@ class Conv2d final : public Layer {
   }
 
   void Backward(Ops* ops, const float* in, const float* out, const float* dout,
-                float* din, int batch) override {
+                float* din, int batch, bool accumulate) override {
     const int n = batch * pixels_out();
     // dW [Cout, Cin*k*k] = dout [Cout, N] * col^T [N, Cin*k*k]; db = row sums of dout.
-    ops->Gemm(false, true, cout_, patch(), n, 1.0f, dout, col_.data(), 0.0f, grads_);
-    ops->BiasGrad(dout, grads_ + weight_size(), 1, cout_, n);
+    const float beta = accumulate ? 1.0f : 0.0f;
+    ops->Gemm(false, true, cout_, patch(), n, 1.0f, dout, col_.data(), beta, grads_);
+    ops->BiasGrad(dout, grads_ + weight_size(), 1, cout_, n, accumulate);
     if (din == nullptr) return;
     // dcol [Cin*k*k, N] = W^T * dout, reusing the column buffer; din = Col2Im(dcol).
     ops->Gemm(true, false, patch(), n, cout_, 1.0f, params_, dout, 0.0f, col_.data());
@@ -127,7 +129,7 @@ class Relu final : public Layer {
     ops->ReluForward(in, out, batch * shape_.size());
   }
   void Backward(Ops* ops, const float* in, const float* out, const float* dout,
-                float* din, int batch) override {
+                float* din, int batch, bool accumulate) override {
     if (din != nullptr) ops->ReluBackward(out, dout, din, batch * shape_.size());
   }
 
@@ -156,7 +158,7 @@ class MaxPool2x2 final : public Layer {
     ops->MaxPool2x2Forward(in, in_.c * batch, in_.h, in_.w, out, argmax_.data());
   }
   void Backward(Ops* ops, const float* in, const float* out, const float* dout,
-                float* din, int batch) override {
+                float* din, int batch, bool accumulate) override {
     if (din != nullptr) {
       ops->MaxPool2x2Backward(dout, argmax_.data(), in_.c * batch, in_.h, in_.w, din);
     }
@@ -191,7 +193,7 @@ class Transpose final : public Layer {
     }
   }
   void Backward(Ops* ops, const float* in, const float* out, const float* dout,
-                float* din, int batch) override {
+                float* din, int batch, bool accumulate) override {
     if (din == nullptr) return;
     const int hw = shape_.h * shape_.w;
     if (to_channel_major_) {

@@ -49,10 +49,11 @@ class Layer {
   // out [batch, output_shape] = f(in [batch, input_shape]), in the layer's layout.
   virtual void Forward(Ops* ops, const float* in, float* out, int batch) = 0;
   // Given dout (gradient of the loss w.r.t. out), writes the parameter gradients
-  // (overwriting) and, unless din is nullptr, din (gradient w.r.t. in). `in` and `out`
-  // are the values of the last Forward.
+  // (adding to them when `accumulate`, overwriting otherwise) and, unless din is
+  // nullptr, din (gradient w.r.t. in). `in` and `out` are the values of the last
+  // Forward.
   virtual void Backward(Ops* ops, const float* in, const float* out, const float* dout,
-                        float* din, int batch) = 0;
+                        float* din, int batch, bool accumulate) = 0;
 
   // FLOPs of this layer's GEMMs for one forward and backward at `batch`
   // (need_din: whether din is computed). 0 for layers without GEMMs.

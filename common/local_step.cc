@@ -26,8 +26,8 @@ absl::Status LocalStep::Load(absl::Span<const int64_t> indices) {
 }
 
 absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
-                            const GradReadyFn& on_ready, StepMetrics* m,
-                            TraceWriter* trace) {
+                            const GradReadyFn& on_ready, bool accumulate_grads,
+                            StepMetrics* m, TraceWriter* trace) {
   const bool on_cpu = ops_->kind() == DeviceKind::kCpu;
   const int64_t t0 = NowMicros();
   RINGSIDE_RETURN_IF_ERROR(Load(indices));
@@ -46,7 +46,7 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
     on_ready(range);
     hook_us += NowMicros() - h0;
   };
-  RINGSIDE_RETURN_IF_ERROR(model_->Backward(loss_scale, on_ready ? timed_hook : on_ready));
+  RINGSIDE_RETURN_IF_ERROR(model_->Backward(loss_scale, on_ready ? timed_hook : on_ready, accumulate_grads));
   const int64_t t3 = NowMicros();
   m->set_data_ms((t1 - t0) / 1e3);
   m->set_forward_ms((t2 - t1) / 1e3);

@@ -170,7 +170,8 @@ absl::StatusOr<ForwardResult> Model::Forward(const float* x, const int32_t* labe
   return result;
 }
 
-absl::Status Model::Backward(float loss_scale, const GradReadyFn& on_ready) {
+absl::Status Model::Backward(float loss_scale, const GradReadyFn& on_ready,
+                             bool accumulate) {
   if (last_batch_ == 0) return absl::FailedPreconditionError("backward before forward");
   const int batch = last_batch_;
   const int last = static_cast<int>(layers_.size()) - 1;
@@ -181,7 +182,8 @@ absl::Status Model::Backward(float loss_scale, const GradReadyFn& on_ready) {
     const float* in = i == 0 ? last_input_ : acts_[i].data();
     // Input gradients in front of the first layer with parameters are never needed.
     float* din = i <= first_param_layer_ ? nullptr : dacts_[i].data();
-    layers_[i]->Backward(ops_, in, acts_[i + 1].data(), dacts_[i + 1].data(), din, batch);
+    layers_[i]->Backward(ops_, in, acts_[i + 1].data(), dacts_[i + 1].data(), din, batch,
+                         accumulate);
     if (layers_[i]->num_params() > 0 && on_ready) {
       // The gradient must be complete in memory before anyone reads it.
       RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());

@@ -64,9 +64,12 @@ class Model {
   absl::StatusOr<ForwardResult> Forward(const float* x, const int32_t* labels,
                                         int batch);
   // Backward of the last Forward. Gradients of loss_scale * (sum of per-sample
-  // losses) overwrite grads(): loss_scale = 1 / global batch gives the mean loss.
-  // `on_ready` (may be empty) is called as each layer's gradients become final.
-  absl::Status Backward(float loss_scale, const GradReadyFn& on_ready);
+  // losses) overwrite grads() (loss_scale = 1 / global batch gives the mean loss),
+  // or are added to them when `accumulate` (gradient accumulation; also lets an
+  // optimizer that zeroes the gradients as it consumes them spare BLAS a zeroing
+  // pass). `on_ready` (may be empty) is called as each layer's gradients become final.
+  absl::Status Backward(float loss_scale, const GradReadyFn& on_ready,
+                        bool accumulate = false);
 
   // GEMM FLOPs of one forward + backward at `batch`.
   double GemmFlops(int batch) const;

@@ -165,6 +165,32 @@ TEST(ModelTest, BadSpecsAreRejected) {
   EXPECT_FALSE(Model::Create("cnn:lenet", {1, 8, 8}, 10, ops.get()).ok());
 }
 
+// Accumulating backward adds: two backward passes over halves of a batch sum to
+// the overwriting backward of the whole batch (both scaled by 1 / whole batch).
+TEST(ModelTest, AccumulatedHalvesEqualTheWholeBatch) {
+  auto ops = NewCpuOps(1);
+  for (const char* spec : {"mlp:64-12-5", "cnn:lenet"}) {
+    SCOPED_TRACE(spec);
+    const Shape shape = std::string(spec) == "cnn:lenet" ? Shape{1, 16, 16} : Shape{64, 1, 1};
+    auto model = Model::Create(spec, shape, 5, ops.get());
+    ASSERT_TRUE(model.ok());
+    Model& m = **model;
+    const Batch b = RandomBatch(shape, 8, 5, 3);
+    ASSERT_TRUE(m.Forward(b.x.data(), b.y.data(), 8).ok());
+    ASSERT_TRUE(m.Backward(1.0f / 8, nullptr).ok());
+    const std::vector<float> whole(m.grads(), m.grads() + m.num_params());
+    ops->Fill(m.grads(), m.num_params(), 0.0f);
+    for (int half = 0; half < 2; ++half) {
+      const float* x = b.x.data() + half * 4 * shape.size();
+      ASSERT_TRUE(m.Forward(x, b.y.data() + half * 4, 4).ok());
+      ASSERT_TRUE(m.Backward(1.0f / 8, nullptr, /*accumulate=*/true).ok());
+    }
+    for (int64_t i = 0; i < m.num_params(); ++i) {
+      ASSERT_NEAR(m.grads()[i], whole[i], 1e-5f + 1e-4f * std::fabs(whole[i])) << i;
+    }
+  }
+}
+
 TEST(ModelTest, BackwardBeforeForwardFails) {
   auto ops = NewCpuOps(1);
   auto model = Model::Create("mlp:4-3", {4, 1, 1}, 3, ops.get());

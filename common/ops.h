@@ -75,10 +75,10 @@ class Ops {
   // BLAS the zeroing pass of beta = 0).
   virtual void BiasBroadcast(float* y, const float* bias, int outer, int channels,
                              int inner) = 0;
-  // db [channels] = sum over outer and inner of dy [outer, channels, inner].
-  // Overwrites db.
-  virtual void BiasGrad(const float* dy, float* db, int outer, int channels,
-                        int inner) = 0;
+  // db [channels] = sum over outer and inner of dy [outer, channels, inner]; with
+  // `accumulate`, db += that sum instead.
+  virtual void BiasGrad(const float* dy, float* db, int outer, int channels, int inner,
+                        bool accumulate) = 0;
 
   // ---- Activations and loss. ----
   // y [n] = max(x, 0). y may alias x.
@@ -126,8 +126,11 @@ class Ops {
   // One fused SGD step over n parameters (see SgdHyper). momentum_buf is read and
   // written only when hyper.momentum != 0 (may be nullptr otherwise); it must start
   // zeroed, which makes the first step equal PyTorch's (which starts buf = d).
-  virtual void SgdUpdate(float* params, const float* grads, float* momentum_buf,
-                         int64_t n, const SgdHyper& hyper) = 0;
+  // With `zero_grads` the same pass also sets grads to 0 (consuming them, so the next
+  // backward can accumulate into them without a separate zeroing pass); otherwise
+  // grads are only read.
+  virtual void SgdUpdate(float* params, float* grads, float* momentum_buf, int64_t n,
+                         const SgdHyper& hyper, bool zero_grads) = 0;
   // x [n] = value.
   virtual void Fill(float* x, int64_t n, float value) = 0;
   // x [n] *= alpha.

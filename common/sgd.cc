@@ -28,11 +28,14 @@ absl::StatusOr<Sgd> Sgd::Create(const SgdHyper& hyper, int64_t size, Ops* ops) {
   return sgd;
 }
 
-void Sgd::Step(float* params, const float* grads) { StepRange(0, size_, params, grads); }
+void Sgd::Step(float* params, float* grads, bool zero_grads) {
+  StepRange(0, size_, params, grads, zero_grads);
+}
 
-void Sgd::StepRange(int64_t offset, int64_t n, float* params, const float* grads) {
+void Sgd::StepRange(int64_t offset, int64_t n, float* params, float* grads,
+                    bool zero_grads) {
   float* buf = hyper_.momentum != 0 ? momentum_.data() + offset : nullptr;
-  ops_->SgdUpdate(params, grads, buf, n, hyper_);
+  ops_->SgdUpdate(params, grads, buf, n, hyper_, zero_grads);
 }
 
 absl::StatusOr<std::vector<float>> Sgd::SaveState() const {

@@ -23,11 +23,13 @@ class Sgd {
   const SgdHyper& hyper() const { return hyper_; }
   int64_t size() const { return size_; }
 
-  // One step over params [size] with grads [size] (backend memory).
-  void Step(float* params, const float* grads);
+  // One step over params [size] with grads [size] (backend memory). With
+  // `zero_grads` the gradients are set to 0 in the same pass (see Ops::SgdUpdate).
+  void Step(float* params, float* grads, bool zero_grads = false);
   // One step over the sub-range [offset, offset + n) of the parameters this optimizer
   // owns; params and grads point at that sub-range's first element.
-  void StepRange(int64_t offset, int64_t n, float* params, const float* grads);
+  void StepRange(int64_t offset, int64_t n, float* params, float* grads,
+                 bool zero_grads = false);
 
   // Optimizer state (the momentum buffer; empty without momentum) as host floats, for
   // checkpoints.

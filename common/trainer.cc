@@ -54,7 +54,7 @@ absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> LocalSgdStrategy::Create(
 void LocalSgdStrategy::OnGradientReady(const ParamRange& range) {
   const int64_t t0 = NowMicros();
   sgd_.StepRange(range.offset, range.size, model_->params() + range.offset,
-                 model_->grads() + range.offset);
+                 model_->grads() + range.offset, /*zero_grads=*/true);
   stepped_ += range.size;
   spans_.emplace_back(t0, NowMicros() - t0);
 }
@@ -249,7 +249,9 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       // Every rank has the same count per step, so this is the mean over the global batch.
       const float loss_scale = 1.0f / static_cast<float>(n * options_.world_size);
       RINGSIDE_RETURN_IF_ERROR(train_step_.Run(absl::MakeConstSpan(order).subspan(begin, n),
-                                               loss_scale, on_ready, &m, trace_.get()));
+                                               loss_scale, on_ready,
+                                               strategy_->accumulates_gradients(), &m,
+                                               trace_.get()));
       RINGSIDE_RETURN_IF_ERROR(
           Annotate(strategy_->FinishStep(model_, &m, trace_.get()), absl::StrCat("step ", step_)));
       const int64_t t1 = NowMicros();

@@ -32,6 +32,9 @@ class StepStrategy {
 
   // Role written into metric records ("single", "worker", "rank").
   virtual std::string role() const = 0;
+  // True: backward adds into model->grads() instead of overwriting them, and the
+  // strategy leaves them zeroed once it has consumed them.
+  virtual bool accumulates_gradients() const { return false; }
   // Called during backward with each range whose gradients are final.
   virtual void OnGradientReady(const ParamRange& range) {}
   // After backward: brings model->params() up to date for the next step. Adds its
@@ -55,6 +58,8 @@ class LocalSgdStrategy final : public StepStrategy {
   static absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> Create(const SgdHyper& hyper,
                                                                    Model* model, Ops* ops);
   std::string role() const override { return "single"; }
+  // The fused update zeroes each gradient as it consumes it (model grads start zeroed).
+  bool accumulates_gradients() const override { return true; }
   void OnGradientReady(const ParamRange& range) override;
   absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;
   absl::StatusOr<std::vector<float>> SaveOptimizerState() override { return sgd_.SaveState(); }

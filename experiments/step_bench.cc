@@ -91,7 +91,7 @@ absl::Status RunStepBench(const StepBenchOptions& o) {
       absl::StatusOr<ForwardResult> f = m.Forward(x.data(), y.data(), o.batch);
       if (!f.ok()) return f.status();
       const int64_t t1 = NowMicros();
-      if (absl::Status st = m.Backward(1.0f / o.batch, on_ready); !st.ok()) return st;
+      if (absl::Status st = m.Backward(1.0f / o.batch, on_ready, (*strategy)->accumulates_gradients()); !st.ok()) return st;
       StepMetrics metrics;
       if (absl::Status st = (*strategy)->FinishStep(&m, &metrics, nullptr); !st.ok()) return st;
       const int64_t t2 = NowMicros();
