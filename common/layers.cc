@@ -122,6 +122,8 @@ class Relu final : public Layer {
   explicit Relu(Shape shape) : shape_(shape) {}
 
   std::string name() const override { return "relu"; }
+  // Backward reads only `out` (the ReLU output) and dout.
+  bool in_place() const override { return true; }
   Shape input_shape() const override { return shape_; }
   Shape output_shape() const override { return shape_; }
 

@@ -35,6 +35,10 @@ class Layer {
   virtual Shape input_shape() const = 0;
   virtual Shape output_shape() const = 0;
   virtual int64_t num_params() const { return 0; }
+  // True if Forward may write `out` over `in` and Backward `din` over `dout` (the
+  // model then gives both the same buffer). The layer before must not need its own
+  // output in its Backward.
+  virtual bool in_place() const { return false; }
 
   // Views into the model's parameter and gradient buffers (backend memory).
   void BindParams(float* params, float* grads) {

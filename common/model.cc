@@ -121,8 +121,8 @@ absl::Status Model::Finalize(Shape input, int num_classes) {
     layers_[i]->BindParams(params_.data() + layer_offsets_[i],
                            grads_.data() + layer_offsets_[i]);
   }
-  acts_.resize(layers_.size() + 1);
-  dacts_.resize(layers_.size() + 1);
+  act_.assign(layers_.size() + 1, nullptr);
+  dact_.assign(layers_.size() + 1, nullptr);
   return InitParams(0);
 }
 
@@ -139,10 +139,20 @@ absl::Status Model::InitParams(uint64_t seed) {
 
 absl::Status Model::Reserve(int batch) {
   if (batch <= reserved_batch_) return absl::OkStatus();
+  storage_.clear();  // Every pointer in act_ / dact_ is reassigned below.
   for (size_t i = 0; i < layers_.size(); ++i) {
     const int64_t n = batch * layers_[i]->output_shape().size();
-    RINGSIDE_ASSIGN_OR_RETURN(acts_[i + 1], DeviceArray<float>::Create(ops_, n));
-    RINGSIDE_ASSIGN_OR_RETURN(dacts_[i + 1], DeviceArray<float>::Create(ops_, n));
+    if (i > 0 && layers_[i]->in_place()) {
+      act_[i + 1] = act_[i];
+      dact_[i + 1] = dact_[i];
+    } else {
+      RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> act, DeviceArray<float>::Create(ops_, n));
+      RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> dact, DeviceArray<float>::Create(ops_, n));
+      act_[i + 1] = act.data();
+      dact_[i + 1] = dact.data();
+      storage_.push_back(std::move(act));
+      storage_.push_back(std::move(dact));
+    }
     RINGSIDE_RETURN_IF_ERROR(layers_[i]->Reserve(ops_, batch));
   }
   RINGSIDE_ASSIGN_OR_RETURN(
@@ -157,8 +167,8 @@ absl::StatusOr<ForwardResult> Model::Forward(const float* x, const int32_t* labe
   RINGSIDE_RETURN_IF_ERROR(Reserve(batch));
   const float* in = x;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->Forward(ops_, in, acts_[i + 1].data(), batch);
-    in = acts_[i + 1].data();
+    layers_[i]->Forward(ops_, in, act_[i + 1], batch);
+    in = act_[i + 1];
   }
   ForwardResult result;
   ops_->SoftmaxXentForward(in, labels, batch, num_classes_, probs_.data(),
@@ -177,12 +187,12 @@ absl::Status Model::Backward(float loss_scale, const GradReadyFn& on_ready,
   const int last = static_cast<int>(layers_.size()) - 1;
   // d(loss)/d(logits) goes straight into the last layer's output gradient.
   ops_->SoftmaxXentBackward(probs_.data(), last_labels_, batch, num_classes_, loss_scale,
-                            dacts_[last + 1].data());
+                            dact_[last + 1]);
   for (int i = last; i >= 0; --i) {
-    const float* in = i == 0 ? last_input_ : acts_[i].data();
+    const float* in = i == 0 ? last_input_ : act_[i];
     // Input gradients in front of the first layer with parameters are never needed.
-    float* din = i <= first_param_layer_ ? nullptr : dacts_[i].data();
-    layers_[i]->Backward(ops_, in, acts_[i + 1].data(), dacts_[i + 1].data(), din, batch,
+    float* din = i <= first_param_layer_ ? nullptr : dact_[i];
+    layers_[i]->Backward(ops_, in, act_[i + 1], dact_[i + 1], din, batch,
                          accumulate);
     if (layers_[i]->num_params() > 0 && on_ready) {
       // The gradient must be complete in memory before anyone reads it.

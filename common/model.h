@@ -89,9 +89,11 @@ class Model {
   int first_param_layer_ = -1;
   DeviceArray<float> params_;
   DeviceArray<float> grads_;
-  // acts_[0] is a copy-free view of the input; acts_[i + 1] is layer i's output.
-  std::vector<DeviceArray<float>> acts_;
-  std::vector<DeviceArray<float>> dacts_;  // Gradients w.r.t. acts_[i + 1].
+  // act_[0] is the caller's input; act_[i + 1] is layer i's output, dact_[i + 1] the
+  // gradient w.r.t. it. In-place layers share their input's buffers.
+  std::vector<float*> act_;
+  std::vector<float*> dact_;
+  std::vector<DeviceArray<float>> storage_;  // Owns the buffers act_/dact_ point into.
   DeviceArray<float> probs_;               // Softmax of the logits [batch, classes].
   int reserved_batch_ = 0;
   int last_batch_ = 0;
