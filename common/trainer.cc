@@ -39,7 +39,7 @@ std::string FormatDuration(double seconds) {
   return absl::StrFormat("%d:%02d", s / 60, s % 60);
 }
 
-int64_t BatchesPerEpoch(const Sharder& shard, int batch) {
+int64_t BatchesPerEpoch(const Sharder& shard, int64_t batch) {
   return (shard.num_samples() + batch - 1) / batch;
 }
 
@@ -99,6 +99,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
   const RunConfig& c = options.config;
   if (c.batch() < 1) {
     return absl::InvalidArgumentError(absl::StrCat("batch must be >= 1, got ", c.batch()));
+  }
+  if (c.grad_accum() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("grad_accum must be >= 1, got ", c.grad_accum()));
   }
   if (c.epochs() < 1) {
     return absl::InvalidArgumentError(absl::StrCat("epochs must be >= 1, got ", c.epochs()));
@@ -164,6 +167,7 @@ absl::Status Trainer::Restore() {
         ")"));
   }
   if (h.config().batch() != options_.config.batch() ||
+      std::max(1, h.config().grad_accum()) != std::max(1, options_.config.grad_accum()) ||
       h.config().seed() != options_.config.seed() ||
       h.config().world_size() != options_.config.world_size()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -182,9 +186,14 @@ absl::Status Trainer::Restore() {
 }
 
 absl::Status Trainer::SaveCheckpoint() {
-  if (options_.out_dir.empty() || !options_.write_checkpoints || options_.rank != 0) {
-    return absl::OkStatus();
+  if (options_.out_dir.empty()) return absl::OkStatus();
+  if (options_.write_checkpoints && options_.rank == 0) {
+    RINGSIDE_RETURN_IF_ERROR(WriteCheckpointNow());
   }
+  return strategy_->AfterCheckpoint();
+}
+
+absl::Status Trainer::WriteCheckpointNow() {
   std::vector<float> params(model_->num_params());
   RINGSIDE_RETURN_IF_ERROR(
       ops_->CopyToHost(params.data(), model_->params(), params.size() * sizeof(float)));
@@ -212,7 +221,8 @@ void Trainer::PrintProgress(const StepMetrics& m, int64_t steps_total, double ra
   const int64_t now = NowMicros();
   if (!force && now - last_progress_us_ < options_.progress_interval_s * 1e6) return;
   last_progress_us_ = now;
-  const double steps_per_sec = rate / std::max(1, options_.config.batch());
+  const double steps_per_sec =
+      rate / (std::max(1, options_.config.batch()) * std::max(1, options_.config.grad_accum()));
   const double eta = steps_per_sec > 0 ? (steps_total - step_) / steps_per_sec : 0;
   absl::FPrintF(options_.progress,
                 "epoch %d/%d  step %d/%d  loss %.4f  %.0f samples/s  ETA %s\n",
@@ -223,7 +233,9 @@ void Trainer::PrintProgress(const StepMetrics& m, int64_t steps_total, double ra
 
 absl::StatusOr<TrainResult> Trainer::Run() {
   const RunConfig& c = options_.config;
-  const int64_t per_epoch = BatchesPerEpoch(train_shard_, c.batch());
+  // One optimizer step consumes grad_accum micro-batches of `batch` samples.
+  const int64_t step_size = static_cast<int64_t>(c.batch()) * std::max(1, c.grad_accum());
+  const int64_t per_epoch = BatchesPerEpoch(train_shard_, step_size);
   int64_t steps_total = per_epoch * c.epochs();
   if (c.max_steps() > 0) steps_total = std::min<int64_t>(steps_total, c.max_steps());
   TrainResult result;
@@ -237,8 +249,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   while (step_ < steps_total) {
     const std::vector<int64_t> order = train_shard_.Indices(epoch_);
     for (; batch_in_epoch_ < per_epoch && step_ < steps_total; ++batch_in_epoch_) {
-      const int64_t begin = batch_in_epoch_ * c.batch();
-      const int64_t n = std::min<int64_t>(c.batch(), static_cast<int64_t>(order.size()) - begin);
+      const int64_t begin = batch_in_epoch_ * step_size;
+      const int64_t n = std::min<int64_t>(step_size, static_cast<int64_t>(order.size()) - begin);
       m.Clear();
       m.set_step(step_);
       m.set_epoch(epoch_);
@@ -248,10 +260,25 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       m.set_start_us(t0);
       // Every rank has the same count per step, so this is the mean over the global batch.
       const float loss_scale = 1.0f / static_cast<float>(n * options_.world_size);
-      RINGSIDE_RETURN_IF_ERROR(train_step_.Run(absl::MakeConstSpan(order).subspan(begin, n),
-                                               loss_scale, on_ready,
-                                               strategy_->accumulates_gradients(), &m,
-                                               trace_.get()));
+      // Micro-batches: gradients accumulate; only the last one announces readiness, so
+      // the strategy syncs and steps once per step.
+      double loss_sum = 0;
+      for (int64_t off = 0; off < n; off += c.batch()) {
+        const int64_t mn = std::min<int64_t>(c.batch(), n - off);
+        const bool last = off + mn >= n;
+        StepMetrics part;
+        RINGSIDE_RETURN_IF_ERROR(train_step_.Run(
+            absl::MakeConstSpan(order).subspan(begin + off, mn), loss_scale,
+            last ? on_ready : GradReadyFn(), strategy_->accumulates_gradients() || off > 0,
+            &part, trace_.get()));
+        m.set_data_ms(m.data_ms() + part.data_ms());
+        m.set_forward_ms(m.forward_ms() + part.forward_ms());
+        m.set_backward_ms(m.backward_ms() + part.backward_ms());
+        m.set_samples(m.samples() + part.samples());
+        m.set_correct(m.correct() + part.correct());
+        loss_sum += static_cast<double>(part.loss()) * mn;
+      }
+      m.set_loss(static_cast<float>(loss_sum / n));
       RINGSIDE_RETURN_IF_ERROR(
           Annotate(strategy_->FinishStep(model_, &m, trace_.get()), absl::StrCat("step ", step_)));
       const int64_t t1 = NowMicros();

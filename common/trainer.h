@@ -46,6 +46,9 @@ class StepStrategy {
   // Optimizer state to checkpoint, and its restore.
   virtual absl::StatusOr<std::vector<float>> SaveOptimizerState() = 0;
   virtual absl::Status LoadOptimizerState(absl::Span<const float> state) = 0;
+  // Called on every rank after rank 0 wrote a checkpoint; distributed strategies hold
+  // everyone here until it is on disk. Blocks.
+  virtual absl::Status AfterCheckpoint() { return absl::OkStatus(); }
 };
 
 // The single-process strategy. Each layer's SGD step runs the moment backward
@@ -121,13 +124,15 @@ class Trainer {
   // evaluates on the test set (exact sharding) and writes the final checkpoint.
   absl::StatusOr<TrainResult> Run();
 
-  // Saves the checkpoint now (rank 0 with write_checkpoints only).
+  // Saves the checkpoint now (rank 0 with write_checkpoints writes it), then calls
+  // the strategy's AfterCheckpoint on every rank.
   absl::Status SaveCheckpoint();
 
  private:
   Trainer(const TrainerOptions& options, Model* model, Ops* ops, const DatasetSplits* data,
           StepStrategy* strategy, Sharder train_shard, Sharder test_shard);
   absl::Status Restore();
+  absl::Status WriteCheckpointNow();
   absl::StatusOr<EvalResult> EvaluateTest();
   void PrintProgress(const StepMetrics& m, int64_t steps_total, double rate, bool force);
 

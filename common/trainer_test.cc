@@ -1,6 +1,7 @@
 #include "common/trainer.h"
 
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -91,6 +92,40 @@ TEST(TrainerTest, ResumeIsBitIdenticalToTrainingStraight) {
   // The resumed run appended its records to the first run's.
   EXPECT_EQ(CountLines(split + "/" + kMetricsFile), 50);
   EXPECT_EQ(CountLines(straight + "/" + kMetricsFile), 50);
+}
+
+// Gradient accumulation over 4 micro-batches of 8 steps like one batch of 32 over the
+// same samples (up to float summation order).
+TEST(TrainerTest, GradientAccumulationMatchesTheBigBatch) {
+  auto run = [](int batch, int accum, const std::string& dir) {
+    RunConfig c = SmallConfig();
+    c.set_batch(batch);
+    c.set_grad_accum(accum);
+    c.set_max_steps(12);
+    auto data = LoadDataset(c.dataset());
+    auto ops = NewCpuOps(1);
+    auto model = Model::Create(c.model(), {1, 8, 8}, 4, ops.get());
+    auto strategy = LocalSgdStrategy::Create({c.lr(), c.momentum(), c.weight_decay(), false},
+                                             model->get(), ops.get());
+    TrainerOptions o;
+    o.config = c;
+    o.out_dir = dir;
+    o.progress = nullptr;
+    auto trainer = Trainer::Create(o, model->get(), ops.get(), &*data, strategy->get());
+    EXPECT_TRUE(trainer.ok()) << trainer.status();
+    EXPECT_TRUE((*trainer)->Run().ok());
+    return std::vector<float>((*model)->params(), (*model)->params() + (*model)->num_params());
+  };
+  const std::vector<float> big = run(32, 1, TempDir("big"));
+  const std::vector<float> accumulated = run(8, 4, TempDir("accum"));
+  ASSERT_EQ(big.size(), accumulated.size());
+  float max_abs = 0, max_diff = 0;
+  for (size_t i = 0; i < big.size(); ++i) {
+    max_abs = std::max(max_abs, std::fabs(big[i]));
+    max_diff = std::max(max_diff, std::fabs(big[i] - accumulated[i]));
+  }
+  EXPECT_LT(max_diff / max_abs, 1e-5) << max_diff << " / " << max_abs;
+  EXPECT_GT(max_abs, 0);
 }
 
 TEST(TrainerTest, LearnsTheSyntheticTask) {

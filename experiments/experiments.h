@@ -1,10 +1,12 @@
 // experiments/: the ringside command line and what it runs. Door of the folder.
-//   train_command.h  `ringside train`  (single-process training for now)
+//   train_command.h  `ringside train --strategy=single`
+//   launcher.h       `ringside launch` (torchrun-style) and local DDP launches
 //   step_bench.h     `ringside bench step`  (training-step time vs the GEMM floor)
 //   ringside_main.cc flag parsing and dispatch
 #ifndef RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
 #define RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
 
+#include "experiments/launcher.h"
 #include "experiments/step_bench.h"
 #include "experiments/train_command.h"
 

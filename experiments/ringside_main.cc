@@ -11,6 +11,7 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "ddp_ring/ddp_ring.h"
 #include "experiments/experiments.h"
 
 ABSL_FLAG(std::string, strategy, "single", "single (this build); ps and ddp come later");
@@ -32,6 +33,18 @@ ABSL_FLAG(std::string, out, "", "output directory: metrics.jsonl, trace.json, ch
 ABSL_FLAG(bool, resume, false, "continue from OUT/checkpoint.bin");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "also checkpoint every N steps");
 ABSL_FLAG(int32_t, eval_batch, 1000, "batch size for evaluation");
+ABSL_FLAG(int32_t, grad_accum, 1, "micro-batches of --batch accumulated per optimizer step");
+ABSL_FLAG(int32_t, workers, 2, "ddp: ranks to launch on this machine");
+ABSL_FLAG(std::string, backend, "gloo", "ddp: process-group backend, gloo (CPU) or nccl (GPU)");
+ABSL_FLAG(double, bucket_cap_mb, 25, "ddp: gradient bucket cap in MB (the first bucket: 1 MB)");
+ABSL_FLAG(bool, overlap, true, "ddp: all-reduce buckets during backward (false: after it)");
+ABSL_FLAG(std::string, allreduce, "ring", "ddp: ring or halving-doubling");
+ABSL_FLAG(int32_t, timeout_s, 60, "ddp: seconds for rendezvous and for every collective");
+ABSL_FLAG(int32_t, nproc_per_node, 1, "launch: processes on this node");
+ABSL_FLAG(int32_t, nnodes, 1, "launch: nodes in the job");
+ABSL_FLAG(int32_t, node_rank, 0, "launch: this node's index");
+ABSL_FLAG(std::string, master_addr, "127.0.0.1", "launch: address of rank 0 (hosts the store)");
+ABSL_FLAG(int32_t, master_port, 29500, "launch: port of rank 0's store (0: pick a free one)");
 ABSL_FLAG(int32_t, warmup, 20, "bench: untimed warm-up steps");
 ABSL_FLAG(int32_t, repeats, 1, "bench: measurements to print");
 
@@ -41,9 +54,87 @@ constexpr char kUsage[] =
     "ringside: parameter server vs DDP ring, measured.\n"
     "  ringside train --strategy=single --model=mlp:784-256-256-10 --dataset=fashion-mnist\n"
     "                 --epochs=5 --batch=128 --lr=0.02 --momentum=0.9 --out=DIR [--resume]\n"
+    "  ringside train --strategy=ddp --workers=2 --backend=gloo ...    (launches the ranks)\n"
+    "  ringside launch --nproc_per_node=N [--nnodes --node_rank --master_addr --master_port]\n"
+    "                  -- PROGRAM ARGS...        (torchrun-style; sets RANK, WORLD_SIZE, ...)\n"
     "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n";
 
-absl::Status Dispatch(const std::vector<char*>& args) {
+ringside::RunConfig ConfigFromFlags() {
+  ringside::RunConfig c;
+  c.set_strategy(absl::GetFlag(FLAGS_strategy));
+  c.set_model(absl::GetFlag(FLAGS_model));
+  c.set_dataset(absl::GetFlag(FLAGS_dataset));
+  c.set_epochs(absl::GetFlag(FLAGS_epochs));
+  c.set_max_steps(absl::GetFlag(FLAGS_steps));
+  c.set_batch(absl::GetFlag(FLAGS_batch));
+  c.set_lr(static_cast<float>(absl::GetFlag(FLAGS_lr)));
+  c.set_momentum(static_cast<float>(absl::GetFlag(FLAGS_momentum)));
+  c.set_weight_decay(static_cast<float>(absl::GetFlag(FLAGS_weight_decay)));
+  c.set_nesterov(absl::GetFlag(FLAGS_nesterov));
+  c.set_seed(absl::GetFlag(FLAGS_seed));
+  c.set_threads(absl::GetFlag(FLAGS_threads));
+  c.set_drop_last(absl::GetFlag(FLAGS_drop_last));
+  c.set_grad_accum(absl::GetFlag(FLAGS_grad_accum));
+  if (c.strategy() == "ddp") {
+    c.set_backend(absl::GetFlag(FLAGS_backend));
+    c.set_bucket_cap_bytes(static_cast<int64_t>(absl::GetFlag(FLAGS_bucket_cap_mb) * (1 << 20)));
+    c.set_overlap(absl::GetFlag(FLAGS_overlap));
+    c.set_allreduce(absl::GetFlag(FLAGS_allreduce));
+  }
+  return c;
+}
+
+// `ringside train --strategy=ddp`: inside a launched job this process is one rank;
+// otherwise it launches --workers ranks of itself on this machine.
+absl::Status RunDdp(int argc, char** argv) {
+  const ringside::RunConfig c = ConfigFromFlags();
+  if (!ringside::InLaunchedJob()) {
+    const int workers = absl::GetFlag(FLAGS_workers);
+    if (workers < 1) return absl::InvalidArgumentError(absl::StrFormat("--workers must be >= 1, got %d", workers));
+    ringside::LaunchOptions lo;
+    lo.nproc_per_node = workers;
+    lo.master_addr = "127.0.0.1";
+    lo.master_port = 0;
+    lo.command.push_back("/proc/self/exe");
+    for (int i = 1; i < argc; ++i) lo.command.push_back(argv[i]);
+    // /proc/self/exe resolves in the child to this binary.
+    return ringside::Launch(lo);
+  }
+  absl::StatusOr<ringside::DdpEnv> env = ringside::ReadDdpEnv();
+  if (!env.ok()) return env.status();
+  ringside::DdpWorkerOptions o;
+  o.config = c;
+  o.backend = c.backend();
+  o.reducer.bucket_cap_bytes = c.bucket_cap_bytes();
+  o.reducer.overlap = c.overlap();
+  if (c.allreduce() == "ring") {
+    o.algorithm = ringside::AllReduceAlgorithm::kRing;
+  } else if (c.allreduce() == "halving-doubling") {
+    o.algorithm = ringside::AllReduceAlgorithm::kHalvingDoubling;
+  } else {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--allreduce must be ring or halving-doubling, got '%s'", c.allreduce()));
+  }
+  const int timeout_s = absl::GetFlag(FLAGS_timeout_s);
+  if (timeout_s < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
+  o.timeout = absl::Seconds(timeout_s);
+  o.out_dir = absl::GetFlag(FLAGS_out);
+  o.resume = absl::GetFlag(FLAGS_resume);
+  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
+  if (c.batch() < 1) return absl::InvalidArgumentError(absl::StrFormat("--batch must be >= 1, got %d", c.batch()));
+  if (!(c.lr() >= 0)) return absl::InvalidArgumentError(absl::StrFormat("--lr must be >= 0, got %g", c.lr()));
+  absl::StatusOr<ringside::DdpResult> r = ringside::RunDdpWorker(*env, o);
+  if (!r.ok()) return r.status();
+  if (env->rank == 0) {
+    absl::PrintF("steps: %d, %.0f samples/s (all ranks)\n", r->steps, r->samples_per_sec);
+    absl::PrintF("test loss: %.4f\n", r->test_loss);
+    absl::PrintF("test accuracy: %.4f\n", r->test_accuracy);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
   if (args.size() < 2) {
     return absl::InvalidArgumentError("missing command (train, bench step); see --help");
   }
@@ -52,26 +143,24 @@ absl::Status Dispatch(const std::vector<char*>& args) {
     if (args.size() > 2) {
       return absl::InvalidArgumentError(absl::StrFormat("unexpected argument '%s'", args[2]));
     }
+    if (absl::GetFlag(FLAGS_strategy) == "ddp") return RunDdp(argc, argv);
     ringside::TrainCommandOptions o;
-    ringside::RunConfig& c = o.config;
-    c.set_strategy(absl::GetFlag(FLAGS_strategy));
-    c.set_model(absl::GetFlag(FLAGS_model));
-    c.set_dataset(absl::GetFlag(FLAGS_dataset));
-    c.set_epochs(absl::GetFlag(FLAGS_epochs));
-    c.set_max_steps(absl::GetFlag(FLAGS_steps));
-    c.set_batch(absl::GetFlag(FLAGS_batch));
-    c.set_lr(static_cast<float>(absl::GetFlag(FLAGS_lr)));
-    c.set_momentum(static_cast<float>(absl::GetFlag(FLAGS_momentum)));
-    c.set_weight_decay(static_cast<float>(absl::GetFlag(FLAGS_weight_decay)));
-    c.set_nesterov(absl::GetFlag(FLAGS_nesterov));
-    c.set_seed(absl::GetFlag(FLAGS_seed));
-    c.set_threads(absl::GetFlag(FLAGS_threads));
-    c.set_drop_last(absl::GetFlag(FLAGS_drop_last));
+    o.config = ConfigFromFlags();
     o.out_dir = absl::GetFlag(FLAGS_out);
     o.resume = absl::GetFlag(FLAGS_resume);
     o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
     o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
     return ringside::RunTrainCommand(o);
+  }
+  if (command == "launch") {
+    ringside::LaunchOptions lo;
+    lo.nproc_per_node = absl::GetFlag(FLAGS_nproc_per_node);
+    lo.nnodes = absl::GetFlag(FLAGS_nnodes);
+    lo.node_rank = absl::GetFlag(FLAGS_node_rank);
+    lo.master_addr = absl::GetFlag(FLAGS_master_addr);
+    lo.master_port = absl::GetFlag(FLAGS_master_port);
+    for (size_t i = 2; i < args.size(); ++i) lo.command.push_back(args[i]);
+    return ringside::Launch(lo);
   }
   if (command == "bench") {
     if (args.size() != 3 || std::string(args[2]) != "step") {
@@ -87,7 +176,7 @@ absl::Status Dispatch(const std::vector<char*>& args) {
     return ringside::RunStepBench(o);
   }
   return absl::InvalidArgumentError(
-      absl::StrFormat("unknown command '%s' (expected train or bench)", command));
+      absl::StrFormat("unknown command '%s' (expected train, launch or bench)", command));
 }
 
 }  // namespace
@@ -95,7 +184,7 @@ absl::Status Dispatch(const std::vector<char*>& args) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  absl::Status status = Dispatch(args);
+  absl::Status status = Dispatch(args, argc, argv);
   if (!status.ok()) {
     absl::FPrintF(stderr, "ringside: error: %s\n", status.message());
     return 1;

@@ -12,12 +12,13 @@ absl::Status RunTrainCommand(const TrainCommandOptions& options) {
   const RunConfig& c = options.config;
   if (c.strategy() != "single") {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown strategy '", c.strategy(), "' (this build supports: single)"));
+        absl::StrCat("unknown strategy '", c.strategy(), "' (expected single or ddp)"));
   }
   // Cheap checks first, so bad flags fail before the dataset is loaded.
   if (c.batch() < 1) return absl::InvalidArgumentError(absl::StrCat("--batch must be >= 1, got ", c.batch()));
   if (c.epochs() < 1) return absl::InvalidArgumentError(absl::StrCat("--epochs must be >= 1, got ", c.epochs()));
   if (!(c.lr() >= 0)) return absl::InvalidArgumentError(absl::StrCat("--lr must be >= 0, got ", c.lr()));
+  if (c.grad_accum() < 1) return absl::InvalidArgumentError(absl::StrCat("--grad_accum must be >= 1, got ", c.grad_accum()));
   if (c.threads() < 0) return absl::InvalidArgumentError(absl::StrCat("--threads must be >= 0, got ", c.threads()));
 
   const DeviceInfo device = DetectDevices();

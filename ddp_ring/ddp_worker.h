@@ -1,0 +1,61 @@
+// One DDP rank, end to end: reads its place in the job from torchrun's environment
+// variables, rendezvouses through the store that rank 0 hosts, checks that every rank
+// runs the same configuration, builds the process group, broadcasts rank 0's
+// parameters and trains its shard through the shared Trainer with the Reducer.
+#ifndef RINGSIDE_DDP_RING_DDP_WORKER_H_
+#define RINGSIDE_DDP_RING_DDP_WORKER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/ringside.pb.h"
+#include "ddp_ring/process_group.h"
+#include "ddp_ring/reducer.h"
+
+namespace ringside {
+
+// The job-placement variables torchrun (and `ringside launch`) sets.
+struct DdpEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr;
+  int master_port = 0;
+  std::string run_id;  // RINGSIDE_RUN_ID, or "default".
+};
+
+// Reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and
+// RINGSIDE_RUN_ID). InvalidArgument naming the variable if one is missing or bad.
+absl::StatusOr<DdpEnv> ReadDdpEnv();
+
+// True if RANK is set (this process is a rank of a launched job).
+bool InLaunchedJob();
+
+struct DdpWorkerOptions {
+  RunConfig config;
+  std::string backend = "gloo";  // "gloo" or "nccl".
+  ReducerOptions reducer;
+  AllReduceAlgorithm algorithm = AllReduceAlgorithm::kRing;
+  absl::Duration timeout = absl::Seconds(60);  // Rendezvous and every collective.
+  std::string out_dir;
+  bool resume = false;
+  int64_t checkpoint_every = 0;
+  int eval_batch = 1000;
+};
+
+struct DdpResult {
+  int64_t steps = 0;
+  double samples_per_sec = 0;  // Global: all ranks together.
+  double test_loss = 0;
+  double test_accuracy = 0;
+};
+
+// Runs this rank's part of the job. Every failure (peer lost, timeout, configuration
+// mismatch, bad input) comes back as a status naming the rank and the step.
+absl::StatusOr<DdpResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions& options);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_DDP_RING_DDP_WORKER_H_

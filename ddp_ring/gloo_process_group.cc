@@ -1,0 +1,608 @@
+// The Gloo backend of ProcessGroup: CPU collectives over Gloo's TCP transport.
+//
+// Protocol of NewGlooProcessGroup:
+//   1. Join: every rank sets "gloo_joined/<rank>" = its world size and waits (bounded by
+//      the timeout) for all world_size join keys, so that a rank that never arrives is
+//      reported by number, and a rank started with another world size is refused.
+//   2. Connect: a gloo::rendezvous::Context exchanges TCP addresses through the store
+//      (GlooStoreAdapter) and connects every pair of ranks (connectFullMesh).
+//   3. Serve: one worker thread per group runs the queued collectives in FIFO order
+//      (Gloo's collectives block), each bounded by the timeout. Every rank issues the
+//      same collectives in the same order, so the n-th collective carries tag n on all
+//      ranks.
+//
+// Failure model: any Gloo exception becomes a Status (DeadlineExceeded for timeouts,
+// Unavailable for a peer that went away, Internal for broken invariants) naming the
+// rank, the collective and its sequence number. The first failure breaks the group:
+// its connections are closed (so peers fail fast instead of waiting out their
+// timeouts, and no late message can land in a buffer its owner got back), and every
+// later collective fails at once with that first error.
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/attr.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "ddp_ring/gloo_store_adapter.h"
+#include "ddp_ring/process_group.h"
+
+namespace ringside {
+namespace {
+
+// Slot prefix of ringside's own ring reduce-scatter. Gloo's built-in collectives use
+// prefixes 0x01..0x08 (gloo/types.h); any other value keeps the slots apart.
+constexpr uint8_t kReduceScatterSlotPrefix = 0x52;
+
+// Gloo's messages can span lines (stack traces of EnforceNotMet); statuses are one line.
+std::string OneLine(absl::string_view text) {
+  std::string line = absl::StrReplaceAll(text, {{"\n", " | "}, {"\r", ""}});
+  absl::StripTrailingAsciiWhitespace(&line);
+  return line;
+}
+
+// Maps an exception thrown by Gloo while doing `what` to a Status. `timeout` is only
+// used to word the message.
+absl::Status StatusFromException(std::exception_ptr error, int rank,
+                                 absl::string_view what, absl::Duration timeout) {
+  const std::string prefix = absl::StrCat("rank ", rank, ": ", what, " failed: ");
+  try {
+    std::rethrow_exception(error);
+  } catch (const gloo::IoException& e) {
+    const std::string detail = OneLine(e.what());
+    const std::string lower = absl::AsciiStrToLower(detail);
+    // TCP transport wording: "Timed out waiting ...ms for recv operation", "Read
+    // timeout", "Write timeout", "Connect timeout".
+    if (absl::StrContains(lower, "timed out") || absl::StrContains(lower, "timeout")) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          prefix, "timed out after ", absl::FormatDuration(timeout), " (", detail, ")"));
+    }
+    if (absl::StrContains(lower, "closed by peer") ||
+        absl::StrContains(lower, "connection reset") ||
+        absl::StrContains(lower, "broken pipe")) {
+      return absl::UnavailableError(
+          absl::StrCat(prefix, "peer closed the connection (", detail, ")"));
+    }
+    return absl::UnavailableError(absl::StrCat(prefix, "I/O error (", detail, ")"));
+  } catch (const gloo::EnforceNotMet& e) {
+    return absl::InternalError(
+        absl::StrCat(prefix, "Gloo check failed (", OneLine(e.what()), ")"));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(prefix, OneLine(e.what())));
+  } catch (...) {
+    return absl::InternalError(absl::StrCat(prefix, "unknown exception"));
+  }
+}
+
+// The handle the worker completes. Thread-safe.
+class GlooWork : public Work {
+ public:
+  absl::Status Wait() override {
+    absl::MutexLock lock(&mu_, absl::Condition(&done_));
+    return status_;
+  }
+
+  bool IsCompleted() override {
+    absl::MutexLock lock(&mu_);
+    return done_;
+  }
+
+  // Called once, by the worker (or at issue time for trivial operations).
+  void Complete(absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    status_ = std::move(status);
+    done_ = true;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+std::shared_ptr<Work> CompletedWork(absl::Status status) {
+  auto work = std::make_shared<GlooWork>();
+  work->Complete(std::move(status));
+  return work;
+}
+
+void Scale(float* data, int64_t n, float factor) {
+  for (int64_t i = 0; i < n; ++i) data[i] *= factor;
+}
+
+class GlooProcessGroup : public ProcessGroup {
+ public:
+  // Takes a connected context (null for world size 1, where every collective is local).
+  GlooProcessGroup(const ProcessGroupOptions& options,
+                   std::shared_ptr<gloo::transport::Device> device,
+                   std::shared_ptr<gloo::rendezvous::Context> context)
+      : rank_(options.rank),
+        world_size_(options.world_size),
+        timeout_(options.timeout),
+        timeout_ms_(absl::ToInt64Milliseconds(options.timeout)),
+        algorithm_(options.algorithm),
+        device_(std::move(device)),
+        context_(std::move(context)) {
+    worker_ = std::thread([this] { WorkerLoop(); });
+  }
+
+  // Shutdown protocol:
+  //   1. Collectives that have not started are cancelled (their Works complete with
+  //      Cancelled: their buffers may already be gone); the running one finishes (it
+  //      is bounded by the timeout).
+  //   2. If the group is healthy and nothing was cancelled, a last barrier (bounded by
+  //      the timeout) waits for every peer to reach this point too. Closing sooner
+  //      can fail a peer that is still finishing the last collective: Gloo reports a
+  //      connection closed by the peer even on a buffer whose transfer already
+  //      completed (seen with halving-doubling on 3 ranks). A broken group, or one
+  //      that abandoned collectives, skips it: closing at once tells the peers fast.
+  //   3. The connections are closed.
+  ~GlooProcessGroup() override {
+    std::deque<Op> cancelled;
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+      cancelled.swap(queue_);
+    }
+    for (Op& op : cancelled) {
+      op.work->Complete(absl::CancelledError(absl::StrCat(
+          "rank ", rank_, ": ", op.name, " cancelled: process group destroyed")));
+    }
+    worker_.join();
+    if (context_ != nullptr && broken_.ok() && cancelled.empty()) {
+      try {
+        gloo::BarrierOptions opts(context_);
+        opts.setTag(next_tag_++);
+        opts.setTimeout(timeout_ms_);
+        gloo::barrier(opts);
+      } catch (...) {
+        // A peer already gone: nothing left to protect.
+      }
+    }
+    try {
+      context_.reset();
+      device_.reset();
+    } catch (...) {
+      // Tearing down sockets of a broken group must not take the process down.
+    }
+  }
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  std::string backend() const override { return "gloo"; }
+
+  std::shared_ptr<Work> AllReduce(float* data, int64_t n, ReduceOp op) override {
+    if (absl::Status s = CheckBuffer("all_reduce", data, n); !s.ok()) {
+      return CompletedWork(s);
+    }
+    if (n == 0) return CompletedWork(absl::OkStatus());
+    return Enqueue("all_reduce", [this, data, n, op](uint32_t tag) {
+      if (context_ != nullptr) {
+        if (algorithm_ == AllReduceAlgorithm::kHalvingDoubling &&
+            n <= static_cast<int64_t>(INT_MAX / sizeof(float))) {
+          // Recursive halving-doubling (Rabenseifner): reduce-scatter by recursive
+          // vector halving, then all-gather by recursive doubling; non-power-of-two
+          // world sizes run it in binary blocks. Gloo's (older) algorithm API: the
+          // instance allocates its slots and buffers, the same on every rank since
+          // every rank constructs it at the same point of the FIFO, and uses the
+          // context's timeout for every receive.
+          gloo::AllreduceHalvingDoubling<float> algorithm(
+              context_, std::vector<float*>{data}, static_cast<int>(n),
+              gloo::ReductionFunction<float>::sum);
+          algorithm.run();
+        } else {
+          // Gloo's ring: reduce-scatter around the ring, then all-gather around it,
+          // pipelined in segments. Also the fallback for halving-doubling on more
+          // than INT_MAX bytes, which its int byte count cannot describe.
+          gloo::AllreduceOptions opts(context_);
+          opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+          opts.setOutput(data, static_cast<size_t>(n));
+          opts.setReduceFunction(
+              static_cast<void (*)(void*, const void*, const void*, size_t)>(
+                  &gloo::sum<float>));
+          opts.setTag(tag);
+          opts.setTimeout(timeout_ms_);
+          gloo::allreduce(opts);
+        }
+      }
+      if (op == ReduceOp::kAverage) Scale(data, n, 1.0f / world_size_);
+    });
+  }
+
+  std::shared_ptr<Work> Broadcast(float* data, int64_t n, int root) override {
+    if (absl::Status s = CheckBuffer("broadcast", data, n); !s.ok()) {
+      return CompletedWork(s);
+    }
+    if (root < 0 || root >= world_size_) {
+      return CompletedWork(absl::InvalidArgumentError(absl::StrCat(
+          "rank ", rank_, ": broadcast root ", root, " is not in [0, ", world_size_,
+          ")")));
+    }
+    if (n == 0) return CompletedWork(absl::OkStatus());
+    return Enqueue("broadcast", [this, data, n, root](uint32_t tag) {
+      if (context_ == nullptr) return;
+      // Binomial tree rooted at `root`, in place on every rank.
+      gloo::BroadcastOptions opts(context_);
+      opts.setOutput(data, static_cast<size_t>(n));
+      opts.setRoot(root);
+      opts.setTag(tag);
+      opts.setTimeout(timeout_ms_);
+      gloo::broadcast(opts);
+    });
+  }
+
+  std::shared_ptr<Work> AllGather(const float* in, int64_t n, float* out) override {
+    if (absl::Status s = CheckBuffer("all_gather", in, n); !s.ok()) {
+      return CompletedWork(s);
+    }
+    if (absl::Status s = CheckBuffer("all_gather", out, n); !s.ok()) {
+      return CompletedWork(s);
+    }
+    if (n == 0) return CompletedWork(absl::OkStatus());
+    return Enqueue("all_gather", [this, in, n, out](uint32_t tag) {
+      float* mine = out + static_cast<int64_t>(rank_) * n;
+      if (context_ == nullptr) {
+        if (in != mine) std::memmove(mine, in, n * sizeof(float));
+        return;
+      }
+      // Ring all-gather; it first copies `in` into this rank's slice of `out` unless
+      // the input already is that slice.
+      gloo::AllgatherOptions opts(context_);
+      if (in != mine) opts.setInput(const_cast<float*>(in), static_cast<size_t>(n));
+      opts.setOutput(out, static_cast<size_t>(n) * world_size_);
+      opts.setTag(tag);
+      opts.setTimeout(timeout_ms_);
+      gloo::allgather(opts);
+    });
+  }
+
+  std::shared_ptr<Work> ReduceScatter(const float* in, float* out, int64_t n,
+                                      ReduceOp op) override {
+    if (absl::Status s = CheckBuffer("reduce_scatter", in, n); !s.ok()) {
+      return CompletedWork(s);
+    }
+    if (absl::Status s = CheckBuffer("reduce_scatter", out, n); !s.ok()) {
+      return CompletedWork(s);
+    }
+    if (n == 0) return CompletedWork(absl::OkStatus());
+    return Enqueue("reduce_scatter", [this, in, out, n, op](uint32_t tag) {
+      RingReduceScatter(in, out, n, tag);
+      if (op == ReduceOp::kAverage) Scale(out, n, 1.0f / world_size_);
+    });
+  }
+
+  std::shared_ptr<Work> Barrier() override {
+    return Enqueue("barrier", [this](uint32_t tag) {
+      if (context_ == nullptr) return;
+      // Dissemination barrier: log2(world) rounds of zero-byte messages.
+      gloo::BarrierOptions opts(context_);
+      opts.setTag(tag);
+      opts.setTimeout(timeout_ms_);
+      gloo::barrier(opts);
+    });
+  }
+
+ private:
+  // One queued collective. `run` may throw (Gloo reports errors by exception).
+  struct Op {
+    std::string name;  // "all_reduce #17"
+    uint32_t tag = 0;
+    std::function<void(uint32_t tag)> run;
+    std::shared_ptr<GlooWork> work;
+  };
+
+  absl::Status CheckBuffer(absl::string_view op, const float* ptr, int64_t n) const {
+    if (n < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank_, ": ", op, " with negative count ", n));
+    }
+    if (n > 0 && ptr == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank_, ": ", op, " with a null buffer"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Issuing thread only (the class is thread-compatible for issuing).
+  std::shared_ptr<Work> Enqueue(absl::string_view kind,
+                                std::function<void(uint32_t tag)> run) {
+    Op op;
+    op.tag = next_tag_++;
+    op.name = absl::StrCat(kind, " #", op.tag);
+    op.run = std::move(run);
+    op.work = std::make_shared<GlooWork>();
+    std::shared_ptr<Work> work = op.work;
+    absl::MutexLock lock(&mu_);
+    queue_.push_back(std::move(op));
+    return work;
+  }
+
+  void WorkerLoop() {
+    while (true) {
+      Op op;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](GlooProcessGroup* pg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pg->mu_) {
+              return pg->stopping_ || !pg->queue_.empty();
+            },
+            this));
+        if (queue_.empty()) return;  // Stopping.
+        op = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      op.work->Complete(RunOp(op));
+    }
+  }
+
+  // Worker thread only.
+  absl::Status RunOp(Op& op) {
+    if (!broken_.ok()) {
+      return absl::Status(broken_.code(),
+                          absl::StrCat("rank ", rank_, ": ", op.name,
+                                       " not run: the process group failed earlier: ",
+                                       broken_.message()));
+    }
+    std::exception_ptr error;
+    try {
+      op.run(op.tag);
+      return absl::OkStatus();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    broken_ = StatusFromException(error, rank_, op.name, timeout_);
+    // The context is unusable after an exception (Gloo's errors.md). Closing the
+    // connections tells the peers at once and drops any message still on its way
+    // into a buffer whose owner is about to get it back.
+    try {
+      if (context_ != nullptr) context_->closeConnections();
+    } catch (...) {
+    }
+    return broken_;
+  }
+
+  // Ring reduce-scatter on Gloo's unbound buffers, ringside's own: in world_size - 1
+  // steps, rank r sends its running sum of chunk (r - s - 1) to rank r + 1 and
+  // receives rank r - 1's running sum of chunk (r - s - 2), adding its own part; after
+  // the last step it holds the full sum of chunk r. Every rank sends and receives
+  // (world_size - 1) * n floats, the bandwidth optimum. Worker thread only.
+  void RingReduceScatter(const float* in, float* out, int64_t n, uint32_t tag) {
+    if (context_ == nullptr) {
+      std::memmove(out, in, n * sizeof(float));
+      return;
+    }
+    const int w = world_size_;
+    const size_t chunk_bytes = static_cast<size_t>(n) * sizeof(float);
+    const int right = (rank_ + 1) % w;
+    const int left = (rank_ + w - 1) % w;
+    const uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, tag);
+    auto chunk_index = [&](int s, int back) { return ((rank_ - s - back) % w + w) % w; };
+
+    // Two accumulators: one being received into while the other is being sent.
+    std::vector<float> acc[2] = {std::vector<float>(n), std::vector<float>(n)};
+    std::unique_ptr<gloo::transport::UnboundBuffer> in_buf =
+        context_->createUnboundBuffer(const_cast<float*>(in), chunk_bytes * w);
+    std::unique_ptr<gloo::transport::UnboundBuffer> acc_buf[2] = {
+        context_->createUnboundBuffer(acc[0].data(), chunk_bytes),
+        context_->createUnboundBuffer(acc[1].data(), chunk_bytes)};
+
+    for (int s = 0; s < w - 1; ++s) {
+      gloo::transport::UnboundBuffer* recv = acc_buf[s % 2].get();
+      recv->recv(left, slot);
+      // Step 0 sends this rank's own part straight from `in`; later steps forward the
+      // running sum received in the previous step.
+      gloo::transport::UnboundBuffer* send = s == 0 ? in_buf.get() : acc_buf[(s + 1) % 2].get();
+      if (s == 0) {
+        send->send(right, slot, chunk_index(0, 1) * chunk_bytes, chunk_bytes);
+      } else {
+        send->send(right, slot);
+      }
+      recv->waitRecv(timeout_ms_);
+      send->waitSend(timeout_ms_);
+      const float* mine = in + static_cast<int64_t>(chunk_index(s, 2)) * n;
+      float* sum = acc[s % 2].data();
+      if (s == w - 2) {
+        // chunk_index(w - 2, 2) == rank_: the last sum goes straight to `out`.
+        for (int64_t i = 0; i < n; ++i) out[i] = sum[i] + mine[i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) sum[i] += mine[i];
+      }
+    }
+  }
+
+  const int rank_;
+  const int world_size_;
+  const absl::Duration timeout_;
+  const std::chrono::milliseconds timeout_ms_;
+  const AllReduceAlgorithm algorithm_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  // Connected in the constructor's caller; used by the worker thread only.
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+
+  uint32_t next_tag_ = 0;  // Issuing thread only (and the destructor).
+  absl::Status broken_;    // Worker thread only (then the destructor): first failure.
+
+  absl::Mutex mu_;
+  std::deque<Op> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+
+  std::thread worker_;
+};
+
+// Gloo's TCP device dereferences an empty lookup result when the hostname does not
+// resolve (Debian's 2022 Gloo crashes), so the name is resolved here first.
+absl::Status CheckResolvable(const std::string& hostname, int rank) {
+  addrinfo hints = {};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* result = nullptr;
+  const int rc = getaddrinfo(hostname.c_str(), nullptr, &hints, &result);
+  if (result != nullptr) freeaddrinfo(result);
+  if (rc != 0 || result == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, ": cannot resolve the Gloo hostname '", hostname,
+                     "': ", rc != 0 ? gai_strerror(rc) : "no address"));
+  }
+  return absl::OkStatus();
+}
+
+std::string JoinKey(int rank) { return absl::StrCat("gloo_joined/", rank); }
+
+// Protocol step 1: announce this rank and wait for all others. DeadlineExceeded names
+// the ranks whose keys never appeared.
+absl::Status Join(Store* store, const ProcessGroupOptions& options) {
+  const int rank = options.rank;
+  absl::Status status = store->Set(JoinKey(rank), absl::StrCat(options.world_size));
+  if (!status.ok()) {
+    return absl::Status(status.code(), absl::StrCat("rank ", rank,
+                                                    ": rendezvous: cannot announce "
+                                                    "this rank in the store: ",
+                                                    status.message()));
+  }
+  std::vector<std::string> keys;
+  for (int r = 0; r < options.world_size; ++r) keys.push_back(JoinKey(r));
+  status = store->Wait(keys, options.timeout);
+  if (status.code() == absl::StatusCode::kDeadlineExceeded) {
+    // Find out who is missing (the keys that still do not exist).
+    std::vector<int> missing;
+    for (int r = 0; r < options.world_size; ++r) {
+      if (!store->Get(JoinKey(r), absl::Milliseconds(1)).ok()) missing.push_back(r);
+    }
+    return absl::DeadlineExceededError(absl::StrCat(
+        "rank ", rank, ": rendezvous timed out after ",
+        absl::FormatDuration(options.timeout), ": rank(s) ",
+        missing.empty() ? "?" : absl::StrJoin(missing, ", "), " of ",
+        options.world_size, " never joined"));
+  }
+  if (!status.ok()) {
+    return absl::Status(status.code(), absl::StrCat("rank ", rank,
+                                                    ": rendezvous: waiting for the "
+                                                    "other ranks failed: ",
+                                                    status.message()));
+  }
+  // Everyone is here: check they agree on the world size.
+  for (int r = 0; r < options.world_size; ++r) {
+    absl::StatusOr<std::string> theirs = store->Get(JoinKey(r), options.timeout);
+    if (!theirs.ok()) {
+      return absl::Status(theirs.status().code(),
+                          absl::StrCat("rank ", rank, ": rendezvous: ",
+                                       theirs.status().message()));
+    }
+    if (*theirs != absl::StrCat(options.world_size)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rank ", rank, ": rendezvous: rank ", r, " runs with world size ", *theirs,
+          ", this rank with ", options.world_size));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
+    Store* store, const ProcessGroupOptions& options) {
+  const int rank = options.rank;
+  if (store == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": null store"));
+  }
+  if (options.world_size < 1 || rank < 0 || rank >= options.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", rank, ": invalid rank/world size (world size ", options.world_size,
+        ")"));
+  }
+  if (options.timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, ": the timeout must be positive"));
+  }
+
+  if (options.world_size == 1) {
+    // Nothing to connect: every collective is a local copy (or nothing).
+    return std::unique_ptr<ProcessGroup>(
+        new GlooProcessGroup(options, nullptr, nullptr));
+  }
+
+  if (absl::Status status = CheckResolvable(options.hostname, rank); !status.ok()) {
+    return status;
+  }
+
+  // Step 1: join.
+  if (absl::Status status = Join(store, options); !status.ok()) return status;
+
+  // Step 2: the TCP device (listening on options.hostname) and the full mesh.
+  std::shared_ptr<gloo::transport::Device> device;
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = options.hostname;
+    device = gloo::transport::tcp::CreateDevice(attr);
+  } catch (...) {
+    const absl::Status status =
+        StatusFromException(std::current_exception(), rank,
+                            absl::StrCat("creating the TCP device on '",
+                                         options.hostname, "'"),
+                            options.timeout);
+    // A bad address is the caller's, not the network's.
+    return absl::Status(status.code() == absl::StatusCode::kInternal
+                            ? absl::StatusCode::kInvalidArgument
+                            : status.code(),
+                        status.message());
+  }
+
+  GlooStoreAdapter adapter(store, options.timeout);
+  std::shared_ptr<gloo::rendezvous::Context> context;
+  try {
+    context = std::make_shared<gloo::rendezvous::Context>(rank, options.world_size);
+    // Bounds the store waits and TCP connects of connectFullMesh, and is the default
+    // timeout of every operation on the pairs (halving-doubling uses it).
+    context->setTimeout(std::chrono::milliseconds(absl::ToInt64Milliseconds(options.timeout)));
+    context->connectFullMesh(adapter, device);
+  } catch (...) {
+    const absl::Status store_error = adapter.first_error();
+    if (!store_error.ok()) {
+      return absl::Status(store_error.code(),
+                          absl::StrCat("rank ", rank,
+                                       ": rendezvous (connect full mesh) failed: ",
+                                       store_error.message()));
+    }
+    return StatusFromException(std::current_exception(), rank,
+                               "rendezvous (connect full mesh)", options.timeout);
+  }
+
+  return std::unique_ptr<ProcessGroup>(
+      new GlooProcessGroup(options, std::move(device), std::move(context)));
+}
+
+}  // namespace ringside

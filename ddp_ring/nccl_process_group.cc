@@ -1,0 +1,464 @@
+// The NCCL backend of ProcessGroup: GPU collectives on the group's own CUDA stream.
+//
+// Protocol of NewNcclProcessGroup:
+//   1. Device: DetectDevices (no GPU -> Unavailable), cudaSetDevice(cuda_device).
+//   2. Unique id: rank 0 creates it (ncclGetUniqueId) and sets "nccl_unique_id" in the
+//      store; the other ranks get it, waiting at most the timeout.
+//   3. Communicator: ncclCommInitRankConfig in non-blocking mode, then polling
+//      ncclCommGetAsyncError until it is ready or the timeout passed (a rank that never
+//      joins gives DeadlineExceeded and the half-built communicator is aborted,
+//      instead of a hang).
+//   4. A non-blocking CUDA stream for the collectives and a one-float device scratch
+//      buffer for Barrier.
+//
+// Each collective is enqueued on the stream (in non-blocking mode an enqueue may return
+// ncclInProgress: the communicator is then polled until the enqueue finished) and
+// followed by a CUDA event. Work::Wait polls the event and the communicator's
+// asynchronous error until the collective finished, failed, or ran past its deadline
+// (issue time + timeout); on failure or timeout the communicator is aborted
+// (ncclCommAbort), which breaks the group: later collectives fail at once with the
+// first error.
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/cuda_check.h"
+#include "common/device.h"
+#include "ddp_ring/process_group.h"
+
+namespace ringside {
+namespace {
+
+constexpr char kUniqueIdKey[] = "nccl_unique_id";
+constexpr absl::Duration kPollInterval = absl::Microseconds(50);
+
+ncclRedOp_t ToNccl(ReduceOp op) { return op == ReduceOp::kAverage ? ncclAvg : ncclSum; }
+
+// Polls a non-blocking communicator until its pending operation (init, enqueue,
+// finalize) finished. DeadlineExceeded after `deadline`; the NCCL error if it failed.
+absl::Status AwaitCommReady(ncclComm_t comm, absl::Time deadline, int rank,
+                            absl::string_view what) {
+  while (true) {
+    ncclResult_t state = ncclSuccess;
+    RINGSIDE_NCCL_RETURN_IF_ERROR(rank, ncclCommGetAsyncError(comm, &state));
+    if (state == ncclSuccess) return absl::OkStatus();
+    if (state != ncclInProgress) {
+      return NcclError(state, std::string(what).c_str(), __FILE__, __LINE__, rank);
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank, ": ", what, " did not complete in time"));
+    }
+    absl::SleepFor(kPollInterval);
+  }
+}
+
+// The communicator and its health, shared by the group and its Works (a Work may
+// outlive the group). Thread-safe.
+class NcclShared {
+ public:
+  NcclShared(int rank, ncclComm_t comm) : rank_(rank), comm_(comm) {}
+
+  absl::Mutex mu;
+
+  ncclComm_t comm() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return comm_; }
+  const absl::Status& broken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return broken_; }
+
+  // Records the group's first failure and aborts the communicator (which frees it and
+  // makes its pending kernels return).
+  void Break(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (broken_.ok()) broken_ = status;
+    if (comm_ != nullptr) {
+      ncclCommAbort(comm_);  // Its own failure leaves nothing more to do.
+      comm_ = nullptr;
+    }
+  }
+
+  // Orderly teardown by the group's destructor: finalize (flushing issued work, at
+  // most `timeout`), then destroy; abort if that fails.
+  void Close(absl::Duration timeout) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (comm_ == nullptr) return;
+    absl::Status status = broken_;
+    if (status.ok()) {
+      const ncclResult_t rc = ncclCommFinalize(comm_);
+      if (rc != ncclSuccess && rc != ncclInProgress) {
+        status = NcclError(rc, "ncclCommFinalize", __FILE__, __LINE__, rank_);
+      } else {
+        status = AwaitCommReady(comm_, absl::Now() + timeout, rank_, "ncclCommFinalize");
+      }
+    }
+    if (status.ok() && ncclCommDestroy(comm_) == ncclSuccess) {
+      comm_ = nullptr;
+      if (broken_.ok()) {
+        broken_ = absl::CancelledError(
+            absl::StrCat("rank ", rank_, ": NCCL process group destroyed"));
+      }
+      return;
+    }
+    Break(status.ok() ? absl::CancelledError(absl::StrCat(
+                            "rank ", rank_, ": NCCL process group destroyed"))
+                      : status);
+  }
+
+ private:
+  const int rank_;
+  ncclComm_t comm_ ABSL_GUARDED_BY(mu);
+  absl::Status broken_ ABSL_GUARDED_BY(mu);
+};
+
+class NcclWork : public Work {
+ public:
+  // Already finished (trivial, invalid or failed-at-issue collectives).
+  explicit NcclWork(absl::Status status) : done_(true), status_(std::move(status)) {}
+
+  // Tracks `event`, recorded on the group's stream after the collective `name`.
+  NcclWork(std::shared_ptr<NcclShared> shared, cudaEvent_t event, std::string name,
+           int rank, absl::Time deadline, absl::Duration timeout)
+      : shared_(std::move(shared)),
+        event_(event),
+        name_(std::move(name)),
+        rank_(rank),
+        deadline_(deadline),
+        timeout_(timeout) {}
+
+  ~NcclWork() override {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+
+  absl::Status Wait() override {
+    absl::MutexLock lock(&mu_);
+    while (!done_) {
+      if (Poll()) break;
+      absl::SleepFor(kPollInterval);
+    }
+    return status_;
+  }
+
+  bool IsCompleted() override {
+    absl::MutexLock lock(&mu_);
+    return done_ || Poll();
+  }
+
+ private:
+  // One look at the collective; true (with done_ and status_ set) once it finished,
+  // failed or is late.
+  bool Poll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const cudaError_t query = cudaEventQuery(event_);
+    if (query == cudaSuccess) return Finish(absl::OkStatus());
+    absl::MutexLock lock(&shared_->mu);
+    if (query != cudaErrorNotReady) {
+      const absl::Status status = CudaError(query, "cudaEventQuery", __FILE__, __LINE__, rank_);
+      shared_->Break(status);
+      return Finish(Annotated(status));
+    }
+    if (!shared_->broken().ok()) return Finish(Annotated(shared_->broken()));
+    ncclResult_t async_error = ncclSuccess;
+    const ncclResult_t rc = ncclCommGetAsyncError(shared_->comm(), &async_error);
+    if (rc != ncclSuccess) async_error = rc;
+    if (async_error != ncclSuccess && async_error != ncclInProgress) {
+      const absl::Status status =
+          NcclError(async_error, "ncclCommGetAsyncError", __FILE__, __LINE__, rank_);
+      shared_->Break(status);
+      return Finish(Annotated(status));
+    }
+    if (absl::Now() > deadline_) {
+      const absl::Status status = absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank_, ": ", name_, " timed out after ",
+                       absl::FormatDuration(timeout_), "; communicator aborted"));
+      shared_->Break(status);
+      return Finish(status);
+    }
+    return false;
+  }
+
+  absl::Status Annotated(const absl::Status& status) const {
+    if (absl::StartsWith(status.message(), absl::StrCat("rank ", rank_, ": ", name_))) {
+      return status;
+    }
+    return absl::Status(status.code(), absl::StrCat("rank ", rank_, ": ", name_,
+                                                    " failed: ", status.message()));
+  }
+
+  bool Finish(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    status_ = std::move(status);
+    done_ = true;
+    return true;
+  }
+
+  const std::shared_ptr<NcclShared> shared_;
+  cudaEvent_t const event_ = nullptr;
+  const std::string name_;
+  const int rank_ = -1;
+  const absl::Time deadline_;
+  const absl::Duration timeout_;
+
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+std::shared_ptr<Work> CompletedWork(absl::Status status) {
+  return std::make_shared<NcclWork>(std::move(status));
+}
+
+class NcclProcessGroup : public ProcessGroup {
+ public:
+  NcclProcessGroup(const ProcessGroupOptions& options, std::shared_ptr<NcclShared> shared,
+                   cudaStream_t stream, float* scratch)
+      : rank_(options.rank),
+        world_size_(options.world_size),
+        device_(options.cuda_device),
+        timeout_(options.timeout),
+        shared_(std::move(shared)),
+        stream_(stream),
+        scratch_(scratch) {}
+
+  ~NcclProcessGroup() override {
+    {
+      absl::MutexLock lock(&shared_->mu);
+      cudaSetDevice(device_);
+      shared_->Close(timeout_);
+    }
+    cudaStreamDestroy(stream_);
+    cudaFree(scratch_);
+  }
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  std::string backend() const override { return "nccl"; }
+
+  std::shared_ptr<Work> AllReduce(float* data, int64_t n, ReduceOp op) override {
+    return Launch("all_reduce", data, n, [=](ncclComm_t comm, cudaStream_t stream) {
+      return ncclAllReduce(data, data, n, ncclFloat, ToNccl(op), comm, stream);
+    });
+  }
+
+  std::shared_ptr<Work> Broadcast(float* data, int64_t n, int root) override {
+    if (root < 0 || root >= world_size_) {
+      return CompletedWork(absl::InvalidArgumentError(absl::StrCat(
+          "rank ", rank_, ": broadcast root ", root, " is not in [0, ", world_size_,
+          ")")));
+    }
+    return Launch("broadcast", data, n, [=](ncclComm_t comm, cudaStream_t stream) {
+      return ncclBroadcast(data, data, n, ncclFloat, root, comm, stream);
+    });
+  }
+
+  std::shared_ptr<Work> AllGather(const float* in, int64_t n, float* out) override {
+    if (n > 0 && out == nullptr) return NullBuffer("all_gather");
+    return Launch("all_gather", in, n, [=](ncclComm_t comm, cudaStream_t stream) {
+      return ncclAllGather(in, out, n, ncclFloat, comm, stream);
+    });
+  }
+
+  std::shared_ptr<Work> ReduceScatter(const float* in, float* out, int64_t n,
+                                      ReduceOp op) override {
+    if (n > 0 && out == nullptr) return NullBuffer("reduce_scatter");
+    return Launch("reduce_scatter", in, n, [=](ncclComm_t comm, cudaStream_t stream) {
+      return ncclReduceScatter(in, out, n, ncclFloat, ToNccl(op), comm, stream);
+    });
+  }
+
+  std::shared_ptr<Work> Barrier() override {
+    // An all-reduce of one float: completes only once every rank contributed.
+    float* scratch = scratch_;
+    return Launch("barrier", scratch, 1, [=](ncclComm_t comm, cudaStream_t stream) {
+      return ncclAllReduce(scratch, scratch, 1, ncclFloat, ncclSum, comm, stream);
+    });
+  }
+
+ private:
+  using Call = std::function<ncclResult_t(ncclComm_t, cudaStream_t)>;
+
+  std::shared_ptr<Work> NullBuffer(absl::string_view op) const {
+    return CompletedWork(absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank_, ": ", op, " with a null buffer")));
+  }
+
+  // Validates, enqueues `call` on the stream and records the completion event.
+  std::shared_ptr<Work> Launch(absl::string_view kind, const float* ptr, int64_t n,
+                               Call call) {
+    if (n < 0) {
+      return CompletedWork(absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank_, ": ", kind, " with negative count ", n)));
+    }
+    if (n > 0 && ptr == nullptr) return NullBuffer(kind);
+    if (n == 0) return CompletedWork(absl::OkStatus());
+    const std::string name = absl::StrCat(kind, " #", next_seq_++);
+    cudaEvent_t event = nullptr;
+    const absl::Status status = Enqueue(name, call, &event);
+    if (!status.ok()) {
+      if (event != nullptr) cudaEventDestroy(event);
+      return CompletedWork(status);
+    }
+    return std::make_shared<NcclWork>(shared_, event, name, rank_,
+                                      absl::Now() + timeout_, timeout_);
+  }
+
+  absl::Status Enqueue(const std::string& name, const Call& call, cudaEvent_t* event) {
+    absl::MutexLock lock(&shared_->mu);
+    if (!shared_->broken().ok()) {
+      return absl::Status(shared_->broken().code(),
+                          absl::StrCat("rank ", rank_, ": ", name,
+                                       " not run: the process group failed earlier: ",
+                                       shared_->broken().message()));
+    }
+    absl::Status status = EnqueueLocked(name, call, event);
+    if (!status.ok()) shared_->Break(status);
+    return status;
+  }
+
+  absl::Status EnqueueLocked(const std::string& name, const Call& call,
+                             cudaEvent_t* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu) {
+    // The issuing thread may not be the one that created the group.
+    RINGSIDE_CUDA_RETURN_IF_ERROR(rank_, cudaSetDevice(device_));
+    RINGSIDE_NCCL_RETURN_IF_ERROR(rank_, call(shared_->comm(), stream_));
+    // Non-blocking communicator: the enqueue may still be in progress.
+    absl::Status ready =
+        AwaitCommReady(shared_->comm(), absl::Now() + timeout_, rank_, name);
+    if (!ready.ok()) return ready;
+    RINGSIDE_CUDA_RETURN_IF_ERROR(
+        rank_, cudaEventCreateWithFlags(event, cudaEventDisableTiming));
+    RINGSIDE_CUDA_RETURN_IF_ERROR(rank_, cudaEventRecord(*event, stream_));
+    return absl::OkStatus();
+  }
+
+  const int rank_;
+  const int world_size_;
+  const int device_;
+  const absl::Duration timeout_;
+  const std::shared_ptr<NcclShared> shared_;
+  cudaStream_t const stream_;
+  float* const scratch_;
+  int64_t next_seq_ = 0;  // Issuing thread only.
+};
+
+// Protocol step 2: the unique id through the store.
+absl::StatusOr<ncclUniqueId> ExchangeUniqueId(Store* store,
+                                              const ProcessGroupOptions& options) {
+  const int rank = options.rank;
+  ncclUniqueId id;
+  if (rank == 0) {
+    RINGSIDE_NCCL_RETURN_IF_ERROR(rank, ncclGetUniqueId(&id));
+    const absl::Status status =
+        store->Set(kUniqueIdKey, std::string(id.internal, sizeof(id.internal)));
+    if (!status.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrCat("rank 0: cannot publish the NCCL unique id: ",
+                                       status.message()));
+    }
+    return id;
+  }
+  absl::StatusOr<std::string> value = store->Get(kUniqueIdKey, options.timeout);
+  if (!value.ok()) {
+    return absl::Status(value.status().code(),
+                        absl::StrCat("rank ", rank,
+                                     ": no NCCL unique id from rank 0: ",
+                                     value.status().message()));
+  }
+  if (value->size() != sizeof(id.internal)) {
+    return absl::InternalError(absl::StrCat("rank ", rank, ": the NCCL unique id has ",
+                                            value->size(), " bytes, expected ",
+                                            sizeof(id.internal)));
+  }
+  std::memcpy(id.internal, value->data(), sizeof(id.internal));
+  return id;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
+    Store* store, const ProcessGroupOptions& options) {
+  const int rank = options.rank;
+  if (store == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": null store"));
+  }
+  if (options.world_size < 1 || rank < 0 || rank >= options.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", rank, ": invalid rank/world size (world size ", options.world_size,
+        ")"));
+  }
+  if (options.timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, ": the timeout must be positive"));
+  }
+
+  // Step 1: a GPU.
+  const DeviceInfo devices = DetectDevices();
+  if (devices.gpu_count == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("rank ", rank, ": no GPU: ", devices.detail));
+  }
+  if (options.cuda_device < 0 || options.cuda_device >= devices.gpu_count) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": CUDA device ",
+                                                   options.cuda_device, " of ",
+                                                   devices.gpu_count));
+  }
+  RINGSIDE_CUDA_RETURN_IF_ERROR(rank, cudaSetDevice(options.cuda_device));
+
+  // Step 2: the unique id.
+  absl::StatusOr<ncclUniqueId> id = ExchangeUniqueId(store, options);
+  if (!id.ok()) return id.status();
+
+  // Step 3: the communicator, bounded by the timeout.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  const ncclResult_t init =
+      ncclCommInitRankConfig(&comm, options.world_size, *id, rank, &config);
+  if (init != ncclSuccess && init != ncclInProgress) {
+    if (comm != nullptr) ncclCommAbort(comm);
+    return NcclError(init, "ncclCommInitRankConfig", __FILE__, __LINE__, rank);
+  }
+  if (absl::Status ready =
+          AwaitCommReady(comm, absl::Now() + options.timeout, rank, "ncclCommInitRank");
+      !ready.ok()) {
+    ncclCommAbort(comm);
+    if (absl::IsDeadlineExceeded(ready)) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "rank ", rank, ": NCCL communicator of ", options.world_size,
+          " ranks not ready after ", absl::FormatDuration(options.timeout),
+          " (did every rank join?)"));
+    }
+    return ready;
+  }
+
+  // Step 4: the stream and the barrier's scratch float.
+  cudaStream_t stream = nullptr;
+  float* scratch = nullptr;
+  auto fail = [&](absl::Status status) {
+    if (scratch != nullptr) cudaFree(scratch);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+    ncclCommAbort(comm);
+    return status;
+  };
+  if (cudaError_t err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+      err != cudaSuccess) {
+    return fail(CudaError(err, "cudaStreamCreateWithFlags", __FILE__, __LINE__, rank));
+  }
+  if (cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&scratch), sizeof(float));
+      err != cudaSuccess) {
+    return fail(CudaError(err, "cudaMalloc", __FILE__, __LINE__, rank));
+  }
+  if (cudaError_t err = cudaMemset(scratch, 0, sizeof(float)); err != cudaSuccess) {
+    return fail(CudaError(err, "cudaMemset", __FILE__, __LINE__, rank));
+  }
+
+  return std::unique_ptr<ProcessGroup>(new NcclProcessGroup(
+      options, std::make_shared<NcclShared>(rank, comm), stream, scratch));
+}
+
+}  // namespace ringside

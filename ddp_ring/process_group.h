@@ -1,0 +1,89 @@
+// A process group: the collectives a DDP rank needs, asynchronous, each bounded by a
+// timeout. Backends: Gloo (CPU, TCP; gloo_process_group.cc) and NCCL (GPU, its own CUDA
+// stream; nccl_process_group.cc). Like PyTorch's c10d ProcessGroup, minus the parts
+// ringside does not use.
+#ifndef RINGSIDE_DDP_RING_PROCESS_GROUP_H_
+#define RINGSIDE_DDP_RING_PROCESS_GROUP_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "ddp_ring/store.h"
+
+namespace ringside {
+
+enum class ReduceOp { kSum, kAverage };
+
+enum class AllReduceAlgorithm {
+  kRing,              // Bandwidth-optimal ring: reduce-scatter, then all-gather.
+  kHalvingDoubling,   // Recursive halving-doubling (Rabenseifner).
+};
+
+// Handle of one asynchronous collective. Thread-safe.
+class Work {
+ public:
+  virtual ~Work() = default;
+  // Blocks until the operation finished, failed, or ran past the group's timeout
+  // (DeadlineExceeded). A peer that died surfaces as Unavailable naming the operation
+  // and, where the transport knows it, the peer's rank. Idempotent.
+  virtual absl::Status Wait() = 0;
+  // True once Wait() would return without blocking.
+  virtual bool IsCompleted() = 0;
+  // Wall-clock microseconds (common/trace.h NowMicros) when the backend started and
+  // finished executing the operation; 0 while unknown. Valid after Wait() returned.
+  virtual int64_t start_us() const { return 0; }
+  virtual int64_t end_us() const { return 0; }
+};
+
+struct ProcessGroupOptions {
+  int rank = 0;
+  int world_size = 1;
+  absl::Duration timeout = absl::Seconds(60);  // Rendezvous and every collective.
+  AllReduceAlgorithm algorithm = AllReduceAlgorithm::kRing;
+  std::string hostname = "127.0.0.1";  // Address this rank listens on (Gloo).
+  int cuda_device = 0;                 // NCCL only.
+};
+
+// Collectives are issued in the same order on every rank and run in that order. The
+// buffers belong to the caller and must stay valid and untouched until Wait() returns.
+// Pointers are host memory for Gloo, device memory for NCCL. Thread-compatible: issue
+// operations from one thread.
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual std::string backend() const = 0;
+
+  // data [n] = op over ranks of data [n], in place.
+  virtual std::shared_ptr<Work> AllReduce(float* data, int64_t n, ReduceOp op) = 0;
+  // data [n] = root's data [n].
+  virtual std::shared_ptr<Work> Broadcast(float* data, int64_t n, int root) = 0;
+  // out [world_size * n] = concatenation over ranks (in rank order) of in [n].
+  virtual std::shared_ptr<Work> AllGather(const float* in, int64_t n, float* out) = 0;
+  // out [n] = op over ranks of in [rank * n, (rank + 1) * n), with in [world_size * n].
+  virtual std::shared_ptr<Work> ReduceScatter(const float* in, float* out, int64_t n,
+                                              ReduceOp op) = 0;
+  // Completes once every rank has entered it.
+  virtual std::shared_ptr<Work> Barrier() = 0;
+};
+
+// Rendezvous through `store` (which must outlive the group; give each group its own
+// prefix). Blocks until all world_size ranks joined or options.timeout passed
+// (DeadlineExceeded naming the ranks that never arrived, where known).
+absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
+    Store* store, const ProcessGroupOptions& options);
+
+// NCCL: the unique id travels through `store`. Unavailable when there is no usable
+// GPU. Data pointers are device memory of options.cuda_device.
+absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
+    Store* store, const ProcessGroupOptions& options);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_DDP_RING_PROCESS_GROUP_H_

@@ -1,0 +1,145 @@
+#include "ddp_ring/reducer.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ringside {
+
+std::vector<Bucket> ComputeBuckets(const std::vector<ParamRange>& layer_ranges,
+                                   int64_t first_bucket_bytes, int64_t bucket_cap_bytes) {
+  std::vector<Bucket> buckets;
+  Bucket current;
+  bool open = false;
+  for (auto it = layer_ranges.rbegin(); it != layer_ranges.rend(); ++it) {
+    const int64_t cap = buckets.empty() ? first_bucket_bytes : bucket_cap_bytes;
+    // Ranges arrive in reverse order, so a bucket grows downwards.
+    if (open && (current.size + it->size) * static_cast<int64_t>(sizeof(float)) > cap) {
+      buckets.push_back(current);
+      open = false;
+    }
+    if (!open) {
+      current = {it->offset, 0};
+      open = true;
+    }
+    current.offset = it->offset;
+    current.size += it->size;
+  }
+  if (open) buckets.push_back(current);
+  return buckets;
+}
+
+absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(ProcessGroup* group, Model* model,
+                                                         Ops* ops, const SgdHyper& hyper,
+                                                         const ReducerOptions& options) {
+  if (options.bucket_cap_bytes <= 0 || options.first_bucket_bytes <= 0) {
+    return absl::InvalidArgumentError("bucket caps must be positive");
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(hyper, model->num_params(), ops));
+  std::vector<Bucket> buckets =
+      ComputeBuckets(model->layer_ranges(), options.first_bucket_bytes, options.bucket_cap_bytes);
+  return std::unique_ptr<Reducer>(
+      new Reducer(group, model, ops, std::move(sgd), options, std::move(buckets)));
+}
+
+Reducer::Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd,
+                 const ReducerOptions& options, std::vector<Bucket> buckets)
+    : group_(group),
+      model_(model),
+      ops_(ops),
+      sgd_(std::move(sgd)),
+      options_(options),
+      buckets_(std::move(buckets)),
+      pending_(buckets_.size()),
+      work_(buckets_.size()),
+      launch_us_(buckets_.size()) {
+  for (size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].size;
+}
+
+void Reducer::Launch(size_t b) {
+  launch_us_[b] = NowMicros();
+  work_[b] = group_->AllReduce(model_->grads() + buckets_[b].offset, buckets_[b].size,
+                               ReduceOp::kSum);
+}
+
+void Reducer::OnGradientReady(const ParamRange& range) {
+  // Ranges arrive in reverse layer order and buckets hold whole layers, so the ranges
+  // fill the buckets one after the other. (A mismatch is reported by FinishStep.)
+  if (next_bucket_ >= buckets_.size()) return;
+  pending_[next_bucket_] -= range.size;
+  if (pending_[next_bucket_] <= 0) {
+    // Protocol step: the bucket's last gradient is final; start its all-reduce now,
+    // while backward goes on with the layers below.
+    if (options_.overlap) Launch(next_bucket_);
+    ++next_bucket_;
+  }
+}
+
+absl::Status Reducer::FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) {
+  const int64_t t0 = NowMicros();
+  if (next_bucket_ != buckets_.size()) {
+    return absl::InternalError(absl::StrCat("backward announced ", next_bucket_, " of ",
+                                            buckets_.size(), " buckets"));
+  }
+  if (!options_.overlap) {
+    for (size_t b = 0; b < buckets_.size(); ++b) Launch(b);
+  }
+  // Protocol step: wait for every bucket's all-reduce (in launch order).
+  absl::Status status;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    if (work_[b] == nullptr) continue;
+    absl::Status s = work_[b]->Wait();
+    if (!s.ok() && status.ok()) {
+      status = Annotate(s, absl::StrCat("all-reduce of bucket ", b, " (", buckets_[b].size,
+                                        " floats)"));
+    }
+  }
+  const int64_t t1 = NowMicros();
+  int64_t bytes = 0;
+  const int n = group_->world_size();
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    // Ring all-reduce: each rank sends (and receives) 2 (N-1)/N of the bucket.
+    bytes += 2 * (n - 1) * buckets_[b].size * static_cast<int64_t>(sizeof(float)) / n;
+    if (trace != nullptr && work_[b] != nullptr) {
+      const int64_t start = work_[b]->start_us() > 0 ? work_[b]->start_us() : launch_us_[b];
+      const int64_t end = work_[b]->end_us() > 0 ? work_[b]->end_us() : t1;
+      trace->Span(absl::StrCat("all-reduce bucket ", b), kCommTrack, start,
+                  std::max<int64_t>(0, end - start));
+    }
+    work_[b].reset();
+    pending_[b] = buckets_[b].size;
+  }
+  next_bucket_ = 0;
+  RINGSIDE_RETURN_IF_ERROR(status);
+  if (trace != nullptr) trace->Span("wait for all-reduce", kCommTrack, t0, t1 - t0);
+  // Protocol step: every rank now holds the same averaged gradients; step locally.
+  sgd_.Step(model->params(), model->grads());
+  RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
+  const int64_t t2 = NowMicros();
+  if (trace != nullptr) trace->Span("update", kComputeTrack, t1, t2 - t1);
+  m->set_comm_ms((t1 - t0) / 1e3);
+  m->set_update_ms((t2 - t1) / 1e3);
+  m->set_bytes_sent(bytes);
+  m->set_bytes_received(bytes);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvalResult> Reducer::ReduceEval(const EvalResult& local) {
+  // Counts stay exact in float up to 2^24 samples per evaluation.
+  float sums[3] = {static_cast<float>(local.loss_sum), static_cast<float>(local.correct),
+                   static_cast<float>(local.count)};
+  RINGSIDE_RETURN_IF_ERROR(group_->AllReduce(sums, 3, ReduceOp::kSum)->Wait());
+  EvalResult total;
+  total.loss_sum = sums[0];
+  total.correct = static_cast<int64_t>(sums[1] + 0.5f);
+  total.count = static_cast<int64_t>(sums[2] + 0.5f);
+  return total;
+}
+
+absl::Status Reducer::BroadcastParameters() {
+  return Annotate(group_->Broadcast(model_->params(), model_->num_params(), 0)->Wait(),
+                  "broadcast of rank 0's parameters");
+}
+
+}  // namespace ringside

@@ -1,0 +1,89 @@
+// The DDP reducer: PyTorch-DDP-style gradient synchronisation as a StepStrategy.
+//
+// Gradient buckets are contiguous ranges of the flat gradient buffer, formed in reverse
+// layer order (the order backward produces them): the first bucket is capped at
+// first_bucket_bytes (1 MB), the others at bucket_cap_bytes (25 MB); a layer is never
+// split. During backward, the moment the last layer of a bucket announces its gradients,
+// the bucket's all-reduce is launched on the process group, in place, and runs while
+// backward continues. After backward (FinishStep) the reducer waits for every bucket and
+// steps SGD locally. Since the trainer scales each rank's loss by 1 / (world * batch), a
+// sum all-reduce already yields the average gradient of the global batch.
+#ifndef RINGSIDE_DDP_RING_REDUCER_H_
+#define RINGSIDE_DDP_RING_REDUCER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/common.h"
+#include "ddp_ring/process_group.h"
+
+namespace ringside {
+
+struct ReducerOptions {
+  int64_t bucket_cap_bytes = 25 << 20;
+  int64_t first_bucket_bytes = 1 << 20;
+  // false: launch every bucket only after backward (the ablation without overlap).
+  bool overlap = true;
+};
+
+// A bucket: gradient floats [offset, offset + size), covering whole layers.
+struct Bucket {
+  int64_t offset = 0;
+  int64_t size = 0;
+};
+
+// Buckets over `layer_ranges` (layer order) in reverse layer order: buckets[0] holds the
+// last layers. Pure function, exposed for tests.
+std::vector<Bucket> ComputeBuckets(const std::vector<ParamRange>& layer_ranges,
+                                   int64_t first_bucket_bytes, int64_t bucket_cap_bytes);
+
+// Not thread-safe (called from the training thread). Borrows the group, model and ops.
+class Reducer final : public StepStrategy {
+ public:
+  static absl::StatusOr<std::unique_ptr<Reducer>> Create(ProcessGroup* group, Model* model,
+                                                         Ops* ops, const SgdHyper& hyper,
+                                                         const ReducerOptions& options);
+
+  std::string role() const override { return "rank"; }
+  void OnGradientReady(const ParamRange& range) override;
+  // Waits for every bucket (launching those not launched yet), then steps SGD. Fills
+  // comm_ms (time blocked waiting for all-reduces after backward: the exposed
+  // communication), update_ms and the bytes each rank sends and receives in the ring
+  // (2 (N-1)/N x bucket bytes per bucket).
+  absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;
+  absl::StatusOr<EvalResult> ReduceEval(const EvalResult& local) override;
+  absl::Status AfterCheckpoint() override { return group_->Barrier()->Wait(); }
+  absl::StatusOr<std::vector<float>> SaveOptimizerState() override { return sgd_.SaveState(); }
+  absl::Status LoadOptimizerState(absl::Span<const float> state) override {
+    return sgd_.LoadState(state);
+  }
+
+  // Makes every rank start from rank 0's parameters. Blocks.
+  absl::Status BroadcastParameters();
+
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+
+ private:
+  Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd, const ReducerOptions& options,
+          std::vector<Bucket> buckets);
+  void Launch(size_t bucket);
+
+  ProcessGroup* const group_;
+  Model* const model_;
+  Ops* const ops_;
+  Sgd sgd_;
+  const ReducerOptions options_;
+  const std::vector<Bucket> buckets_;
+  // Per step: floats still missing per bucket, and the launched all-reduces.
+  std::vector<int64_t> pending_;
+  std::vector<std::shared_ptr<Work>> work_;
+  std::vector<int64_t> launch_us_;
+  size_t next_bucket_ = 0;  // Buckets complete in order; the next one to complete.
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_DDP_RING_REDUCER_H_

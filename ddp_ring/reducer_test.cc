@@ -1,0 +1,191 @@
+#include "ddp_ring/reducer.h"
+
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/common.h"
+#include "gtest/gtest.h"
+
+namespace ringside {
+namespace {
+
+TEST(ComputeBucketsTest, ReverseLayerOrderWithCaps) {
+  // Four layers of 100, 50, 1000 and 10 floats; caps in bytes: first 240 floats' worth
+  // ... expressed as 4 * floats.
+  const std::vector<ParamRange> layers = {{0, 100}, {100, 50}, {150, 1000}, {1150, 10}};
+  // First bucket cap 100 floats: {1150,10} fits, {150,1000} does not -> next bucket.
+  // Next cap 1100 floats: {150,1000} + {100,50} = 1050 fits, + {0,100} = 1150 does not.
+  const std::vector<Bucket> b = ComputeBuckets(layers, 100 * 4, 1100 * 4);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].offset, 1150);
+  EXPECT_EQ(b[0].size, 10);
+  EXPECT_EQ(b[1].offset, 100);
+  EXPECT_EQ(b[1].size, 1050);
+  EXPECT_EQ(b[2].offset, 0);
+  EXPECT_EQ(b[2].size, 100);
+  // A layer larger than the cap gets a bucket of its own; one huge cap: one bucket.
+  EXPECT_EQ(ComputeBuckets(layers, 4, 4).size(), 4u);
+  const std::vector<Bucket> one = ComputeBuckets(layers, 1 << 30, 1 << 30);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].offset, 0);
+  EXPECT_EQ(one[0].size, 1160);
+}
+
+// Deterministic batch for a rank: `n` samples of `dim` features.
+struct Batch {
+  std::vector<float> x;
+  std::vector<int32_t> y;
+};
+Batch MakeBatch(int dim, int classes, int n, uint64_t seed) {
+  Rng rng(seed);
+  Batch b;
+  for (int i = 0; i < n * dim; ++i) b.x.push_back(rng.Normal());
+  for (int i = 0; i < n; ++i) b.y.push_back(static_cast<int32_t>(rng.Below(classes)));
+  return b;
+}
+
+constexpr char kSpec[] = "mlp:24-32-16-5";
+constexpr int kDim = 24, kClasses = 5, kPerRank = 6, kSteps = 8;
+const SgdHyper kHyper{0.1f, 0.9f, 1e-4f, false};
+
+// One rank: kSteps steps of DDP on its own batches; returns final parameters.
+// Records, per step, whether a bucket's all-reduce started before backward ended.
+std::vector<float> RunRank(Store* store, int rank, int world, bool overlap,
+                           std::vector<bool>* started_early) {
+  ProcessGroupOptions po;
+  po.rank = rank;
+  po.world_size = world;
+  po.timeout = absl::Seconds(30);
+  auto group = NewGlooProcessGroup(store, po);
+  EXPECT_TRUE(group.ok()) << group.status();
+  if (!group.ok()) return {};
+  auto ops = NewCpuOps(1);
+  auto model = Model::Create(kSpec, {kDim, 1, 1}, kClasses, ops.get());
+  EXPECT_TRUE(model.ok());
+  // Different seeds per rank: the broadcast must make them equal.
+  EXPECT_TRUE((*model)->InitParams(100 + rank).ok());
+  ReducerOptions ro;
+  ro.first_bucket_bytes = 16 * 5 * 4;  // Several buckets for this small model.
+  ro.bucket_cap_bytes = 600 * 4;
+  ro.overlap = overlap;
+  auto reducer = Reducer::Create(group->get(), model->get(), ops.get(), kHyper, ro);
+  EXPECT_TRUE(reducer.ok());
+  EXPECT_GE((*reducer)->buckets().size(), 3u);
+  EXPECT_TRUE((*reducer)->BroadcastParameters().ok());
+  const std::string trace_path =
+      std::string(std::getenv("TEST_TMPDIR")) + "/trace" + std::to_string(rank) +
+      (overlap ? "o" : "n") + ".json";
+  auto trace = TraceWriter::Open(trace_path, rank, "rank");
+  EXPECT_TRUE(trace.ok());
+  std::vector<int64_t> backward_end;
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch b = MakeBatch(kDim, kClasses, kPerRank, 1000 * step + rank);
+    EXPECT_TRUE((*model)->Forward(b.x.data(), b.y.data(), kPerRank).ok());
+    const GradReadyFn hook = [&](const ParamRange& r) { (*reducer)->OnGradientReady(r); };
+    EXPECT_TRUE((*model)->Backward(1.0f / (kPerRank * world), hook).ok());
+    backward_end.push_back(NowMicros());
+    StepMetrics m;
+    EXPECT_TRUE((*reducer)->FinishStep(model->get(), &m, trace->get()).ok());
+    // Ring all-reduce: 2 (N-1)/N of every bucket leaves (and enters) each rank.
+    int64_t expected_bytes = 0;
+    for (const Bucket& bucket : (*reducer)->buckets()) {
+      expected_bytes += 2 * (world - 1) * bucket.size * 4 / world;
+    }
+    EXPECT_EQ(m.bytes_sent(), expected_bytes);
+    EXPECT_EQ(m.bytes_received(), expected_bytes);
+  }
+  EXPECT_TRUE((*trace)->Close().ok());
+  // Read the bucket spans back from the trace: did one start before backward ended?
+  std::ifstream in(trace_path);
+  std::string line;
+  std::vector<int64_t> starts;  // Earliest bucket start per step, in order.
+  int spans = 0;
+  const int buckets = static_cast<int>((*reducer)->buckets().size());
+  int64_t earliest = INT64_MAX;
+  while (std::getline(in, line)) {
+    if (line.find("all-reduce bucket") == std::string::npos) continue;
+    const size_t ts = line.find("\"ts\":");
+    earliest = std::min<int64_t>(earliest, std::stoll(line.substr(ts + 5)));
+    if (++spans % buckets == 0) {
+      starts.push_back(earliest);
+      earliest = INT64_MAX;
+    }
+  }
+  EXPECT_EQ(static_cast<int>(starts.size()), kSteps);
+  for (size_t s = 0; s < starts.size() && s < backward_end.size(); ++s) {
+    started_early->push_back(starts[s] < backward_end[s]);
+  }
+  return std::vector<float>((*model)->params(), (*model)->params() + (*model)->num_params());
+}
+
+// Single process: the same samples as one batch of world * kPerRank per step.
+std::vector<float> RunReference(int world) {
+  auto ops = NewCpuOps(1);
+  auto model = Model::Create(kSpec, {kDim, 1, 1}, kClasses, ops.get());
+  EXPECT_TRUE((*model)->InitParams(100).ok());  // Rank 0's initialisation.
+  auto sgd = Sgd::Create(kHyper, (*model)->num_params(), ops.get());
+  for (int step = 0; step < kSteps; ++step) {
+    Batch all;
+    for (int r = 0; r < world; ++r) {
+      const Batch b = MakeBatch(kDim, kClasses, kPerRank, 1000 * step + r);
+      all.x.insert(all.x.end(), b.x.begin(), b.x.end());
+      all.y.insert(all.y.end(), b.y.begin(), b.y.end());
+    }
+    EXPECT_TRUE((*model)->Forward(all.x.data(), all.y.data(), world * kPerRank).ok());
+    EXPECT_TRUE((*model)->Backward(1.0f / (kPerRank * world), nullptr).ok());
+    sgd->Step((*model)->params(), (*model)->grads());
+  }
+  return std::vector<float>((*model)->params(), (*model)->params() + (*model)->num_params());
+}
+
+double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& ref) {
+  double max_diff = 0, max_ref = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - ref[i])));
+    max_ref = std::max(max_ref, static_cast<double>(std::fabs(ref[i])));
+  }
+  return max_diff / max_ref;
+}
+
+class ReducerEquivalenceTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(ReducerEquivalenceTest, RanksAsThreadsMatchOneBigBatch) {
+  const auto [world, overlap] = GetParam();
+  std::unique_ptr<Store> base = NewInMemoryStore();
+  std::vector<std::vector<float>> params(world);
+  std::vector<std::vector<bool>> early(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] { params[r] = RunRank(base.get(), r, world, overlap, &early[r]); });
+  }
+  for (auto& t : threads) t.join();
+  const std::vector<float> reference = RunReference(world);
+  for (int r = 0; r < world; ++r) {
+    ASSERT_EQ(params[r].size(), reference.size()) << "rank " << r;
+    EXPECT_LT(MaxRelativeDifference(params[r], reference), 1e-5) << "rank " << r;
+    // Every rank ends with identical parameters.
+    EXPECT_EQ(params[r], params[0]) << "rank " << r;
+  }
+  // Overlap is real: with overlap some bucket starts before backward ends in most
+  // steps; without it, never.
+  for (int r = 0; r < world; ++r) {
+    int count = 0;
+    for (bool e : early[r]) count += e;
+    if (overlap) {
+      EXPECT_GE(count, 1) << "rank " << r << ": no all-reduce started during backward";
+    } else {
+      EXPECT_EQ(count, 0) << "rank " << r;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, ReducerEquivalenceTest,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::Bool()));
+
+}  // namespace
+}  // namespace ringside

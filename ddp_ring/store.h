@@ -1,0 +1,70 @@
+// The rendezvous store: a small key-value service with blocking reads, like PyTorch's
+// TCPStore. Rank 0 hosts it (StoreServer, gRPC) at MASTER_ADDR:MASTER_PORT; every rank
+// talks to it through a client. Gloo's rendezvous and NCCL's unique-id exchange go
+// through it, and so does the check that all ranks run the same configuration.
+// An in-process twin (NewInMemoryStore) serves tests that run ranks as threads.
+#ifndef RINGSIDE_DDP_RING_STORE_H_
+#define RINGSIDE_DDP_RING_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace ringside {
+
+// Thread-safe: any number of threads may call any method concurrently.
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Sets `key` to `value`, replacing any earlier value, and wakes waiters.
+  virtual absl::Status Set(const std::string& key, const std::string& value) = 0;
+  // Blocks until `key` exists, then returns its value. DeadlineExceeded naming the key
+  // after `timeout`; Unavailable if the store cannot be reached.
+  virtual absl::StatusOr<std::string> Get(const std::string& key,
+                                          absl::Duration timeout) = 0;
+  // Blocks until every key exists. DeadlineExceeded names the missing keys.
+  virtual absl::Status Wait(const std::vector<std::string>& keys,
+                            absl::Duration timeout) = 0;
+  // Atomically adds `delta` to the decimal integer stored at `key` (a missing key
+  // counts as 0) and returns the new value. InvalidArgument if the value is not an
+  // integer.
+  virtual absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta) = 0;
+};
+
+// The in-process store: a hash map under a mutex, with condition-variable waits.
+std::unique_ptr<Store> NewInMemoryStore();
+
+// A view of `base` that prefixes every key with "<prefix>/", so that two jobs (or two
+// process groups of one job) can share one store. `base` must outlive the view.
+std::unique_ptr<Store> NewPrefixStore(const std::string& prefix, Store* base);
+
+// Hosts an in-memory store over gRPC. Thread-safe.
+class StoreServer {
+ public:
+  virtual ~StoreServer() = default;
+  // Listens on host:port (port 0 picks a free port; see port()). FailedPrecondition
+  // naming the address if it cannot bind (e.g. the port is in use).
+  static absl::StatusOr<std::unique_ptr<StoreServer>> Start(const std::string& host,
+                                                            int port);
+  virtual int port() const = 0;
+  // Stops serving: pending blocking calls fail with Unavailable. Idempotent.
+  virtual void Shutdown() = 0;
+};
+
+// Connects to a StoreServer. Waits up to `connect_timeout` for the server to come up
+// (it may start after the clients), then fails with Unavailable naming host:port.
+// Every RPC of the returned store carries a deadline (the call's timeout plus a small
+// margin for blocking calls, `rpc_timeout` for the others).
+absl::StatusOr<std::unique_ptr<Store>> ConnectStore(const std::string& host, int port,
+                                                    absl::Duration connect_timeout,
+                                                    absl::Duration rpc_timeout);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_DDP_RING_STORE_H_
