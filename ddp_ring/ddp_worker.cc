@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
 #include "common/common.h"
 #include "ddp_ring/store.h"
@@ -112,10 +113,20 @@ absl::StatusOr<DdpResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions
   std::vector<std::string> keys;
   for (int r = 0; r < env.world_size; ++r) keys.push_back(absl::StrCat("config/", r));
   if (absl::Status s = job->Wait(keys, o.timeout); !s.ok()) {
-    return Annotate(s, absl::StrCat(me, ": waiting for every rank to arrive"));
+    if (!absl::IsDeadlineExceeded(s)) {
+      return Annotate(s, absl::StrCat(me, ": waiting for every rank to arrive (rank 0 hosts the store)"));
+    }
+    std::vector<std::string> missing;
+    for (int r = 0; r < env.world_size; ++r) {
+      if (!job->Get(keys[r], absl::ZeroDuration()).ok()) missing.push_back(absl::StrCat(r));
+    }
+    return absl::DeadlineExceededError(absl::StrCat(
+        me, ": rank(s) ", absl::StrJoin(missing, ", "), " never arrived within ",
+        absl::FormatDuration(o.timeout), " (store at ", env.master_addr, ":", env.master_port, ")"));
   }
+  std::string mismatch;
   RunConfig reference;
-  for (int r = 0; r < env.world_size; ++r) {
+  for (int r = 0; r < env.world_size && mismatch.empty(); ++r) {
     RINGSIDE_ASSIGN_OR_RETURN(std::string blob, job->Get(keys[r], o.timeout));
     RunConfig theirs;
     if (!theirs.ParseFromString(blob)) {
@@ -123,13 +134,19 @@ absl::StatusOr<DdpResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions
     }
     if (r == 0) {
       reference = theirs;
-      continue;
-    }
-    if (std::string diff = ConfigDifference(reference, theirs); !diff.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "rank ", r, " runs a different configuration than rank 0: ", diff));
+    } else if (std::string diff = ConfigDifference(reference, theirs); !diff.empty()) {
+      mismatch = absl::StrCat("rank ", r, " runs a different configuration than rank 0: ", diff);
     }
   }
+  // Everyone has read every configuration before rank 0 (which hosts the store) may
+  // leave, so that all ranks report the same mismatch.
+  RINGSIDE_RETURN_IF_ERROR(job->Set(absl::StrCat("config_read/", env.rank), "1"));
+  if (env.rank == 0) {
+    std::vector<std::string> read_keys;
+    for (int r = 0; r < env.world_size; ++r) read_keys.push_back(absl::StrCat("config_read/", r));
+    job->Wait(read_keys, o.timeout).IgnoreError();  // A rank that died is found below.
+  }
+  if (!mismatch.empty()) return absl::FailedPreconditionError(mismatch);
 
   // Rendezvous step 3: the process group (Gloo's full mesh, through the store).
   std::unique_ptr<Store> pg_store = NewPrefixStore("pg", job.get());
