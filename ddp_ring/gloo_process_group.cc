@@ -17,22 +17,6 @@
 // its connections are closed (so peers fail fast instead of waiting out their
 // timeouts, and no late message can land in a buffer its owner got back), and every
 // later collective fails at once with that first error.
-#include <algorithm>
-#include <chrono>
-#include <climits>
-#include <cstring>
-#include <deque>
-#include <exception>
-#include <functional>
-#include <memory>
-#include <string>
-#include <thread>
-#include <utility>
-#include <vector>
-
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/allreduce_halving_doubling.h>
@@ -46,6 +30,24 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -56,7 +58,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "ddp_ring/gloo_store_adapter.h"
 #include "ddp_ring/process_group.h"
@@ -67,6 +68,9 @@ namespace {
 // Slot prefix of ringside's own ring reduce-scatter. Gloo's built-in collectives use
 // prefixes 0x01..0x08 (gloo/types.h); any other value keeps the slots apart.
 constexpr uint8_t kReduceScatterSlotPrefix = 0x52;
+
+// The longest a healthy group's destructor waits for its peers (shutdown step 2).
+constexpr absl::Duration kShutdownLinger = absl::Seconds(10);
 
 // Gloo's messages can span lines (stack traces of EnforceNotMet); statuses are one line.
 std::string OneLine(absl::string_view text) {
@@ -144,6 +148,47 @@ void Scale(float* data, int64_t n, float factor) {
   for (int64_t i = 0; i < n; ++i) data[i] *= factor;
 }
 
+// Gloo's TCP transport writes with writev(2), which raises SIGPIPE when the peer has
+// gone, and SIGPIPE's default action ends the process. Every thread that does Gloo I/O
+// therefore runs with SIGPIPE blocked (the write then just fails with EPIPE and Gloo
+// throws): the worker thread for its whole life, the caller of NewGlooProcessGroup
+// while it builds the device (whose event-loop thread inherits the mask) and the full
+// mesh. No process-wide signal disposition is changed.
+void BlockSigpipeInThisThread() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+class ScopedSigpipeBlock {
+ public:
+  ScopedSigpipeBlock() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  // Discards the SIGPIPEs raised meanwhile (they would be delivered on unblocking),
+  // then restores the caller's mask.
+  ~ScopedSigpipeBlock() {
+    if (sigismember(&old_, SIGPIPE) == 1) return;  // Was blocked already: keep as is.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    const timespec zero = {0, 0};
+    while (sigtimedwait(&set, nullptr, &zero) == SIGPIPE) {
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+
+  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
+  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
 class GlooProcessGroup : public ProcessGroup {
  public:
   // Takes a connected context (null for world size 1, where every collective is local).
@@ -164,12 +209,15 @@ class GlooProcessGroup : public ProcessGroup {
   //   1. Collectives that have not started are cancelled (their Works complete with
   //      Cancelled: their buffers may already be gone); the running one finishes (it
   //      is bounded by the timeout).
-  //   2. If the group is healthy and nothing was cancelled, a last barrier (bounded by
-  //      the timeout) waits for every peer to reach this point too. Closing sooner
-  //      can fail a peer that is still finishing the last collective: Gloo reports a
-  //      connection closed by the peer even on a buffer whose transfer already
-  //      completed (seen with halving-doubling on 3 ranks). A broken group, or one
-  //      that abandoned collectives, skips it: closing at once tells the peers fast.
+  //   2. If the group is healthy and nothing was cancelled, the worker runs a last
+  //      barrier that waits for every peer to reach this point too, bounded by
+  //      kShutdownLinger (or the timeout, if shorter). Closing sooner can fail a peer
+  //      that is still finishing the last collective: Gloo reports a connection
+  //      closed by the peer even on a buffer whose transfer already completed (seen
+  //      with halving-doubling on 3 ranks). The peers are normally at most moments
+  //      behind; a rank that leaves alone (its peers still issue collectives) waits
+  //      out the bound. A broken group, or one that abandoned collectives, skips the
+  //      barrier: closing at once tells the peers fast.
   //   3. The connections are closed.
   ~GlooProcessGroup() override {
     std::deque<Op> cancelled;
@@ -177,22 +225,14 @@ class GlooProcessGroup : public ProcessGroup {
       absl::MutexLock lock(&mu_);
       stopping_ = true;
       cancelled.swap(queue_);
+      shutdown_barrier_ = cancelled.empty();
+      shutdown_tag_ = next_tag_;
     }
     for (Op& op : cancelled) {
       op.work->Complete(absl::CancelledError(absl::StrCat(
           "rank ", rank_, ": ", op.name, " cancelled: process group destroyed")));
     }
     worker_.join();
-    if (context_ != nullptr && broken_.ok() && cancelled.empty()) {
-      try {
-        gloo::BarrierOptions opts(context_);
-        opts.setTag(next_tag_++);
-        opts.setTimeout(timeout_ms_);
-        gloo::barrier(opts);
-      } catch (...) {
-        // A peer already gone: nothing left to protect.
-      }
-    }
     try {
       context_.reset();
       device_.reset();
@@ -211,7 +251,7 @@ class GlooProcessGroup : public ProcessGroup {
     }
     if (n == 0) return CompletedWork(absl::OkStatus());
     return Enqueue("all_reduce", [this, data, n, op](uint32_t tag) {
-      if (context_ != nullptr) {
+      if (world_size_ > 1) {
         if (algorithm_ == AllReduceAlgorithm::kHalvingDoubling &&
             n <= static_cast<int64_t>(INT_MAX / sizeof(float))) {
           // Recursive halving-doubling (Rabenseifner): reduce-scatter by recursive
@@ -248,13 +288,13 @@ class GlooProcessGroup : public ProcessGroup {
       return CompletedWork(s);
     }
     if (root < 0 || root >= world_size_) {
-      return CompletedWork(absl::InvalidArgumentError(absl::StrCat(
-          "rank ", rank_, ": broadcast root ", root, " is not in [0, ", world_size_,
-          ")")));
+      return CompletedWork(absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank_, ": broadcast root ", root, " is not in [0, ",
+                       world_size_, ")")));
     }
     if (n == 0) return CompletedWork(absl::OkStatus());
     return Enqueue("broadcast", [this, data, n, root](uint32_t tag) {
-      if (context_ == nullptr) return;
+      if (world_size_ == 1) return;
       // Binomial tree rooted at `root`, in place on every rank.
       gloo::BroadcastOptions opts(context_);
       opts.setOutput(data, static_cast<size_t>(n));
@@ -275,7 +315,7 @@ class GlooProcessGroup : public ProcessGroup {
     if (n == 0) return CompletedWork(absl::OkStatus());
     return Enqueue("all_gather", [this, in, n, out](uint32_t tag) {
       float* mine = out + static_cast<int64_t>(rank_) * n;
-      if (context_ == nullptr) {
+      if (world_size_ == 1) {
         if (in != mine) std::memmove(mine, in, n * sizeof(float));
         return;
       }
@@ -307,7 +347,7 @@ class GlooProcessGroup : public ProcessGroup {
 
   std::shared_ptr<Work> Barrier() override {
     return Enqueue("barrier", [this](uint32_t tag) {
-      if (context_ == nullptr) return;
+      if (world_size_ == 1) return;
       // Dissemination barrier: log2(world) rounds of zero-byte messages.
       gloo::BarrierOptions opts(context_);
       opts.setTag(tag);
@@ -352,6 +392,7 @@ class GlooProcessGroup : public ProcessGroup {
   }
 
   void WorkerLoop() {
+    BlockSigpipeInThisThread();
     while (true) {
       Op op;
       {
@@ -361,11 +402,29 @@ class GlooProcessGroup : public ProcessGroup {
               return pg->stopping_ || !pg->queue_.empty();
             },
             this));
-        if (queue_.empty()) return;  // Stopping.
+        if (queue_.empty()) {  // Stopping.
+          if (shutdown_barrier_) ShutdownBarrier(shutdown_tag_);
+          return;
+        }
         op = std::move(queue_.front());
         queue_.pop_front();
       }
       op.work->Complete(RunOp(op));
+    }
+  }
+
+  // Shutdown step 2. Worker thread only.
+  void ShutdownBarrier(uint32_t tag) {
+    if (context_ == nullptr || !broken_.ok()) return;
+    try {
+      gloo::BarrierOptions opts(context_);
+      opts.setTag(tag);
+      opts.setTimeout(std::min(
+          timeout_ms_,
+          std::chrono::milliseconds(absl::ToInt64Milliseconds(kShutdownLinger))));
+      gloo::barrier(opts);
+    } catch (...) {
+      // A peer already gone, or one that is not shutting down: stop waiting.
     }
   }
 
@@ -390,6 +449,9 @@ class GlooProcessGroup : public ProcessGroup {
     // into a buffer whose owner is about to get it back.
     try {
       if (context_ != nullptr) context_->closeConnections();
+      // A pair that timed out in Gloo's older buffer API stays open through
+      // closeConnections; destroying the context closes every socket.
+      context_.reset();
     } catch (...) {
     }
     return broken_;
@@ -401,7 +463,7 @@ class GlooProcessGroup : public ProcessGroup {
   // the last step it holds the full sum of chunk r. Every rank sends and receives
   // (world_size - 1) * n floats, the bandwidth optimum. Worker thread only.
   void RingReduceScatter(const float* in, float* out, int64_t n, uint32_t tag) {
-    if (context_ == nullptr) {
+    if (world_size_ == 1) {
       std::memmove(out, in, n * sizeof(float));
       return;
     }
@@ -425,7 +487,8 @@ class GlooProcessGroup : public ProcessGroup {
       recv->recv(left, slot);
       // Step 0 sends this rank's own part straight from `in`; later steps forward the
       // running sum received in the previous step.
-      gloo::transport::UnboundBuffer* send = s == 0 ? in_buf.get() : acc_buf[(s + 1) % 2].get();
+      gloo::transport::UnboundBuffer* send =
+          s == 0 ? in_buf.get() : acc_buf[(s + 1) % 2].get();
       if (s == 0) {
         send->send(right, slot, chunk_index(0, 1) * chunk_bytes, chunk_bytes);
       } else {
@@ -450,15 +513,18 @@ class GlooProcessGroup : public ProcessGroup {
   const std::chrono::milliseconds timeout_ms_;
   const AllReduceAlgorithm algorithm_;
   std::shared_ptr<gloo::transport::Device> device_;
-  // Connected in the constructor's caller; used by the worker thread only.
+  // Connected by NewGlooProcessGroup; used by the worker thread only. Null for world
+  // size 1 (no peers) and after a failure (the sockets are closed).
   std::shared_ptr<gloo::rendezvous::Context> context_;
 
   uint32_t next_tag_ = 0;  // Issuing thread only (and the destructor).
-  absl::Status broken_;    // Worker thread only (then the destructor): first failure.
+  absl::Status broken_;    // Worker thread only: the first failure.
 
   absl::Mutex mu_;
   std::deque<Op> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutdown_barrier_ ABSL_GUARDED_BY(mu_) = false;  // Shutdown step 2 wanted.
+  uint32_t shutdown_tag_ ABSL_GUARDED_BY(mu_) = 0;
 
   std::thread worker_;
 };
@@ -502,11 +568,11 @@ absl::Status Join(Store* store, const ProcessGroupOptions& options) {
     for (int r = 0; r < options.world_size; ++r) {
       if (!store->Get(JoinKey(r), absl::Milliseconds(1)).ok()) missing.push_back(r);
     }
-    return absl::DeadlineExceededError(absl::StrCat(
-        "rank ", rank, ": rendezvous timed out after ",
-        absl::FormatDuration(options.timeout), ": rank(s) ",
-        missing.empty() ? "?" : absl::StrJoin(missing, ", "), " of ",
-        options.world_size, " never joined"));
+    return absl::DeadlineExceededError(
+        absl::StrCat("rank ", rank, ": rendezvous timed out after ",
+                     absl::FormatDuration(options.timeout), ": rank(s) ",
+                     missing.empty() ? "?" : absl::StrJoin(missing, ", "), " of ",
+                     options.world_size, " never joined"));
   }
   if (!status.ok()) {
     return absl::Status(status.code(), absl::StrCat("rank ", rank,
@@ -518,14 +584,14 @@ absl::Status Join(Store* store, const ProcessGroupOptions& options) {
   for (int r = 0; r < options.world_size; ++r) {
     absl::StatusOr<std::string> theirs = store->Get(JoinKey(r), options.timeout);
     if (!theirs.ok()) {
-      return absl::Status(theirs.status().code(),
-                          absl::StrCat("rank ", rank, ": rendezvous: ",
-                                       theirs.status().message()));
+      return absl::Status(
+          theirs.status().code(),
+          absl::StrCat("rank ", rank, ": rendezvous: ", theirs.status().message()));
     }
     if (*theirs != absl::StrCat(options.world_size)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "rank ", rank, ": rendezvous: rank ", r, " runs with world size ", *theirs,
-          ", this rank with ", options.world_size));
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank, ": rendezvous: rank ", r, " runs with world size ",
+                       *theirs, ", this rank with ", options.world_size));
     }
   }
   return absl::OkStatus();
@@ -540,9 +606,9 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
     return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": null store"));
   }
   if (options.world_size < 1 || rank < 0 || rank >= options.world_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rank ", rank, ": invalid rank/world size (world size ", options.world_size,
-        ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, ": invalid rank/world size (world size ",
+                     options.world_size, ")"));
   }
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
@@ -551,8 +617,7 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
 
   if (options.world_size == 1) {
     // Nothing to connect: every collective is a local copy (or nothing).
-    return std::unique_ptr<ProcessGroup>(
-        new GlooProcessGroup(options, nullptr, nullptr));
+    return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(options, nullptr, nullptr));
   }
 
   if (absl::Status status = CheckResolvable(options.hostname, rank); !status.ok()) {
@@ -563,17 +628,17 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
   if (absl::Status status = Join(store, options); !status.ok()) return status;
 
   // Step 2: the TCP device (listening on options.hostname) and the full mesh.
+  ScopedSigpipeBlock no_sigpipe;
   std::shared_ptr<gloo::transport::Device> device;
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = options.hostname;
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (...) {
-    const absl::Status status =
-        StatusFromException(std::current_exception(), rank,
-                            absl::StrCat("creating the TCP device on '",
-                                         options.hostname, "'"),
-                            options.timeout);
+    const absl::Status status = StatusFromException(
+        std::current_exception(), rank,
+        absl::StrCat("creating the TCP device on '", options.hostname, "'"),
+        options.timeout);
     // A bad address is the caller's, not the network's.
     return absl::Status(status.code() == absl::StatusCode::kInternal
                             ? absl::StatusCode::kInvalidArgument
@@ -587,15 +652,16 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
     context = std::make_shared<gloo::rendezvous::Context>(rank, options.world_size);
     // Bounds the store waits and TCP connects of connectFullMesh, and is the default
     // timeout of every operation on the pairs (halving-doubling uses it).
-    context->setTimeout(std::chrono::milliseconds(absl::ToInt64Milliseconds(options.timeout)));
+    context->setTimeout(
+        std::chrono::milliseconds(absl::ToInt64Milliseconds(options.timeout)));
     context->connectFullMesh(adapter, device);
   } catch (...) {
     const absl::Status store_error = adapter.first_error();
     if (!store_error.ok()) {
-      return absl::Status(store_error.code(),
-                          absl::StrCat("rank ", rank,
-                                       ": rendezvous (connect full mesh) failed: ",
-                                       store_error.message()));
+      return absl::Status(
+          store_error.code(),
+          absl::StrCat("rank ", rank, ": rendezvous (connect full mesh) failed: ",
+                       store_error.message()));
     }
     return StatusFromException(std::current_exception(), rank,
                                "rendezvous (connect full mesh)", options.timeout);

@@ -21,9 +21,9 @@ void GlooStoreAdapter::set(const std::string& key, const std::vector<char>& data
 std::vector<char> GlooStoreAdapter::get(const std::string& key) {
   absl::StatusOr<std::string> value = store_->Get(key, timeout_);
   if (!value.ok()) {
-    Fail(absl::Status(value.status().code(),
-                      absl::StrCat("store get of key '", key, "': ",
-                                   value.status().message())));
+    Fail(absl::Status(
+        value.status().code(),
+        absl::StrCat("store get of key '", key, "': ", value.status().message())));
   }
   return std::vector<char>(value->begin(), value->end());
 }
@@ -38,9 +38,9 @@ void GlooStoreAdapter::wait(const std::vector<std::string>& keys,
       timeout.count() > 0 ? absl::Milliseconds(timeout.count()) : timeout_;
   const absl::Status status = store_->Wait(keys, limit);
   if (!status.ok()) {
-    Fail(absl::Status(status.code(), absl::StrCat("store wait for keys [",
-                                                  absl::StrJoin(keys, ", "),
-                                                  "]: ", status.message())));
+    Fail(absl::Status(status.code(),
+                      absl::StrCat("store wait for keys [", absl::StrJoin(keys, ", "),
+                                   "]: ", status.message())));
   }
 }
 

@@ -4,11 +4,11 @@
 #ifndef RINGSIDE_DDP_RING_GLOO_STORE_ADAPTER_H_
 #define RINGSIDE_DDP_RING_GLOO_STORE_ADAPTER_H_
 
+#include <gloo/rendezvous/store.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
-
-#include <gloo/rendezvous/store.h>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"

@@ -18,14 +18,14 @@
 // (issue time + timeout); on failure or timeout the communicator is aborted
 // (ncclCommAbort), which breaks the group: later collectives fail at once with the
 // first error.
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
 #include <utility>
-
-#include <cuda_runtime_api.h>
-#include <nccl.h>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -160,7 +160,8 @@ class NcclWork : public Work {
     if (query == cudaSuccess) return Finish(absl::OkStatus());
     absl::MutexLock lock(&shared_->mu);
     if (query != cudaErrorNotReady) {
-      const absl::Status status = CudaError(query, "cudaEventQuery", __FILE__, __LINE__, rank_);
+      const absl::Status status =
+          CudaError(query, "cudaEventQuery", __FILE__, __LINE__, rank_);
       shared_->Break(status);
       return Finish(Annotated(status));
     }
@@ -248,9 +249,9 @@ class NcclProcessGroup : public ProcessGroup {
 
   std::shared_ptr<Work> Broadcast(float* data, int64_t n, int root) override {
     if (root < 0 || root >= world_size_) {
-      return CompletedWork(absl::InvalidArgumentError(absl::StrCat(
-          "rank ", rank_, ": broadcast root ", root, " is not in [0, ", world_size_,
-          ")")));
+      return CompletedWork(absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank_, ": broadcast root ", root, " is not in [0, ",
+                       world_size_, ")")));
     }
     return Launch("broadcast", data, n, [=](ncclComm_t comm, cudaStream_t stream) {
       return ncclBroadcast(data, data, n, ncclFloat, root, comm, stream);
@@ -304,8 +305,8 @@ class NcclProcessGroup : public ProcessGroup {
       if (event != nullptr) cudaEventDestroy(event);
       return CompletedWork(status);
     }
-    return std::make_shared<NcclWork>(shared_, event, name, rank_,
-                                      absl::Now() + timeout_, timeout_);
+    return std::make_shared<NcclWork>(shared_, event, name, rank_, absl::Now() + timeout_,
+                                      timeout_);
   }
 
   absl::Status Enqueue(const std::string& name, const Call& call, cudaEvent_t* event) {
@@ -322,7 +323,8 @@ class NcclProcessGroup : public ProcessGroup {
   }
 
   absl::Status EnqueueLocked(const std::string& name, const Call& call,
-                             cudaEvent_t* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu) {
+                             cudaEvent_t* event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu) {
     // The issuing thread may not be the one that created the group.
     RINGSIDE_CUDA_RETURN_IF_ERROR(rank_, cudaSetDevice(device_));
     RINGSIDE_NCCL_RETURN_IF_ERROR(rank_, call(shared_->comm(), stream_));
@@ -356,17 +358,16 @@ absl::StatusOr<ncclUniqueId> ExchangeUniqueId(Store* store,
     const absl::Status status =
         store->Set(kUniqueIdKey, std::string(id.internal, sizeof(id.internal)));
     if (!status.ok()) {
-      return absl::Status(status.code(),
-                          absl::StrCat("rank 0: cannot publish the NCCL unique id: ",
-                                       status.message()));
+      return absl::Status(
+          status.code(),
+          absl::StrCat("rank 0: cannot publish the NCCL unique id: ", status.message()));
     }
     return id;
   }
   absl::StatusOr<std::string> value = store->Get(kUniqueIdKey, options.timeout);
   if (!value.ok()) {
     return absl::Status(value.status().code(),
-                        absl::StrCat("rank ", rank,
-                                     ": no NCCL unique id from rank 0: ",
+                        absl::StrCat("rank ", rank, ": no NCCL unique id from rank 0: ",
                                      value.status().message()));
   }
   if (value->size() != sizeof(id.internal)) {
@@ -387,9 +388,9 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
     return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": null store"));
   }
   if (options.world_size < 1 || rank < 0 || rank >= options.world_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rank ", rank, ": invalid rank/world size (world size ", options.world_size,
-        ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, ": invalid rank/world size (world size ",
+                     options.world_size, ")"));
   }
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
@@ -403,9 +404,8 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
         absl::StrCat("rank ", rank, ": no GPU: ", devices.detail));
   }
   if (options.cuda_device < 0 || options.cuda_device >= devices.gpu_count) {
-    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": CUDA device ",
-                                                   options.cuda_device, " of ",
-                                                   devices.gpu_count));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", rank, ": CUDA device ", options.cuda_device, " of ", devices.gpu_count));
   }
   RINGSIDE_CUDA_RETURN_IF_ERROR(rank, cudaSetDevice(options.cuda_device));
 
@@ -428,10 +428,10 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
       !ready.ok()) {
     ncclCommAbort(comm);
     if (absl::IsDeadlineExceeded(ready)) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "rank ", rank, ": NCCL communicator of ", options.world_size,
-          " ranks not ready after ", absl::FormatDuration(options.timeout),
-          " (did every rank join?)"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank, ": NCCL communicator of ", options.world_size,
+                       " ranks not ready after ", absl::FormatDuration(options.timeout),
+                       " (did every rank join?)"));
     }
     return ready;
   }

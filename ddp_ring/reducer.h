@@ -81,7 +81,8 @@ class Reducer final : public StepStrategy {
   std::vector<int64_t> pending_;
   std::vector<std::shared_ptr<Work>> work_;
   std::vector<int64_t> launch_us_;
-  size_t next_bucket_ = 0;  // Buckets complete in order; the next one to complete.
+  size_t next_bucket_ = 0;
+  int64_t hook_us_ = 0;  // Buckets complete in order; the next one to complete.
 };
 
 }  // namespace ringside

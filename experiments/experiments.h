@@ -2,10 +2,12 @@
 //   train_command.h  `ringside train --strategy=single`
 //   launcher.h       `ringside launch` (torchrun-style) and local DDP launches
 //   step_bench.h     `ringside bench step`  (training-step time vs the GEMM floor)
+//   allreduce_bench.h `ringside bench allreduce` (nccl-tests-style sweep)
 //   ringside_main.cc flag parsing and dispatch
 #ifndef RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
 #define RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
 
+#include "experiments/allreduce_bench.h"
 #include "experiments/launcher.h"
 #include "experiments/step_bench.h"
 #include "experiments/train_command.h"

@@ -3,6 +3,7 @@
 //   ringside bench step --model=... --batch=B --threads=T
 // Errors print one line "ringside: error: ..." and exit 1.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "grpc/support/log.h"
 #include "ddp_ring/ddp_ring.h"
 #include "experiments/experiments.h"
 
@@ -162,9 +164,30 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
     for (size_t i = 2; i < args.size(); ++i) lo.command.push_back(args[i]);
     return ringside::Launch(lo);
   }
+  if (command == "bench" && args.size() == 3 && std::string(args[2]) == "allreduce") {
+    if (!ringside::InLaunchedJob()) {
+      // Launch --workers ranks of this very command.
+      ringside::LaunchOptions lo;
+      lo.nproc_per_node = absl::GetFlag(FLAGS_workers);
+      lo.master_port = 0;
+      lo.command.push_back("/proc/self/exe");
+      for (int i = 1; i < argc; ++i) lo.command.push_back(argv[i]);
+      return ringside::Launch(lo);
+    }
+    ringside::AllReduceBenchOptions o;
+    const std::string algo = absl::GetFlag(FLAGS_allreduce);
+    if (algo == "halving-doubling") {
+      o.algorithm = ringside::AllReduceAlgorithm::kHalvingDoubling;
+    } else if (algo != "ring") {
+      return absl::InvalidArgumentError(absl::StrFormat("--allreduce must be ring or halving-doubling, got '%s'", algo));
+    }
+    o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+    return ringside::RunAllReduceBench(o);
+  }
   if (command == "bench") {
     if (args.size() != 3 || std::string(args[2]) != "step") {
-      return absl::InvalidArgumentError("usage: ringside bench step [--model --batch --threads --steps]");
+      return absl::InvalidArgumentError(
+          "usage: ringside bench step|allreduce [--model --batch --threads --steps | --workers]");
     }
     ringside::StepBenchOptions o;
     o.model = absl::GetFlag(FLAGS_model);
@@ -181,8 +204,13 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
 
 }  // namespace
 
+// gRPC's own log lines (e.g. "Address already in use" before the store reports the
+// same failure as a status) would break the one-error-line contract.
+void DropGrpcLog(gpr_log_func_args*) {}
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
+  if (std::getenv("RINGSIDE_GRPC_LOG") == nullptr) gpr_set_log_function(DropGrpcLog);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   absl::Status status = Dispatch(args, argc, argv);
   if (!status.ok()) {

@@ -1,0 +1,151 @@
+// The NCCL process group. Without a GPU only the refusal paths run; the collectives
+// are skipped (GTEST_SKIP) and run for real on a machine with one (world 1) or two
+// (world 2, ranks as threads) GPUs.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/device.h"
+#include "ddp_ring/process_group.h"
+#include "ddp_ring/store.h"
+#include "gtest/gtest.h"
+
+namespace ringside {
+namespace {
+
+ProcessGroupOptions Options(int rank, int world) {
+  ProcessGroupOptions options;
+  options.rank = rank;
+  options.world_size = world;
+  options.timeout = absl::Seconds(60);
+  options.cuda_device = rank;
+  return options;
+}
+
+float Value(int rank, int64_t i) {
+  return static_cast<float>(rank + 1) + static_cast<float>(i % 1024) * 0.25f;
+}
+
+float SumOfValues(int world, int64_t i) {
+  return 0.5f * world * (world + 1) + world * (static_cast<float>(i % 1024) * 0.25f);
+}
+
+// A device buffer of n floats, freed on scope exit.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(int64_t n) : n_(n) {
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&ptr_), n * sizeof(float)),
+              cudaSuccess);
+  }
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  float* get() { return ptr_; }
+
+  void Upload(const std::vector<float>& host) {
+    ASSERT_EQ(cudaMemcpy(ptr_, host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  std::vector<float> Download() {
+    std::vector<float> host(n_);
+    EXPECT_EQ(cudaMemcpy(host.data(), ptr_, n_ * sizeof(float), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    return host;
+  }
+
+ private:
+  const int64_t n_;
+  float* ptr_ = nullptr;
+};
+
+TEST(NcclProcessGroupTest, WithoutGpuIsUnavailable) {
+  const DeviceInfo devices = DetectDevices();
+  if (devices.gpu_count > 0) GTEST_SKIP() << "this machine has a GPU";
+  std::unique_ptr<Store> store = NewInMemoryStore();
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> pg =
+      NewNcclProcessGroup(store.get(), Options(0, 1));
+  EXPECT_EQ(pg.status().code(), absl::StatusCode::kUnavailable) << pg.status();
+  EXPECT_NE(pg.status().message().find("no GPU"), std::string::npos) << pg.status();
+}
+
+TEST(NcclProcessGroupTest, InvalidOptionsAreRefused) {
+  std::unique_ptr<Store> store = NewInMemoryStore();
+  EXPECT_EQ(NewNcclProcessGroup(store.get(), Options(1, 1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(NewNcclProcessGroup(nullptr, Options(0, 1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(NcclProcessGroupTest, WorldOfOneOnDeviceMemory) {
+  if (DetectDevices().gpu_count == 0) GTEST_SKIP() << "no GPU";
+  std::unique_ptr<Store> store = NewInMemoryStore();
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> pg =
+      NewNcclProcessGroup(store.get(), Options(0, 1));
+  ASSERT_TRUE(pg.ok()) << pg.status();
+  EXPECT_EQ((*pg)->backend(), "nccl");
+  const int64_t n = 1000003;
+  std::vector<float> host(n);
+  for (int64_t i = 0; i < n; ++i) host[i] = Value(0, i);
+
+  DeviceBuffer data(n);
+  data.Upload(host);
+  ASSERT_TRUE((*pg)->AllReduce(data.get(), n, ReduceOp::kSum)->Wait().ok());
+  EXPECT_EQ(data.Download(), host);  // Sum over one rank.
+  ASSERT_TRUE((*pg)->AllReduce(data.get(), n, ReduceOp::kAverage)->Wait().ok());
+  EXPECT_EQ(data.Download(), host);
+  ASSERT_TRUE((*pg)->Broadcast(data.get(), n, 0)->Wait().ok());
+  EXPECT_EQ(data.Download(), host);
+
+  DeviceBuffer out(n);
+  ASSERT_TRUE((*pg)->AllGather(data.get(), n, out.get())->Wait().ok());
+  EXPECT_EQ(out.Download(), host);
+  out.Upload(std::vector<float>(n, 0.0f));
+  ASSERT_TRUE(
+      (*pg)->ReduceScatter(data.get(), out.get(), n, ReduceOp::kSum)->Wait().ok());
+  EXPECT_EQ(out.Download(), host);
+  ASSERT_TRUE((*pg)->Barrier()->Wait().ok());
+  EXPECT_TRUE((*pg)->AllReduce(nullptr, 0, ReduceOp::kSum)->Wait().ok());
+  EXPECT_EQ((*pg)->Broadcast(data.get(), n, 1)->Wait().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(NcclProcessGroupTest, TwoRanksAsThreadsOnTwoGpus) {
+  if (DetectDevices().gpu_count < 2) GTEST_SKIP() << "needs two GPUs";
+  std::unique_ptr<Store> store = NewInMemoryStore();
+  const int world = 2;
+  const int64_t n = 1000003;
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      ASSERT_EQ(cudaSetDevice(rank), cudaSuccess);
+      absl::StatusOr<std::unique_ptr<ProcessGroup>> pg =
+          NewNcclProcessGroup(store.get(), Options(rank, world));
+      ASSERT_TRUE(pg.ok()) << pg.status();
+      std::vector<float> host(n);
+      for (int64_t i = 0; i < n; ++i) host[i] = Value(rank, i);
+      DeviceBuffer data(n);
+      data.Upload(host);
+      ASSERT_TRUE((*pg)->AllReduce(data.get(), n, ReduceOp::kSum)->Wait().ok());
+      std::vector<float> got = data.Download();
+      int64_t bad = 0;
+      for (int64_t i = 0; i < n; ++i) bad += got[i] != SumOfValues(world, i);
+      EXPECT_EQ(bad, 0) << "rank " << rank;
+
+      if (rank == 1) data.Upload(host);
+      ASSERT_TRUE((*pg)->Broadcast(data.get(), n, 1)->Wait().ok());
+      got = data.Download();
+      bad = 0;
+      for (int64_t i = 0; i < n; ++i) bad += got[i] != Value(1, i);
+      EXPECT_EQ(bad, 0) << "rank " << rank;
+      EXPECT_TRUE((*pg)->Barrier()->Wait().ok());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+}  // namespace
+}  // namespace ringside
