@@ -57,7 +57,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
 #include "absl/time/time.h"
 #include "ddp_ring/gloo_store_adapter.h"
 #include "ddp_ring/process_group.h"
@@ -194,8 +196,10 @@ class GlooProcessGroup : public ProcessGroup {
   // Takes a connected context (null for world size 1, where every collective is local).
   GlooProcessGroup(const ProcessGroupOptions& options,
                    std::shared_ptr<gloo::transport::Device> device,
-                   std::shared_ptr<gloo::rendezvous::Context> context)
-      : rank_(options.rank),
+                   std::shared_ptr<gloo::rendezvous::Context> context,
+                   std::vector<std::pair<std::string, int>> peer_addresses)
+      : peer_addresses_(std::move(peer_addresses)),
+        rank_(options.rank),
         world_size_(options.world_size),
         timeout_(options.timeout),
         timeout_ms_(absl::ToInt64Milliseconds(options.timeout)),
@@ -428,6 +432,21 @@ class GlooProcessGroup : public ProcessGroup {
     }
   }
 
+  // Gloo names the far end of a broken connection by its address; say which rank that
+  // is: "rank 0: all_reduce #7 failed: peer rank 2: peer closed the connection (...)".
+  absl::Status NamePeer(const absl::Status& status) const {
+    const std::string message(status.message());
+    for (const auto& [address, peer] : peer_addresses_) {
+      if (message.find(address) == std::string::npos) continue;
+      const size_t at = message.find(" failed: ");
+      if (at == std::string::npos) break;
+      const size_t cut = at + strlen(" failed: ");
+      return absl::Status(status.code(), absl::StrCat(message.substr(0, cut), "peer rank ",
+                                                      peer, ": ", message.substr(cut)));
+    }
+    return status;
+  }
+
   // Worker thread only.
   absl::Status RunOp(Op& op) {
     if (!broken_.ok()) {
@@ -443,7 +462,7 @@ class GlooProcessGroup : public ProcessGroup {
     } catch (...) {
       error = std::current_exception();
     }
-    broken_ = StatusFromException(error, rank_, op.name, timeout_);
+    broken_ = NamePeer(StatusFromException(error, rank_, op.name, timeout_));
     // The context is unusable after an exception (Gloo's errors.md). Closing the
     // connections tells the peers at once and drops any message still on its way
     // into a buffer whose owner is about to get it back.
@@ -511,6 +530,8 @@ class GlooProcessGroup : public ProcessGroup {
   const int world_size_;
   const absl::Duration timeout_;
   const std::chrono::milliseconds timeout_ms_;
+  // The address each peer's end of its connection to this rank has, and that peer.
+  const std::vector<std::pair<std::string, int>> peer_addresses_;
   const AllReduceAlgorithm algorithm_;
   std::shared_ptr<gloo::transport::Device> device_;
   // Connected by NewGlooProcessGroup; used by the worker thread only. Null for world
@@ -617,7 +638,7 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
 
   if (options.world_size == 1) {
     // Nothing to connect: every collective is a local copy (or nothing).
-    return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(options, nullptr, nullptr));
+    return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(options, nullptr, nullptr, {}));
   }
 
   if (absl::Status status = CheckResolvable(options.hostname, rank); !status.ok()) {
@@ -667,8 +688,34 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
                                "rendezvous (connect full mesh)", options.timeout);
   }
 
-  return std::unique_ptr<ProcessGroup>(
-      new GlooProcessGroup(options, std::move(device), std::move(context)));
+  // Rendezvous step 3: publish this rank's end of each connection, so that every rank
+  // can map the address in a transport error back to the rank that went away.
+  std::vector<std::pair<std::string, int>> peer_addresses;
+  if (options.world_size > 1) {
+    try {
+      for (int peer = 0; peer < options.world_size; ++peer) {
+        if (peer == rank) continue;
+        RINGSIDE_RETURN_IF_ERROR(store->Set(absl::StrCat("pair_address/", rank, "/", peer),
+                                            context->getPair(peer)->address().str()));
+      }
+      for (int peer = 0; peer < options.world_size; ++peer) {
+        if (peer == rank) continue;
+        absl::StatusOr<std::string> address =
+            store->Get(absl::StrCat("pair_address/", peer, "/", rank), options.timeout);
+        if (!address.ok()) {
+          return absl::Status(address.status().code(),
+                              absl::StrCat("rank ", rank, ": rendezvous (pair addresses) failed: ",
+                                           address.status().message()));
+        }
+        peer_addresses.emplace_back(*address, peer);
+      }
+    } catch (...) {
+      return StatusFromException(std::current_exception(), rank,
+                                 "rendezvous (pair addresses)", options.timeout);
+    }
+  }
+  return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(
+      options, std::move(device), std::move(context), std::move(peer_addresses)));
 }
 
 }  // namespace ringside

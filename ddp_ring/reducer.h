@@ -50,7 +50,8 @@ class Reducer final : public StepStrategy {
   std::string role() const override { return "rank"; }
   void OnGradientReady(const ParamRange& range) override;
   // Waits for every bucket (launching those not launched yet), then steps SGD. Fills
-  // comm_ms (time blocked waiting for all-reduces after backward: the exposed
+  // comm_ms (communication on the training thread: launching buckets during backward
+  // plus the time blocked after backward waiting for them, i.e. the exposed
   // communication), update_ms and the bytes each rank sends and receives in the ring
   // (2 (N-1)/N x bucket bytes per bucket).
   absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;
@@ -82,7 +83,7 @@ class Reducer final : public StepStrategy {
   std::vector<std::shared_ptr<Work>> work_;
   std::vector<int64_t> launch_us_;
   size_t next_bucket_ = 0;
-  int64_t hook_us_ = 0;  // Buckets complete in order; the next one to complete.
+  int64_t hook_us_ = 0;  // Spent in OnGradientReady during this step.  // Buckets complete in order; the next one to complete.
 };
 
 }  // namespace ringside
