@@ -60,6 +60,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
+#include "common/trace.h"
 #include "absl/time/time.h"
 #include "ddp_ring/gloo_store_adapter.h"
 #include "ddp_ring/process_group.h"
@@ -129,15 +130,34 @@ class GlooWork : public Work {
 
   // Called once, by the worker (or at issue time for trivial operations).
   void Complete(absl::Status status) {
+    const int64_t now = NowMicros();
     absl::MutexLock lock(&mu_);
     status_ = std::move(status);
+    if (start_us_ == 0) start_us_ = now;
+    end_us_ = now;
     done_ = true;
+  }
+  // Called by the worker as it starts executing the operation.
+  void MarkStarted() {
+    const int64_t now = NowMicros();
+    absl::MutexLock lock(&mu_);
+    start_us_ = now;
+  }
+  int64_t start_us() const override {
+    absl::MutexLock lock(&mu_);
+    return start_us_;
+  }
+  int64_t end_us() const override {
+    absl::MutexLock lock(&mu_);
+    return end_us_;
   }
 
  private:
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  int64_t start_us_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t end_us_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 std::shared_ptr<Work> CompletedWork(absl::Status status) {
@@ -413,6 +433,7 @@ class GlooProcessGroup : public ProcessGroup {
         op = std::move(queue_.front());
         queue_.pop_front();
       }
+      op.work->MarkStarted();
       op.work->Complete(RunOp(op));
     }
   }
