@@ -48,10 +48,19 @@ struct ProcessGroupOptions {
   int cuda_device = 0;                 // NCCL only.
 };
 
-// Collectives are issued in the same order on every rank and run in that order. The
-// buffers belong to the caller and must stay valid and untouched until Wait() returns.
-// Pointers are host memory for Gloo, device memory for NCCL. Thread-compatible: issue
-// operations from one thread.
+// Collectives are issued in the same order on every rank and run in that order (one
+// worker thread per group). The buffers belong to the caller and must stay valid and
+// untouched until Wait() returns. Pointers are host memory for Gloo, device memory for
+// NCCL. Thread-compatible: issue operations from one thread.
+//
+// Failures: the first failed collective breaks the group (its connections are closed,
+// which tells the peers at once); every later one fails fast with that first error.
+// The timeout bounds each wait inside a collective, so a Wait can exceed it when
+// several collectives are queued behind a stuck one, but never blocks forever.
+//
+// Destruction: collectives not yet started are cancelled (their Works complete with
+// Cancelled); a healthy group then waits, at most min(timeout, 10 s), in a final
+// barrier for its peers, so that no rank closes connections a peer still needs.
 class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;

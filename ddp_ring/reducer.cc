@@ -120,7 +120,7 @@ absl::Status Reducer::FinishStep(Model* model, StepMetrics* m, TraceWriter* trac
   RINGSIDE_RETURN_IF_ERROR(status);
   if (trace != nullptr) trace->Span("wait for all-reduce", kCommTrack, t0, t1 - t0);
   // Protocol step: every rank now holds the same averaged gradients; step locally.
-  sgd_.Step(model->params(), model->grads());
+  sgd_.Step(model->params(), model->grads(), /*zero_grads=*/true);
   RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
   const int64_t t2 = NowMicros();
   if (trace != nullptr) trace->Span("update", kComputeTrack, t1, t2 - t1);

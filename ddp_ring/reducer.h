@@ -48,6 +48,9 @@ class Reducer final : public StepStrategy {
                                                          const ReducerOptions& options);
 
   std::string role() const override { return "rank"; }
+  // The SGD step zeroes each gradient as it consumes it, so backward accumulates into
+  // zeros and BLAS skips its zeroing pass (as in the single-process strategy).
+  bool accumulates_gradients() const override { return true; }
   void OnGradientReady(const ParamRange& range) override;
   // Waits for every bucket (launching those not launched yet), then steps SGD. Fills
   // comm_ms (communication on the training thread: launching buckets during backward

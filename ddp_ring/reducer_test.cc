@@ -98,7 +98,8 @@ std::vector<float> RunRank(const Setup& setup, Store* store, int rank, int world
     const Batch b = MakeBatch(kDim, kClasses, kPerRank, 1000 * step + rank);
     EXPECT_TRUE((*model)->Forward(b.x.data(), b.y.data(), kPerRank).ok());
     const GradReadyFn hook = [&](const ParamRange& r) { (*reducer)->OnGradientReady(r); };
-    EXPECT_TRUE((*model)->Backward(1.0f / (kPerRank * world), hook).ok());
+    EXPECT_TRUE((*model)->Backward(1.0f / (kPerRank * world), hook,
+                                   (*reducer)->accumulates_gradients()).ok());
     backward_end.push_back(NowMicros());
     StepMetrics m;
     EXPECT_TRUE((*reducer)->FinishStep(model->get(), &m, trace->get()).ok());

@@ -38,7 +38,8 @@ ABSL_FLAG(int32_t, eval_batch, 1000, "batch size for evaluation");
 ABSL_FLAG(int32_t, grad_accum, 1, "micro-batches of --batch accumulated per optimizer step");
 ABSL_FLAG(int32_t, workers, 2, "ddp: ranks to launch on this machine");
 ABSL_FLAG(std::string, backend, "gloo", "ddp: process-group backend, gloo (CPU) or nccl (GPU)");
-ABSL_FLAG(double, bucket_cap_mb, 25, "ddp: gradient bucket cap in MB (the first bucket: 1 MB)");
+ABSL_FLAG(double, bucket_cap_mb, 25, "ddp: gradient bucket cap in MB");
+ABSL_FLAG(double, first_bucket_mb, 1, "ddp: cap of the first bucket (the last layers) in MB");
 ABSL_FLAG(bool, overlap, true, "ddp: all-reduce buckets during backward (false: after it)");
 ABSL_FLAG(std::string, allreduce, "ring", "ddp: ring or halving-doubling");
 ABSL_FLAG(int32_t, timeout_s, 60, "ddp: seconds for rendezvous and for every collective");
@@ -80,6 +81,7 @@ ringside::RunConfig ConfigFromFlags() {
   if (c.strategy() == "ddp") {
     c.set_backend(absl::GetFlag(FLAGS_backend));
     c.set_bucket_cap_bytes(static_cast<int64_t>(absl::GetFlag(FLAGS_bucket_cap_mb) * (1 << 20)));
+    c.set_first_bucket_bytes(static_cast<int64_t>(absl::GetFlag(FLAGS_first_bucket_mb) * (1 << 20)));
     c.set_overlap(absl::GetFlag(FLAGS_overlap));
     c.set_allreduce(absl::GetFlag(FLAGS_allreduce));
   }
@@ -108,6 +110,7 @@ absl::Status RunDdp(int argc, char** argv) {
   o.config = c;
   o.backend = c.backend();
   o.reducer.bucket_cap_bytes = c.bucket_cap_bytes();
+  o.reducer.first_bucket_bytes = c.first_bucket_bytes();
   o.reducer.overlap = c.overlap();
   if (c.allreduce() == "ring") {
     o.algorithm = ringside::AllReduceAlgorithm::kRing;
