@@ -217,8 +217,10 @@ class GlooProcessGroup : public ProcessGroup {
   GlooProcessGroup(const ProcessGroupOptions& options,
                    std::shared_ptr<gloo::transport::Device> device,
                    std::shared_ptr<gloo::rendezvous::Context> context,
-                   std::vector<std::pair<std::string, int>> peer_addresses)
+                   std::vector<std::pair<std::string, int>> peer_addresses,
+                   Store* store)
       : peer_addresses_(std::move(peer_addresses)),
+        store_(store),
         rank_(options.rank),
         world_size_(options.world_size),
         timeout_(options.timeout),
@@ -453,19 +455,42 @@ class GlooProcessGroup : public ProcessGroup {
     }
   }
 
-  // Gloo names the far end of a broken connection by its address; say which rank that
-  // is: "rank 0: all_reduce #7 failed: peer rank 2: peer closed the connection (...)".
+  // Names the rank behind a failure: "rank 0: all_reduce #7 failed: peer rank 2: peer
+  // closed the connection (...)". Fast path: Gloo's message carries the far end's
+  // address, published at rendezvous. Otherwise (an accepted connection reports the
+  // peer's ephemeral port) every survivor checks in at the store for a short while;
+  // the ranks that do not are the lost ones, and an unreachable store means rank 0
+  // (its host) is gone. Worker thread only; bounded by min(timeout, 2 s).
   absl::Status NamePeer(const absl::Status& status) const {
     const std::string message(status.message());
+    const size_t at = message.find(" failed: ");
+    if (at == std::string::npos || world_size_ == 1) return status;
+    std::string peers;
     for (const auto& [address, peer] : peer_addresses_) {
-      if (message.find(address) == std::string::npos) continue;
-      const size_t at = message.find(" failed: ");
-      if (at == std::string::npos) break;
-      const size_t cut = at + strlen(" failed: ");
-      return absl::Status(status.code(), absl::StrCat(message.substr(0, cut), "peer rank ",
-                                                      peer, ": ", message.substr(cut)));
+      if (message.find(address) != std::string::npos) {
+        peers = absl::StrCat(peer);
+        break;
+      }
     }
-    return status;
+    if (peers.empty() && store_ != nullptr) {
+      const absl::Duration window = std::min(timeout_, absl::Seconds(2));
+      std::vector<std::string> keys;
+      for (int r = 0; r < world_size_; ++r) keys.push_back(absl::StrCat("alive_after_failure/", r));
+      if (!store_->Set(keys[rank_], "1").ok()) {
+        peers = "0 (the store's host)";
+      } else if (!store_->Wait(keys, window).ok()) {
+        std::vector<std::string> missing;
+        for (int r = 0; r < world_size_; ++r) {
+          absl::StatusOr<std::string> v = store_->Get(keys[r], absl::ZeroDuration());
+          if (!v.ok()) missing.push_back(absl::StrCat(r));
+        }
+        peers = absl::StrJoin(missing, ", ");
+      }
+    }
+    if (peers.empty()) return status;
+    const size_t cut = at + strlen(" failed: ");
+    return absl::Status(status.code(), absl::StrCat(message.substr(0, cut), "peer rank ", peers,
+                                                    ": ", message.substr(cut)));
   }
 
   // Worker thread only.
@@ -553,6 +578,7 @@ class GlooProcessGroup : public ProcessGroup {
   const std::chrono::milliseconds timeout_ms_;
   // The address each peer's end of its connection to this rank has, and that peer.
   const std::vector<std::pair<std::string, int>> peer_addresses_;
+  Store* const store_;  // Not owned; outlives the group (see NewGlooProcessGroup).
   const AllReduceAlgorithm algorithm_;
   std::shared_ptr<gloo::transport::Device> device_;
   // Connected by NewGlooProcessGroup; used by the worker thread only. Null for world
@@ -659,7 +685,7 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
 
   if (options.world_size == 1) {
     // Nothing to connect: every collective is a local copy (or nothing).
-    return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(options, nullptr, nullptr, {}));
+    return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(options, nullptr, nullptr, {}, nullptr));
   }
 
   if (absl::Status status = CheckResolvable(options.hostname, rank); !status.ok()) {
@@ -736,7 +762,7 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
     }
   }
   return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(
-      options, std::move(device), std::move(context), std::move(peer_addresses)));
+      options, std::move(device), std::move(context), std::move(peer_addresses), store));
 }
 
 }  // namespace ringside
