@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "absl/strings/match.h"
 #include "common/common.h"
 #include "ddp_ring/store.h"
@@ -196,7 +198,12 @@ absl::StatusOr<DdpResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions
   // Start step: every rank continues from rank 0's parameters (initialised or restored).
   if (absl::Status s = reducer->BroadcastParameters(); !s.ok()) return Annotate(s, me);
   absl::StatusOr<TrainResult> result = trainer->Run();
-  if (!result.ok()) return Annotate(result.status(), me);
+  if (!result.ok()) {
+    // Rank 0 hosts the store: keep it up a moment so that the other survivors can
+    // find out, through it, which rank was lost.
+    if (env.rank == 0) absl::SleepFor(std::min(o.timeout, absl::Seconds(2)));
+    return Annotate(result.status(), me);
+  }
   // Final step: nobody leaves (and rank 0 does not stop the store) before all are done.
   if (absl::Status s = (*group)->Barrier()->Wait(); !s.ok()) {
     return Annotate(s, absl::StrCat(me, ": final barrier"));

@@ -465,6 +465,11 @@ class GlooProcessGroup : public ProcessGroup {
     const std::string message(status.message());
     const size_t at = message.find(" failed: ");
     if (at == std::string::npos || world_size_ == 1) return status;
+    // Every failing rank checks in first, so that the others' checks find it alive.
+    std::vector<std::string> keys;
+    for (int r = 0; r < world_size_; ++r) keys.push_back(absl::StrCat("alive_after_failure/", r));
+    const bool checked_in = store_ != nullptr && store_->Set(keys[rank_], "1").ok();
+    const std::string store_gone = "0 (it hosts the store, which is gone)";
     std::string peers;
     for (const auto& [address, peer] : peer_addresses_) {
       if (message.find(address) != std::string::npos) {
@@ -473,18 +478,17 @@ class GlooProcessGroup : public ProcessGroup {
       }
     }
     if (peers.empty() && store_ != nullptr) {
-      const absl::Duration window = std::min(timeout_, absl::Seconds(2));
-      std::vector<std::string> keys;
-      for (int r = 0; r < world_size_; ++r) keys.push_back(absl::StrCat("alive_after_failure/", r));
-      if (!store_->Set(keys[rank_], "1").ok()) {
-        peers = "0 (the store's host)";
-      } else if (!store_->Wait(keys, window).ok()) {
+      if (!checked_in) {
+        peers = store_gone;
+      } else if (absl::Status w = store_->Wait(keys, std::min(timeout_, absl::Seconds(2)));
+                 absl::IsDeadlineExceeded(w)) {
         std::vector<std::string> missing;
         for (int r = 0; r < world_size_; ++r) {
-          absl::StatusOr<std::string> v = store_->Get(keys[r], absl::ZeroDuration());
-          if (!v.ok()) missing.push_back(absl::StrCat(r));
+          if (!store_->Get(keys[r], absl::ZeroDuration()).ok()) missing.push_back(absl::StrCat(r));
         }
         peers = absl::StrJoin(missing, ", ");
+      } else if (!w.ok()) {
+        peers = store_gone;
       }
     }
     if (peers.empty()) return status;
