@@ -456,11 +456,11 @@ class GlooProcessGroup : public ProcessGroup {
   }
 
   // Names the rank behind a failure: "rank 0: all_reduce #7 failed: peer rank 2: peer
-  // closed the connection (...)". Fast path: Gloo's message carries the far end's
-  // address, published at rendezvous. Otherwise (an accepted connection reports the
-  // peer's ephemeral port) every survivor checks in at the store for a short while;
-  // the ranks that do not are the lost ones, and an unreachable store means rank 0
-  // (its host) is gone. Worker thread only; bounded by min(timeout, 2 s).
+  // closed the connection (...)". Every survivor checks in at the store and waits a
+  // short while for the others; the ranks that do not check in are the lost ones, and
+  // an unreachable store means rank 0 (its host) is gone. If every rank checked in,
+  // the far end's address in Gloo's message (published at rendezvous) names it.
+  // Worker thread only; bounded by min(timeout / 2, 1 s).
   absl::Status NamePeer(const absl::Status& status) const {
     const std::string message(status.message());
     const size_t at = message.find(" failed: ");
@@ -471,16 +471,12 @@ class GlooProcessGroup : public ProcessGroup {
     const bool checked_in = store_ != nullptr && store_->Set(keys[rank_], "1").ok();
     const std::string store_gone = "0 (it hosts the store, which is gone)";
     std::string peers;
-    for (const auto& [address, peer] : peer_addresses_) {
-      if (message.find(address) != std::string::npos) {
-        peers = absl::StrCat(peer);
-        break;
-      }
-    }
-    if (peers.empty() && store_ != nullptr) {
+    // Who did not check in within the window is lost. (The address in Gloo's message
+    // is not enough: a survivor that failed first closes its connections too.)
+    if (store_ != nullptr) {
       if (!checked_in) {
         peers = store_gone;
-      } else if (absl::Status w = store_->Wait(keys, std::min(timeout_, absl::Seconds(2)));
+      } else if (absl::Status w = store_->Wait(keys, std::min(timeout_ / 2, absl::Seconds(1)));
                  absl::IsDeadlineExceeded(w)) {
         std::vector<std::string> missing;
         for (int r = 0; r < world_size_; ++r) {
@@ -489,6 +485,15 @@ class GlooProcessGroup : public ProcessGroup {
         peers = absl::StrJoin(missing, ", ");
       } else if (!w.ok()) {
         peers = store_gone;
+      }
+    }
+    // Everyone alive (or no store): the far end named by Gloo's message, if known.
+    if (peers.empty()) {
+      for (const auto& [address, peer] : peer_addresses_) {
+        if (message.find(address) != std::string::npos) {
+          peers = absl::StrCat(peer);
+          break;
+        }
       }
     }
     if (peers.empty()) return status;
