@@ -20,7 +20,6 @@
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/allreduce_halving_doubling.h>
-#include <gloo/allreduce_ring_chunked.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -34,8 +33,6 @@
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -46,7 +43,6 @@
 #include <deque>
 #include <exception>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -75,12 +71,6 @@ namespace {
 // Slot prefix of ringside's own ring reduce-scatter. Gloo's built-in collectives use
 // prefixes 0x01..0x08 (gloo/types.h); any other value keeps the slots apart.
 constexpr uint8_t kReduceScatterSlotPrefix = 0x52;
-
-// Cached ring all-reduce instances per group (each holds two chunk-sized inboxes).
-constexpr size_t kMaxCachedRings = 64;
-// Largest piece one synchronous ring all-reduce handles (1 MiB of floats): its chunks,
-// 1 / (2 world) of it, then fit in loopback and LAN socket buffers.
-constexpr int64_t kRingSyncPiece = 256 * 1024;
 
 // The longest a healthy group's destructor waits for its peers (shutdown step 2).
 constexpr absl::Duration kShutdownLinger = absl::Seconds(10);
@@ -228,10 +218,8 @@ class GlooProcessGroup : public ProcessGroup {
                    std::shared_ptr<gloo::transport::Device> device,
                    std::shared_ptr<gloo::rendezvous::Context> context,
                    std::vector<std::pair<std::string, int>> peer_addresses,
-                   Store* store,
-                   std::shared_ptr<gloo::rendezvous::Context> ring_context)
-      : ring_context_(std::move(ring_context)),
-        peer_addresses_(std::move(peer_addresses)),
+                   Store* store)
+      : peer_addresses_(std::move(peer_addresses)),
         store_(store),
         rank_(options.rank),
         world_size_(options.world_size),
@@ -272,8 +260,6 @@ class GlooProcessGroup : public ProcessGroup {
     }
     worker_.join();
     try {
-      ring_cache_.clear();
-      ring_context_.reset();
       context_.reset();
       device_.reset();
     } catch (...) {
@@ -305,35 +291,18 @@ class GlooProcessGroup : public ProcessGroup {
               gloo::ReductionFunction<float>::sum);
           algorithm.run();
         } else {
-          if (algorithm_ == AllReduceAlgorithm::kRingSync &&
-              n <= static_cast<int64_t>(INT_MAX / sizeof(float))) {
-            // The ring in chunks (Gloo's AllreduceRingChunked: reduce-scatter, then
-            // all-gather; 2 (N-1)/N of the buffer in and out of every rank) on a second
-            // full mesh whose connections are in Gloo's synchronous mode: this worker
-            // thread does the socket I/O itself instead of handing every chunk to and
-            // from Gloo's event-loop thread, a context switch per chunk that costs more
-            // than the copy when ranks share few cores. One instance per (buffer, size)
-            // is kept: DDP's buckets repeat every step, and every rank builds its
-            // instances at the same point of the same collective order, so their
-            // slots agree.
-            // Pieces of at most kRingSyncPiece floats: a synchronous send blocks until
-            // the peer reads, so chunks must stay well inside the sockets' buffers.
-            for (int64_t off = 0; off < n; off += kRingSyncPiece) {
-              RingChunked(data + off, static_cast<int>(std::min(kRingSyncPiece, n - off))).run();
-            }
-          } else {
-            // Gloo's ring: reduce-scatter around the ring, then all-gather around it,
-            // pipelined in segments by Gloo's event loop.
-            gloo::AllreduceOptions opts(context_);
-            opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-            opts.setOutput(data, static_cast<size_t>(n));
-            opts.setReduceFunction(
-                static_cast<void (*)(void*, const void*, const void*, size_t)>(
-                    &gloo::sum<float>));
-            opts.setTag(tag);
-            opts.setTimeout(timeout_ms_);
-            gloo::allreduce(opts);
-          }
+          // Gloo's ring: reduce-scatter around the ring, then all-gather around it,
+          // pipelined in segments. Also the fallback for halving-doubling on more
+          // than INT_MAX bytes, which its int byte count cannot describe.
+          gloo::AllreduceOptions opts(context_);
+          opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+          opts.setOutput(data, static_cast<size_t>(n));
+          opts.setReduceFunction(
+              static_cast<void (*)(void*, const void*, const void*, size_t)>(
+                  &gloo::sum<float>));
+          opts.setTag(tag);
+          opts.setTimeout(timeout_ms_);
+          gloo::allreduce(opts);
         }
       }
       if (op == ReduceOp::kAverage) Scale(data, n, 1.0f / world_size_);
@@ -533,18 +502,6 @@ class GlooProcessGroup : public ProcessGroup {
                                                     ": ", message.substr(cut)));
   }
 
-  // The cached ring all-reduce over `data` [n] (see AllReduce). Worker thread only.
-  gloo::AllreduceRingChunked<float>& RingChunked(float* data, int n) {
-    auto key = std::make_pair(data, n);
-    auto it = ring_cache_.find(key);
-    if (it != ring_cache_.end()) return *it->second;
-    // Bounded cache; cleared the same way on every rank (same call sequence).
-    if (ring_cache_.size() >= kMaxCachedRings) ring_cache_.clear();
-    auto algorithm = std::make_unique<gloo::AllreduceRingChunked<float>>(
-        ring_context_, std::vector<float*>{data}, n, gloo::ReductionFunction<float>::sum);
-    return *ring_cache_.emplace(key, std::move(algorithm)).first->second;
-  }
-
   // Worker thread only.
   absl::Status RunOp(Op& op) {
     if (!broken_.ok()) {
@@ -565,9 +522,6 @@ class GlooProcessGroup : public ProcessGroup {
     // connections tells the peers at once and drops any message still on its way
     // into a buffer whose owner is about to get it back.
     try {
-      ring_cache_.clear();
-      if (ring_context_ != nullptr) ring_context_->closeConnections();
-      ring_context_.reset();
       if (context_ != nullptr) context_->closeConnections();
       // A pair that timed out in Gloo's older buffer API stays open through
       // closeConnections; destroying the context closes every socket.
@@ -639,10 +593,6 @@ class GlooProcessGroup : public ProcessGroup {
   // Connected by NewGlooProcessGroup; used by the worker thread only. Null for world
   // size 1 (no peers) and after a failure (the sockets are closed).
   std::shared_ptr<gloo::rendezvous::Context> context_;
-  // The synchronous-mode mesh for ring all-reduces, and their cached instances.
-  std::shared_ptr<gloo::rendezvous::Context> ring_context_;
-  std::map<std::pair<float*, int>, std::unique_ptr<gloo::AllreduceRingChunked<float>>>
-      ring_cache_;  // Worker thread only.
 
   uint32_t next_tag_ = 0;  // Issuing thread only (and the destructor).
   absl::Status broken_;    // Worker thread only: the first failure.
@@ -744,7 +694,7 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
 
   if (options.world_size == 1) {
     // Nothing to connect: every collective is a local copy (or nothing).
-    return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(options, nullptr, nullptr, {}, nullptr, nullptr));
+    return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(options, nullptr, nullptr, {}, nullptr));
   }
 
   if (absl::Status status = CheckResolvable(options.hostname, rank); !status.ok()) {
@@ -794,30 +744,6 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
                                "rendezvous (connect full mesh)", options.timeout);
   }
 
-  // Rendezvous step 2b (kRingSync only): a second full mesh, in synchronous mode, for
-  // the ring all-reduce (see AllReduce).
-  std::unique_ptr<Store> ring_store = NewPrefixStore("ring", store);
-  GlooStoreAdapter ring_adapter(ring_store.get(), options.timeout);
-  std::shared_ptr<gloo::rendezvous::Context> ring_context;
-  if (options.algorithm == AllReduceAlgorithm::kRingSync) try {
-    ring_context = std::make_shared<gloo::rendezvous::Context>(rank, options.world_size);
-    ring_context->setTimeout(
-        std::chrono::milliseconds(absl::ToInt64Milliseconds(options.timeout)));
-    ring_context->connectFullMesh(ring_adapter, device);
-    for (int peer = 0; peer < options.world_size; ++peer) {
-      if (peer != rank) ring_context->getPair(peer)->setSync(true, /*busyPoll=*/false);
-    }
-  } catch (...) {
-    const absl::Status store_error = ring_adapter.first_error();
-    if (!store_error.ok()) {
-      return absl::Status(store_error.code(),
-                          absl::StrCat("rank ", rank, ": rendezvous (ring mesh) failed: ",
-                                       store_error.message()));
-    }
-    return StatusFromException(std::current_exception(), rank, "rendezvous (ring mesh)",
-                               options.timeout);
-  }
-
   // Rendezvous step 3: publish this rank's end of each connection, so that every rank
   // can map the address in a transport error back to the rank that went away.
   std::vector<std::pair<std::string, int>> peer_addresses;
@@ -845,8 +771,7 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
     }
   }
   return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(
-      options, std::move(device), std::move(context), std::move(peer_addresses), store,
-      std::move(ring_context)));
+      options, std::move(device), std::move(context), std::move(peer_addresses), store));
 }
 
 }  // namespace ringside

@@ -20,10 +20,6 @@ enum class ReduceOp { kSum, kAverage };
 
 enum class AllReduceAlgorithm {
   kRing,              // Bandwidth-optimal ring: reduce-scatter, then all-gather.
-  // The same ring in chunks on a synchronous-mode mesh (Gloo): the collective's own
-  // thread does the socket I/O. Faster where ranks share few cores (see
-  // docs/benchmarks.md); some sizes have shown 40 ms stalls there. NCCL: as kRing.
-  kRingSync,
   kHalvingDoubling,   // Recursive halving-doubling (Rabenseifner).
 };
 

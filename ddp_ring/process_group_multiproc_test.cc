@@ -31,12 +31,6 @@
 namespace ringside {
 namespace {
 
-std::string AlgorithmName(AllReduceAlgorithm algorithm) {
-  return algorithm == AllReduceAlgorithm::kRing       ? "Ring"
-         : algorithm == AllReduceAlgorithm::kRingSync ? "RingSync"
-                                                       : "HalvingDoubling";
-}
-
 // Child exit codes.
 constexpr int kExitOk = 0;
 constexpr int kExitNoPort = 10;       // Never learned the store's port.
@@ -257,11 +251,12 @@ INSTANTIATE_TEST_SUITE_P(
     Gloo, MultiProcessAllReduceTest,
     testing::Combine(testing::Values(2, 3), testing::Values(1000, 1000000),
                      testing::Values(AllReduceAlgorithm::kRing,
-                                     AllReduceAlgorithm::kRingSync,
                                      AllReduceAlgorithm::kHalvingDoubling)),
     [](const testing::TestParamInfo<Param>& info) {
       return absl::StrCat("World", std::get<0>(info.param), "N", std::get<1>(info.param),
-                          AlgorithmName(std::get<2>(info.param)));
+                          std::get<2>(info.param) == AllReduceAlgorithm::kRing
+                              ? "Ring"
+                              : "HalvingDoubling");
     });
 
 // ---------------------------------------------------------------------------------
@@ -279,6 +274,9 @@ constexpr int64_t kLogAtLeast = 10000000;  // Rank 0 logs the time of ops this l
 constexpr int kBarrierRounds = 2;
 constexpr absl::Duration kBarrierStagger = absl::Milliseconds(100);
 
+std::string AlgorithmName(AllReduceAlgorithm algorithm) {
+  return algorithm == AllReduceAlgorithm::kRing ? "Ring" : "HalvingDoubling";
+}
 
 std::string OpName(ReduceOp op) { return op == ReduceOp::kSum ? "sum" : "average"; }
 
@@ -532,7 +530,6 @@ INSTANTIATE_TEST_SUITE_P(
     Gloo, MultiProcessCollectivesTest,
     testing::Combine(testing::Values(2, 3),
                      testing::Values(AllReduceAlgorithm::kRing,
-                                     AllReduceAlgorithm::kRingSync,
                                      AllReduceAlgorithm::kHalvingDoubling)),
     [](const testing::TestParamInfo<CollectivesParam>& info) {
       return absl::StrCat("World", std::get<0>(info.param),
@@ -610,10 +607,11 @@ TEST_P(DeadRankTest, SurvivorsGetAnErrorWithinTwiceTheTimeout) {
 
 INSTANTIATE_TEST_SUITE_P(Gloo, DeadRankTest,
                          testing::Values(AllReduceAlgorithm::kRing,
-                                         AllReduceAlgorithm::kRingSync,
                                          AllReduceAlgorithm::kHalvingDoubling),
                          [](const testing::TestParamInfo<AllReduceAlgorithm>& info) {
-                           return AlgorithmName(info.param);
+                           return info.param == AllReduceAlgorithm::kRing
+                                      ? "Ring"
+                                      : "HalvingDoubling";
                          });
 
 }  // namespace

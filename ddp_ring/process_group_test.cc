@@ -55,9 +55,7 @@ void ExpectAll(const float* data, int64_t n, Expected expected, float tol,
 }
 
 std::string AlgorithmName(AllReduceAlgorithm algorithm) {
-  return algorithm == AllReduceAlgorithm::kRing       ? "Ring"
-         : algorithm == AllReduceAlgorithm::kRingSync ? "RingSync"
-                                                       : "HalvingDoubling";
+  return algorithm == AllReduceAlgorithm::kRing ? "Ring" : "HalvingDoubling";
 }
 
 // A unique store prefix per group, as the contract asks.
@@ -160,7 +158,6 @@ INSTANTIATE_TEST_SUITE_P(
     Gloo, AllReduceTest,
     testing::Combine(testing::Values(1, 2, 3, 4), testing::Values(0, 1, 7, 1000003),
                      testing::Values(AllReduceAlgorithm::kRing,
-                                     AllReduceAlgorithm::kRingSync,
                                      AllReduceAlgorithm::kHalvingDoubling)),
     [](const testing::TestParamInfo<AllReduceParam>& info) {
       return absl::StrCat("World", std::get<0>(info.param), "N", std::get<1>(info.param),
@@ -196,7 +193,6 @@ INSTANTIATE_TEST_SUITE_P(
     Gloo, LargeAllReduceTest,
     testing::Combine(testing::Values(2, 4),
                      testing::Values(AllReduceAlgorithm::kRing,
-                                     AllReduceAlgorithm::kRingSync,
                                      AllReduceAlgorithm::kHalvingDoubling)),
     [](const testing::TestParamInfo<std::tuple<int, AllReduceAlgorithm>>& info) {
       return absl::StrCat("World", std::get<0>(info.param),
@@ -365,7 +361,6 @@ TEST_P(InFlightTest, SeveralOperationsQueuedThenWaitedInOrder) {
 
 INSTANTIATE_TEST_SUITE_P(Gloo, InFlightTest,
                          testing::Values(AllReduceAlgorithm::kRing,
-                                         AllReduceAlgorithm::kRingSync,
                                          AllReduceAlgorithm::kHalvingDoubling),
                          [](const testing::TestParamInfo<AllReduceAlgorithm>& info) {
                            return AlgorithmName(info.param);
@@ -516,7 +511,6 @@ TEST_P(TimeoutTest, QueuedOperationsFailFastAfterATimeout) {
 
 INSTANTIATE_TEST_SUITE_P(Gloo, TimeoutTest,
                          testing::Values(AllReduceAlgorithm::kRing,
-                                         AllReduceAlgorithm::kRingSync,
                                          AllReduceAlgorithm::kHalvingDoubling),
                          [](const testing::TestParamInfo<AllReduceAlgorithm>& info) {
                            return AlgorithmName(info.param);

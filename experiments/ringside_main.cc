@@ -41,9 +41,7 @@ ABSL_FLAG(std::string, backend, "gloo", "ddp: process-group backend, gloo (CPU) 
 ABSL_FLAG(double, bucket_cap_mb, 25, "ddp: gradient bucket cap in MB");
 ABSL_FLAG(double, first_bucket_mb, 1, "ddp: cap of the first bucket (the last layers) in MB");
 ABSL_FLAG(bool, overlap, true, "ddp: all-reduce buckets during backward (false: after it)");
-ABSL_FLAG(std::string, allreduce, "ring",
-          "ddp: ring (Gloo's pipelined ring), ring-sync (chunked ring, synchronous "
-          "sockets: fastest with few cores per rank) or halving-doubling");
+ABSL_FLAG(std::string, allreduce, "ring", "ddp: ring or halving-doubling");
 ABSL_FLAG(int32_t, timeout_s, 60, "ddp: seconds for rendezvous and for every collective");
 ABSL_FLAG(int32_t, nproc_per_node, 1, "launch: processes on this node");
 ABSL_FLAG(int32_t, nnodes, 1, "launch: nodes in the job");
@@ -116,13 +114,11 @@ absl::Status RunDdp(int argc, char** argv) {
   o.reducer.overlap = c.overlap();
   if (c.allreduce() == "ring") {
     o.algorithm = ringside::AllReduceAlgorithm::kRing;
-  } else if (c.allreduce() == "ring-sync") {
-    o.algorithm = ringside::AllReduceAlgorithm::kRingSync;
   } else if (c.allreduce() == "halving-doubling") {
     o.algorithm = ringside::AllReduceAlgorithm::kHalvingDoubling;
   } else {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "--allreduce must be ring, ring-sync or halving-doubling, got '%s'", c.allreduce()));
+        "--allreduce must be ring or halving-doubling, got '%s'", c.allreduce()));
   }
   const int timeout_s = absl::GetFlag(FLAGS_timeout_s);
   if (timeout_s < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
@@ -185,11 +181,8 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
     const std::string algo = absl::GetFlag(FLAGS_allreduce);
     if (algo == "halving-doubling") {
       o.algorithm = ringside::AllReduceAlgorithm::kHalvingDoubling;
-    } else if (algo == "ring-sync") {
-      o.algorithm = ringside::AllReduceAlgorithm::kRingSync;
     } else if (algo != "ring") {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("--allreduce must be ring, ring-sync or halving-doubling, got '%s'", algo));
+      return absl::InvalidArgumentError(absl::StrFormat("--allreduce must be ring or halving-doubling, got '%s'", algo));
     }
     o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
     return ringside::RunAllReduceBench(o);
