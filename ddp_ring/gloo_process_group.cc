@@ -679,18 +679,7 @@ absl::Status Join(Store* store, const ProcessGroupOptions& options) {
 absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
     Store* store, const ProcessGroupOptions& options) {
   const int rank = options.rank;
-  if (store == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": null store"));
-  }
-  if (options.world_size < 1 || rank < 0 || rank >= options.world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", rank, ": invalid rank/world size (world size ",
-                     options.world_size, ")"));
-  }
-  if (options.timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", rank, ": the timeout must be positive"));
-  }
+  RINGSIDE_RETURN_IF_ERROR(ValidateProcessGroupOptions(store, options));
 
   if (options.world_size == 1) {
     // Nothing to connect: every collective is a local copy (or nothing).

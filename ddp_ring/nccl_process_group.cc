@@ -38,6 +38,7 @@
 #include "common/cuda_check.h"
 #include "common/device.h"
 #include "ddp_ring/process_group.h"
+#include "common/status_macros.h"
 
 namespace ringside {
 namespace {
@@ -384,18 +385,7 @@ absl::StatusOr<ncclUniqueId> ExchangeUniqueId(Store* store,
 absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
     Store* store, const ProcessGroupOptions& options) {
   const int rank = options.rank;
-  if (store == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": null store"));
-  }
-  if (options.world_size < 1 || rank < 0 || rank >= options.world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", rank, ": invalid rank/world size (world size ",
-                     options.world_size, ")"));
-  }
-  if (options.timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", rank, ": the timeout must be positive"));
-  }
+  RINGSIDE_RETURN_IF_ERROR(ValidateProcessGroupOptions(store, options));
 
   // Step 1: a GPU.
   const DeviceInfo devices = DetectDevices();

@@ -82,6 +82,10 @@ class ProcessGroup {
   virtual std::shared_ptr<Work> Barrier() = 0;
 };
 
+// InvalidArgument (naming the rank) for a null store, a rank outside [0, world_size)
+// or a non-positive timeout. Shared by the backends.
+absl::Status ValidateProcessGroupOptions(const Store* store, const ProcessGroupOptions& options);
+
 // Rendezvous through `store` (which must outlive the group; give each group its own
 // prefix). Blocks until all world_size ranks joined or options.timeout passed
 // (DeadlineExceeded naming the ranks that never arrived, where known).
