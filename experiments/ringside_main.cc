@@ -60,7 +60,8 @@ constexpr char kUsage[] =
     "  ringside train --strategy=ddp --workers=2 --backend=gloo ...    (launches the ranks)\n"
     "  ringside launch --nproc_per_node=N [--nnodes --node_rank --master_addr --master_port]\n"
     "                  -- PROGRAM ARGS...        (torchrun-style; sets RANK, WORLD_SIZE, ...)\n"
-    "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n";
+    "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n"
+    "  ringside bench allreduce --workers=2 [--allreduce=ring|halving-doubling]\n";
 
 ringside::RunConfig ConfigFromFlags() {
   ringside::RunConfig c;
@@ -141,7 +142,7 @@ absl::Status RunDdp(int argc, char** argv) {
 
 absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
   if (args.size() < 2) {
-    return absl::InvalidArgumentError("missing command (train, bench step); see --help");
+    return absl::InvalidArgumentError("missing command (train, launch, bench); see --help");
   }
   const std::string command = args[1];
   if (command == "train") {
