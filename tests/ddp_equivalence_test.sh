@@ -2,7 +2,8 @@
 # DDP with 2, 3 and 4 ranks (processes, through the launcher), per-rank batch b, SGD
 # with momentum, 20 steps, ends with the same parameters as single-process training
 # with batch N*b over the same samples, and as single-process gradient accumulation
-# over N micro-batches of b: max relative difference <= 1e-5.
+# over N micro-batches of b: max relative difference <= 1e-5. Then a DDP run stopped
+# and resumed ends where the straight run does, bit for bit.
 set -uo pipefail
 RINGSIDE="$1"; COMPARE="$2"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
@@ -26,5 +27,15 @@ for N in 2 3 4; do
     [ "$(wc -l <"$T/ddp$N/metrics.jsonl.rank$r")" -eq 20 ] || { echo "FAIL: rank $r metrics"; failures=$((failures+1)); }
   done
 done
+# Resume on every rank: 2 ranks stopped after 10 steps and resumed to 20 end with the
+# checkpoint (rank 0 writes it) byte-identical to the 20-step run above.
+timeout 300 "$RINGSIDE" train --strategy=ddp --workers=2 --batch=$B --timeout_s=60 \
+  "${common[@]/--steps=20/--steps=10}" --out="$T/resume" >"$T/resume1.log" 2>&1 \
+  || { echo "FAIL: first half"; failures=$((failures+1)); }
+timeout 300 "$RINGSIDE" train --strategy=ddp --workers=2 --batch=$B --timeout_s=60 \
+  "${common[@]}" --resume --out="$T/resume" >"$T/resume2.log" 2>&1 \
+  || { echo "FAIL: resumed half"; tail -3 "$T/resume2.log"; failures=$((failures+1)); }
+cmp "$T/resume/checkpoint.bin" "$T/ddp2/checkpoint.bin" \
+  || { echo "FAIL: resumed DDP checkpoint differs from the straight run"; failures=$((failures+1)); }
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo PASS
