@@ -83,7 +83,6 @@ void Reducer::OnGradientReady(const ParamRange& range) {
 }
 
 absl::Status Reducer::FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) {
-  const int64_t t0 = NowMicros();
   if (next_bucket_ != buckets_.size()) {
     return absl::InternalError(absl::StrCat("backward announced ", next_bucket_, " of ",
                                             buckets_.size(), " buckets"));
@@ -91,44 +90,54 @@ absl::Status Reducer::FinishStep(Model* model, StepMetrics* m, TraceWriter* trac
   if (!options_.overlap) {
     for (size_t b = 0; b < buckets_.size(); ++b) Launch(b);
   }
-  // Protocol step: wait for every bucket's all-reduce (in launch order).
+  // Protocol step: wait for each bucket's all-reduce in launch order and step SGD on
+  // its range at once (every rank now holds the same averaged gradients there), so the
+  // update of one bucket overlaps the all-reduces still in flight.
   absl::Status status;
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    if (work_[b] == nullptr) continue;
-    absl::Status s = work_[b]->Wait();
-    if (!s.ok() && status.ok()) {
+  int64_t wait_us = 0, update_us = 0;
+  for (size_t b = 0; b < buckets_.size() && status.ok(); ++b) {
+    const int64_t w0 = NowMicros();
+    absl::Status s = work_[b] != nullptr ? work_[b]->Wait() : absl::OkStatus();
+    const int64_t w1 = NowMicros();
+    wait_us += w1 - w0;
+    if (trace != nullptr) trace->Span("wait for all-reduce", kCommTrack, w0, w1 - w0);
+    if (!s.ok()) {
       status = Annotate(s, absl::StrCat("all-reduce of bucket ", b, " (", buckets_[b].size,
                                         " floats)"));
+      break;
     }
+    sgd_.StepRange(buckets_[b].offset, buckets_[b].size, model->params() + buckets_[b].offset,
+                   model->grads() + buckets_[b].offset, /*zero_grads=*/true);
+    status = ops_->Synchronize();
+    const int64_t u1 = NowMicros();
+    update_us += u1 - w1;
+    if (trace != nullptr) trace->Span("update", kComputeTrack, w1, u1 - w1);
   }
-  const int64_t t1 = NowMicros();
+  // On failure the remaining all-reduces are waited for too (their buffers are the
+  // model's gradients), then the error is returned.
+  const int64_t end = NowMicros();
   int64_t bytes = 0;
   const int n = group_->world_size();
   for (size_t b = 0; b < buckets_.size(); ++b) {
+    if (!status.ok() && work_[b] != nullptr) work_[b]->Wait().IgnoreError();
     // Ring all-reduce: each rank sends (and receives) 2 (N-1)/N of the bucket.
     bytes += 2 * (n - 1) * buckets_[b].size * static_cast<int64_t>(sizeof(float)) / n;
     if (trace != nullptr && work_[b] != nullptr) {
       const int64_t start = work_[b]->start_us() > 0 ? work_[b]->start_us() : launch_us_[b];
-      const int64_t end = work_[b]->end_us() > 0 ? work_[b]->end_us() : t1;
+      const int64_t stop = work_[b]->end_us() > 0 ? work_[b]->end_us() : end;
       trace->Span(absl::StrCat("all-reduce bucket ", b), kCommTrack, start,
-                  std::max<int64_t>(0, end - start));
+                  std::max<int64_t>(0, stop - start));
     }
     work_[b].reset();
     pending_[b] = buckets_[b].size;
   }
   next_bucket_ = 0;
   RINGSIDE_RETURN_IF_ERROR(status);
-  if (trace != nullptr) trace->Span("wait for all-reduce", kCommTrack, t0, t1 - t0);
-  // Protocol step: every rank now holds the same averaged gradients; step locally.
-  sgd_.Step(model->params(), model->grads(), /*zero_grads=*/true);
-  RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
-  const int64_t t2 = NowMicros();
-  if (trace != nullptr) trace->Span("update", kComputeTrack, t1, t2 - t1);
   // Communication on the training thread: launching buckets during backward (time
-  // LocalStep took out of backward_ms) plus the exposed wait after it.
-  m->set_comm_ms((t1 - t0 + hook_us_) / 1e3);
+  // LocalStep took out of backward_ms) plus the exposed waits after it.
+  m->set_comm_ms((wait_us + hook_us_) / 1e3);
   hook_us_ = 0;
-  m->set_update_ms((t2 - t1) / 1e3);
+  m->set_update_ms(update_us / 1e3);
   m->set_bytes_sent(bytes);
   m->set_bytes_received(bytes);
   return absl::OkStatus();

@@ -5,8 +5,8 @@
 // first_bucket_bytes (1 MB), the others at bucket_cap_bytes (25 MB); a layer is never
 // split. During backward, the moment the last layer of a bucket announces its gradients,
 // the bucket's all-reduce is launched on the process group, in place, and runs while
-// backward continues. After backward (FinishStep) the reducer waits for every bucket and
-// steps SGD locally. Since the trainer scales each rank's loss by 1 / (world * batch), a
+// backward continues. After backward (FinishStep) the reducer waits for the buckets in
+// order and steps SGD locally on each one as soon as it is reduced. Since the trainer scales each rank's loss by 1 / (world * batch), a
 // sum all-reduce already yields the average gradient of the global batch.
 #ifndef RINGSIDE_DDP_RING_REDUCER_H_
 #define RINGSIDE_DDP_RING_REDUCER_H_
@@ -52,7 +52,8 @@ class Reducer final : public StepStrategy {
   // zeros and BLAS skips its zeroing pass (as in the single-process strategy).
   bool accumulates_gradients() const override { return true; }
   void OnGradientReady(const ParamRange& range) override;
-  // Waits for every bucket (launching those not launched yet), then steps SGD. Fills
+  // Waits for the buckets in launch order (launching those not launched yet) and steps
+  // SGD on each bucket's range as soon as its all-reduce is done. Fills
   // comm_ms (communication on the training thread: launching buckets during backward
   // plus the time blocked after backward waiting for them, i.e. the exposed
   // communication), update_ms and the bytes each rank sends and receives in the ring
