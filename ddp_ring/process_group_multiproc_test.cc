@@ -25,11 +25,17 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "ddp_ring/process_group.h"
+#include "ddp_ring/process_group_test_util.h"
 #include "ddp_ring/store.h"
 #include "gtest/gtest.h"
 
 namespace ringside {
 namespace {
+
+using testing_util::AlgorithmName;
+using testing_util::Options;
+using testing_util::SumOfValues;
+using testing_util::Value;
 
 // Child exit codes.
 constexpr int kExitOk = 0;
@@ -172,25 +178,8 @@ std::vector<int> AllRanks(int world) {
   return ranks;
 }
 
-ProcessGroupOptions Options(int rank, int world, AllReduceAlgorithm algorithm,
-                            absl::Duration timeout) {
-  ProcessGroupOptions options;
-  options.rank = rank;
-  options.world_size = world;
-  options.algorithm = algorithm;
-  options.timeout = timeout;
-  options.hostname = "127.0.0.1";
-  return options;
-}
 
-// Rank r's i-th input, multiples of 1/4: sums over a few ranks are exact in float.
-float Value(int rank, int64_t i) {
-  return static_cast<float>(rank + 1) + static_cast<float>(i % 1024) * 0.25f;
-}
 
-float SumOfValues(int world, int64_t i) {
-  return 0.5f * world * (world + 1) + world * (static_cast<float>(i % 1024) * 0.25f);
-}
 
 using Param = std::tuple<int, int64_t, AllReduceAlgorithm>;
 
@@ -274,9 +263,6 @@ constexpr int64_t kLogAtLeast = 10000000;  // Rank 0 logs the time of ops this l
 constexpr int kBarrierRounds = 2;
 constexpr absl::Duration kBarrierStagger = absl::Milliseconds(100);
 
-std::string AlgorithmName(AllReduceAlgorithm algorithm) {
-  return algorithm == AllReduceAlgorithm::kRing ? "Ring" : "HalvingDoubling";
-}
 
 std::string OpName(ReduceOp op) { return op == ReduceOp::kSum ? "sum" : "average"; }
 

@@ -1,6 +1,7 @@
 // The Gloo process group with its ranks as threads of one process, rendezvousing
 // through an in-memory store. Every collective is checked against its closed form.
 #include "ddp_ring/process_group.h"
+#include "ddp_ring/process_group_test_util.h"
 
 #include <algorithm>
 #include <atomic>
@@ -25,16 +26,12 @@
 namespace ringside {
 namespace {
 
-// Rank r's i-th input: small multiples of 1/4, so that sums over <= 4 ranks are exact
-// in float whatever the reduction order.
-float Value(int rank, int64_t i) {
-  return static_cast<float>(rank + 1) + static_cast<float>(i % 1024) * 0.25f;
-}
+using testing_util::AlgorithmName;
+using testing_util::Options;
+using testing_util::SumOfValues;
+using testing_util::Value;
 
-// Closed form of sum over ranks of Value(r, i).
-float SumOfValues(int world, int64_t i) {
-  return 0.5f * world * (world + 1) + world * (static_cast<float>(i % 1024) * 0.25f);
-}
+
 
 // Compares data[i] with expected(i) for all i (relative tolerance `tol`, 0 = exact);
 // reports the number of mismatches and the first one, not millions of lines.
@@ -54,9 +51,6 @@ void ExpectAll(const float* data, int64_t n, Expected expected, float tol,
                     << (first >= 0 ? expected(first) : 0);
 }
 
-std::string AlgorithmName(AllReduceAlgorithm algorithm) {
-  return algorithm == AllReduceAlgorithm::kRing ? "Ring" : "HalvingDoubling";
-}
 
 // A unique store prefix per group, as the contract asks.
 std::string NextPrefix() {
@@ -64,16 +58,6 @@ std::string NextPrefix() {
   return absl::StrCat("group", counter++);
 }
 
-ProcessGroupOptions Options(int rank, int world, AllReduceAlgorithm algorithm,
-                            absl::Duration timeout) {
-  ProcessGroupOptions options;
-  options.rank = rank;
-  options.world_size = world;
-  options.algorithm = algorithm;
-  options.timeout = timeout;
-  options.hostname = "127.0.0.1";
-  return options;
-}
 
 // Runs body(pg) on `world` threads, each rank with its own Gloo group over one
 // in-memory store (under a fresh prefix).
