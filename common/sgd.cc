@@ -1,5 +1,7 @@
 #include "common/sgd.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -55,6 +57,29 @@ absl::Status Sgd::LoadState(absl::Span<const float> state) {
   }
   if (state.empty()) return absl::OkStatus();
   return ops_->CopyToDevice(momentum_.data(), state.data(), state.size() * sizeof(float));
+}
+
+absl::Status Sgd::SaveStateRange(int64_t offset, absl::Span<float> out) const {
+  const int64_t n = static_cast<int64_t>(out.size());
+  if (offset < 0 || offset + n > size_) {
+    return absl::InvalidArgumentError(absl::StrCat("optimizer state range [", offset, ", ",
+                                                   offset + n, ") outside [0, ", size_, ")"));
+  }
+  if (momentum_.size() == 0) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    return absl::OkStatus();
+  }
+  return ops_->CopyToHost(out.data(), momentum_.data() + offset, n * sizeof(float));
+}
+
+absl::Status Sgd::LoadStateRange(int64_t offset, absl::Span<const float> state) {
+  const int64_t n = static_cast<int64_t>(state.size());
+  if (offset < 0 || offset + n > size_) {
+    return absl::InvalidArgumentError(absl::StrCat("optimizer state range [", offset, ", ",
+                                                   offset + n, ") outside [0, ", size_, ")"));
+  }
+  if (momentum_.size() == 0) return absl::OkStatus();
+  return ops_->CopyToDevice(momentum_.data() + offset, state.data(), n * sizeof(float));
 }
 
 }  // namespace ringside

@@ -36,6 +36,10 @@ class Sgd {
   absl::StatusOr<std::vector<float>> SaveState() const;
   // InvalidArgument when `state` does not match the size this optimizer expects.
   absl::Status LoadState(absl::Span<const float> state);
+  // The state of parameters [offset, offset + out.size()) only (a parameter-server
+  // chunk). Zeros without momentum. InvalidArgument for a range outside the optimizer.
+  absl::Status SaveStateRange(int64_t offset, absl::Span<float> out) const;
+  absl::Status LoadStateRange(int64_t offset, absl::Span<const float> state);
 
  private:
   Sgd(const SgdHyper& hyper, int64_t size, Ops* ops)

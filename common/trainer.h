@@ -128,6 +128,9 @@ class Trainer {
   // the strategy's AfterCheckpoint on every rank.
   absl::Status SaveCheckpoint();
 
+  // Steps completed so far (after a resume: the checkpoint's).
+  int64_t step() const { return step_; }
+
  private:
   Trainer(const TrainerOptions& options, Model* model, Ops* ops, const DatasetSplits* data,
           StepStrategy* strategy, Sharder train_shard, Sharder test_shard);

@@ -29,6 +29,7 @@ void OnSignal(int sig) { g_forward_signal.store(sig); }
 
 struct Child {
   int rank = 0;
+  std::string label;    // "rank R", or LaunchOptions::labels[local rank].
   pid_t pid = -1;
   int out_fd = -1;      // Read end of the child's stdout+stderr pipe.
   std::string partial;  // Output not yet ended by a newline.
@@ -50,13 +51,13 @@ void Emit(Child* c, const char* data, size_t n, bool flush) {
   c->partial.append(data, n);
   size_t start = 0;
   for (size_t nl; (nl = c->partial.find('\n', start)) != std::string::npos; start = nl + 1) {
-    std::string line = absl::StrCat("[rank ", c->rank, "] ",
+    std::string line = absl::StrCat("[", c->label, "] ",
                                     absl::string_view(c->partial).substr(start, nl - start), "\n");
     fwrite(line.data(), 1, line.size(), stdout);
   }
   c->partial.erase(0, start);
   if (flush && !c->partial.empty()) {
-    std::string line = absl::StrCat("[rank ", c->rank, "] ", c->partial, "\n");
+    std::string line = absl::StrCat("[", c->label, "] ", c->partial, "\n");
     fwrite(line.data(), 1, line.size(), stdout);
     c->partial.clear();
   }
@@ -133,6 +134,8 @@ absl::Status Launch(const LaunchOptions& o) {
     for (std::string& e : envs[lr]) envps[lr].push_back(e.data());
     envps[lr].push_back(nullptr);
     children[lr].rank = rank;
+    children[lr].label = lr < static_cast<int>(o.labels.size()) ? o.labels[lr]
+                                                                 : absl::StrCat("rank ", rank);
   }
 
   struct sigaction sa {}, old_int{}, old_term{};
@@ -260,14 +263,18 @@ absl::Status Launch(const LaunchOptions& o) {
 
   if (!spawn_error.ok()) return spawn_error;
   if (first_failed >= 0) {
-    return absl::AbortedError(absl::StrCat("rank ", first_failed, " failed: ",
+    std::string label;
+    for (const Child& c : children) {
+      if (c.rank == first_failed) label = c.label;
+    }
+    return absl::AbortedError(absl::StrCat(label, " failed: ",
                                            DescribeStatus(first_status),
                                            o.nproc_per_node > 1 ? " (the others were stopped)" : ""));
   }
   for (const Child& c : children) {
     if (!(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0)) {
       return absl::AbortedError(
-          absl::StrCat("rank ", c.rank, " failed: ", DescribeStatus(c.status)));
+          absl::StrCat(c.label, " failed: ", DescribeStatus(c.status)));
     }
   }
   return absl::OkStatus();

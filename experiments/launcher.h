@@ -25,6 +25,9 @@ struct LaunchOptions {
   // After one rank fails: SIGTERM to the others, SIGKILL after this grace period.
   absl::Duration kill_grace = absl::Seconds(5);
   std::vector<std::string> command;  // Program and arguments (PATH is searched).
+  // Optional name of each local rank in output prefixes and failure messages, e.g.
+  // "server 0" (default: "rank R").
+  std::vector<std::string> labels;
 };
 
 // Blocks until every process exited. OK if all exited 0. Otherwise Aborted with one

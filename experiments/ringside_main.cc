@@ -15,8 +15,10 @@
 #include "grpc/support/log.h"
 #include "ddp_ring/ddp_ring.h"
 #include "experiments/experiments.h"
+#include "ps_server/ps_server.h"
+#include "ps_worker/ps_worker.h"
 
-ABSL_FLAG(std::string, strategy, "single", "single (this build); ps and ddp come later");
+ABSL_FLAG(std::string, strategy, "single", "single, ps (parameter server) or ddp (all-reduce ring)");
 ABSL_FLAG(std::string, model, "mlp:784-256-256-10", "mlp:W0-W1-...-Wn or cnn:lenet");
 ABSL_FLAG(std::string, dataset, "fashion-mnist",
           "fashion-mnist, synthetic[:train=N,test=M,shape=CxHxW,classes=K,seed=S] or a "
@@ -36,13 +38,27 @@ ABSL_FLAG(bool, resume, false, "continue from OUT/checkpoint.bin");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "also checkpoint every N steps");
 ABSL_FLAG(int32_t, eval_batch, 1000, "batch size for evaluation");
 ABSL_FLAG(int32_t, grad_accum, 1, "micro-batches of --batch accumulated per optimizer step");
-ABSL_FLAG(int32_t, workers, 2, "ddp: ranks to launch on this machine");
+ABSL_FLAG(int32_t, workers, 2, "ps/ddp: workers (ranks) in the job");
 ABSL_FLAG(std::string, backend, "gloo", "ddp: process-group backend, gloo (CPU) or nccl (GPU)");
 ABSL_FLAG(double, bucket_cap_mb, 25, "ddp: gradient bucket cap in MB");
 ABSL_FLAG(double, first_bucket_mb, 1, "ddp: cap of the first bucket (the last layers) in MB");
 ABSL_FLAG(bool, overlap, true, "ddp: all-reduce buckets during backward (false: after it)");
 ABSL_FLAG(std::string, allreduce, "ring", "ddp: ring or halving-doubling");
-ABSL_FLAG(int32_t, timeout_s, 60, "ddp: seconds for rendezvous and for every collective");
+ABSL_FLAG(int32_t, timeout_s, 60,
+          "ps/ddp: seconds a process may wait on its peers (rendezvous, collective, slowest "
+          "worker) before the job fails");
+ABSL_FLAG(int32_t, ps_shards, 1, "ps: server shards, each owning a contiguous slice of the parameters");
+ABSL_FLAG(std::string, ps_sync, "bsp", "ps: bsp, ssp:K (bounded staleness K) or asp");
+ABSL_FLAG(bool, ps_colocated, false, "ps: run every shard inside worker 0 (a DP-style master)");
+ABSL_FLAG(int32_t, ps_chunk_kb, 1024, "ps: chunk size of the tensor streams in KiB");
+ABSL_FLAG(std::string, ps_servers, "",
+          "ps roles: host:port of shard 0,1,... (ps-worker; set by train --strategy=ps)");
+ABSL_FLAG(int32_t, worker_id, 0, "ps-worker: this worker's id in [0, --workers)");
+ABSL_FLAG(int32_t, shard, 0, "ps-server: the shard to host, in [0, --ps_shards)");
+ABSL_FLAG(std::string, listen, "0.0.0.0:0", "ps-server: host:port to listen on");
+ABSL_FLAG(int32_t, ps_debug_worker, -1, "ps test hook: the worker the next two flags apply to");
+ABSL_FLAG(int32_t, ps_debug_delay_ms, 0, "ps test hook: that worker sleeps this long every step");
+ABSL_FLAG(int64_t, ps_debug_crash_at_step, -1, "ps test hook: that worker dies at this step");
 ABSL_FLAG(int32_t, nproc_per_node, 1, "launch: processes on this node");
 ABSL_FLAG(int32_t, nnodes, 1, "launch: nodes in the job");
 ABSL_FLAG(int32_t, node_rank, 0, "launch: this node's index");
@@ -58,6 +74,10 @@ constexpr char kUsage[] =
     "  ringside train --strategy=single --model=mlp:784-256-256-10 --dataset=fashion-mnist\n"
     "                 --epochs=5 --batch=128 --lr=0.02 --momentum=0.9 --out=DIR [--resume]\n"
     "  ringside train --strategy=ddp --workers=2 --backend=gloo ...    (launches the ranks)\n"
+    "  ringside train --strategy=ps --workers=N --ps_shards=S --ps_sync=bsp|ssp:K|asp\n"
+    "                 [--ps_colocated] ...          (launches S shards and N workers here)\n"
+    "  ringside ps-server --shard=I --listen=HOST:PORT --workers=N --ps_shards=S ...\n"
+    "  ringside ps-worker --worker_id=I --ps_servers=H0:P0,H1:P1,... --workers=N ...\n"
     "  ringside launch --nproc_per_node=N [--nnodes --node_rank --master_addr --master_port]\n"
     "                  -- PROGRAM ARGS...        (torchrun-style; sets RANK, WORLD_SIZE, ...)\n"
     "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n"
@@ -86,7 +106,108 @@ ringside::RunConfig ConfigFromFlags() {
     c.set_overlap(absl::GetFlag(FLAGS_overlap));
     c.set_allreduce(absl::GetFlag(FLAGS_allreduce));
   }
+  if (c.strategy() == "ps") {
+    c.set_world_size(absl::GetFlag(FLAGS_workers));
+    c.set_ps_shards(absl::GetFlag(FLAGS_ps_shards));
+    const std::string sync = absl::GetFlag(FLAGS_ps_sync);
+    absl::StatusOr<ringside::SyncPolicy> policy = ringside::ParseSyncPolicy(sync);
+    c.set_ps_sync(policy.ok() ? ringside::SyncModeName(policy->mode) : sync);
+    c.set_ps_staleness(policy.ok() ? policy->staleness : 0);
+    c.set_ps_chunk_bytes(int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024);
+    c.set_ps_colocated(absl::GetFlag(FLAGS_ps_colocated));
+  }
   return c;
+}
+
+// Flag checks shared by every PS process, before anything is started or loaded.
+absl::Status CheckPsFlags(const ringside::RunConfig& c) {
+  if (c.world_size() < 1) return absl::InvalidArgumentError(absl::StrFormat("--workers must be >= 1, got %d", c.world_size()));
+  if (c.ps_shards() < 1) return absl::InvalidArgumentError(absl::StrFormat("--ps_shards must be >= 1, got %d", c.ps_shards()));
+  if (absl::Status s = ringside::ParseSyncPolicy(absl::GetFlag(FLAGS_ps_sync)).status(); !s.ok()) return s;
+  if (absl::GetFlag(FLAGS_ps_chunk_kb) < 1 || absl::GetFlag(FLAGS_ps_chunk_kb) > 65536) {
+    return absl::InvalidArgumentError(absl::StrFormat("--ps_chunk_kb must be in [1, 65536], got %d", absl::GetFlag(FLAGS_ps_chunk_kb)));
+  }
+  if (c.batch() < 1) return absl::InvalidArgumentError(absl::StrFormat("--batch must be >= 1, got %d", c.batch()));
+  if (!(c.lr() >= 0)) return absl::InvalidArgumentError(absl::StrFormat("--lr must be >= 0, got %g", c.lr()));
+  if (absl::GetFlag(FLAGS_timeout_s) < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
+  return absl::OkStatus();
+}
+
+absl::Status RunPsWorkerRole(const ringside::RunConfig& c, int worker_id) {
+  ringside::PsWorkerOptions o;
+  o.config = c;
+  o.worker_id = worker_id;
+  if (worker_id < 0 || worker_id >= c.world_size()) {
+    return absl::InvalidArgumentError(absl::StrFormat("--worker_id=%d is outside [0, --workers=%d)", worker_id, c.world_size()));
+  }
+  absl::StatusOr<std::vector<std::string>> servers = ringside::ParseServerList(absl::GetFlag(FLAGS_ps_servers));
+  if (!servers.ok()) return servers.status();
+  o.servers = *servers;
+  o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  o.out_dir = absl::GetFlag(FLAGS_out);
+  o.resume = absl::GetFlag(FLAGS_resume);
+  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
+  if (absl::GetFlag(FLAGS_ps_debug_worker) == worker_id) {
+    o.debug.step_delay = absl::Milliseconds(absl::GetFlag(FLAGS_ps_debug_delay_ms));
+    o.debug.crash_at_step = absl::GetFlag(FLAGS_ps_debug_crash_at_step);
+  }
+  absl::StatusOr<ringside::PsResult> r = ringside::RunPsWorker(o);
+  if (!r.ok()) return r.status();
+  if (worker_id == 0) {
+    absl::PrintF("steps: %d, %.0f samples/s (all workers)\n", r->steps, r->samples_per_sec);
+    absl::PrintF("test loss: %.4f\n", r->test_loss);
+    absl::PrintF("test accuracy: %.4f\n", r->test_accuracy);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunPsServerRole(const ringside::RunConfig& c, int shard, const std::string& listen) {
+  ringside::PsServerRoleOptions o;
+  o.config = c;
+  o.shard = shard;
+  o.address = listen;
+  o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  o.out_dir = absl::GetFlag(FLAGS_out);
+  return ringside::RunPsServer(o);
+}
+
+// `ringside train --strategy=ps`: outside a launched job, launches the shards and the
+// workers on this machine (ranks 0..S-1 are shards unless colocated, the rest workers);
+// inside it, plays the role its RANK gives it.
+absl::Status RunPs(int argc, char** argv) {
+  ringside::RunConfig c = ConfigFromFlags();
+  if (absl::Status s = CheckPsFlags(c); !s.ok()) return s;
+  const int shards = c.ps_shards();
+  const bool colocated = c.ps_colocated();
+  if (!ringside::InLaunchedJob()) {
+    ringside::LaunchOptions lo;
+    lo.nproc_per_node = c.world_size() + (colocated ? 0 : shards);
+    lo.master_port = 0;  // Unused by PS roles; keeps the launcher from a fixed port.
+    std::string servers;
+    for (int s = 0; s < shards; ++s) {
+      absl::StatusOr<int> port = ringside::PickFreePort();
+      if (!port.ok()) return port.status();
+      absl::StrAppend(&servers, s > 0 ? "," : "", "127.0.0.1:", *port);
+      if (!colocated) lo.labels.push_back(absl::StrCat("shard ", s));
+    }
+    for (int w = 0; w < c.world_size(); ++w) lo.labels.push_back(absl::StrCat("worker ", w));
+    lo.command.push_back("/proc/self/exe");
+    for (int i = 1; i < argc; ++i) lo.command.push_back(argv[i]);
+    lo.command.push_back(absl::StrCat("--ps_servers=", servers));
+    return ringside::Launch(lo);
+  }
+  absl::StatusOr<ringside::DdpEnv> env = ringside::ReadDdpEnv();
+  if (!env.ok()) return env.status();
+  if (!colocated && env->rank < shards) {
+    absl::StatusOr<std::vector<std::string>> servers = ringside::ParseServerList(absl::GetFlag(FLAGS_ps_servers));
+    if (!servers.ok()) return servers.status();
+    if (static_cast<int>(servers->size()) != shards) {
+      return absl::InvalidArgumentError("--ps_servers does not list --ps_shards addresses");
+    }
+    return RunPsServerRole(c, env->rank, (*servers)[env->rank]);
+  }
+  return RunPsWorkerRole(c, env->rank - (colocated ? 0 : shards));
 }
 
 // `ringside train --strategy=ddp`: inside a launched job this process is one rank;
@@ -150,6 +271,7 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
       return absl::InvalidArgumentError(absl::StrFormat("unexpected argument '%s'", args[2]));
     }
     if (absl::GetFlag(FLAGS_strategy) == "ddp") return RunDdp(argc, argv);
+    if (absl::GetFlag(FLAGS_strategy) == "ps") return RunPs(argc, argv);
     ringside::TrainCommandOptions o;
     o.config = ConfigFromFlags();
     o.out_dir = absl::GetFlag(FLAGS_out);
@@ -157,6 +279,18 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
     o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
     o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
     return ringside::RunTrainCommand(o);
+  }
+  if (command == "ps-server" || command == "ps-worker") {
+    if (args.size() > 2) {
+      return absl::InvalidArgumentError(absl::StrFormat("unexpected argument '%s'", args[2]));
+    }
+    absl::SetFlag(&FLAGS_strategy, "ps");
+    ringside::RunConfig c = ConfigFromFlags();
+    if (absl::Status s = CheckPsFlags(c); !s.ok()) return s;
+    if (command == "ps-server") {
+      return RunPsServerRole(c, absl::GetFlag(FLAGS_shard), absl::GetFlag(FLAGS_listen));
+    }
+    return RunPsWorkerRole(c, absl::GetFlag(FLAGS_worker_id));
   }
   if (command == "launch") {
     ringside::LaunchOptions lo;

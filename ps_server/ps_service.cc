@@ -1,0 +1,212 @@
+#include "ps_server/ps_service.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "ps_server/ps.grpc.pb.h"
+
+namespace ringside {
+
+grpc::Status ToGrpcStatus(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+namespace {
+
+// Counts a stream in the shard's queue depth for its lifetime.
+class StreamScope {
+ public:
+  explicit StreamScope(Shard* shard) : shard_(shard) { shard_->StreamStarted(); }
+  ~StreamScope() { shard_->StreamEnded(); }
+
+ private:
+  Shard* shard_;
+};
+
+}  // namespace
+
+class PsServer::Service final : public ps::ParameterServer::Service {
+ public:
+  explicit Service(Shard* shard) : shard_(shard) {}
+
+  grpc::Status Register(grpc::ServerContext*, const ps::RegisterRequest* request,
+                        ps::RegisterResponse* response) override {
+    return ToGrpcStatus(shard_->Register(*request, response));
+  }
+
+  // Protocol: read gradient chunks of one step, aggregate each on arrival, and send
+  // each chunk's updated parameters back as soon as the sync mode releases them.
+  grpc::Status PushPull(grpc::ServerContext* context,
+                        grpc::ServerReaderWriter<ps::Chunk, ps::Chunk>* stream) override {
+    StreamScope scope(shard_);
+    ps::Chunk in;
+    ps::Chunk out;
+    int worker = -1;
+    int64_t step = -1;
+    std::vector<int64_t> pushed;  // Chunk indices in arrival order.
+    size_t served = 0;            // pushed[0, served) went back already.
+    auto send = [&](int64_t k) -> bool {
+      const int64_t bytes = static_cast<int64_t>(out.ByteSizeLong());
+      if (!stream->Write(out)) return false;
+      shard_->CountServed(worker, step + 1, ps::PARAMS, bytes);
+      return true;
+    };
+    while (stream->Read(&in)) {
+      const int64_t wire = static_cast<int64_t>(in.ByteSizeLong());
+      absl::StatusOr<int64_t> k = shard_->CheckChunk(in, worker);
+      if (!k.ok()) return ToGrpcStatus(k.status());
+      if (in.kind() != ps::GRADIENTS) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "PushPull takes gradient chunks only");
+      }
+      if (worker < 0) {
+        worker = in.worker_id();
+        step = in.step();
+      } else if (in.step() != step) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            absl::StrCat("chunk of step ", in.step(), " in a push-pull of step ", step));
+      }
+      if (absl::Status s = shard_->Accept(&in, wire); !s.ok()) return ToGrpcStatus(s);
+      pushed.push_back(*k);
+      // Pipelining: whatever is ready goes back while the worker still pushes.
+      while (served < pushed.size()) {
+        absl::StatusOr<bool> ready = shard_->ServeIfReady(worker, step + 1, ps::PARAMS, pushed[served], &out);
+        if (!ready.ok()) return ToGrpcStatus(ready.status());
+        if (!*ready) break;
+        if (!send(pushed[served])) return Broken(context, worker, step);
+        ++served;
+      }
+    }
+    if (context->IsCancelled()) return Broken(context, worker, step);
+    for (; served < pushed.size(); ++served) {
+      if (absl::Status s = shard_->Serve(worker, step + 1, ps::PARAMS, pushed[served], &out); !s.ok()) {
+        return ToGrpcStatus(s);
+      }
+      if (!send(pushed[served])) return Broken(context, worker, step);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<ps::Chunk>* reader,
+                    ps::PushResponse* response) override {
+    StreamScope scope(shard_);
+    ps::Chunk in;
+    int worker = -1;
+    int64_t step = -1;
+    while (reader->Read(&in)) {
+      const int64_t wire = static_cast<int64_t>(in.ByteSizeLong());
+      absl::StatusOr<int64_t> k = shard_->CheckChunk(in, worker);
+      if (!k.ok()) return ToGrpcStatus(k.status());
+      worker = in.worker_id();
+      step = in.step();
+      if (absl::Status s = shard_->Accept(&in, wire); !s.ok()) return ToGrpcStatus(s);
+      response->set_chunks(response->chunks() + 1);
+    }
+    if (context->IsCancelled()) return Broken(context, worker, step);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Pull(grpc::ServerContext* context, const ps::PullRequest* request,
+                    grpc::ServerWriter<ps::Chunk>* writer) override {
+    StreamScope scope(shard_);
+    if (request->kind() != ps::PARAMS && request->kind() != ps::OPTIMIZER_STATE) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Pull serves PARAMS or OPTIMIZER_STATE");
+    }
+    if (absl::Status s = shard_->CheckWorker(request->worker_id()); !s.ok()) return ToGrpcStatus(s);
+    if (request->step() < 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "negative step");
+    }
+    ps::Chunk out;
+    const int64_t chunks = shard_->num_chunks();
+    for (int64_t k = 0; k < chunks; ++k) {
+      if (absl::Status s = shard_->Serve(request->worker_id(), request->step(), request->kind(), k, &out);
+          !s.ok()) {
+        return ToGrpcStatus(s);
+      }
+      const int64_t bytes = static_cast<int64_t>(out.ByteSizeLong());
+      if (!writer->Write(out)) return Broken(context, request->worker_id(), request->step());
+      shard_->CountServed(request->worker_id(), request->step(), request->kind(), bytes);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Barrier(grpc::ServerContext*, const ps::BarrierRequest* request,
+                       ps::BarrierResponse* response) override {
+    std::vector<double> values(request->values().begin(), request->values().end());
+    absl::StatusOr<std::vector<double>> sums = shard_->Barrier(request->worker_id(), request->name(), values);
+    if (!sums.ok()) return ToGrpcStatus(sums.status());
+    for (double v : *sums) response->add_sums(v);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Stats(grpc::ServerContext*, const ps::StatsRequest*, ps::ShardStats* response) override {
+    *response = shard_->Stats();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Shutdown(grpc::ServerContext*, const ps::ShutdownRequest* request,
+                        ps::ShutdownResponse*) override {
+    shard_->Goodbye(request->worker_id());
+    return grpc::Status::OK;
+  }
+
+ private:
+  // The worker's side of a stream went away mid-step: under any sync mode the others
+  // can no longer count on it.
+  grpc::Status Broken(grpc::ServerContext* context, int worker, int64_t step) {
+    if (worker >= 0) {
+      shard_->WorkerLost(worker, absl::StrCat("its stream broke during step ", step,
+                                              context->IsCancelled() ? " (connection closed)" : ""));
+    }
+    return grpc::Status(grpc::StatusCode::CANCELLED, "stream broken");
+  }
+
+  Shard* const shard_;
+};
+
+absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& address,
+                                                          const PsShardOptions& options) {
+  absl::StatusOr<std::unique_ptr<Shard>> shard = Shard::Create(options);
+  if (!shard.ok()) return shard.status();
+  std::unique_ptr<PsServer> server(new PsServer());
+  server->shard_ = std::move(*shard);
+  server->service_ = std::make_unique<Service>(server->shard_.get());
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &server->port_);
+  builder.SetMaxReceiveMessageSize(kMaxPsMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxPsMessageBytes);
+  builder.RegisterService(server->service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("parameter-server shard ", options.shard,
+                                               " cannot listen on ", address,
+                                               " (address in use or not local?)"));
+  }
+  return server;
+}
+
+std::shared_ptr<grpc::Channel> PsServer::InProcessChannel() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxPsMessageBytes);
+  args.SetMaxSendMessageSize(kMaxPsMessageBytes);
+  return server_->InProcessChannel(args);
+}
+
+void PsServer::Shutdown(absl::Duration grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+}
+
+PsServer::~PsServer() {
+  Shutdown(absl::Seconds(1));
+  server_->Wait();
+}
+
+}  // namespace ringside

@@ -1,0 +1,109 @@
+#include "ps_server/server_role.h"
+
+#include <zlib.h>
+
+#include <filesystem>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace ringside {
+
+uint32_t ConfigHash(const RunConfig& config) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream raw(&bytes);
+    google::protobuf::io::CodedOutputStream out(&raw);
+    out.SetSerializationDeterministic(true);
+    config.SerializeToCodedStream(&out);
+  }
+  return static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+}
+
+absl::StatusOr<PsShardOptions> ShardOptionsFor(const RunConfig& config, int shard,
+                                             absl::Duration timeout) {
+  PsShardOptions o;
+  o.shard = shard;
+  o.num_shards = config.ps_shards();
+  o.num_workers = config.world_size();
+  std::string sync = config.ps_sync();
+  if (sync == "ssp") sync = absl::StrCat("ssp:", config.ps_staleness());
+  RINGSIDE_ASSIGN_OR_RETURN(o.sync, ParseSyncPolicy(sync));
+  o.chunk_bytes = config.ps_chunk_bytes();
+  o.hyper.lr = config.lr();
+  o.hyper.momentum = config.momentum();
+  o.hyper.weight_decay = config.weight_decay();
+  o.hyper.nesterov = config.nesterov();
+  o.config_hash = ConfigHash(config);
+  o.model = config.model();
+  o.timeout = timeout;
+  if (o.num_shards < 1 || shard < 0 || shard >= o.num_shards) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shard=", shard, " is outside [0, --ps_shards=", o.num_shards, ")"));
+  }
+  return o;
+}
+
+absl::StatusOr<HostedShard> HostShard(const RunConfig& config, int shard,
+                                      const std::string& address, absl::Duration timeout,
+                                      const std::string& out_dir) {
+  RINGSIDE_ASSIGN_OR_RETURN(PsShardOptions options, ShardOptionsFor(config, shard, timeout));
+  HostedShard hosted;
+  if (!out_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(out_dir, error);
+    if (error) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot create ", out_dir, ": ", error.message()));
+    }
+    RINGSIDE_ASSIGN_OR_RETURN(
+        hosted.metrics,
+        MetricsWriter::Open(absl::StrCat(out_dir, "/metrics.jsonl.shard", shard), false));
+    options.metrics = hosted.metrics.get();
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(hosted.server, PsServer::Start(address, options));
+  return hosted;
+}
+
+absl::Status RunPsServer(const PsServerRoleOptions& o) {
+  RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted,
+                            HostShard(o.config, o.shard, o.address, o.timeout, o.out_dir));
+  absl::FPrintF(stderr, "ps: shard %d of %d listening on port %d (%s, %d workers)\n", o.shard,
+                o.config.ps_shards(), hosted.server->port(),
+                o.config.ps_sync() == "ssp" ? absl::StrCat("ssp:", o.config.ps_staleness())
+                                            : o.config.ps_sync(),
+                o.config.world_size());
+  absl::Status status = hosted.server->Wait();
+  // After an abort, keep answering a moment so that every worker hears why.
+  hosted.server->Shutdown(status.ok() ? absl::Seconds(1) : absl::Seconds(2));
+  if (status.ok()) {
+    const ps::ShardStats stats = hosted.server->shard()->Stats();
+    absl::FPrintF(stderr, "ps: shard %d done: %d steps, %.1f MB in, %.1f MB out\n", o.shard,
+                  stats.steps_completed(), stats.bytes_in() / 1e6, stats.bytes_out() / 1e6);
+  }
+  return status;
+}
+
+absl::StatusOr<std::vector<std::string>> ParseServerList(const std::string& list) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    const size_t colon = part.rfind(':');
+    int port = 0;
+    if (colon == absl::string_view::npos || colon == 0 ||
+        !absl::SimpleAtoi(part.substr(colon + 1), &port) || port < 1 || port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--ps_servers: '", part, "' is not host:port"));
+    }
+    out.emplace_back(part);
+  }
+  if (out.empty()) return absl::InvalidArgumentError("--ps_servers is empty (host:port,...)");
+  return out;
+}
+
+}  // namespace ringside

@@ -1,0 +1,58 @@
+// The server role of a parameter-server job: the shard options a RunConfig implies,
+// the configuration hash workers must match, and `ringside ps-server`, which hosts one
+// shard until every worker said goodbye.
+#ifndef RINGSIDE_PS_SERVER_SERVER_ROLE_H_
+#define RINGSIDE_PS_SERVER_SERVER_ROLE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/metrics.h"
+#include "common/ringside.pb.h"
+#include "ps_server/ps_service.h"
+
+namespace ringside {
+
+// crc32 of the deterministic serialisation of `config`: every worker and every shard
+// of a job must compute the same value.
+uint32_t ConfigHash(const RunConfig& config);
+
+// Shard `shard`'s options for a job running `config` (ps_shards, ps_sync,
+// ps_staleness, ps_chunk_bytes, world_size = workers, SGD hyper-parameters).
+// InvalidArgument for a bad sync mode, chunk size or shard index.
+absl::StatusOr<PsShardOptions> ShardOptionsFor(const RunConfig& config, int shard,
+                                             absl::Duration timeout);
+
+// A started shard with its metrics file (out_dir/metrics.jsonl.shard<i>).
+struct HostedShard {
+  std::unique_ptr<MetricsWriter> metrics;  // Declared first: outlives the server.
+  std::unique_ptr<PsServer> server;
+};
+
+// Starts shard `shard` on `address`. `out_dir` empty: no metrics file.
+absl::StatusOr<HostedShard> HostShard(const RunConfig& config, int shard,
+                                      const std::string& address, absl::Duration timeout,
+                                      const std::string& out_dir);
+
+struct PsServerRoleOptions {
+  RunConfig config;
+  int shard = 0;
+  std::string address;  // host:port to listen on.
+  absl::Duration timeout = absl::Seconds(60);
+  std::string out_dir;
+};
+
+// Hosts one shard until every worker said goodbye (OK) or the job was aborted (the
+// abort reason). Prints where it listens to stderr.
+absl::Status RunPsServer(const PsServerRoleOptions& options);
+
+// "host:port,host:port" -> addresses. InvalidArgument if empty or malformed.
+absl::StatusOr<std::vector<std::string>> ParseServerList(const std::string& list);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_PS_SERVER_SERVER_ROLE_H_

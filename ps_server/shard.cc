@@ -1,0 +1,550 @@
+#include "ps_server/shard.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/cpu_ops.h"
+#include "common/status_macros.h"
+
+namespace ringside {
+namespace {
+
+// How often blocked waits look at the job-wide abort flag.
+constexpr absl::Duration kPoll = absl::Milliseconds(50);
+
+int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
+double MsSince(absl::Time t) { return absl::ToDoubleMilliseconds(absl::Now() - t); }
+
+}  // namespace
+
+struct Shard::ChunkState {
+  absl::Mutex mu;
+  // BSP: the step the chunk's parameters belong to (its updates so far).
+  int64_t version ABSL_GUARDED_BY(mu) = 0;
+  // BSP: workers whose gradient for step `version` has been added.
+  int count ABSL_GUARDED_BY(mu) = 0;
+  // Per worker: the last step whose gradient of this chunk it pushed (-1: none).
+  std::vector<int64_t> pushed_step ABSL_GUARDED_BY(mu);
+};
+
+struct Shard::StepRecord {
+  int64_t start_us = 0;        // First gradient byte of the step arrived.
+  int64_t bytes_in = 0;
+  int64_t bytes_out = 0;
+  int pushes_done = 0;         // Workers whose whole push of the step arrived.
+  int64_t chunks_served = 0;   // Parameter chunks of step + 1 sent back.
+  int64_t first_push_done_us = 0;
+  int64_t last_push_done_us = 0;
+  double aggregate_ms = 0;
+  double update_ms = 0;
+  int queue_depth = 0;
+};
+
+absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const PsShardOptions& options) {
+  if (options.num_workers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--workers must be >= 1, got ", options.num_workers));
+  }
+  if (options.num_shards < 1 || options.shard < 0 || options.shard >= options.num_shards) {
+    return absl::InvalidArgumentError(absl::StrCat("shard ", options.shard, " is outside [0, ",
+                                                   options.num_shards, ")"));
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(int64_t chunk_floats, ChunkFloats(options.chunk_bytes));
+  // The optimizer's hyper-parameters are checked now, not at the first registration.
+  auto probe_ops = NewCpuOps(0);
+  RINGSIDE_RETURN_IF_ERROR(Sgd::Create(options.hyper, 0, probe_ops.get()).status());
+  return std::unique_ptr<Shard>(new Shard(options, chunk_floats));
+}
+
+Shard::Shard(const PsShardOptions& options, int64_t chunk_floats)
+    : options_(options), chunk_floats_(chunk_floats), ops_(NewCpuOps(0)) {
+  totals_.set_shard(options.shard);
+}
+
+Shard::~Shard() = default;
+
+int64_t Shard::num_chunks() const {
+  absl::MutexLock l(&mu_);
+  return static_cast<int64_t>(chunks_.size());
+}
+
+Slice Shard::slice() const {
+  absl::MutexLock l(&mu_);
+  return slice_;
+}
+
+absl::Status Shard::health() {
+  if (!aborted_.load()) return absl::OkStatus();
+  return AbortedStatus();
+}
+
+absl::Status Shard::AbortedStatus() {
+  absl::MutexLock l(&mu_);
+  return absl::AbortedError(abort_reason_);
+}
+
+absl::Status Shard::Abort(const std::string& why) {
+  absl::MutexLock l(&mu_);
+  if (!aborted_.load()) {
+    abort_reason_ = absl::StrCat("shard ", options_.shard, ": ", why, "; job aborted");
+    aborted_.store(true);
+  }
+  return absl::AbortedError(abort_reason_);
+}
+
+absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse* response) {
+  const int n = options_.num_workers;
+  if (r.num_workers() != n) {
+    return absl::InvalidArgumentError(absl::StrCat("worker ", r.worker_id(), " expects ",
+                                                   r.num_workers(), " workers, the server has ", n));
+  }
+  if (r.worker_id() < 0 || r.worker_id() >= n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown worker id ", r.worker_id(), " (workers are 0..", n - 1, ")"));
+  }
+  if (r.model() != options_.model) {
+    return absl::FailedPreconditionError(absl::StrCat("worker ", r.worker_id(), " runs model '",
+                                                      r.model(), "', the server serves '",
+                                                      options_.model, "'"));
+  }
+  if (r.config_hash() != options_.config_hash) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "worker %d's configuration hash %08x differs from the server's %08x (same flags on every "
+        "process?)", r.worker_id(), r.config_hash(), options_.config_hash));
+  }
+  RINGSIDE_RETURN_IF_ERROR(health());
+  absl::MutexLock l(&mu_);
+  if (num_params_ < 0) {
+    RINGSIDE_RETURN_IF_ERROR(ValidateSharding(r.num_params(), options_.num_shards));
+    num_params_ = r.num_params();
+    slice_ = ShardSlice(num_params_, options_.shard, options_.num_shards);
+    params_.assign(slice_.size, 0.0f);
+    accumulator_.assign(n > 1 ? slice_.size : 0, 0.0f);
+    absl::StatusOr<Sgd> sgd = Sgd::Create(options_.hyper, slice_.size, ops_.get());
+    if (!sgd.ok()) return sgd.status();
+    sgd_ = std::make_unique<Sgd>(std::move(*sgd));
+    const int64_t k = NumChunks(slice_.size, chunk_floats_);
+    for (int64_t i = 0; i < k; ++i) {
+      auto c = std::make_unique<ChunkState>();
+      absl::MutexLock cl(&c->mu);
+      c->pushed_step.assign(n, -1);
+      chunks_.push_back(std::move(c));
+    }
+    registered_.assign(n, false);
+    goodbye_.assign(n, false);
+    clock_.assign(n, 0);
+    pushed_in_step_.assign(n, 0);
+  } else if (r.num_params() != num_params_) {
+    return absl::FailedPreconditionError(absl::StrCat("worker ", r.worker_id(), "'s model has ",
+                                                      r.num_params(), " parameters, worker(s) before "
+                                                      "it registered ", num_params_));
+  }
+  registered_[r.worker_id()] = true;
+  response->set_shard(options_.shard);
+  response->set_num_shards(options_.num_shards);
+  response->set_offset(slice_.offset);
+  response->set_size(slice_.size);
+  response->set_chunk_floats(chunk_floats_);
+  response->set_sync(SyncModeName(options_.sync.mode));
+  response->set_staleness(options_.sync.staleness);
+  response->set_initialized(initialized_);
+  response->set_step(start_step_);
+  return absl::OkStatus();
+}
+
+absl::Status Shard::CheckWorker(int w) const {
+  absl::MutexLock l(&mu_);
+  if (w < 0 || w >= options_.num_workers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown worker id ", w, " (workers are 0..", options_.num_workers - 1, ")"));
+  }
+  if (num_params_ < 0 || !registered_[w]) {
+    return absl::FailedPreconditionError(absl::StrCat("worker ", w, " has not registered"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Shard::CheckChunk(const ps::Chunk& chunk, int expected_worker) const {
+  const int w = chunk.worker_id();
+  RINGSIDE_RETURN_IF_ERROR(CheckWorker(w));
+  absl::MutexLock l(&mu_);
+  if (expected_worker >= 0 && w != expected_worker) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk from worker ", w, " in worker ",
+                                                   expected_worker, "'s stream"));
+  }
+  if (chunk.kind() != ps::GRADIENTS && chunk.kind() != ps::PARAMS &&
+      chunk.kind() != ps::OPTIMIZER_STATE) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown tensor kind ", chunk.kind()));
+  }
+  if (chunk.offset() < 0 || chunk.offset() >= slice_.size) {
+    return absl::OutOfRangeError(absl::StrCat("chunk offset ", chunk.offset(),
+                                              " outside the shard's ", slice_.size, " floats"));
+  }
+  if (chunk.offset() % chunk_floats_ != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk offset ", chunk.offset(),
+                                                   " is not on the ", chunk_floats_, "-float grid"));
+  }
+  const int64_t k = chunk.offset() / chunk_floats_;
+  const Slice c = ChunkOf(slice_.size, chunk_floats_, k);
+  const int64_t expected = c.size * static_cast<int64_t>(sizeof(float));
+  if (static_cast<int64_t>(chunk.data().size()) != expected) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk ", k, " carries ", chunk.data().size(),
+                                                   " bytes, expected ", expected));
+  }
+  if (chunk.step() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("negative step ", chunk.step()));
+  }
+  return k;
+}
+
+absl::Status Shard::Accept(ps::Chunk* chunk, int64_t wire_bytes) {
+  RINGSIDE_RETURN_IF_ERROR(health());
+  RINGSIDE_ASSIGN_OR_RETURN(int64_t k, CheckChunk(*chunk, -1));
+  if (chunk->kind() == ps::GRADIENTS) return AcceptGradient(chunk, k, wire_bytes);
+  return AcceptInit(chunk, k, wire_bytes);
+}
+
+absl::Status Shard::AcceptInit(ps::Chunk* chunk, int64_t k, int64_t wire_bytes) {
+  const int w = chunk->worker_id();
+  absl::MutexLock l(&mu_);
+  if (w != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("worker ", w, " may not set parameters or "
+                                                    "optimizer state (worker 0 initialises)"));
+  }
+  if (gradients_seen_) {
+    return absl::FailedPreconditionError("initialisation after training started");
+  }
+  const Slice c = ChunkOf(slice_.size, chunk_floats_, k);
+  const float* data = reinterpret_cast<const float*>(chunk->data().data());
+  totals_.set_bytes_in(totals_.bytes_in() + wire_bytes);
+  if (chunk->kind() == ps::OPTIMIZER_STATE) {
+    RINGSIDE_RETURN_IF_ERROR(sgd_->LoadStateRange(c.offset, absl::MakeConstSpan(data, c.size)));
+    return absl::OkStatus();
+  }
+  std::memcpy(params_.data() + c.offset, data, c.size * sizeof(float));
+  if (!initialized_ && ++init_chunks_ == static_cast<int64_t>(chunks_.size())) {
+    start_step_ = chunk->step();
+    for (auto& ch : chunks_) {
+      absl::MutexLock cl(&ch->mu);
+      ch->version = start_step_;
+    }
+    std::fill(clock_.begin(), clock_.end(), start_step_);
+    initialized_ = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::AcceptGradient(ps::Chunk* chunk, int64_t k, int64_t wire_bytes) {
+  const int w = chunk->worker_id();
+  const int64_t step = chunk->step();
+  const int n = options_.num_workers;
+  const bool bsp = options_.sync.mode == SyncMode::kBsp;
+  {
+    absl::MutexLock l(&mu_);
+    if (!initialized_) {
+      return absl::FailedPreconditionError("gradients before worker 0 initialised the parameters");
+    }
+    if (!bsp && step != clock_[w]) {
+      return absl::FailedPreconditionError(absl::StrCat("worker ", w, " pushed step ", step,
+                                                        ", its current step is ", clock_[w]));
+    }
+    gradients_seen_ = true;
+  }
+  const Slice c = ChunkOf(static_cast<int64_t>(params_.size()), chunk_floats_, k);
+  float* grad = reinterpret_cast<float*>(chunk->mutable_data()->data());
+  float* params = params_.data() + c.offset;
+  ChunkState& cs = *chunks_[k];
+  double aggregate_ms = 0, update_ms = 0;
+  {
+    absl::MutexLock cl(&cs.mu);
+    if (cs.pushed_step[w] == step) {
+      return absl::FailedPreconditionError(absl::StrCat("worker ", w, " pushed chunk ", k,
+                                                        " of step ", step, " twice"));
+    }
+    if (bsp && step != cs.version) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "worker ", w, " pushed step ", step, " but chunk ", k, " is at step ", cs.version));
+    }
+    cs.pushed_step[w] = step;
+    if (!bsp || n == 1) {
+      // ASP / SSP, or BSP with one worker: the push is the update. Workers scale their
+      // loss by 1/N (the mean over the global batch, see Trainer), so ASP / SSP undo
+      // that: each push steps with its worker's own batch-mean gradient (Downpour).
+      const absl::Time t = absl::Now();
+      if (!bsp && n > 1) ops_->Scale(grad, c.size, static_cast<float>(n));
+      sgd_->StepRange(c.offset, c.size, params, grad);
+      update_ms = MsSince(t);
+      if (bsp) ++cs.version;
+    } else {
+      // BSP: sum into the accumulator (each worker's gradient is already scaled by
+      // 1/N: the sum is the mean over the global batch); the last push steps.
+      float* acc = accumulator_.data() + c.offset;
+      absl::Time t = absl::Now();
+      if (cs.count == 0) {
+        std::memcpy(acc, grad, c.size * sizeof(float));
+      } else {
+        ops_->Axpy(c.size, 1.0f, grad, acc);
+      }
+      aggregate_ms = MsSince(t);
+      if (++cs.count == n) {
+        t = absl::Now();
+        sgd_->StepRange(c.offset, c.size, params, acc);
+        update_ms = MsSince(t);
+        cs.count = 0;
+        ++cs.version;
+      }
+    }
+  }
+  absl::MutexLock l(&mu_);
+  StepRecord& r = Record(step);
+  r.bytes_in += wire_bytes;
+  r.queue_depth = std::max(r.queue_depth, active_streams_.load());
+  r.aggregate_ms += aggregate_ms;
+  r.update_ms += update_ms;
+  if (++pushed_in_step_[w] == static_cast<int64_t>(chunks_.size())) {
+    // Worker w's whole push of `step` is here: its clock advances.
+    pushed_in_step_[w] = 0;
+    clock_[w] = step + 1;
+    const int64_t now = NowUs();
+    if (r.pushes_done++ == 0) r.first_push_done_us = now;
+    r.last_push_done_us = now;
+    MaybeFinishRecord(step);
+  }
+  return absl::OkStatus();
+}
+
+std::string Shard::LateWorkers(int64_t step) {
+  std::vector<int> late;
+  for (int w = 0; w < options_.num_workers; ++w) {
+    if (clock_[w] < step) late.push_back(w);
+  }
+  return absl::StrJoin(late, ", ");
+}
+
+absl::StatusOr<bool> Shard::ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                                         ps::Chunk* out) {
+  RINGSIDE_RETURN_IF_ERROR(health());
+  {
+    absl::MutexLock l(&mu_);
+    if (!initialized_) return false;
+    if (kind == ps::PARAMS && options_.sync.mode == SyncMode::kSsp &&
+        step > start_step_ &&
+        *std::min_element(clock_.begin(), clock_.end()) < step - options_.sync.staleness) {
+      return false;
+    }
+  }
+  ChunkState& cs = *chunks_[k];
+  absl::MutexLock cl(&cs.mu);
+  if (kind == ps::PARAMS && options_.sync.mode == SyncMode::kBsp) {
+    if (cs.version < step) return false;
+    if (cs.version > step) {
+      return absl::FailedPreconditionError(absl::StrCat("worker ", worker, " asked for step ", step,
+                                                        " of chunk ", k, ", which is at step ",
+                                                        cs.version));
+    }
+  }
+  FillChunk(kind, k, step, worker, out);
+  return true;
+}
+
+void Shard::FillChunk(ps::TensorKind kind, int64_t k, int64_t step, int worker, ps::Chunk* out) {
+  const Slice c = ChunkOf(static_cast<int64_t>(params_.size()), chunk_floats_, k);
+  out->set_worker_id(worker);
+  out->set_step(step);
+  out->set_kind(kind);
+  out->set_offset(c.offset);
+  std::string* data = out->mutable_data();
+  data->resize(c.size * sizeof(float));
+  if (kind == ps::OPTIMIZER_STATE) {
+    sgd_->SaveStateRange(c.offset, absl::MakeSpan(reinterpret_cast<float*>(data->data()), c.size))
+        .IgnoreError();  // The range is the shard's own.
+  } else {
+    std::memcpy(data->data(), params_.data() + c.offset, c.size * sizeof(float));
+  }
+}
+
+absl::Status Shard::Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                          ps::Chunk* out) {
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  while (true) {
+    RINGSIDE_ASSIGN_OR_RETURN(bool ready, ServeIfReady(worker, step, kind, k, out));
+    if (ready) return absl::OkStatus();
+    // Sleep until something changes (or the poll interval passes), then look again.
+    bool initialized;
+    std::string late;
+    {
+      absl::MutexLock l(&mu_);
+      initialized = initialized_;
+      if (!initialized) {
+        mu_.AwaitWithTimeout(absl::Condition(&initialized_), kPoll);
+        initialized = initialized_;
+      } else if (options_.sync.mode == SyncMode::kSsp) {
+        const int64_t need = step - options_.sync.staleness;
+        auto caught_up = [this, need]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return *std::min_element(clock_.begin(), clock_.end()) >= need || aborted_.load();
+        };
+        mu_.AwaitWithTimeout(absl::Condition(&caught_up), kPoll);
+        late = LateWorkers(need);
+      } else {
+        late = LateWorkers(step);
+      }
+    }
+    if (initialized && options_.sync.mode == SyncMode::kBsp) {
+      ChunkState& cs = *chunks_[k];
+      absl::MutexLock cl(&cs.mu);
+      auto updated = [&cs, step]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(cs.mu) {
+        return cs.version >= step;
+      };
+      cs.mu.AwaitWithTimeout(absl::Condition(&updated), kPoll);
+      std::vector<int> missing;
+      for (int w = 0; w < options_.num_workers; ++w) {
+        if (cs.pushed_step[w] < step - 1) missing.push_back(w);
+      }
+      late = absl::StrJoin(missing, ", ");
+    }
+    if (absl::Now() > deadline) {
+      if (!initialized) {
+        return Abort(absl::StrCat("worker 0 did not initialise the parameters within ",
+                                  absl::FormatDuration(options_.timeout)));
+      }
+      if (options_.sync.mode == SyncMode::kSsp) {
+        return Abort(absl::StrCat("worker(s) ", late, " stayed more than ",
+                                  options_.sync.staleness, " steps behind worker ", worker,
+                                  " for ", absl::FormatDuration(options_.timeout)));
+      }
+      return Abort(absl::StrCat("worker(s) ", late.empty() ? "?" : late, " did not push step ",
+                                step - 1, " within ", absl::FormatDuration(options_.timeout)));
+    }
+  }
+}
+
+void Shard::CountServed(int worker, int64_t step, ps::TensorKind kind, int64_t wire_bytes) {
+  absl::MutexLock l(&mu_);
+  totals_.set_bytes_out(totals_.bytes_out() + wire_bytes);
+  if (kind != ps::PARAMS || step <= start_step_) return;  // Start-up and checkpoint pulls.
+  StepRecord& r = Record(step - 1);
+  r.bytes_out += wire_bytes;
+  ++r.chunks_served;
+  MaybeFinishRecord(step - 1);
+}
+
+Shard::StepRecord& Shard::Record(int64_t step) {
+  auto [it, inserted] = records_.try_emplace(step);
+  if (inserted) it->second.start_us = NowUs();
+  return it->second;
+}
+
+void Shard::MaybeFinishRecord(int64_t step) {
+  auto it = records_.find(step);
+  if (it == records_.end()) return;
+  const StepRecord& r = it->second;
+  if (r.pushes_done < options_.num_workers ||
+      r.chunks_served < options_.num_workers * static_cast<int64_t>(chunks_.size())) {
+    return;
+  }
+  StepMetrics m;
+  m.set_step(step);
+  m.set_rank(options_.shard);
+  m.set_role("server");
+  m.set_start_us(r.start_us);
+  m.set_step_ms((NowUs() - r.start_us) / 1e3);
+  m.set_bytes_received(r.bytes_in);
+  m.set_bytes_sent(r.bytes_out);
+  m.set_wait_ms((r.last_push_done_us - r.first_push_done_us) / 1e3);
+  m.set_aggregate_ms(r.aggregate_ms);
+  m.set_update_ms(r.update_ms);
+  m.set_queue_depth(r.queue_depth);
+  m.set_samples(0);
+  totals_.set_steps_completed(totals_.steps_completed() + 1);
+  totals_.set_bytes_in(totals_.bytes_in() + r.bytes_in);
+  totals_.set_wait_ms(totals_.wait_ms() + m.wait_ms());
+  totals_.set_aggregate_ms(totals_.aggregate_ms() + r.aggregate_ms);
+  totals_.set_update_ms(totals_.update_ms() + r.update_ms);
+  totals_.set_max_queue_depth(std::max(totals_.max_queue_depth(), r.queue_depth));
+  *totals_.mutable_last_step() = m;
+  records_.erase(it);
+  if (options_.metrics != nullptr) options_.metrics->Write(m).IgnoreError();
+}
+
+absl::StatusOr<std::vector<double>> Shard::Barrier(int worker, const std::string& name,
+                                                   const std::vector<double>& values) {
+  RINGSIDE_RETURN_IF_ERROR(health());
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  absl::MutexLock l(&mu_);
+  if (worker < 0 || worker >= options_.num_workers || registered_.empty() || !registered_[worker]) {
+    return absl::InvalidArgumentError(absl::StrCat("barrier '", name, "' from unknown worker ", worker));
+  }
+  BarrierState& b = barriers_[name];
+  if (b.arrived.empty()) {
+    b.arrived.assign(options_.num_workers, false);
+    b.sums.assign(values.size(), 0.0);
+    b.left = options_.num_workers;
+  }
+  if (b.arrived[worker]) {
+    return absl::FailedPreconditionError(absl::StrCat("worker ", worker, " entered barrier '",
+                                                      name, "' twice"));
+  }
+  if (values.size() != b.sums.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("barrier '", name, "': worker ", worker, " sent ",
+                                                   values.size(), " values, others ", b.sums.size()));
+  }
+  b.arrived[worker] = true;
+  for (size_t i = 0; i < values.size(); ++i) b.sums[i] += values[i];
+  auto all_arrived = [&b, this]() {
+    return aborted_.load() || std::count(b.arrived.begin(), b.arrived.end(), true) == options_.num_workers;
+  };
+  while (!all_arrived()) {
+    if (absl::Now() > deadline) {
+      std::vector<int> missing;
+      for (int w = 0; w < options_.num_workers; ++w) {
+        if (!b.arrived[w]) missing.push_back(w);
+      }
+      const std::string why = absl::StrCat("worker(s) ", absl::StrJoin(missing, ", "),
+                                           " did not reach barrier '", name, "' within ",
+                                           absl::FormatDuration(options_.timeout));
+      mu_.Unlock();
+      absl::Status s = Abort(why);
+      mu_.Lock();
+      return s;
+    }
+    mu_.AwaitWithTimeout(absl::Condition(&all_arrived), kPoll);
+  }
+  if (aborted_.load()) return absl::AbortedError(abort_reason_);
+  std::vector<double> sums = b.sums;
+  if (--b.left == 0) barriers_.erase(name);
+  return sums;
+}
+
+ps::ShardStats Shard::Stats() {
+  absl::MutexLock l(&mu_);
+  return totals_;
+}
+
+void Shard::StreamStarted() { active_streams_.fetch_add(1); }
+void Shard::StreamEnded() { active_streams_.fetch_sub(1); }
+
+void Shard::WorkerLost(int worker, const std::string& why) {
+  Abort(absl::StrCat("worker ", worker, " lost: ", why)).IgnoreError();
+}
+
+void Shard::Goodbye(int worker) {
+  absl::MutexLock l(&mu_);
+  if (worker >= 0 && worker < static_cast<int>(goodbye_.size())) goodbye_[worker] = true;
+}
+
+absl::Status Shard::WaitUntilDone() {
+  absl::MutexLock l(&mu_);
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return aborted_.load() ||
+           (!goodbye_.empty() && std::count(goodbye_.begin(), goodbye_.end(), true) ==
+                                     options_.num_workers);
+  };
+  while (!done()) mu_.AwaitWithTimeout(absl::Condition(&done), kPoll);
+  if (aborted_.load()) return absl::AbortedError(abort_reason_);
+  return absl::OkStatus();
+}
+
+}  // namespace ringside

@@ -1,0 +1,170 @@
+// One parameter-server shard without the RPC layer: its slice of the parameters, the
+// SGD state for it, gradient aggregation under BSP / SSP / ASP, registration,
+// barriers, fault bookkeeping and per-step statistics. The gRPC service (ps_service.h)
+// is a thin translation of streams onto these calls, so the consistency logic is tested
+// here without sockets.
+//
+// Thread-safety: every method may be called from any number of RPC threads at once.
+// Gradient arithmetic holds only the lock of the chunk it touches, so workers pushing
+// different chunks aggregate in parallel.
+#ifndef RINGSIDE_PS_SERVER_SHARD_H_
+#define RINGSIDE_PS_SERVER_SHARD_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/metrics.h"
+#include "common/ops.h"
+#include "common/sgd.h"
+#include "ps_server/ps.pb.h"
+#include "ps_server/sharding.h"
+
+namespace ringside {
+
+struct PsShardOptions {
+  int shard = 0;
+  int num_shards = 1;
+  int num_workers = 1;
+  SyncPolicy sync;
+  int64_t chunk_bytes = 1 << 20;
+  SgdHyper hyper;
+  uint32_t config_hash = 0;  // Workers must register with the same hash...
+  std::string model;         // ...and model spec.
+  // How long a worker may keep the others waiting (BSP push, SSP bound, barrier)
+  // before the shard declares it lost and aborts the job.
+  absl::Duration timeout = absl::Seconds(60);
+  MetricsWriter* metrics = nullptr;  // Per-step shard records; borrowed, may be null.
+};
+
+class Shard {
+ public:
+  // InvalidArgument for bad options. The slice is sized by the first registration.
+  static absl::StatusOr<std::unique_ptr<Shard>> Create(const PsShardOptions& options);
+  ~Shard();
+
+  const PsShardOptions& options() const { return options_; }
+
+  // Protocol step 0. InvalidArgument for an unknown worker id or a different worker
+  // count; FailedPrecondition for a different configuration hash, model or size.
+  absl::Status Register(const ps::RegisterRequest& request, ps::RegisterResponse* response);
+
+  // InvalidArgument for an id outside [0, num_workers); FailedPrecondition if that
+  // worker has not registered.
+  absl::Status CheckWorker(int worker) const;
+
+  // Checks a received chunk against the registration, the chunk grid and the slice
+  // without side effects: InvalidArgument for an unknown or unregistered worker, a
+  // payload that is not the chunk's exact length, or an offset off the grid or out of
+  // range. `expected_worker` >= 0 also requires that id. Returns the chunk index.
+  absl::StatusOr<int64_t> CheckChunk(const ps::Chunk& chunk, int expected_worker) const;
+
+  // Takes a checked chunk. GRADIENTS are aggregated and applied per the sync mode
+  // (FailedPrecondition for a step that is not the worker's current one, or a chunk
+  // pushed twice). PARAMS / OPTIMIZER_STATE initialise the shard (worker 0, before any
+  // gradient). `wire_bytes` is the serialised size, for the statistics. The payload
+  // buffer may be used as scratch.
+  absl::Status Accept(ps::Chunk* chunk, int64_t wire_bytes);
+
+  // Fills `out` with chunk k of `kind` for `worker`, who is about to run `step`, once
+  // the sync mode allows: BSP waits for the step's update of the chunk, SSP for the
+  // slowest worker to be within the bound. Blocks; after options().timeout without
+  // progress it aborts the job (naming the late workers) and returns Aborted. Also
+  // Aborted once the job was aborted by anyone.
+  absl::Status Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k, ps::Chunk* out);
+  // Same, but returns false at once instead of waiting.
+  absl::StatusOr<bool> ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                                    ps::Chunk* out);
+  // Accounts a served chunk of `wire_bytes` to its step's statistics.
+  void CountServed(int worker, int64_t step, ps::TensorKind kind, int64_t wire_bytes);
+
+  // Blocks until all workers called it with `name`; returns element-wise sums.
+  absl::StatusOr<std::vector<double>> Barrier(int worker, const std::string& name,
+                                              const std::vector<double>& values);
+
+  ps::ShardStats Stats();
+
+  // An RPC stream began / ended (queue depth).
+  void StreamStarted();
+  void StreamEnded();
+
+  // A worker vanished (its stream broke mid-step): aborts the job naming it.
+  void WorkerLost(int worker, const std::string& why);
+  // Worker says goodbye after its last step.
+  void Goodbye(int worker);
+  // Blocks until every worker said goodbye (OK) or the job was aborted (Aborted).
+  absl::Status WaitUntilDone();
+  // OK or the abort status.
+  absl::Status health();
+
+  int64_t chunk_floats() const { return chunk_floats_; }
+  // Valid after the first registration.
+  int64_t num_chunks() const;
+  Slice slice() const;
+
+ private:
+  struct ChunkState;
+  struct StepRecord;
+  explicit Shard(const PsShardOptions& options, int64_t chunk_floats);
+
+  absl::Status Abort(const std::string& why);
+  absl::Status AbortedStatus();
+  void FillChunk(ps::TensorKind kind, int64_t k, int64_t step, int worker, ps::Chunk* out);
+  absl::Status AcceptGradient(ps::Chunk* chunk, int64_t k, int64_t wire_bytes);
+  absl::Status AcceptInit(ps::Chunk* chunk, int64_t k, int64_t wire_bytes);
+  // Statistics of step `step`; created on first use.
+  StepRecord& Record(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeFinishRecord(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string LateWorkers(int64_t step) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  const PsShardOptions options_;
+  const int64_t chunk_floats_;
+  std::unique_ptr<Ops> ops_;
+  std::atomic<bool> aborted_{false};
+  std::atomic<int> active_streams_{0};
+
+  mutable absl::Mutex mu_;
+  // Layout, fixed by the first registration.
+  int64_t num_params_ ABSL_GUARDED_BY(mu_) = -1;
+  Slice slice_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> registered_ ABSL_GUARDED_BY(mu_);
+  // Initialisation by worker 0.
+  bool initialized_ ABSL_GUARDED_BY(mu_) = false;
+  bool gradients_seen_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t start_step_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t init_chunks_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<float> init_state_ ABSL_GUARDED_BY(mu_);  // Optimizer state being received.
+  int64_t init_state_chunks_ ABSL_GUARDED_BY(mu_) = 0;
+  // clock_[w]: steps worker w has pushed completely to this shard.
+  std::vector<int64_t> clock_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> pushed_in_step_ ABSL_GUARDED_BY(mu_);  // Chunks of clock_[w].
+  std::string abort_reason_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> goodbye_ ABSL_GUARDED_BY(mu_);
+  struct BarrierState {
+    std::vector<bool> arrived;
+    std::vector<double> sums;
+    int left = 0;  // Workers that have not yet read the result.
+  };
+  std::map<std::string, BarrierState> barriers_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, StepRecord> records_ ABSL_GUARDED_BY(mu_);
+  ps::ShardStats totals_ ABSL_GUARDED_BY(mu_);
+
+  // Parameters, SGD state and per-chunk aggregation; sized by the first registration.
+  // Element ranges of chunk k are guarded by chunks_[k]->mu.
+  std::vector<float> params_;
+  std::vector<float> accumulator_;
+  std::unique_ptr<Sgd> sgd_;
+  std::vector<std::unique_ptr<ChunkState>> chunks_;
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_PS_SERVER_SHARD_H_

@@ -1,0 +1,71 @@
+#include "ps_server/sharding.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace ringside {
+
+Slice ShardSlice(int64_t num_params, int shard, int num_shards) {
+  // No overflow: parameter counts stay far below 2^47 and shard counts below 2^16.
+  const int64_t begin = num_params * shard / num_shards;
+  const int64_t end = num_params * (shard + 1) / num_shards;
+  return Slice{begin, end - begin};
+}
+
+absl::Status ValidateSharding(int64_t num_params, int num_shards) {
+  if (num_shards < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--ps_shards must be >= 1, got ", num_shards));
+  }
+  if (num_shards > num_params) {
+    return absl::InvalidArgumentError(absl::StrCat("--ps_shards=", num_shards, " exceeds the model's ",
+                                                   num_params, " parameters"));
+  }
+  return absl::OkStatus();
+}
+
+int64_t NumChunks(int64_t size, int64_t chunk_floats) {
+  return (size + chunk_floats - 1) / chunk_floats;
+}
+
+Slice ChunkOf(int64_t size, int64_t chunk_floats, int64_t k) {
+  const int64_t begin = k * chunk_floats;
+  return Slice{begin, std::min(size, begin + chunk_floats) - begin};
+}
+
+absl::StatusOr<int64_t> ChunkFloats(int64_t chunk_bytes) {
+  if (chunk_bytes < 4 || chunk_bytes % 4 != 0 || chunk_bytes > (int64_t{64} << 20)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "chunk size must be a positive multiple of 4 bytes up to 64 MiB, got ", chunk_bytes));
+  }
+  return chunk_bytes / 4;
+}
+
+absl::StatusOr<SyncPolicy> ParseSyncPolicy(const std::string& text) {
+  SyncPolicy p;
+  if (text == "bsp") return p;
+  if (text == "asp") {
+    p.mode = SyncMode::kAsp;
+    return p;
+  }
+  if (absl::StartsWith(text, "ssp:") && absl::SimpleAtoi(text.substr(4), &p.staleness) &&
+      p.staleness >= 0) {
+    p.mode = SyncMode::kSsp;
+    return p;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--ps_sync must be bsp, ssp:K (K >= 0) or asp, got '", text, "'"));
+}
+
+std::string SyncModeName(SyncMode mode) {
+  switch (mode) {
+    case SyncMode::kBsp: return "bsp";
+    case SyncMode::kSsp: return "ssp";
+    case SyncMode::kAsp: return "asp";
+  }
+  return "?";
+}
+
+}  // namespace ringside

@@ -1,0 +1,50 @@
+// How the flat parameters are split over parameter-server shards, how a shard's slice
+// is cut into stream chunks, and the consistency modes. Shared by servers and workers.
+#ifndef RINGSIDE_PS_SERVER_SHARDING_H_
+#define RINGSIDE_PS_SERVER_SHARDING_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace ringside {
+
+// A contiguous range of the flat float parameters.
+struct Slice {
+  int64_t offset = 0;
+  int64_t size = 0;
+};
+
+// Shard `shard` of `num_shards` over `num_params` floats: [floor(s*P/S),
+// floor((s+1)*P/S)). Byte-balanced: slice sizes differ by at most one float, whatever
+// P, S and the layer boundaries. Requires 0 <= shard < num_shards <= num_params.
+Slice ShardSlice(int64_t num_params, int shard, int num_shards);
+
+// InvalidArgument unless 1 <= num_shards <= num_params.
+absl::Status ValidateSharding(int64_t num_params, int num_shards);
+
+// Chunk k of a slice of `size` floats cut into pieces of `chunk_floats`:
+// [k * chunk_floats, min((k + 1) * chunk_floats, size)), relative to the slice.
+int64_t NumChunks(int64_t size, int64_t chunk_floats);
+Slice ChunkOf(int64_t size, int64_t chunk_floats, int64_t k);
+
+// Floats per chunk for a chunk size in bytes. InvalidArgument unless the size is a
+// positive multiple of 4 no larger than 64 MiB (under gRPC's receive cap set by both
+// ends).
+absl::StatusOr<int64_t> ChunkFloats(int64_t chunk_bytes);
+
+enum class SyncMode { kBsp, kSsp, kAsp };
+
+struct SyncPolicy {
+  SyncMode mode = SyncMode::kBsp;
+  int staleness = 0;  // SSP bound K: no worker starts step s before all pushed s - K.
+};
+
+// "bsp", "ssp:K" (K >= 0) or "asp". InvalidArgument otherwise.
+absl::StatusOr<SyncPolicy> ParseSyncPolicy(const std::string& text);
+std::string SyncModeName(SyncMode mode);  // "bsp", "ssp", "asp".
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_PS_SERVER_SHARDING_H_

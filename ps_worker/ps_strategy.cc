@@ -1,0 +1,214 @@
+#include "ps_worker/ps_strategy.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/local_step.h"
+#include "common/status_macros.h"
+
+namespace ringside {
+namespace {
+
+int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PsStrategy>> PsStrategy::Create(
+    std::vector<std::unique_ptr<ShardClient>> clients, Model* model,
+    const PsStrategyOptions& options) {
+  int64_t covered = 0;
+  for (const auto& c : clients) {
+    if (c->layout().offset() != covered) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shard ", c->layout().shard(), " starts at parameter ", c->layout().offset(),
+          ", expected ", covered, " (are the shards listed in order?)"));
+    }
+    covered += c->layout().size();
+  }
+  if (covered != model->num_params()) {
+    return absl::FailedPreconditionError(absl::StrCat("the shards hold ", covered,
+                                                      " parameters, the model has ",
+                                                      model->num_params()));
+  }
+  return std::unique_ptr<PsStrategy>(new PsStrategy(std::move(clients), model, options));
+}
+
+PsStrategy::PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model* model,
+                       const PsStrategyOptions& options)
+    : clients_(std::move(clients)), model_(model), options_(options) {
+  for (const auto& c : clients_) slices_.push_back(Slice{c->layout().offset(), c->layout().size()});
+  absl::MutexLock l(&mu_);
+  remaining_.resize(clients_.size());
+}
+
+PsStrategy::~PsStrategy() {
+  {
+    absl::MutexLock l(&mu_);
+    cancelled_ = true;
+  }
+  JoinSenders();
+}
+
+void PsStrategy::JoinSenders() {
+  for (std::thread& t : senders_) t.join();
+  senders_.clear();
+}
+
+bool PsStrategy::WaitReady(int s, int64_t k) {
+  absl::MutexLock l(&mu_);
+  auto ready = [this, s, k]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return cancelled_ || remaining_[s][k] == 0;
+  };
+  mu_.Await(absl::Condition(&ready));
+  return !cancelled_;
+}
+
+void PsStrategy::StartPushPull() {
+  if (options_.crash_at_step >= 0 && step_ == options_.crash_at_step) {
+    _exit(3);  // Test hook: die like a killed process, without saying goodbye.
+  }
+  if (options_.step_delay > absl::ZeroDuration()) absl::SleepFor(options_.step_delay);
+  {
+    absl::MutexLock l(&mu_);
+    for (size_t s = 0; s < clients_.size(); ++s) {
+      const int64_t cf = clients_[s]->layout().chunk_floats();
+      const int64_t chunks = clients_[s]->num_chunks();
+      remaining_[s].resize(chunks);
+      for (int64_t k = 0; k < chunks; ++k) remaining_[s][k] = ChunkOf(slices_[s].size, cf, k).size;
+    }
+  }
+  started_ = true;
+  results_.assign(clients_.size(), absl::OkStatus());
+  timings_.assign(clients_.size(), PushPullTiming());
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    senders_.emplace_back([this, s] {
+      const Slice& slice = slices_[s];
+      results_[s] = clients_[s]->PushPull(
+          step_, model_->grads() + slice.offset, model_->params() + slice.offset,
+          [this, s](int64_t k) { return WaitReady(static_cast<int>(s), k); }, &timings_[s]);
+    });
+  }
+}
+
+void PsStrategy::OnGradientReady(const ParamRange& range) {
+  if (!started_) StartPushPull();
+  absl::MutexLock l(&mu_);
+  const int64_t end = range.offset + range.size;
+  for (size_t s = 0; s < slices_.size(); ++s) {
+    const int64_t lo = std::max(range.offset, slices_[s].offset);
+    const int64_t hi = std::min(end, slices_[s].offset + slices_[s].size);
+    if (lo >= hi) continue;
+    const int64_t cf = clients_[s]->layout().chunk_floats();
+    // Chunks of shard s overlapping [lo, hi), relative to the slice.
+    for (int64_t k = (lo - slices_[s].offset) / cf; k * cf + slices_[s].offset < hi; ++k) {
+      const int64_t c_lo = std::max(lo, slices_[s].offset + k * cf);
+      const int64_t c_hi = std::min(hi, slices_[s].offset + std::min((k + 1) * cf, slices_[s].size));
+      remaining_[s][k] -= c_hi - c_lo;
+    }
+  }
+}
+
+absl::Status PsStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) {
+  const int64_t t0 = NowUs();
+  if (!started_) {
+    // No gradient was announced (an empty model range never is): all are final now.
+    OnGradientReady(ParamRange{0, model->num_params()});
+  }
+  JoinSenders();
+  started_ = false;
+  absl::Status status;
+  int64_t push_done = t0, first = INT64_MAX, last = t0, sent = 0, received = 0;
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    if (status.ok() && !results_[s].ok()) status = results_[s];
+    push_done = std::max(push_done, timings_[s].push_done_us);
+    first = std::min(first, timings_[s].first_chunk_us);
+    last = std::max(last, timings_[s].last_chunk_us);
+    sent += timings_[s].bytes_sent;
+    received += timings_[s].bytes_received;
+  }
+  RINGSIDE_RETURN_IF_ERROR(Annotate(status, absl::StrCat("worker ", options_.worker_id)));
+  // Exposed phases after backward: push until the last chunk is out, wait until the
+  // first updated chunk is back (if it was not back already), pull until the last.
+  first = std::max(first, push_done);
+  m->set_push_ms((push_done - t0) / 1e3);
+  m->set_wait_ms((first - push_done) / 1e3);
+  m->set_pull_ms((last - first) / 1e3);
+  m->set_comm_ms(m->push_ms() + m->pull_ms());
+  m->set_bytes_sent(sent);
+  m->set_bytes_received(received);
+  if (trace != nullptr) {
+    trace->Span("push", kCommTrack, t0, push_done - t0);
+    trace->Span("wait for shards", kCommTrack, push_done, first - push_done);
+    trace->Span("pull", kCommTrack, first, last - first);
+  }
+  ++step_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvalResult> PsStrategy::ReduceEval(const EvalResult& local) {
+  RINGSIDE_ASSIGN_OR_RETURN(
+      std::vector<double> sums,
+      clients_[0]->Barrier(absl::StrCat("eval/", barriers_++),
+                           {local.loss_sum, static_cast<double>(local.correct),
+                            static_cast<double>(local.count)}));
+  EvalResult out;
+  out.loss_sum = sums[0];
+  out.correct = static_cast<int64_t>(sums[1]);
+  out.count = static_cast<int64_t>(sums[2]);
+  return out;
+}
+
+absl::StatusOr<std::vector<float>> PsStrategy::SaveOptimizerState() {
+  if (!options_.has_momentum) return std::vector<float>();
+  std::vector<float> state(model_->num_params());
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    RINGSIDE_RETURN_IF_ERROR(
+        clients_[s]->Pull(step_, ps::OPTIMIZER_STATE, state.data() + slices_[s].offset));
+  }
+  return state;
+}
+
+absl::Status PsStrategy::LoadOptimizerState(absl::Span<const float> state) {
+  const int64_t expected = options_.has_momentum ? model_->num_params() : 0;
+  if (static_cast<int64_t>(state.size()) != expected) {
+    return absl::InvalidArgumentError(absl::StrCat("optimizer state has ", state.size(),
+                                                   " floats, expected ", expected));
+  }
+  restored_state_.assign(state.begin(), state.end());
+  return absl::OkStatus();
+}
+
+absl::Status PsStrategy::AfterCheckpoint() {
+  return clients_[0]->Barrier(absl::StrCat("checkpoint/", barriers_++), {}).status();
+}
+
+absl::Status PsStrategy::Start(int64_t step) {
+  step_ = step;
+  if (options_.worker_id == 0) {
+    // Optimizer state first: the parameters' arrival releases the other workers.
+    for (size_t s = 0; s < clients_.size(); ++s) {
+      if (!restored_state_.empty()) {
+        RINGSIDE_RETURN_IF_ERROR(clients_[s]->Push(step, ps::OPTIMIZER_STATE,
+                                                   restored_state_.data() + slices_[s].offset));
+      }
+      RINGSIDE_RETURN_IF_ERROR(
+          clients_[s]->Push(step, ps::PARAMS, model_->params() + slices_[s].offset));
+    }
+  }
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    RINGSIDE_RETURN_IF_ERROR(
+        clients_[s]->Pull(step, ps::PARAMS, model_->params() + slices_[s].offset));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsStrategy::Finish() {
+  RINGSIDE_RETURN_IF_ERROR(clients_[0]->Barrier("end", {}).status());
+  for (auto& c : clients_) RINGSIDE_RETURN_IF_ERROR(c->Shutdown());
+  return absl::OkStatus();
+}
+
+}  // namespace ringside

@@ -1,0 +1,229 @@
+#include "ps_worker/shard_client.h"
+
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "ps_server/ps_service.h"
+
+namespace ringside {
+namespace {
+
+int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
+
+// Transfer allowance on top of the server-side waiting timeout: a 64 MiB chunk at a
+// slow 100 MB/s, and then some.
+constexpr absl::Duration kTransferAllowance = absl::Seconds(30);
+
+}  // namespace
+
+std::shared_ptr<grpc::Channel> NewPsChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxPsMessageBytes);
+  args.SetMaxSendMessageSize(kMaxPsMessageBytes);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+ShardClient::ShardClient(std::shared_ptr<grpc::Channel> channel, std::string name, int worker_id,
+                         absl::Duration timeout)
+    : stub_(ps::ParameterServer::NewStub(channel)),
+      name_(std::move(name)),
+      worker_id_(worker_id),
+      timeout_(timeout) {}
+
+absl::Status ShardClient::Error(const grpc::Status& s, const std::string& what) const {
+  std::string detail = s.error_message();
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    detail = absl::StrCat("unreachable (", detail, ")");
+  } else if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    detail = absl::StrCat("no answer within the deadline (", detail, ")");
+  }
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(name_, ": ", what, ": ", detail));
+}
+
+void ShardClient::SetDeadline(grpc::ClientContext* context, absl::Duration extra) const {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout_ + extra));
+}
+
+int64_t ShardClient::num_chunks() const {
+  return NumChunks(layout_.size(), layout_.chunk_floats());
+}
+
+absl::StatusOr<ps::RegisterResponse> ShardClient::Register(const ps::RegisterRequest& request) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+  context.set_wait_for_ready(true);  // The server may still be starting.
+  ps::RegisterResponse response;
+  grpc::Status s = stub_->Register(&context, request, &response);
+  if (!s.ok()) return Error(s, "register");
+  if (response.chunk_floats() < 1 || response.size() < 1) {
+    return absl::DataLossError(absl::StrCat(name_, ": register: bad layout"));
+  }
+  layout_ = response;
+  return response;
+}
+
+absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* params,
+                                   const std::function<bool(int64_t)>& wait_ready,
+                                   PushPullTiming* timing) {
+  const int64_t chunks = num_chunks();
+  const int64_t size = layout_.size();
+  const int64_t cf = layout_.chunk_floats();
+  grpc::ClientContext context;
+  SetDeadline(&context, kTransferAllowance);
+  std::unique_ptr<grpc::ClientReaderWriter<ps::Chunk, ps::Chunk>> stream = stub_->PushPull(&context);
+
+  // The reader runs beside the writer: the server streams updated chunks back while
+  // this worker is still pushing (and would stall if nobody read them).
+  absl::Status read_status;
+  int64_t received = 0;
+  std::thread reader([&] {
+    ps::Chunk in;
+    while (stream->Read(&in)) {
+      const int64_t n = static_cast<int64_t>(in.data().size() / sizeof(float));
+      if (in.kind() != ps::PARAMS || in.offset() < 0 || in.offset() % cf != 0 ||
+          n != ChunkOf(size, cf, in.offset() / cf).size || in.step() != step + 1) {
+        read_status = absl::DataLossError(absl::StrCat(name_, ": malformed parameter chunk at offset ",
+                                                       in.offset(), " for step ", in.step()));
+        context.TryCancel();
+        return;
+      }
+      std::memcpy(params + in.offset(), in.data().data(), n * sizeof(float));
+      const int64_t now = NowUs();
+      if (received++ == 0) timing->first_chunk_us = now;
+      timing->last_chunk_us = now;
+      timing->bytes_received += static_cast<int64_t>(in.ByteSizeLong());
+    }
+  });
+
+  ps::Chunk out;
+  out.set_worker_id(worker_id_);
+  out.set_step(step);
+  out.set_kind(ps::GRADIENTS);
+  bool write_ok = true;
+  bool cancelled = false;
+  for (int64_t k = chunks - 1; k >= 0 && write_ok; --k) {
+    if (!wait_ready(k)) {
+      cancelled = true;
+      context.TryCancel();
+      break;
+    }
+    const Slice c = ChunkOf(size, cf, k);
+    out.set_offset(c.offset);
+    out.mutable_data()->assign(reinterpret_cast<const char*>(grads + c.offset),
+                               c.size * sizeof(float));
+    timing->bytes_sent += static_cast<int64_t>(out.ByteSizeLong());
+    write_ok = stream->Write(out);
+  }
+  if (write_ok) stream->WritesDone();
+  timing->push_done_us = NowUs();
+  reader.join();
+  grpc::Status s = stream->Finish();
+  if (cancelled) return absl::CancelledError(absl::StrCat(name_, ": push-pull of step ", step, " cancelled"));
+  if (!read_status.ok()) return read_status;
+  if (!s.ok()) return Error(s, absl::StrCat("push-pull of step ", step));
+  if (received != chunks) {
+    return absl::DataLossError(absl::StrCat(name_, ": push-pull of step ", step, " returned ",
+                                            received, " of ", chunks, " chunks"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShardClient::Push(int64_t step, ps::TensorKind kind, const float* data,
+                               int64_t* bytes_sent) {
+  const int64_t size = layout_.size();
+  const int64_t cf = layout_.chunk_floats();
+  grpc::ClientContext context;
+  SetDeadline(&context, kTransferAllowance);
+  ps::PushResponse response;
+  std::unique_ptr<grpc::ClientWriter<ps::Chunk>> writer = stub_->Push(&context, &response);
+  ps::Chunk out;
+  out.set_worker_id(worker_id_);
+  out.set_step(step);
+  out.set_kind(kind);
+  bool ok = true;
+  for (int64_t k = 0; k < num_chunks() && ok; ++k) {
+    const Slice c = ChunkOf(size, cf, k);
+    out.set_offset(c.offset);
+    out.mutable_data()->assign(reinterpret_cast<const char*>(data + c.offset), c.size * sizeof(float));
+    if (bytes_sent != nullptr) *bytes_sent += static_cast<int64_t>(out.ByteSizeLong());
+    ok = writer->Write(out);
+  }
+  if (ok) writer->WritesDone();
+  grpc::Status s = writer->Finish();
+  if (!s.ok()) return Error(s, absl::StrCat("push of step ", step));
+  return absl::OkStatus();
+}
+
+absl::Status ShardClient::Pull(int64_t step, ps::TensorKind kind, float* out,
+                               int64_t* bytes_received) {
+  const int64_t size = layout_.size();
+  const int64_t cf = layout_.chunk_floats();
+  grpc::ClientContext context;
+  SetDeadline(&context, kTransferAllowance);
+  ps::PullRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_step(step);
+  request.set_kind(kind);
+  std::unique_ptr<grpc::ClientReader<ps::Chunk>> reader = stub_->Pull(&context, request);
+  ps::Chunk in;
+  int64_t received = 0;
+  absl::Status bad;
+  while (bad.ok() && reader->Read(&in)) {
+    const int64_t n = static_cast<int64_t>(in.data().size() / sizeof(float));
+    if (in.offset() < 0 || in.offset() % cf != 0 || n != ChunkOf(size, cf, in.offset() / cf).size) {
+      bad = absl::DataLossError(absl::StrCat(name_, ": malformed chunk at offset ", in.offset()));
+      context.TryCancel();
+      break;
+    }
+    std::memcpy(out + in.offset(), in.data().data(), n * sizeof(float));
+    if (bytes_received != nullptr) *bytes_received += static_cast<int64_t>(in.ByteSizeLong());
+    ++received;
+  }
+  grpc::Status s = reader->Finish();
+  if (!bad.ok()) return bad;
+  if (!s.ok()) return Error(s, absl::StrCat("pull of step ", step));
+  if (received != num_chunks()) {
+    return absl::DataLossError(absl::StrCat(name_, ": pull of step ", step, " returned ", received,
+                                            " of ", num_chunks(), " chunks"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<double>> ShardClient::Barrier(const std::string& name,
+                                                         const std::vector<double>& values) {
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Seconds(5));
+  ps::BarrierRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_name(name);
+  for (double v : values) request.add_values(v);
+  ps::BarrierResponse response;
+  grpc::Status s = stub_->Barrier(&context, request, &response);
+  if (!s.ok()) return Error(s, absl::StrCat("barrier '", name, "'"));
+  return std::vector<double>(response.sums().begin(), response.sums().end());
+}
+
+absl::StatusOr<ps::ShardStats> ShardClient::Stats() {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  ps::ShardStats stats;
+  grpc::Status s = stub_->Stats(&context, ps::StatsRequest(), &stats);
+  if (!s.ok()) return Error(s, "stats");
+  return stats;
+}
+
+absl::Status ShardClient::Shutdown() {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  ps::ShutdownRequest request;
+  request.set_worker_id(worker_id_);
+  ps::ShutdownResponse response;
+  grpc::Status s = stub_->Shutdown(&context, request, &response);
+  if (!s.ok()) return Error(s, "shutdown");
+  return absl::OkStatus();
+}
+
+}  // namespace ringside

@@ -1,0 +1,78 @@
+// A worker's connection to one parameter-server shard: every RPC of ps.proto with a
+// deadline, tensors streamed in chunks straight from / into the caller's buffers.
+#ifndef RINGSIDE_PS_WORKER_SHARD_CLIENT_H_
+#define RINGSIDE_PS_WORKER_SHARD_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "ps_server/ps.grpc.pb.h"
+#include "ps_server/sharding.h"
+
+namespace ringside {
+
+// Timestamps (Unix microseconds) and bytes of one push-pull call.
+struct PushPullTiming {
+  int64_t push_done_us = 0;   // WritesDone returned: every gradient chunk is out.
+  int64_t first_chunk_us = 0; // First updated chunk arrived.
+  int64_t last_chunk_us = 0;  // Last updated chunk arrived.
+  int64_t bytes_sent = 0;     // Serialised Chunk bytes.
+  int64_t bytes_received = 0;
+};
+
+// Thread-safe for different calls from different threads (gRPC stubs are).
+class ShardClient {
+ public:
+  // `channel` reaches the shard; `name` ("shard 1 at host:port") prefixes errors;
+  // `timeout` is how long the server may keep a call waiting on other workers, and
+  // each call's deadline is that plus a transfer allowance.
+  ShardClient(std::shared_ptr<grpc::Channel> channel, std::string name, int worker_id,
+              absl::Duration timeout);
+
+  // Protocol step 0; waits up to the timeout for the server to come up. Fills the
+  // slice and chunk grid used by the other calls.
+  absl::StatusOr<ps::RegisterResponse> Register(const ps::RegisterRequest& request);
+  const ps::RegisterResponse& layout() const { return layout_; }
+  int64_t num_chunks() const;
+
+  // Combined push-pull of one step. Sends the chunks of `grads` (this shard's slice,
+  // layout().size floats) in descending chunk order, calling wait_ready(k) before chunk
+  // k (it blocks until the chunk's gradients are final; false cancels the call with
+  // Cancelled), and writes each updated chunk
+  // into `params` (the slice) as it arrives. Blocks until all chunks came back.
+  absl::Status PushPull(int64_t step, const float* grads, float* params,
+                        const std::function<bool(int64_t)>& wait_ready, PushPullTiming* timing);
+  // Push-only (gradients of `step`, or worker 0's PARAMS / OPTIMIZER_STATE) and
+  // pull-only (PARAMS for `step`, or OPTIMIZER_STATE) of the whole slice.
+  absl::Status Push(int64_t step, ps::TensorKind kind, const float* data,
+                    int64_t* bytes_sent = nullptr);
+  absl::Status Pull(int64_t step, ps::TensorKind kind, float* out, int64_t* bytes_received = nullptr);
+
+  absl::StatusOr<std::vector<double>> Barrier(const std::string& name,
+                                              const std::vector<double>& values);
+  absl::StatusOr<ps::ShardStats> Stats();
+  absl::Status Shutdown();
+
+ private:
+  absl::Status Error(const grpc::Status& s, const std::string& what) const;
+  void SetDeadline(grpc::ClientContext* context, absl::Duration extra) const;
+
+  std::unique_ptr<ps::ParameterServer::Stub> stub_;
+  const std::string name_;
+  const int worker_id_;
+  const absl::Duration timeout_;
+  ps::RegisterResponse layout_;
+};
+
+// Channel to "host:port" that accepts the largest chunks.
+std::shared_ptr<grpc::Channel> NewPsChannel(const std::string& address);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_PS_WORKER_SHARD_CLIENT_H_
