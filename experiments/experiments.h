@@ -3,12 +3,14 @@
 //   launcher.h       `ringside launch` (torchrun-style) and local DDP launches
 //   step_bench.h     `ringside bench step`  (training-step time vs the GEMM floor)
 //   allreduce_bench.h `ringside bench allreduce` (nccl-tests-style sweep)
+//   pushpull_bench.h `ringside bench pushpull` (one worker's push-pull vs raw TCP)
 //   ringside_main.cc flag parsing and dispatch
 #ifndef RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
 #define RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
 
 #include "experiments/allreduce_bench.h"
 #include "experiments/launcher.h"
+#include "experiments/pushpull_bench.h"
 #include "experiments/step_bench.h"
 #include "experiments/train_command.h"
 

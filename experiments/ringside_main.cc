@@ -11,7 +11,9 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "grpc/support/log.h"
 #include "ddp_ring/ddp_ring.h"
 #include "experiments/experiments.h"
@@ -65,6 +67,8 @@ ABSL_FLAG(int32_t, node_rank, 0, "launch: this node's index");
 ABSL_FLAG(std::string, master_addr, "127.0.0.1", "launch: address of rank 0 (hosts the store)");
 ABSL_FLAG(int32_t, master_port, 29500, "launch: port of rank 0's store (0: pick a free one)");
 ABSL_FLAG(int32_t, warmup, 20, "bench: untimed warm-up steps");
+ABSL_FLAG(std::string, sizes_mb, "1,4,16,64,256", "bench pushpull: model sizes in MiB");
+ABSL_FLAG(int64_t, size_bytes, 0, "bench pushpull-server: model size in bytes");
 ABSL_FLAG(int32_t, repeats, 1, "bench: measurements to print");
 
 namespace {
@@ -321,6 +325,27 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
     }
     o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
     return ringside::RunAllReduceBench(o);
+  }
+  if (command == "bench" && args.size() == 3 && std::string(args[2]) == "pushpull") {
+    ringside::PushPullBenchOptions o;
+    o.chunk_bytes = int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024;
+    o.warmup = 3;
+    o.iters = absl::GetFlag(FLAGS_repeats) > 1 ? absl::GetFlag(FLAGS_repeats) : 10;
+    std::vector<int64_t> sizes;
+    for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_sizes_mb), ',', absl::SkipEmpty())) {
+      double mb = 0;
+      if (!absl::SimpleAtod(part, &mb) || mb <= 0 || mb > 4096) {
+        return absl::InvalidArgumentError(absl::StrFormat("--sizes_mb: bad size '%s'", part));
+      }
+      sizes.push_back(static_cast<int64_t>(mb * (1 << 20)) / 4 * 4);
+    }
+    return ringside::RunPushPullSweep(o, sizes);
+  }
+  if (command == "bench" && args.size() == 3 && std::string(args[2]) == "pushpull-server") {
+    ringside::PushPullBenchOptions o;
+    o.chunk_bytes = int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024;
+    o.bytes = absl::GetFlag(FLAGS_size_bytes);
+    return ringside::RunPushPullBenchServer(o, absl::GetFlag(FLAGS_listen));
   }
   if (command == "bench") {
     if (args.size() != 3 || std::string(args[2]) != "step") {

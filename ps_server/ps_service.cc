@@ -4,7 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "grpcpp/support/method_handler.h"
 #include "ps_server/ps.grpc.pb.h"
+#include "ps_server/wire_chunk.h"
 
 namespace ringside {
 
@@ -32,9 +34,23 @@ class StreamScope {
 
 }  // namespace
 
+// Index of PushPull among the methods of ps.proto's ParameterServer service.
+constexpr int kPushPullMethod = 1;
+
 class PsServer::Service final : public ps::ParameterServer::Service {
  public:
-  explicit Service(Shard* shard) : shard_(shard) {}
+  explicit Service(Shard* shard) : shard_(shard) {
+    // PushPull (method 1 of ps.proto's service) is served with the WireChunk codec: the
+    // bytes on the wire are the same Chunk messages, without the payload copies.
+    MarkMethodStreamed(
+        kPushPullMethod,
+        new grpc::internal::BidiStreamingHandler<Service, WireChunk, WireChunk>(
+            [](Service* self, grpc::ServerContext* context,
+               grpc::ServerReaderWriter<WireChunk, WireChunk>* stream) {
+              return self->PushPullFast(context, stream);
+            },
+            this));
+  }
 
   grpc::Status Register(grpc::ServerContext*, const ps::RegisterRequest* request,
                         ps::RegisterResponse* response) override {
@@ -42,44 +58,51 @@ class PsServer::Service final : public ps::ParameterServer::Service {
   }
 
   // Protocol: read gradient chunks of one step, aggregate each on arrival, and send
-  // each chunk's updated parameters back as soon as the sync mode releases them.
-  grpc::Status PushPull(grpc::ServerContext* context,
-                        grpc::ServerReaderWriter<ps::Chunk, ps::Chunk>* stream) override {
+  // each chunk's updated parameters back as soon as the sync mode releases them. Runs
+  // on WireChunk (the zero-copy codec) instead of ps::Chunk; see the constructor.
+  grpc::Status PushPullFast(grpc::ServerContext* context,
+                            grpc::ServerReaderWriter<WireChunk, WireChunk>* stream) {
     StreamScope scope(shard_);
-    ps::Chunk in;
-    ps::Chunk out;
+    WireChunk in;
+    WireChunk out;
+    std::vector<float> payload;  // Contiguous copy of the received payload.
     int worker = -1;
     int64_t step = -1;
     std::vector<int64_t> pushed;  // Chunk indices in arrival order.
     size_t served = 0;            // pushed[0, served) went back already.
-    auto send = [&](int64_t k) -> bool {
-      const int64_t bytes = static_cast<int64_t>(out.ByteSizeLong());
+    auto send = [&]() -> bool {
+      const int64_t bytes = out.wire_bytes();
       if (!stream->Write(out)) return false;
       shard_->CountServed(worker, step + 1, ps::PARAMS, bytes);
       return true;
     };
     while (stream->Read(&in)) {
-      const int64_t wire = static_cast<int64_t>(in.ByteSizeLong());
-      absl::StatusOr<int64_t> k = shard_->CheckChunk(in, worker);
+      const ChunkHeader h{in.worker_id, in.step, in.kind, in.offset};
+      absl::StatusOr<int64_t> k = shard_->CheckChunk(h, in.payload_size(), worker);
       if (!k.ok()) return ToGrpcStatus(k.status());
-      if (in.kind() != ps::GRADIENTS) {
+      if (h.kind != ps::GRADIENTS) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "PushPull takes gradient chunks only");
       }
       if (worker < 0) {
-        worker = in.worker_id();
-        step = in.step();
-      } else if (in.step() != step) {
+        worker = h.worker_id;
+        step = h.step;
+      } else if (h.step != step) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            absl::StrCat("chunk of step ", in.step(), " in a push-pull of step ", step));
+                            absl::StrCat("chunk of step ", h.step, " in a push-pull of step ", step));
       }
-      if (absl::Status s = shard_->Accept(&in, wire); !s.ok()) return ToGrpcStatus(s);
+      payload.resize(in.payload_size() / sizeof(float));
+      in.CopyPayloadTo(payload.data());
+      if (absl::Status s = shard_->Accept(h, payload.data(), in.wire_bytes()); !s.ok()) {
+        return ToGrpcStatus(s);
+      }
       pushed.push_back(*k);
       // Pipelining: whatever is ready goes back while the worker still pushes.
       while (served < pushed.size()) {
-        absl::StatusOr<bool> ready = shard_->ServeIfReady(worker, step + 1, ps::PARAMS, pushed[served], &out);
+        absl::StatusOr<bool> ready =
+            shard_->ServeIfReady(worker, step + 1, ps::PARAMS, pushed[served], &out);
         if (!ready.ok()) return ToGrpcStatus(ready.status());
         if (!*ready) break;
-        if (!send(pushed[served])) return Broken(context, worker, step);
+        if (!send()) return Broken(context, worker, step);
         ++served;
       }
     }
@@ -88,7 +111,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
       if (absl::Status s = shard_->Serve(worker, step + 1, ps::PARAMS, pushed[served], &out); !s.ok()) {
         return ToGrpcStatus(s);
       }
-      if (!send(pushed[served])) return Broken(context, worker, step);
+      if (!send()) return Broken(context, worker, step);
     }
     return grpc::Status::OK;
   }

@@ -167,48 +167,80 @@ absl::Status Shard::CheckWorker(int w) const {
   return absl::OkStatus();
 }
 
+namespace {
+
+ChunkHeader HeaderOf(const ps::Chunk& chunk) {
+  ChunkHeader h;
+  h.worker_id = chunk.worker_id();
+  h.step = chunk.step();
+  h.kind = chunk.kind();
+  h.offset = chunk.offset();
+  return h;
+}
+
+}  // namespace
+
 absl::StatusOr<int64_t> Shard::CheckChunk(const ps::Chunk& chunk, int expected_worker) const {
-  const int w = chunk.worker_id();
+  return CheckChunk(HeaderOf(chunk), chunk.data().size(), expected_worker);
+}
+
+absl::StatusOr<int64_t> Shard::CheckChunk(const ChunkHeader& chunk, size_t payload_bytes,
+                                          int expected_worker) const {
+  const int w = chunk.worker_id;
   RINGSIDE_RETURN_IF_ERROR(CheckWorker(w));
   absl::MutexLock l(&mu_);
   if (expected_worker >= 0 && w != expected_worker) {
     return absl::InvalidArgumentError(absl::StrCat("chunk from worker ", w, " in worker ",
                                                    expected_worker, "'s stream"));
   }
-  if (chunk.kind() != ps::GRADIENTS && chunk.kind() != ps::PARAMS &&
-      chunk.kind() != ps::OPTIMIZER_STATE) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown tensor kind ", chunk.kind()));
+  if (chunk.kind != ps::GRADIENTS && chunk.kind != ps::PARAMS &&
+      chunk.kind != ps::OPTIMIZER_STATE) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown tensor kind ", chunk.kind));
   }
-  if (chunk.offset() < 0 || chunk.offset() >= slice_.size) {
-    return absl::OutOfRangeError(absl::StrCat("chunk offset ", chunk.offset(),
+  if (chunk.offset < 0 || chunk.offset >= slice_.size) {
+    return absl::OutOfRangeError(absl::StrCat("chunk offset ", chunk.offset,
                                               " outside the shard's ", slice_.size, " floats"));
   }
-  if (chunk.offset() % chunk_floats_ != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk offset ", chunk.offset(),
+  if (chunk.offset % chunk_floats_ != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk offset ", chunk.offset,
                                                    " is not on the ", chunk_floats_, "-float grid"));
   }
-  const int64_t k = chunk.offset() / chunk_floats_;
+  const int64_t k = chunk.offset / chunk_floats_;
   const Slice c = ChunkOf(slice_.size, chunk_floats_, k);
   const int64_t expected = c.size * static_cast<int64_t>(sizeof(float));
-  if (static_cast<int64_t>(chunk.data().size()) != expected) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk ", k, " carries ", chunk.data().size(),
+  if (static_cast<int64_t>(payload_bytes) != expected) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk ", k, " carries ", payload_bytes,
                                                    " bytes, expected ", expected));
   }
-  if (chunk.step() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("negative step ", chunk.step()));
+  if (chunk.step < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("negative step ", chunk.step));
   }
   return k;
 }
 
 absl::Status Shard::Accept(ps::Chunk* chunk, int64_t wire_bytes) {
-  RINGSIDE_RETURN_IF_ERROR(health());
-  RINGSIDE_ASSIGN_OR_RETURN(int64_t k, CheckChunk(*chunk, -1));
-  if (chunk->kind() == ps::GRADIENTS) return AcceptGradient(chunk, k, wire_bytes);
-  return AcceptInit(chunk, k, wire_bytes);
+  RINGSIDE_RETURN_IF_ERROR(CheckChunk(*chunk, -1).status());
+  return Accept(HeaderOf(*chunk), reinterpret_cast<float*>(chunk->mutable_data()->data()),
+                wire_bytes);
 }
 
-absl::Status Shard::AcceptInit(ps::Chunk* chunk, int64_t k, int64_t wire_bytes) {
-  const int w = chunk->worker_id();
+absl::Status Shard::Accept(const ChunkHeader& header, float* payload, int64_t wire_bytes) {
+  RINGSIDE_RETURN_IF_ERROR(health());
+  // The caller checked the payload's length; the header is checked (again) here.
+  {
+    absl::MutexLock l(&mu_);
+    if (num_params_ < 0) return absl::FailedPreconditionError("no worker has registered");
+  }
+  const Slice c = ChunkOf(static_cast<int64_t>(params_.size()), chunk_floats_,
+                          header.offset >= 0 ? header.offset / chunk_floats_ : 0);
+  RINGSIDE_ASSIGN_OR_RETURN(int64_t index, CheckChunk(header, c.size * sizeof(float), -1));
+  if (header.kind == ps::GRADIENTS) return AcceptGradient(header, payload, index, wire_bytes);
+  return AcceptInit(header, payload, index, wire_bytes);
+}
+
+absl::Status Shard::AcceptInit(const ChunkHeader& h, const float* data, int64_t k,
+                               int64_t wire_bytes) {
+  const int w = h.worker_id;
   absl::MutexLock l(&mu_);
   if (w != 0) {
     return absl::PermissionDeniedError(absl::StrCat("worker ", w, " may not set parameters or "
@@ -218,15 +250,14 @@ absl::Status Shard::AcceptInit(ps::Chunk* chunk, int64_t k, int64_t wire_bytes) 
     return absl::FailedPreconditionError("initialisation after training started");
   }
   const Slice c = ChunkOf(slice_.size, chunk_floats_, k);
-  const float* data = reinterpret_cast<const float*>(chunk->data().data());
   totals_.set_bytes_in(totals_.bytes_in() + wire_bytes);
-  if (chunk->kind() == ps::OPTIMIZER_STATE) {
+  if (h.kind == ps::OPTIMIZER_STATE) {
     RINGSIDE_RETURN_IF_ERROR(sgd_->LoadStateRange(c.offset, absl::MakeConstSpan(data, c.size)));
     return absl::OkStatus();
   }
   std::memcpy(params_.data() + c.offset, data, c.size * sizeof(float));
   if (!initialized_ && ++init_chunks_ == static_cast<int64_t>(chunks_.size())) {
-    start_step_ = chunk->step();
+    start_step_ = h.step;
     for (auto& ch : chunks_) {
       absl::MutexLock cl(&ch->mu);
       ch->version = start_step_;
@@ -237,9 +268,10 @@ absl::Status Shard::AcceptInit(ps::Chunk* chunk, int64_t k, int64_t wire_bytes) 
   return absl::OkStatus();
 }
 
-absl::Status Shard::AcceptGradient(ps::Chunk* chunk, int64_t k, int64_t wire_bytes) {
-  const int w = chunk->worker_id();
-  const int64_t step = chunk->step();
+absl::Status Shard::AcceptGradient(const ChunkHeader& h, float* grad, int64_t k,
+                                   int64_t wire_bytes) {
+  const int w = h.worker_id;
+  const int64_t step = h.step;
   const int n = options_.num_workers;
   const bool bsp = options_.sync.mode == SyncMode::kBsp;
   {
@@ -254,7 +286,6 @@ absl::Status Shard::AcceptGradient(ps::Chunk* chunk, int64_t k, int64_t wire_byt
     gradients_seen_ = true;
   }
   const Slice c = ChunkOf(static_cast<int64_t>(params_.size()), chunk_floats_, k);
-  float* grad = reinterpret_cast<float*>(chunk->mutable_data()->data());
   float* params = params_.data() + c.offset;
   ChunkState& cs = *chunks_[k];
   double aggregate_ms = 0, update_ms = 0;
@@ -324,8 +355,8 @@ std::string Shard::LateWorkers(int64_t step) {
   return absl::StrJoin(late, ", ");
 }
 
-absl::StatusOr<bool> Shard::ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
-                                         ps::Chunk* out) {
+absl::StatusOr<bool> Shard::ServeIfReadyWith(int worker, int64_t step, ps::TensorKind kind,
+                                             int64_t k, const FillFn& fill) {
   RINGSIDE_RETURN_IF_ERROR(health());
   {
     absl::MutexLock l(&mu_);
@@ -335,6 +366,9 @@ absl::StatusOr<bool> Shard::ServeIfReady(int worker, int64_t step, ps::TensorKin
         *std::min_element(clock_.begin(), clock_.end()) < step - options_.sync.staleness) {
       return false;
     }
+  }
+  if (k < 0 || k >= static_cast<int64_t>(chunks_.size())) {
+    return absl::OutOfRangeError(absl::StrCat("chunk ", k, " does not exist"));
   }
   ChunkState& cs = *chunks_[k];
   absl::MutexLock cl(&cs.mu);
@@ -346,31 +380,76 @@ absl::StatusOr<bool> Shard::ServeIfReady(int worker, int64_t step, ps::TensorKin
                                                         cs.version));
     }
   }
-  FillChunk(kind, k, step, worker, out);
+  const Slice c = ChunkOf(static_cast<int64_t>(params_.size()), chunk_floats_, k);
+  if (kind == ps::OPTIMIZER_STATE) {
+    std::vector<float> state(c.size);
+    RINGSIDE_RETURN_IF_ERROR(sgd_->SaveStateRange(c.offset, absl::MakeSpan(state)));
+    fill(state.data(), c);
+  } else {
+    fill(params_.data() + c.offset, c);
+  }
   return true;
 }
 
-void Shard::FillChunk(ps::TensorKind kind, int64_t k, int64_t step, int worker, ps::Chunk* out) {
-  const Slice c = ChunkOf(static_cast<int64_t>(params_.size()), chunk_floats_, k);
-  out->set_worker_id(worker);
-  out->set_step(step);
-  out->set_kind(kind);
-  out->set_offset(c.offset);
-  std::string* data = out->mutable_data();
-  data->resize(c.size * sizeof(float));
-  if (kind == ps::OPTIMIZER_STATE) {
-    sgd_->SaveStateRange(c.offset, absl::MakeSpan(reinterpret_cast<float*>(data->data()), c.size))
-        .IgnoreError();  // The range is the shard's own.
-  } else {
-    std::memcpy(data->data(), params_.data() + c.offset, c.size * sizeof(float));
-  }
+absl::StatusOr<bool> Shard::ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                                         ps::Chunk* out) {
+  return ServeIfReadyWith(worker, step, kind, k, [&](const float* data, const Slice& c) {
+    out->set_worker_id(worker);
+    out->set_step(step);
+    out->set_kind(kind);
+    out->set_offset(c.offset);
+    out->mutable_data()->assign(reinterpret_cast<const char*>(data), c.size * sizeof(float));
+  });
+}
+
+absl::StatusOr<bool> Shard::ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                                         WireChunk* out) {
+  const bool borrow = kind == ps::PARAMS && options_.sync.mode == SyncMode::kBsp;
+  return ServeIfReadyWith(worker, step, kind, k, [&](const float* data, const Slice& c) {
+    out->worker_id = worker;
+    out->step = step;
+    out->kind = kind;
+    out->offset = c.offset;
+    if (borrow) {
+      out->BorrowPayload(data, c.size * sizeof(float));
+    } else {
+      out->CopyPayload(data, c.size * sizeof(float));
+    }
+  });
 }
 
 absl::Status Shard::Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                           ps::Chunk* out) {
+  return ServeWith(worker, step, kind, k, [&](const float* data, const Slice& c) {
+    out->set_worker_id(worker);
+    out->set_step(step);
+    out->set_kind(kind);
+    out->set_offset(c.offset);
+    out->mutable_data()->assign(reinterpret_cast<const char*>(data), c.size * sizeof(float));
+  });
+}
+
+absl::Status Shard::Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                          WireChunk* out) {
+  const bool borrow = kind == ps::PARAMS && options_.sync.mode == SyncMode::kBsp;
+  return ServeWith(worker, step, kind, k, [&](const float* data, const Slice& c) {
+    out->worker_id = worker;
+    out->step = step;
+    out->kind = kind;
+    out->offset = c.offset;
+    if (borrow) {
+      out->BorrowPayload(data, c.size * sizeof(float));
+    } else {
+      out->CopyPayload(data, c.size * sizeof(float));
+    }
+  });
+}
+
+absl::Status Shard::ServeWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                              const FillFn& fill) {
   const absl::Time deadline = absl::Now() + options_.timeout;
   while (true) {
-    RINGSIDE_ASSIGN_OR_RETURN(bool ready, ServeIfReady(worker, step, kind, k, out));
+    RINGSIDE_ASSIGN_OR_RETURN(bool ready, ServeIfReadyWith(worker, step, kind, k, fill));
     if (ready) return absl::OkStatus();
     // Sleep until something changes (or the poll interval passes), then look again.
     bool initialized;

@@ -11,6 +11,7 @@
 #define RINGSIDE_PS_SERVER_SHARD_H_
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -27,8 +28,17 @@
 #include "common/sgd.h"
 #include "ps_server/ps.pb.h"
 #include "ps_server/sharding.h"
+#include "ps_server/wire_chunk.h"
 
 namespace ringside {
+
+// The header fields of a Chunk (ps.proto).
+struct ChunkHeader {
+  int worker_id = 0;
+  int64_t step = 0;
+  ps::TensorKind kind = ps::GRADIENTS;
+  int64_t offset = 0;
+};
 
 struct PsShardOptions {
   int shard = 0;
@@ -66,6 +76,8 @@ class Shard {
   // payload that is not the chunk's exact length, or an offset off the grid or out of
   // range. `expected_worker` >= 0 also requires that id. Returns the chunk index.
   absl::StatusOr<int64_t> CheckChunk(const ps::Chunk& chunk, int expected_worker) const;
+  absl::StatusOr<int64_t> CheckChunk(const ChunkHeader& header, size_t payload_bytes,
+                                     int expected_worker) const;
 
   // Takes a checked chunk. GRADIENTS are aggregated and applied per the sync mode
   // (FailedPrecondition for a step that is not the worker's current one, or a chunk
@@ -73,6 +85,9 @@ class Shard {
   // gradient). `wire_bytes` is the serialised size, for the statistics. The payload
   // buffer may be used as scratch.
   absl::Status Accept(ps::Chunk* chunk, int64_t wire_bytes);
+  // Same for a checked header and its payload (the chunk's exact length, contiguous;
+  // used as scratch).
+  absl::Status Accept(const ChunkHeader& header, float* payload, int64_t wire_bytes);
 
   // Fills `out` with chunk k of `kind` for `worker`, who is about to run `step`, once
   // the sync mode allows: BSP waits for the step's update of the chunk, SSP for the
@@ -83,6 +98,13 @@ class Shard {
   // Same, but returns false at once instead of waiting.
   absl::StatusOr<bool> ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                                     ps::Chunk* out);
+  // The zero-copy forms: under BSP, `out` borrows the shard's parameter memory, which
+  // stays unchanged until every worker has received it (the next update of the chunk
+  // needs every worker's next push, which needs this reply). Under SSP / ASP the
+  // payload is copied, since other workers' pushes may update the chunk meanwhile.
+  absl::Status Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k, WireChunk* out);
+  absl::StatusOr<bool> ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                                    WireChunk* out);
   // Accounts a served chunk of `wire_bytes` to its step's statistics.
   void CountServed(int worker, int64_t step, ps::TensorKind kind, int64_t wire_bytes);
 
@@ -117,9 +139,15 @@ class Shard {
 
   absl::Status Abort(const std::string& why);
   absl::Status AbortedStatus();
-  void FillChunk(ps::TensorKind kind, int64_t k, int64_t step, int worker, ps::Chunk* out);
-  absl::Status AcceptGradient(ps::Chunk* chunk, int64_t k, int64_t wire_bytes);
-  absl::Status AcceptInit(ps::Chunk* chunk, int64_t k, int64_t wire_bytes);
+  // Called with chunk k's payload for the reply (parameters, or a copy of the
+  // optimizer state) while the chunk's lock is held.
+  using FillFn = std::function<void(const float* data, const Slice& chunk)>;
+  absl::StatusOr<bool> ServeIfReadyWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                                        const FillFn& fill);
+  absl::Status ServeWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                         const FillFn& fill);
+  absl::Status AcceptGradient(const ChunkHeader& h, float* grad, int64_t k, int64_t wire_bytes);
+  absl::Status AcceptInit(const ChunkHeader& h, const float* data, int64_t k, int64_t wire_bytes);
   // Statistics of step `step`; created on first use.
   StepRecord& Record(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFinishRecord(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -5,7 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "grpcpp/impl/rpc_method.h"
 #include "ps_server/ps_service.h"
+#include "ps_server/wire_chunk.h"
 
 namespace ringside {
 namespace {
@@ -15,6 +17,9 @@ int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
 // Transfer allowance on top of the server-side waiting timeout: a 64 MiB chunk at a
 // slow 100 MB/s, and then some.
 constexpr absl::Duration kTransferAllowance = absl::Seconds(30);
+
+// ps.proto's PushPull, called with the WireChunk codec.
+constexpr char kPushPullMethodName[] = "/ringside.ps.ParameterServer/PushPull";
 
 }  // namespace
 
@@ -27,7 +32,9 @@ std::shared_ptr<grpc::Channel> NewPsChannel(const std::string& address) {
 
 ShardClient::ShardClient(std::shared_ptr<grpc::Channel> channel, std::string name, int worker_id,
                          absl::Duration timeout)
-    : stub_(ps::ParameterServer::NewStub(channel)),
+    : channel_(channel),
+      push_pull_method_(kPushPullMethodName, grpc::internal::RpcMethod::BIDI_STREAMING, channel),
+      stub_(ps::ParameterServer::NewStub(channel)),
       name_(std::move(name)),
       worker_id_(worker_id),
       timeout_(timeout) {}
@@ -73,35 +80,40 @@ absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* para
   const int64_t cf = layout_.chunk_floats();
   grpc::ClientContext context;
   SetDeadline(&context, kTransferAllowance);
-  std::unique_ptr<grpc::ClientReaderWriter<ps::Chunk, ps::Chunk>> stream = stub_->PushPull(&context);
+  // PushPull on the WireChunk codec (ps_server/wire_chunk.h): gradient chunks go out
+  // from `grads` itself, parameter chunks are copied once, into `params`.
+  std::unique_ptr<grpc::ClientReaderWriter<WireChunk, WireChunk>> stream(
+      grpc::internal::ClientReaderWriterFactory<WireChunk, WireChunk>::Create(
+          channel_.get(), push_pull_method_, &context));
 
   // The reader runs beside the writer: the server streams updated chunks back while
   // this worker is still pushing (and would stall if nobody read them).
   absl::Status read_status;
   int64_t received = 0;
   std::thread reader([&] {
-    ps::Chunk in;
+    WireChunk in;
     while (stream->Read(&in)) {
-      const int64_t n = static_cast<int64_t>(in.data().size() / sizeof(float));
-      if (in.kind() != ps::PARAMS || in.offset() < 0 || in.offset() % cf != 0 ||
-          n != ChunkOf(size, cf, in.offset() / cf).size || in.step() != step + 1) {
+      const int64_t n = static_cast<int64_t>(in.payload_size() / sizeof(float));
+      if (in.kind != ps::PARAMS || in.offset < 0 || in.offset % cf != 0 || in.offset >= size ||
+          in.payload_size() % sizeof(float) != 0 || n != ChunkOf(size, cf, in.offset / cf).size ||
+          in.step != step + 1) {
         read_status = absl::DataLossError(absl::StrCat(name_, ": malformed parameter chunk at offset ",
-                                                       in.offset(), " for step ", in.step()));
+                                                       in.offset, " for step ", in.step));
         context.TryCancel();
         return;
       }
-      std::memcpy(params + in.offset(), in.data().data(), n * sizeof(float));
+      in.CopyPayloadTo(params + in.offset);
       const int64_t now = NowUs();
       if (received++ == 0) timing->first_chunk_us = now;
       timing->last_chunk_us = now;
-      timing->bytes_received += static_cast<int64_t>(in.ByteSizeLong());
+      timing->bytes_received += in.wire_bytes();
     }
   });
 
-  ps::Chunk out;
-  out.set_worker_id(worker_id_);
-  out.set_step(step);
-  out.set_kind(ps::GRADIENTS);
+  WireChunk out;
+  out.worker_id = worker_id_;
+  out.step = step;
+  out.kind = ps::GRADIENTS;
   bool write_ok = true;
   bool cancelled = false;
   for (int64_t k = chunks - 1; k >= 0 && write_ok; --k) {
@@ -111,10 +123,11 @@ absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* para
       break;
     }
     const Slice c = ChunkOf(size, cf, k);
-    out.set_offset(c.offset);
-    out.mutable_data()->assign(reinterpret_cast<const char*>(grads + c.offset),
-                               c.size * sizeof(float));
-    timing->bytes_sent += static_cast<int64_t>(out.ByteSizeLong());
+    out.offset = c.offset;
+    // Borrowed: `grads` stays unchanged until this call returns, after the server
+    // has read every chunk.
+    out.BorrowPayload(grads + c.offset, c.size * sizeof(float));
+    timing->bytes_sent += out.wire_bytes();
     write_ok = stream->Write(out);
   }
   if (write_ok) stream->WritesDone();

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/rpc_method.h"
 #include "ps_server/ps.grpc.pb.h"
 #include "ps_server/sharding.h"
 
@@ -63,6 +64,8 @@ class ShardClient {
   absl::Status Error(const grpc::Status& s, const std::string& what) const;
   void SetDeadline(grpc::ClientContext* context, absl::Duration extra) const;
 
+  std::shared_ptr<grpc::Channel> channel_;
+  const grpc::internal::RpcMethod push_pull_method_;
   std::unique_ptr<ps::ParameterServer::Stub> stub_;
   const std::string name_;
   const int worker_id_;

@@ -1,0 +1,126 @@
+#include "experiments/pushpull_bench.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "experiments/launcher.h"
+#include "ps_server/ps_server.h"
+#include "ps_worker/shard_client.h"
+
+namespace ringside {
+namespace {
+
+// Both halves derive the same configuration, so registration's hash check passes.
+RunConfig BenchConfig(const PushPullBenchOptions& o) {
+  RunConfig c;
+  c.set_strategy("ps");
+  c.set_model(absl::StrCat("flat:", o.bytes / 4));
+  c.set_lr(0.01f);
+  c.set_momentum(0.9f);
+  c.set_world_size(1);
+  c.set_ps_shards(1);
+  c.set_ps_sync("bsp");
+  c.set_ps_chunk_bytes(o.chunk_bytes);
+  return c;
+}
+
+constexpr absl::Duration kTimeout = absl::Seconds(120);
+
+}  // namespace
+
+absl::Status RunPushPullBenchServer(const PushPullBenchOptions& o, const std::string& listen) {
+  RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted, HostShard(BenchConfig(o), 0, listen, kTimeout, ""));
+  absl::Status s = hosted.server->Wait();
+  hosted.server->Shutdown(absl::Seconds(1));
+  return s;
+}
+
+absl::Status RunPushPullBenchWorker(const PushPullBenchOptions& o) {
+  const RunConfig config = BenchConfig(o);
+  const int64_t n = o.bytes / 4;
+  ShardClient client(NewPsChannel(o.server), absl::StrCat("shard 0 at ", o.server), 0, kTimeout);
+  ps::RegisterRequest request;
+  request.set_worker_id(0);
+  request.set_num_workers(1);
+  request.set_config_hash(ConfigHash(config));
+  request.set_model(config.model());
+  request.set_num_params(n);
+  RINGSIDE_RETURN_IF_ERROR(client.Register(request).status());
+  std::vector<float> params(n, 0.5f);
+  std::vector<float> grads(n, 1e-3f);
+  RINGSIDE_RETURN_IF_ERROR(client.Push(0, ps::PARAMS, params.data()));
+  RINGSIDE_RETURN_IF_ERROR(client.Pull(0, ps::PARAMS, params.data()));
+  std::vector<double> ms;
+  int64_t wire = 0;
+  for (int i = 0; i < o.warmup + o.iters; ++i) {
+    PushPullTiming timing;
+    const absl::Time t0 = absl::Now();
+    RINGSIDE_RETURN_IF_ERROR(client.PushPull(
+        i, grads.data(), params.data(), [](int64_t) { return true; }, &timing));
+    const double elapsed = absl::ToDoubleMilliseconds(absl::Now() - t0);
+    if (i >= o.warmup) ms.push_back(elapsed);
+    wire = timing.bytes_sent + timing.bytes_received;
+  }
+  // The shard applied SGD with lr 0.01 and momentum 0.9 to a constant gradient: after
+  // s steps every parameter moved by lr * g * sum_{j<s} (sum_{i<=j} 0.9^i).
+  double expected = 0.5, v = 0;
+  for (int s = 0; s < o.warmup + o.iters; ++s) {
+    v = 0.9 * v + 1e-3;
+    expected -= 0.01 * v;
+  }
+  const double err = std::abs(params[n / 2] - expected);
+  if (err > 1e-5) {
+    return absl::InternalError(absl::StrFormat("push-pull returned %.7f, expected %.7f", params[n / 2], expected));
+  }
+  std::sort(ms.begin(), ms.end());
+  const double median = ms[ms.size() / 2];
+  if (o.print_header) {
+    absl::PrintF("%12s %10s %12s %12s %10s\n", "model bytes", "chunks", "median ms", "min ms", "GB/s");
+  }
+  const int64_t chunks = (o.bytes + o.chunk_bytes - 1) / o.chunk_bytes;
+  absl::PrintF("%12d %10d %12.3f %12.3f %10.3f\n", o.bytes, chunks, median, ms.front(),
+               2.0 * o.bytes / (median * 1e6));
+  (void)wire;
+  return client.Shutdown();
+}
+
+absl::Status RunPushPullSweep(PushPullBenchOptions o, const std::vector<int64_t>& sizes) {
+  o.print_header = true;
+  for (int64_t bytes : sizes) {
+    o.bytes = bytes;
+    RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
+    o.server = absl::StrCat("127.0.0.1:", port);
+    std::vector<std::string> args = {"ringside", "bench", "pushpull-server",
+                                     absl::StrCat("--listen=", o.server),
+                                     absl::StrCat("--size_bytes=", bytes),
+                                     absl::StrCat("--ps_chunk_kb=", o.chunk_bytes / 1024)};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    // posix_spawn (not fork): this process may already run gRPC threads.
+    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) {
+      return absl::InternalError("cannot start the bench server process");
+    }
+    absl::Status s = RunPushPullBenchWorker(o);
+    if (!s.ok()) kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    RINGSIDE_RETURN_IF_ERROR(s);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      return absl::InternalError(absl::StrCat("bench server for ", bytes, " bytes failed"));
+    }
+    o.print_header = false;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ringside

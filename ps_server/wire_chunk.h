@@ -1,0 +1,81 @@
+// The hot path's Chunk (ps.proto) without payload copies. Serialising a ps::Chunk
+// copies its payload twice (into the message's string, then into gRPC's buffer) and
+// parsing copies it again; at loopback speeds those copies cost as much as the
+// transfer. WireChunk writes the same bytes on the wire (a valid ps.Chunk encoding),
+// but its payload is a gRPC slice borrowed from the caller's memory on the way out,
+// and the received slices themselves on the way in, so the payload is copied once, by
+// the receiver, straight to where it belongs.
+//
+// gRPC picks this codec through the grpc::SerializationTraits specialisation below;
+// PushPull's client and server use it (see ps_service.cc and shard_client.cc).
+#ifndef RINGSIDE_PS_SERVER_WIRE_CHUNK_H_
+#define RINGSIDE_PS_SERVER_WIRE_CHUNK_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/impl/serialization_traits.h"
+#include "grpcpp/support/slice.h"
+#include "grpcpp/support/status.h"
+#include "ps_server/ps.pb.h"
+
+namespace ringside {
+
+class WireChunk {
+ public:
+  int32_t worker_id = 0;
+  int64_t step = 0;
+  ps::TensorKind kind = ps::GRADIENTS;
+  int64_t offset = 0;  // Floats, relative to the shard's slice.
+
+  // Sending. Borrows `bytes` bytes at `data`: they must stay unchanged until the call
+  // this chunk is written on has finished (the receiver has then read them).
+  void BorrowPayload(const void* data, size_t bytes);
+  // Sending. Copies the payload into a buffer gRPC owns (for memory that may change
+  // before the call ends).
+  void CopyPayload(const void* data, size_t bytes);
+
+  // Receiving: payload size, and its bytes copied to `dst` (payload_size() bytes).
+  size_t payload_size() const { return payload_size_; }
+  void CopyPayloadTo(void* dst) const;
+
+  // Serialised size (what the statistics count as wire bytes).
+  int64_t wire_bytes() const { return static_cast<int64_t>(header_size() + payload_size_); }
+
+  // Codec, used by the SerializationTraits below.
+  grpc::Status Serialize(grpc::ByteBuffer* out) const;
+  grpc::Status Parse(grpc::ByteBuffer* in);
+
+ private:
+  size_t header_size() const;
+
+  // Outgoing payload: one slice (borrowed or owned).
+  grpc::Slice out_payload_;
+  // Incoming payload: the received slices and where in them it starts.
+  std::vector<grpc::Slice> in_slices_;
+  size_t in_first_slice_ = 0;
+  size_t in_first_offset_ = 0;
+  size_t payload_size_ = 0;
+};
+
+}  // namespace ringside
+
+namespace grpc {
+
+template <>
+class SerializationTraits<ringside::WireChunk, void> {
+ public:
+  static Status Serialize(const ringside::WireChunk& msg, ByteBuffer* bb, bool* own_buffer) {
+    *own_buffer = true;
+    return msg.Serialize(bb);
+  }
+  static Status Deserialize(ByteBuffer* buffer, ringside::WireChunk* msg) {
+    return msg->Parse(buffer);
+  }
+};
+
+}  // namespace grpc
+
+#endif  // RINGSIDE_PS_SERVER_WIRE_CHUNK_H_
