@@ -1,3 +1,8 @@
+// ps_worker/: the parameter-server worker. Start here.
+//   shard_client.h   one shard's RPCs with deadlines; zero-copy combined push-pull
+//   ps_strategy.h    the StepStrategy: push chunks as backward announces them, pull back
+//   ps_worker.h      (this) one worker end to end
+//
 // One parameter-server worker, end to end: connects to every shard (or hosts them
 // all, colocated, when it is worker 0), registers, takes the start parameters from the
 // shards and trains its shard of the data through the shared Trainer with the
