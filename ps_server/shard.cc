@@ -137,6 +137,7 @@ absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse*
     goodbye_.assign(n, false);
     clock_.assign(n, 0);
     pushed_in_step_.assign(n, 0);
+    init_received_.assign(k, false);
   } else if (r.num_params() != num_params_) {
     return absl::FailedPreconditionError(absl::StrCat("worker ", r.worker_id(), "'s model has ",
                                                       r.num_params(), " parameters, worker(s) before "
@@ -255,8 +256,20 @@ absl::Status Shard::AcceptInit(const ChunkHeader& h, const float* data, int64_t 
     RINGSIDE_RETURN_IF_ERROR(sgd_->LoadStateRange(c.offset, absl::MakeConstSpan(data, c.size)));
     return absl::OkStatus();
   }
-  std::memcpy(params_.data() + c.offset, data, c.size * sizeof(float));
-  if (!initialized_ && ++init_chunks_ == static_cast<int64_t>(chunks_.size())) {
+  if (init_chunks_ > 0 && h.step != init_step_) {
+    return absl::InvalidArgumentError(absl::StrCat("initial parameters of step ", h.step,
+                                                   " mixed with step ", init_step_));
+  }
+  init_step_ = h.step;
+  {
+    absl::MutexLock cl(&chunks_[k]->mu);  // Readers of the chunk hold only its lock.
+    std::memcpy(params_.data() + c.offset, data, c.size * sizeof(float));
+  }
+  if (!init_received_[k]) {
+    init_received_[k] = true;
+    ++init_chunks_;
+  }
+  if (!initialized_ && init_chunks_ == static_cast<int64_t>(chunks_.size())) {
     start_step_ = h.step;
     for (auto& ch : chunks_) {
       absl::MutexLock cl(&ch->mu);
@@ -279,7 +292,9 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, float* grad, int64_t k,
     if (!initialized_) {
       return absl::FailedPreconditionError("gradients before worker 0 initialised the parameters");
     }
-    if (!bsp && step != clock_[w]) {
+    // Every mode: a worker pushes the steps in order, each completely (under BSP a
+    // worker cannot pull step t + 1, so cannot compute it, before finishing step t).
+    if (step != clock_[w]) {
       return absl::FailedPreconditionError(absl::StrCat("worker ", w, " pushed step ", step,
                                                         ", its current step is ", clock_[w]));
     }

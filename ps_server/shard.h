@@ -72,9 +72,9 @@ class Shard {
   absl::Status CheckWorker(int worker) const;
 
   // Checks a received chunk against the registration, the chunk grid and the slice
-  // without side effects: InvalidArgument for an unknown or unregistered worker, a
-  // payload that is not the chunk's exact length, or an offset off the grid or out of
-  // range. `expected_worker` >= 0 also requires that id. Returns the chunk index.
+  // without side effects: InvalidArgument for an unknown worker, a payload that is not
+  // the chunk's exact length or an offset off the grid; FailedPrecondition for an
+  // unregistered worker; OutOfRange for an offset outside the slice. `expected_worker` >= 0 also requires that id. Returns the chunk index.
   absl::StatusOr<int64_t> CheckChunk(const ps::Chunk& chunk, int expected_worker) const;
   absl::StatusOr<int64_t> CheckChunk(const ChunkHeader& header, size_t payload_bytes,
                                      int expected_worker) const;
@@ -91,8 +91,8 @@ class Shard {
 
   // Fills `out` with chunk k of `kind` for `worker`, who is about to run `step`, once
   // the sync mode allows: BSP waits for the step's update of the chunk, SSP for the
-  // slowest worker to be within the bound. Blocks; after options().timeout without
-  // progress it aborts the job (naming the late workers) and returns Aborted. Also
+  // slowest worker to be within the bound. Blocks; after waiting options().timeout
+  // it aborts the job (naming the late workers) and returns Aborted. Also
   // Aborted once the job was aborted by anyone.
   absl::Status Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k, ps::Chunk* out);
   // Same, but returns false at once instead of waiting.
@@ -168,7 +168,9 @@ class Shard {
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
   bool gradients_seen_ ABSL_GUARDED_BY(mu_) = false;
   int64_t start_step_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t init_chunks_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t init_chunks_ ABSL_GUARDED_BY(mu_) = 0;  // Distinct PARAMS chunks received.
+  std::vector<bool> init_received_ ABSL_GUARDED_BY(mu_);
+  int64_t init_step_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<float> init_state_ ABSL_GUARDED_BY(mu_);  // Optimizer state being received.
   int64_t init_state_chunks_ ABSL_GUARDED_BY(mu_) = 0;
   // clock_[w]: steps worker w has pushed completely to this shard.

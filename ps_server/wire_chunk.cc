@@ -79,11 +79,13 @@ class SliceCursor {
 void WireChunk::BorrowPayload(const void* data, size_t bytes) {
   out_payload_ = grpc::Slice(data, bytes, grpc::Slice::STATIC_SLICE);
   payload_size_ = bytes;
+  received_bytes_ = 0;
 }
 
 void WireChunk::CopyPayload(const void* data, size_t bytes) {
   out_payload_ = grpc::Slice(data, bytes);
   payload_size_ = bytes;
+  received_bytes_ = 0;
 }
 
 void WireChunk::CopyPayloadTo(void* dst) const {
@@ -135,6 +137,7 @@ grpc::Status WireChunk::Parse(grpc::ByteBuffer* in) {
   in_first_slice_ = 0;
   in_first_offset_ = 0;
   in_slices_.clear();
+  received_bytes_ = static_cast<int64_t>(in->Length());
   grpc::Status dumped = in->Dump(&in_slices_);
   in->Clear();
   if (!dumped.ok()) return dumped;
