@@ -22,13 +22,24 @@ absl::Status FromGrpcStatus(const grpc::Status& s) {
 
 namespace {
 
+// Marks a call in flight for the shard's idle detection.
+class CallScope {
+ public:
+  explicit CallScope(Shard* shard) : shard_(shard) { shard_->CallStarted(); }
+  ~CallScope() { shard_->CallEnded(); }
+
+ private:
+  Shard* shard_;
+};
+
 // Counts a stream in the shard's queue depth for its lifetime.
 class StreamScope {
  public:
-  explicit StreamScope(Shard* shard) : shard_(shard) { shard_->StreamStarted(); }
+  explicit StreamScope(Shard* shard) : call_(shard), shard_(shard) { shard_->StreamStarted(); }
   ~StreamScope() { shard_->StreamEnded(); }
 
  private:
+  CallScope call_;
   Shard* shard_;
 };
 
@@ -54,6 +65,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
 
   grpc::Status Register(grpc::ServerContext*, const ps::RegisterRequest* request,
                         ps::RegisterResponse* response) override {
+    CallScope scope(shard_);
     return ToGrpcStatus(shard_->Register(*request, response));
   }
 
@@ -161,6 +173,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
 
   grpc::Status Barrier(grpc::ServerContext*, const ps::BarrierRequest* request,
                        ps::BarrierResponse* response) override {
+    CallScope scope(shard_);
     std::vector<double> values(request->values().begin(), request->values().end());
     absl::StatusOr<std::vector<double>> sums = shard_->Barrier(request->worker_id(), request->name(), values);
     if (!sums.ok()) return ToGrpcStatus(sums.status());
@@ -175,6 +188,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
 
   grpc::Status Shutdown(grpc::ServerContext*, const ps::ShutdownRequest* request,
                         ps::ShutdownResponse*) override {
+    CallScope scope(shard_);
     shard_->Goodbye(request->worker_id());
     return grpc::Status::OK;
   }

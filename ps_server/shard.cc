@@ -61,6 +61,7 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const PsShardOptions& optio
 
 Shard::Shard(const PsShardOptions& options, int64_t chunk_floats)
     : options_(options), chunk_floats_(chunk_floats), ops_(NewCpuOps(0)) {
+  last_activity_us_.store(NowUs());
   totals_.set_shard(options.shard);
 }
 
@@ -629,16 +630,45 @@ void Shard::Goodbye(int worker) {
   if (worker >= 0 && worker < static_cast<int>(goodbye_.size())) goodbye_[worker] = true;
 }
 
+void Shard::CallStarted() {
+  calls_in_flight_.fetch_add(1);
+  last_activity_us_.store(NowUs());
+}
+
+void Shard::CallEnded() {
+  last_activity_us_.store(NowUs());
+  calls_in_flight_.fetch_sub(1);
+}
+
 absl::Status Shard::WaitUntilDone() {
-  absl::MutexLock l(&mu_);
-  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return aborted_.load() ||
-           (!goodbye_.empty() && std::count(goodbye_.begin(), goodbye_.end(), true) ==
-                                     options_.num_workers);
-  };
-  while (!done()) mu_.AwaitWithTimeout(absl::Condition(&done), kPoll);
-  if (aborted_.load()) return absl::AbortedError(abort_reason_);
-  return absl::OkStatus();
+  bool idle = false;
+  {
+    absl::MutexLock l(&mu_);
+    auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return aborted_.load() ||
+             (!goodbye_.empty() && std::count(goodbye_.begin(), goodbye_.end(), true) ==
+                                       options_.num_workers);
+    };
+    while (!done()) {
+      mu_.AwaitWithTimeout(absl::Condition(&done), kPoll);
+      // Workers that vanish between calls leave nobody waiting here to time out:
+      // a shard nobody has called for the timeout gives up.
+      if (!done() && calls_in_flight_.load() == 0 &&
+          NowUs() - last_activity_us_.load() > absl::ToInt64Microseconds(options_.timeout)) {
+        idle = true;
+        break;
+      }
+    }
+    if (!idle && aborted_.load()) return absl::AbortedError(abort_reason_);
+    if (!idle) return absl::OkStatus();
+  }
+  const bool anyone = [this] {
+    absl::MutexLock l(&mu_);
+    return std::count(registered_.begin(), registered_.end(), true) > 0;
+  }();
+  return Abort(absl::StrCat(anyone ? "no worker has called for " : "no worker registered within ",
+                            absl::FormatDuration(options_.timeout),
+                            anyone ? " (workers lost?)" : ""));
 }
 
 }  // namespace ringside

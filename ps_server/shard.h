@@ -118,11 +118,17 @@ class Shard {
   void StreamStarted();
   void StreamEnded();
 
+  // Any RPC began / ended (the shard's idea of whether workers are still around).
+  void CallStarted();
+  void CallEnded();
+
   // A worker vanished (its stream broke mid-step): aborts the job naming it.
   void WorkerLost(int worker, const std::string& why);
   // Worker says goodbye after its last step.
   void Goodbye(int worker);
   // Blocks until every worker said goodbye (OK) or the job was aborted (Aborted).
+  // With no call in flight and none for options().timeout (workers that died between
+  // calls, or never came), aborts the job and returns Aborted.
   absl::Status WaitUntilDone();
   // OK or the abort status.
   absl::Status health();
@@ -158,6 +164,8 @@ class Shard {
   std::unique_ptr<Ops> ops_;
   std::atomic<bool> aborted_{false};
   std::atomic<int> active_streams_{0};
+  std::atomic<int> calls_in_flight_{0};
+  std::atomic<int64_t> last_activity_us_{0};
 
   mutable absl::Mutex mu_;
   // Layout, fixed by the first registration.

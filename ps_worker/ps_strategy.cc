@@ -129,7 +129,7 @@ absl::Status PsStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* t
     sent += timings_[s].bytes_sent;
     received += timings_[s].bytes_received;
   }
-  RINGSIDE_RETURN_IF_ERROR(Annotate(status, absl::StrCat("worker ", options_.worker_id)));
+  RINGSIDE_RETURN_IF_ERROR(status);
   // Exposed phases after backward: push until the last chunk is out, wait until the
   // first updated chunk is back (if it was not back already), pull until the last.
   first = std::max(first, push_done);

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Parameter server, BSP: N workers x per-worker batch b over S shards, SGD with momentum
+# and weight decay, 20 steps, ends with the same parameters as single-process training
+# with batch N*b over the same samples (max relative difference <= 1e-5), for N in {2,4}
+# and S in {1,2,3} (3 does not divide the parameter count), for S=7 (more shards than
+# layers: slices cut through tensors), for small stream chunks and for colocated shards
+# (inside worker 0); and agrees with DDP. Every shard's per-step metrics count
+# N * model bytes / S in and out (the master bottleneck is measured). A PS run stopped
+# after 10 steps and resumed to 20 ends bit for bit where the straight run does.
+set -uo pipefail
+RINGSIDE="$1"; COMPARE="$2"; CHECK_BYTES="$3"
+PY=/usr/bin/python3
+T="${TEST_TMPDIR:-$(mktemp -d)}"
+B=8
+MODEL=mlp:784-48-24-10
+NUM_PARAMS=$((784 * 48 + 48 + 48 * 24 + 24 + 24 * 10 + 10))  # 39106 = 2 * 19553: odd for 3, 7
+common=(--model=$MODEL --dataset=synthetic:train=2400,test=240,seed=5
+        --epochs=1 --steps=20 --lr=0.05 --momentum=0.9 --weight_decay=1e-4 --seed=3
+        --threads=1 --eval_batch=240)
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# ps NAME N S ARGS...: one PS job (launched locally) writing to $T/NAME.
+ps() {
+  local name=$1 n=$2 s=$3 rc; shift 3
+  timeout 120 "$RINGSIDE" train --strategy=ps --workers="$n" --ps_shards="$s" --batch=$B \
+    --timeout_s=30 "${common[@]}" "$@" --out="$T/$name" >"$T/$name.log" 2>&1
+  rc=$?
+  if [ "$rc" -ne 0 ]; then fail "$name: ps run with $n workers, $s shard(s) exited $rc"; tail -5 "$T/$name.log"; return 1; fi
+  grep -q '^\[worker 0\] test accuracy: ' "$T/$name.log" || { fail "$name: no test accuracy line"; return 1; }
+  [ -s "$T/$name/checkpoint.bin" ] || { fail "$name: no checkpoint"; return 1; }
+  for w in $(seq 0 $((n - 1))); do
+    [ "$(wc -l <"$T/$name/metrics.jsonl.rank$w")" -eq 20 ] || { fail "$name: worker $w metrics"; return 1; }
+  done
+  return 0
+}
+single() {  # single NAME BATCH: the single-process reference.
+  timeout 120 "$RINGSIDE" train --strategy=single --batch="$2" "${common[@]}" --out="$T/$1" >"$T/$1.log" 2>&1 \
+    || { fail "$1: single-process run exited $?"; tail -3 "$T/$1.log"; return 1; }
+}
+compare() {  # compare REFERENCE OTHER...
+  $PY "$COMPARE" 1e-5 "$@" || fail "checkpoints differ by more than 1e-5 from $1"
+}
+shard_bytes() {  # shard_bytes NAME N S
+  $PY "$CHECK_BYTES" "$2" "$NUM_PARAMS" "$3" --steps=20 "$T/$1"/metrics.jsonl.shard* \
+    || fail "$1: shard byte counts"
+}
+
+for N in 2 4; do
+  single "big$N" $((N * B)) || continue
+  for S in 1 2 3; do
+    ps "ps${N}x$S" "$N" "$S" || continue
+    compare "$T/big$N/checkpoint.bin" "$T/ps${N}x$S/checkpoint.bin"
+    shard_bytes "ps${N}x$S" "$N" "$S"
+  done
+done
+
+# More shards (7) than layers (3) or tensors (6): slices split weight matrices.
+if ps ps2x7 2 7; then
+  compare "$T/big2/checkpoint.bin" "$T/ps2x7/checkpoint.bin"
+  shard_bytes ps2x7 2 7
+fi
+
+# Small chunks (8 KiB: several per shard, pipelined push/pull) change nothing.
+if ps ps4x3c8 4 3 --ps_chunk_kb=8; then
+  compare "$T/big4/checkpoint.bin" "$T/ps4x3c8/checkpoint.bin"
+  shard_bytes ps4x3c8 4 3
+fi
+
+# Colocated: every shard inside worker 0 (in-process channel for it, TCP for the others).
+if ps ps2x2co 2 2 --ps_colocated; then
+  compare "$T/big2/checkpoint.bin" "$T/ps2x2co/checkpoint.bin"
+  grep -q 'shard(s) in worker 0' "$T/ps2x2co.log" || fail "colocated: worker 0 did not host the shards"
+  shard_bytes ps2x2co 2 2
+fi
+
+# DDP with the same workers and data ends where the PS does.
+if timeout 120 "$RINGSIDE" train --strategy=ddp --workers=2 --batch=$B --timeout_s=30 \
+    "${common[@]}" --out="$T/ddp2" >"$T/ddp2.log" 2>&1; then
+  compare "$T/ps2x2/checkpoint.bin" "$T/ddp2/checkpoint.bin"
+else
+  fail "ddp with 2 ranks exited $?"; tail -5 "$T/ddp2.log"
+fi
+
+# Resume: 2 workers, 2 shards, stopped after 10 steps and resumed to 20, end with the
+# checkpoint of the straight 20-step run, byte for byte.
+if timeout 120 "$RINGSIDE" train --strategy=ps --workers=2 --ps_shards=2 --batch=$B --timeout_s=30 \
+    "${common[@]/--steps=20/--steps=10}" --out="$T/resume" >"$T/resume1.log" 2>&1; then
+  if timeout 120 "$RINGSIDE" train --strategy=ps --workers=2 --ps_shards=2 --batch=$B --timeout_s=30 \
+      "${common[@]}" --resume --out="$T/resume" >"$T/resume2.log" 2>&1; then
+    if ! cmp "$T/resume/checkpoint.bin" "$T/ps2x2/checkpoint.bin"; then
+      fail "resumed PS checkpoint differs from the straight run"
+      $PY "$COMPARE" 1e-6 "$T/ps2x2/checkpoint.bin" "$T/resume/checkpoint.bin"
+    fi
+    for w in 0 1; do  # worker metrics append on resume: 10 + 10 records
+      [ "$(wc -l <"$T/resume/metrics.jsonl.rank$w")" -eq 20 ] || fail "resume: worker $w metrics"
+    done
+  else
+    fail "resumed half exited $?"; tail -3 "$T/resume2.log"
+  fi
+else
+  fail "first half exited $?"; tail -3 "$T/resume1.log"
+fi
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo PASS

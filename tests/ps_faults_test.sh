@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# The parameter server never hangs: a worker that dies under BSP (through the local
+# launcher, and with the roles started by hand so that the survivors' own failure
+# detection is what is tested), a shard killed mid-training, a worker whose flags differ
+# from the servers', and bad flags all end with non-zero exits and one clear error line,
+# within bounded time. Every process runs under timeout(1).
+set -uo pipefail
+RINGSIDE="$1"
+T="${TEST_TMPDIR:-$(mktemp -d)}"
+TIMEOUT=5
+failures=0
+# Whatever is left in the background (after a failed check) is stopped on the way out.
+trap 'for j in $(jobs -p); do kill "$j" 2>/dev/null; done' EXIT
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+now() { date +%s.%N; }
+elapsed_since() { echo "$(now) - $1" | bc; }
+# Flags every process of a job shares (the configuration hash covers them).
+job=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5 --epochs=50
+     --batch=8 --lr=0.05 --momentum=0.9 --seed=3 --threads=1 --eval_batch=240)
+server() {  # server SHARD PORT LOG ARGS...: one shard in the background.
+  local s=$1 p=$2 log=$3; shift 3
+  timeout 120 "$RINGSIDE" ps-server --shard="$s" --listen="127.0.0.1:$p" --timeout_s=$TIMEOUT \
+    "${job[@]}" "$@" >"$log" 2>&1 &
+}
+worker() {  # worker ID SERVERS LOG ARGS...: one worker in the background.
+  local w=$1 servers=$2 log=$3; shift 3
+  timeout 120 "$RINGSIDE" ps-worker --worker_id="$w" --ps_servers="$servers" --timeout_s=$TIMEOUT \
+    "${job[@]}" "$@" >"$log" 2>&1 &
+}
+# bounded_wait PID SECONDS: waits for a background process for at most SECONDS; then
+# stops it (TERM to its timeout(1), which passes it on) and returns 254.
+bounded_wait() {
+  local pid=$1 deadline; deadline=$(echo "$(now) + $2" | bc)
+  while kill -0 "$pid" 2>/dev/null; do
+    if (( $(echo "$(now) > $deadline" | bc) )); then
+      kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; return 254
+    fi
+    sleep 0.1
+  done
+  wait "$pid"
+}
+# expect_error NAME PID LOG REGEX [SECONDS]: the process exits within SECONDS (default
+# 30) with a non-zero status (not by timeout(1)), its log has exactly one error line,
+# the last, and it matches REGEX.
+expect_error() {
+  local name=$1 pid=$2 log=$3 regex=$4 rc
+  bounded_wait "$pid" "${5:-30}"; rc=$?
+  if [ "$rc" -eq 254 ]; then fail "$name: still running after ${5:-30}s (stopped): $(tail -n 1 "$log")"; return; fi
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then fail "$name: exit status $rc"; tail -n 3 "$log"; return; fi
+  [ "$(grep -c 'ringside: error:' "$log")" -eq 1 ] || { fail "$name: not exactly one error line"; cat "$log"; return; }
+  tail -n 1 "$log" | grep -q '^ringside: error: ' || { fail "$name: the error is not the last line: $(tail -n 1 "$log")"; return; }
+  tail -n 1 "$log" | grep -qE "$regex" || { fail "$name: /$regex/ not in: $(tail -n 1 "$log")"; return; }
+  echo "ok   $name (exit $rc): $(tail -n 1 "$log")"
+}
+wait_for() {  # wait_for FILE REGEX: up to 30 s.
+  for _ in $(seq 150); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done
+  fail "never saw /$2/ in $1: $(tail -n 2 "$1" 2>/dev/null)"; return 1
+}
+within() {  # within NAME T0 SECONDS
+  local e; e=$(elapsed_since "$2")
+  (( $(echo "$e < $3" | bc) )) || fail "$1: took ${e}s, more than $3s"
+  echo "     $1: ${e}s"
+}
+
+# a1. Through the launcher: worker 1 of 3 dies at step 5 under BSP; the job fails within
+#     ~30 s, its one error line naming the failed process.
+t0=$(now)
+timeout 60 "$RINGSIDE" train --strategy=ps --workers=3 --ps_shards=2 --timeout_s=$TIMEOUT \
+  --ps_debug_worker=1 --ps_debug_crash_at_step=5 "${job[@]}" >"$T/launch.out" 2>"$T/launch.err"
+rc=$?
+if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
+  fail "launched job with a crashing worker: exit status $rc"; tail -n 5 "$T/launch.out" "$T/launch.err"
+elif [ "$(wc -l <"$T/launch.err")" -ne 1 ] || ! grep -qE '^ringside: error: worker 1 failed: exited with status 3' "$T/launch.err"; then
+  fail "launched job: stderr is not one line naming worker 1: $(cat "$T/launch.err")"
+else
+  echo "ok   launched_crash (exit $rc): $(cat "$T/launch.err")"
+fi
+within launched_crash "$t0" 30
+
+# a2. The same by hand: 2 shards, 3 workers, worker 1 dies at step 5 (exit 3, no
+#     goodbye). The other workers and both shards fail within the timeout plus a margin,
+#     naming worker 1.
+P0=$(free_port); P1=$(free_port)
+while [ "$P1" = "$P0" ]; do P1=$(free_port); done
+SERVERS="127.0.0.1:$P0,127.0.0.1:$P1"
+ps_job=(--workers=3 --ps_shards=2)
+server 0 "$P0" "$T/a_s0.log" "${ps_job[@]}"; s0=$!
+server 1 "$P1" "$T/a_s1.log" "${ps_job[@]}"; s1=$!
+worker 0 "$SERVERS" "$T/a_w0.log" "${ps_job[@]}"; w0=$!
+worker 1 "$SERVERS" "$T/a_w1.log" "${ps_job[@]}" --ps_debug_worker=1 --ps_debug_crash_at_step=5; w1=$!
+worker 2 "$SERVERS" "$T/a_w2.log" "${ps_job[@]}"; w2=$!
+bounded_wait "$w1" 30; rc=$?; t0=$(now)
+[ "$rc" -eq 3 ] || { fail "crashing worker 1 exited $rc, expected 3"; tail -n 3 "$T/a_w1.log"; }
+lost='worker 1 lost|worker\(s\) 1 did not push'
+expect_error crash_worker0 "$w0" "$T/a_w0.log" "^ringside: error: worker 0: .*($lost)"
+expect_error crash_worker2 "$w2" "$T/a_w2.log" "^ringside: error: worker 2: .*($lost)"
+expect_error crash_shard0 "$s0" "$T/a_s0.log" "^ringside: error: shard 0: ($lost).*job aborted"
+expect_error crash_shard1 "$s1" "$T/a_s1.log" "^ringside: error: shard 1: ($lost).*job aborted"
+within crash_survivors "$t0" $((TIMEOUT + 8))
+
+# b. Shard 1 of 2 is killed (SIGKILL) mid-training: every worker fails within the timeout
+#    plus a margin, naming the shard and its address. Worker 0 is slowed so that the
+#    kill lands mid-run.
+P0=$(free_port); P1=$(free_port)
+while [ "$P1" = "$P0" ]; do P1=$(free_port); done
+SERVERS="127.0.0.1:$P0,127.0.0.1:$P1"
+ps_job=(--workers=2 --ps_shards=2)
+server 0 "$P0" "$T/b_s0.log" "${ps_job[@]}"; s0=$!
+server 1 "$P1" "$T/b_s1.log" "${ps_job[@]}"; s1=$!
+worker 0 "$SERVERS" "$T/b_w0.log" "${ps_job[@]}" --ps_debug_worker=0 --ps_debug_delay_ms=50; w0=$!
+worker 1 "$SERVERS" "$T/b_w1.log" "${ps_job[@]}"; w1=$!
+if wait_for "$T/b_w0.log" 'step [0-9]+/'; then
+  sleep 0.5  # ~10 steps in
+  pkill -KILL -P "$s1"; t0=$(now)  # SIGKILL the shard itself (the child of timeout)
+  expect_error kill_worker0 "$w0" "$T/b_w0.log" "^ringside: error: worker 0: .*shard 1 at 127\.0\.0\.1:$P1"
+  expect_error kill_worker1 "$w1" "$T/b_w1.log" "^ringside: error: worker 1: .*shard 1 at 127\.0\.0\.1:$P1"
+  within kill_workers "$t0" $((TIMEOUT + 8))
+  # The surviving shard hears of it too (its workers lost or late) and stops.
+  expect_error kill_shard0 "$s0" "$T/b_s0.log" "^ringside: error: shard 0: .*job aborted" $((TIMEOUT + 8))
+fi
+for p in "$s0" "$s1" "$w0" "$w1"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+
+# c. A worker whose --lr differs from the servers': one "configuration hash" line, exit 1.
+P0=$(free_port)
+ps_job=(--workers=1 --ps_shards=1)
+server 0 "$P0" "$T/c_s0.log" "${ps_job[@]}"; s0=$!
+t0=$(now)
+timeout 60 "$RINGSIDE" ps-worker --worker_id=0 --ps_servers="127.0.0.1:$P0" --timeout_s=$TIMEOUT \
+  "${job[@]}" "${ps_job[@]}" --lr=0.5 >"$T/c_w0.log" 2>&1 &
+expect_error config_mismatch $! "$T/c_w0.log" \
+  "^ringside: error: worker 0: shard 0 at 127\.0\.0\.1:$P0: .*configuration hash [0-9a-f]+ differs from the server's [0-9a-f]+"
+within config_mismatch "$t0" $((TIMEOUT + 3))
+kill "$s0" 2>/dev/null; wait "$s0" 2>/dev/null
+
+# d. Bad flags: exit 1 with exactly one line on stderr, "ringside: error: ...", at once.
+bad_flags() {  # bad_flags NAME REGEX ARGS...
+  local name=$1 regex=$2 rc; shift 2
+  timeout 30 "$RINGSIDE" "$@" >"$T/$name.out" 2>"$T/$name.err"; rc=$?
+  if [ "$rc" -ne 1 ]; then fail "$name: exit status $rc, expected 1"; cat "$T/$name.err"; return; fi
+  if [ "$(wc -l <"$T/$name.err")" -ne 1 ] || ! grep -qE "^ringside: error: .*$regex" "$T/$name.err"; then
+    fail "$name: stderr is not one 'ringside: error:' line matching /$regex/:"; cat "$T/$name.err"; return
+  fi
+  echo "ok   $name: $(cat "$T/$name.err")"
+}
+bad_flags sync_foo "--ps_sync must be bsp, ssp:K \(K >= 0\) or asp, got 'foo'" train --strategy=ps --ps_sync=foo
+bad_flags sync_neg "got 'ssp:-1'" train --strategy=ps --ps_sync=ssp:-1
+bad_flags shards_0 "--ps_shards must be >= 1, got 0" train --strategy=ps --ps_shards=0
+bad_flags chunk_0 "--ps_chunk_kb must be in \[1, 65536\], got 0" train --strategy=ps --ps_chunk_kb=0
+bad_flags server_sync_foo "--ps_sync" ps-server --ps_sync=foo
+bad_flags server_shard "--shard=2 is outside \[0, --ps_shards=2\)" ps-server --shard=2 --ps_shards=2
+bad_flags worker_id "--worker_id=5 is outside \[0, --workers=2\)" ps-worker --worker_id=5 --workers=2 --ps_servers=127.0.0.1:5
+for spec in localhost 127.0.0.1:99999 :5 127.0.0.1:0 127.0.0.1:x; do
+  bad_flags "servers_${spec//[:.]/_}" "--ps_servers: '$spec' is not host:port" ps-worker --ps_servers="$spec"
+done
+bad_flags servers_empty "--ps_servers is empty" ps-worker --ps_servers=
+bad_flags servers_count "--ps_servers lists 1 addresses for --ps_shards=2" ps-worker --ps_shards=2 --ps_servers=127.0.0.1:5
+# More shards than parameters: a 10-parameter model (mlp:4-2 over 2x2 inputs, 2 classes).
+tiny=(--model=mlp:4-2 --dataset=synthetic:train=64,test=16,shape=1x2x2,classes=2 --workers=1 --timeout_s=$TIMEOUT)
+eleven=$(for i in $(seq 11); do echo -n "127.0.0.1:$((40000 + i)),"; done)
+bad_flags shards_gt_params "--ps_shards=11 exceeds the model's 10 parameters" \
+  ps-worker --ps_shards=11 --ps_servers="${eleven%,}" "${tiny[@]}"
+# Through the launcher the reason is in the children's output; stderr names the process.
+bad_flags train_shards_gt_params "worker 0 failed: exited with status 1" \
+  train --strategy=ps --ps_shards=11 "${tiny[@]}"
+grep -q "exceeds the model's 10 parameters" "$T/train_shards_gt_params.out" \
+  || fail "train_shards_gt_params: the reason is not in the output: $(tail -n 3 "$T/train_shards_gt_params.out")"
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo PASS
