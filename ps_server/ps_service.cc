@@ -1,14 +1,49 @@
 #include "ps_server/ps_service.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <deque>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "grpcpp/support/method_handler.h"
 #include "ps_server/ps.grpc.pb.h"
 #include "ps_server/wire_chunk.h"
 
 namespace ringside {
+
+namespace {
+
+// (name, value) of the HTTP/2 settings both ends use; RINGSIDE_PS_GRPC_ARGS
+// ("name=value,...") overrides them for experiments.
+std::vector<std::pair<std::string, int>> PsTransportArgs() {
+  std::vector<std::pair<std::string, int>> out = {
+      {GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, kMaxPsMessageBytes},
+      {GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, kMaxPsMessageBytes},
+  };
+  if (const char* env = std::getenv("RINGSIDE_PS_GRPC_ARGS"); env != nullptr) {
+    for (absl::string_view kv : absl::StrSplit(env, ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+      int v = 0;
+      if (absl::SimpleAtoi(p.second, &v)) out.emplace_back(p.first, v);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void SetPsChannelArgs(grpc::ChannelArguments* args) {
+  for (const auto& [name, value] : PsTransportArgs()) args->SetInt(name, value);
+}
+
+void SetPsServerArgs(grpc::ServerBuilder* builder) {
+  for (const auto& [name, value] : PsTransportArgs()) builder->AddChannelArgument(name, value);
+}
 
 grpc::Status ToGrpcStatus(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
@@ -72,60 +107,91 @@ class PsServer::Service final : public ps::ParameterServer::Service {
   // Protocol: read gradient chunks of one step, aggregate each on arrival, and send
   // each chunk's updated parameters back as soon as the sync mode releases them. Runs
   // on WireChunk (the zero-copy codec) instead of ps::Chunk; see the constructor.
+  // This thread reads and aggregates; a second one waits for each pushed chunk's
+  // update and writes it back, so neither direction waits for the other.
   grpc::Status PushPullFast(grpc::ServerContext* context,
                             grpc::ServerReaderWriter<WireChunk, WireChunk>* stream) {
     StreamScope scope(shard_);
-    WireChunk in;
-    WireChunk out;
-    std::vector<float> payload;  // Contiguous copy of the received payload.
-    int worker = -1;
+    absl::Mutex mu;
+    std::deque<int64_t> accepted;  // Chunks pushed and aggregated, not yet sent back.
+    bool reading_done = false;
+    std::atomic<bool> stop{false};
+    int worker = -1;      // Set by the first chunk, before anything is queued.
     int64_t step = -1;
-    std::vector<int64_t> pushed;  // Chunk indices in arrival order.
-    size_t served = 0;            // pushed[0, served) went back already.
-    auto send = [&]() -> bool {
-      const int64_t bytes = out.wire_bytes();
-      if (!stream->Write(out)) return false;
-      shard_->CountServed(worker, step + 1, ps::PARAMS, bytes);
-      return true;
+    absl::Status serve_status;
+    bool write_broken = false;
+    std::thread writer([&] {
+      WireChunk out;
+      while (true) {
+        int64_t k;
+        {
+          absl::MutexLock l(&mu);
+          auto ready = [&] { return !accepted.empty() || reading_done || stop.load(); };
+          mu.Await(absl::Condition(&ready));
+          if (accepted.empty() || stop.load()) return;
+          k = accepted.front();
+          accepted.pop_front();
+        }
+        absl::Status s = shard_->Serve(worker, step + 1, ps::PARAMS, k, &out, &stop);
+        if (!s.ok()) {
+          absl::MutexLock l(&mu);
+          serve_status = s;
+          stop = true;
+          return;
+        }
+        const int64_t bytes = out.wire_bytes();
+        if (!stream->Write(out)) {
+          absl::MutexLock l(&mu);
+          write_broken = true;
+          stop = true;
+          return;
+        }
+        shard_->CountServed(worker, step + 1, ps::PARAMS, bytes);
+      }
+    });
+    auto finish = [&](grpc::Status status) {
+      {
+        absl::MutexLock l(&mu);
+        if (!status.ok()) stop = true;
+        reading_done = true;
+      }
+      writer.join();
+      if (!status.ok()) return status;
+      if (!serve_status.ok()) return ToGrpcStatus(serve_status);
+      if (write_broken || context->IsCancelled()) return Broken(context, worker, step);
+      return grpc::Status::OK;
     };
-    while (stream->Read(&in)) {
+    WireChunk in;
+    std::vector<float> payload;  // Contiguous copy of the received payload.
+    while (!stop.load() && stream->Read(&in)) {
       const ChunkHeader h{in.worker_id, in.step, in.kind, in.offset};
       absl::StatusOr<int64_t> k = shard_->CheckChunk(h, in.payload_size(), worker);
-      if (!k.ok()) return ToGrpcStatus(k.status());
+      if (!k.ok()) return finish(ToGrpcStatus(k.status()));
       if (h.kind != ps::GRADIENTS) {
-        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "PushPull takes gradient chunks only");
+        return finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "PushPull takes gradient chunks only"));
       }
       if (worker < 0) {
         worker = h.worker_id;
         step = h.step;
       } else if (h.step != step) {
-        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            absl::StrCat("chunk of step ", h.step, " in a push-pull of step ", step));
+        return finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   absl::StrCat("chunk of step ", h.step, " in a push-pull of step ", step)));
       }
       payload.resize(in.payload_size() / sizeof(float));
       in.CopyPayloadTo(payload.data());
       if (absl::Status s = shard_->Accept(h, payload.data(), in.wire_bytes()); !s.ok()) {
-        return ToGrpcStatus(s);
+        return finish(ToGrpcStatus(s));
       }
-      pushed.push_back(*k);
-      // Pipelining: whatever is ready goes back while the worker still pushes.
-      while (served < pushed.size()) {
-        absl::StatusOr<bool> ready =
-            shard_->ServeIfReady(worker, step + 1, ps::PARAMS, pushed[served], &out);
-        if (!ready.ok()) return ToGrpcStatus(ready.status());
-        if (!*ready) break;
-        if (!send()) return Broken(context, worker, step);
-        ++served;
-      }
+      absl::MutexLock l(&mu);
+      accepted.push_back(*k);
     }
-    if (context->IsCancelled()) return Broken(context, worker, step);
-    for (; served < pushed.size(); ++served) {
-      if (absl::Status s = shard_->Serve(worker, step + 1, ps::PARAMS, pushed[served], &out); !s.ok()) {
-        return ToGrpcStatus(s);
-      }
-      if (!send()) return Broken(context, worker, step);
+    if (context->IsCancelled() && worker >= 0) {
+      // The worker's side vanished mid-step.
+      grpc::Status broken = Broken(context, worker, step);
+      return finish(broken);
     }
-    return grpc::Status::OK;
+    return finish(grpc::Status::OK);
   }
 
   grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<ps::Chunk>* reader,
@@ -216,8 +282,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& add
   server->service_ = std::make_unique<Service>(server->shard_.get());
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &server->port_);
-  builder.SetMaxReceiveMessageSize(kMaxPsMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxPsMessageBytes);
+  SetPsServerArgs(&builder);
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
@@ -230,8 +295,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& add
 
 std::shared_ptr<grpc::Channel> PsServer::InProcessChannel() {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxPsMessageBytes);
-  args.SetMaxSendMessageSize(kMaxPsMessageBytes);
+  SetPsChannelArgs(&args);
   return server_->InProcessChannel(args);
 }
 

@@ -17,6 +17,11 @@ namespace ringside {
 // its header.
 inline constexpr int kMaxPsMessageBytes = (64 << 20) + 4096;
 
+// The transport settings of every parameter-server channel and server (message
+// caps, HTTP/2 buffering).
+void SetPsChannelArgs(grpc::ChannelArguments* args);
+void SetPsServerArgs(grpc::ServerBuilder* builder);
+
 // absl::Status <-> grpc::Status (the codes are the same numbers).
 grpc::Status ToGrpcStatus(const absl::Status& s);
 absl::Status FromGrpcStatus(const grpc::Status& s);

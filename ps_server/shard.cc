@@ -446,7 +446,7 @@ absl::Status Shard::Serve(int worker, int64_t step, ps::TensorKind kind, int64_t
 }
 
 absl::Status Shard::Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k,
-                          WireChunk* out) {
+                          WireChunk* out, const std::atomic<bool>* cancel) {
   const bool borrow = kind == ps::PARAMS && options_.sync.mode == SyncMode::kBsp;
   return ServeWith(worker, step, kind, k, [&](const float* data, const Slice& c) {
     out->worker_id = worker;
@@ -458,13 +458,14 @@ absl::Status Shard::Serve(int worker, int64_t step, ps::TensorKind kind, int64_t
     } else {
       out->CopyPayload(data, c.size * sizeof(float));
     }
-  });
+  }, cancel);
 }
 
 absl::Status Shard::ServeWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
-                              const FillFn& fill) {
+                              const FillFn& fill, const std::atomic<bool>* cancel) {
   const absl::Time deadline = absl::Now() + options_.timeout;
   while (true) {
+    if (cancel != nullptr && cancel->load()) return absl::CancelledError("serve cancelled");
     RINGSIDE_ASSIGN_OR_RETURN(bool ready, ServeIfReadyWith(worker, step, kind, k, fill));
     if (ready) return absl::OkStatus();
     // Sleep until something changes (or the poll interval passes), then look again.

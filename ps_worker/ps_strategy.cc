@@ -94,8 +94,11 @@ void PsStrategy::StartPushPull() {
 }
 
 void PsStrategy::OnGradientReady(const ParamRange& range) {
+  const int64_t h0 = NowUs();
   if (!started_) StartPushPull();
   absl::MutexLock l(&mu_);
+  // The hook's time is taken out of backward_ms (see LocalStep); it is push time.
+  hook_us_ += NowUs() - h0;
   const int64_t end = range.offset + range.size;
   for (size_t s = 0; s < slices_.size(); ++s) {
     const int64_t lo = std::max(range.offset, slices_[s].offset);
@@ -130,10 +133,12 @@ absl::Status PsStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* t
     received += timings_[s].bytes_received;
   }
   RINGSIDE_RETURN_IF_ERROR(status);
-  // Exposed phases after backward: push until the last chunk is out, wait until the
-  // first updated chunk is back (if it was not back already), pull until the last.
+  // Exposed phases: push_ms is the hooks' time during backward plus, after it, the
+  // time until the last chunk is out; wait_ms until the first updated chunk is back
+  // (if it was not back already); pull_ms until the last one is.
   first = std::max(first, push_done);
-  m->set_push_ms((push_done - t0) / 1e3);
+  m->set_push_ms((push_done - t0 + hook_us_) / 1e3);
+  hook_us_ = 0;
   m->set_wait_ms((first - push_done) / 1e3);
   m->set_pull_ms((last - first) / 1e3);
   m->set_comm_ms(m->push_ms() + m->pull_ms());

@@ -80,6 +80,7 @@ class PsStrategy final : public StepStrategy {
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 
   bool started_ = false;       // Senders of this step are running.
+  int64_t hook_us_ = 0;        // Time spent in OnGradientReady this step.
   std::vector<std::thread> senders_;
   std::vector<absl::Status> results_;
   std::vector<PushPullTiming> timings_;

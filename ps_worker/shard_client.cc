@@ -25,8 +25,7 @@ constexpr char kPushPullMethodName[] = "/ringside.ps.ParameterServer/PushPull";
 
 std::shared_ptr<grpc::Channel> NewPsChannel(const std::string& address) {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxPsMessageBytes);
-  args.SetMaxSendMessageSize(kMaxPsMessageBytes);
+  SetPsChannelArgs(&args);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 

@@ -71,7 +71,7 @@ def med(path, key="step_ms"):
     rows = [json.loads(l) for l in open(path)][50:]  # skip warm-up
     return statistics.median(r[key] for r in rows)
 single = statistics.mean([med(f"{t}/single/metrics.jsonl"), med(f"{t}/single2/metrics.jsonl")])
-ps = med(f"{t}/ps/metrics.jsonl.rank0")
+ps = med(f"{t}/ps/metrics.jsonl")
 params = 784*512 + 512 + 512*512 + 512 + 512*10 + 10
 model_mb = params * 4 / 1e6
 budget = 2 * model_mb / 1e3 / raw * 1e3
@@ -79,5 +79,5 @@ print(f"model {model_mb:.2f} MB; single {single:.3f} ms/step (median, mean of 2 
       f"PS 1x1 {ps:.3f} ms/step; PS adds {ps - single:.3f} ms; "
       f"budget (2 transfers at {raw:.2f} GB/s) {budget:.3f} ms -> {'OK' if ps - single <= budget else 'OVER'}")
 for key in ("push_ms", "wait_ms", "pull_ms"):
-    print(f"  PS worker median {key}: {med(f'{t}/ps/metrics.jsonl.rank0', key):.3f} ms")
+    print(f"  PS worker median {key}: {med(f'{t}/ps/metrics.jsonl', key):.3f} ms")
 EOF
