@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "ps_server/ps_service.h"
 #include "ps_server/wire_chunk.h"
@@ -71,42 +73,82 @@ absl::StatusOr<ps::RegisterResponse> ShardClient::Register(const ps::RegisterReq
   return response;
 }
 
+// One push-pull call; it outlives PushPull when the last chunk came back before the
+// call's end (see FinishPending).
+struct ShardClient::Call {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<WireChunk, WireChunk>> stream;
+  std::thread reader;
+  int64_t step = 0;
+  int64_t chunks = 0;
+  absl::Mutex mu;
+  int64_t received ABSL_GUARDED_BY(mu) = 0;
+  bool reader_done ABSL_GUARDED_BY(mu) = false;
+  absl::Status read_status ABSL_GUARDED_BY(mu);
+};
+
+ShardClient::~ShardClient() {
+  if (pending_ != nullptr) {
+    pending_->context.TryCancel();
+    FinishPending().IgnoreError();
+  }
+}
+
+absl::Status ShardClient::FinishPending() {
+  if (pending_ == nullptr) return absl::OkStatus();
+  std::unique_ptr<Call> call = std::move(pending_);
+  call->reader.join();
+  grpc::Status s = call->stream->Finish();
+  absl::MutexLock l(&call->mu);
+  if (!call->read_status.ok()) return call->read_status;
+  if (!s.ok()) return Error(s, absl::StrCat("push-pull of step ", call->step));
+  if (call->received != call->chunks) {
+    return absl::DataLossError(absl::StrCat(name_, ": push-pull of step ", call->step, " returned ",
+                                            call->received, " of ", call->chunks, " chunks"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* params,
                                    const std::function<bool(int64_t)>& wait_ready,
                                    PushPullTiming* timing) {
+  RINGSIDE_RETURN_IF_ERROR(FinishPending());
   const int64_t chunks = num_chunks();
   const int64_t size = layout_.size();
   const int64_t cf = layout_.chunk_floats();
-  grpc::ClientContext context;
-  SetDeadline(&context, kTransferAllowance);
+  auto call = std::make_unique<Call>();
+  Call* c = call.get();
+  c->step = step;
+  c->chunks = chunks;
+  SetDeadline(&c->context, kTransferAllowance);
   // PushPull on the WireChunk codec (ps_server/wire_chunk.h): gradient chunks go out
   // from `grads` itself, parameter chunks are copied once, into `params`.
-  std::unique_ptr<grpc::ClientReaderWriter<WireChunk, WireChunk>> stream(
-      grpc::internal::ClientReaderWriterFactory<WireChunk, WireChunk>::Create(
-          channel_.get(), push_pull_method_, &context));
+  c->stream.reset(grpc::internal::ClientReaderWriterFactory<WireChunk, WireChunk>::Create(
+      channel_.get(), push_pull_method_, &c->context));
 
   // The reader runs beside the writer: the server streams updated chunks back while
   // this worker is still pushing (and would stall if nobody read them).
-  absl::Status read_status;
-  int64_t received = 0;
-  std::thread reader([&] {
+  c->reader = std::thread([this, c, step, size, cf, params, timing] {
     WireChunk in;
-    while (stream->Read(&in)) {
+    while (c->stream->Read(&in)) {
       const int64_t n = static_cast<int64_t>(in.payload_size() / sizeof(float));
-      if (in.kind != ps::PARAMS || in.offset < 0 || in.offset % cf != 0 || in.offset >= size ||
-          in.payload_size() % sizeof(float) != 0 || n != ChunkOf(size, cf, in.offset / cf).size ||
-          in.step != step + 1) {
-        read_status = absl::DataLossError(absl::StrCat(name_, ": malformed parameter chunk at offset ",
-                                                       in.offset, " for step ", in.step));
-        context.TryCancel();
-        return;
+      absl::MutexLock l(&c->mu);
+      if (c->received >= c->chunks || in.kind != ps::PARAMS || in.offset < 0 ||
+          in.offset % cf != 0 || in.offset >= size || in.payload_size() % sizeof(float) != 0 ||
+          n != ChunkOf(size, cf, in.offset / cf).size || in.step != step + 1) {
+        c->read_status = absl::DataLossError(absl::StrCat(
+            name_, ": malformed or extra parameter chunk at offset ", in.offset, " for step ", in.step));
+        c->context.TryCancel();
+        break;
       }
       in.CopyPayloadTo(params + in.offset);
       const int64_t now = NowUs();
-      if (received++ == 0) timing->first_chunk_us = now;
+      if (c->received++ == 0) timing->first_chunk_us = now;
       timing->last_chunk_us = now;
       timing->bytes_received += in.wire_bytes();
     }
+    absl::MutexLock l(&c->mu);
+    c->reader_done = true;
   });
 
   WireChunk out;
@@ -118,29 +160,38 @@ absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* para
   for (int64_t k = chunks - 1; k >= 0 && write_ok; --k) {
     if (!wait_ready(k)) {
       cancelled = true;
-      context.TryCancel();
+      c->context.TryCancel();
       break;
     }
-    const Slice c = ChunkOf(size, cf, k);
-    out.offset = c.offset;
-    // Borrowed: `grads` stays unchanged until this call returns, after the server
-    // has read every chunk.
-    out.BorrowPayload(grads + c.offset, c.size * sizeof(float));
+    const Slice chunk = ChunkOf(size, cf, k);
+    out.offset = chunk.offset;
+    // Borrowed: `grads` stays unchanged until every chunk's reply is back, and the
+    // server replies to a chunk only after reading it.
+    out.BorrowPayload(grads + chunk.offset, chunk.size * sizeof(float));
     timing->bytes_sent += out.wire_bytes();
-    write_ok = stream->Write(out);
+    write_ok = c->stream->Write(out);
   }
-  if (write_ok) stream->WritesDone();
+  if (write_ok && !cancelled) c->stream->WritesDone();
   timing->push_done_us = NowUs();
-  reader.join();
-  grpc::Status s = stream->Finish();
-  if (cancelled) return absl::CancelledError(absl::StrCat(name_, ": push-pull of step ", step, " cancelled"));
-  if (!read_status.ok()) return read_status;
-  if (!s.ok()) return Error(s, absl::StrCat("push-pull of step ", step));
-  if (received != chunks) {
-    return absl::DataLossError(absl::StrCat(name_, ": push-pull of step ", step, " returned ",
-                                            received, " of ", chunks, " chunks"));
+  bool all_back;
+  {
+    absl::MutexLock l(&c->mu);
+    auto settled = [c]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(c->mu) {
+      return c->received == c->chunks || c->reader_done;
+    };
+    c->mu.Await(absl::Condition(&settled));
+    all_back = c->received == c->chunks && c->read_status.ok();
   }
-  return absl::OkStatus();
+  pending_ = std::move(call);
+  if (cancelled) {
+    FinishPending().IgnoreError();
+    return absl::CancelledError(absl::StrCat(name_, ": push-pull of step ", step, " cancelled"));
+  }
+  // Every updated chunk is here: the step can go on. The call's end (the server's
+  // status) is collected by the next call on this shard (FinishPending), which saves
+  // this step the round trips of closing the stream.
+  if (all_back) return absl::OkStatus();
+  return FinishPending();
 }
 
 absl::Status ShardClient::Push(int64_t step, ps::TensorKind kind, const float* data,
@@ -228,6 +279,7 @@ absl::StatusOr<ps::ShardStats> ShardClient::Stats() {
 }
 
 absl::Status ShardClient::Shutdown() {
+  RINGSIDE_RETURN_IF_ERROR(FinishPending());
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
   ps::ShutdownRequest request;

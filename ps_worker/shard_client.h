@@ -27,7 +27,8 @@ struct PushPullTiming {
   int64_t bytes_received = 0;
 };
 
-// Thread-safe for different calls from different threads (gRPC stubs are).
+// Thread-compatible: PushPull, FinishPending and Shutdown must not overlap (one
+// sender per shard); Push, Pull, Barrier and Stats may run beside them.
 class ShardClient {
  public:
   // `channel` reaches the shard; `name` ("shard 1 at host:port") prefixes errors;
@@ -35,6 +36,7 @@ class ShardClient {
   // each call's deadline is that plus a transfer allowance.
   ShardClient(std::shared_ptr<grpc::Channel> channel, std::string name, int worker_id,
               absl::Duration timeout);
+  ~ShardClient();  // Cancels a push-pull call still pending.
 
   // Protocol step 0; waits up to the timeout for the server to come up. Fills the
   // slice and chunk grid used by the other calls.
@@ -46,7 +48,10 @@ class ShardClient {
   // layout().size floats) in descending chunk order, calling wait_ready(k) before chunk
   // k (it blocks until the chunk's gradients are final; false cancels the call with
   // Cancelled), and writes each updated chunk
-  // into `params` (the slice) as it arrives. Blocks until all chunks came back.
+  // into `params` (the slice) as it arrives. Blocks until all chunks came back; the
+  // call's final status is then collected by the next call (or FinishPending), so the
+  // step need not wait for the stream to close. Also reports the previous call's
+  // failure, if it had one.
   absl::Status PushPull(int64_t step, const float* grads, float* params,
                         const std::function<bool(int64_t)>& wait_ready, PushPullTiming* timing);
   // Push-only (gradients of `step`, or worker 0's PARAMS / OPTIMIZER_STATE) and
@@ -54,6 +59,9 @@ class ShardClient {
   absl::Status Push(int64_t step, ps::TensorKind kind, const float* data,
                     int64_t* bytes_sent = nullptr);
   absl::Status Pull(int64_t step, ps::TensorKind kind, float* out, int64_t* bytes_received = nullptr);
+
+  // Waits for the end of the last push-pull call, if still open; its status.
+  absl::Status FinishPending();
 
   absl::StatusOr<std::vector<double>> Barrier(const std::string& name,
                                               const std::vector<double>& values);
@@ -71,6 +79,8 @@ class ShardClient {
   const int worker_id_;
   const absl::Duration timeout_;
   ps::RegisterResponse layout_;
+  struct Call;
+  std::unique_ptr<Call> pending_;  // Last push-pull call, until its end is collected.
 };
 
 // Channel to "host:port" that accepts the largest chunks.
