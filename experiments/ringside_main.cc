@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "grpc/support/log.h"
 #include "ddp_ring/ddp_ring.h"
+#include "experiments/compare_command.h"
 #include "experiments/experiments.h"
 #include "ps_server/ps_server.h"
 #include "ps_worker/ps_worker.h"
@@ -70,6 +71,7 @@ ABSL_FLAG(int32_t, node_rank, 0, "launch: this node's index");
 ABSL_FLAG(std::string, master_addr, "127.0.0.1", "launch: address of rank 0 (hosts the store)");
 ABSL_FLAG(int32_t, master_port, 29500, "launch: port of rank 0's store (0: pick a free one)");
 ABSL_FLAG(int32_t, warmup, 20, "bench: untimed warm-up steps");
+ABSL_FLAG(std::string, spec, "", "compare: experiment spec (protobuf text format, see experiments/*.textproto)");
 ABSL_FLAG(std::string, sizes_mb, "1,4,16,64,256", "bench pushpull: model sizes in MiB");
 ABSL_FLAG(int64_t, size_bytes, 0, "bench pushpull-server: model size in bytes");
 ABSL_FLAG(int32_t, repeats, 1, "bench: measurements to print");
@@ -87,6 +89,7 @@ constexpr char kUsage[] =
     "  ringside ps-worker --worker_id=I --ps_servers=H0:P0,H1:P1,... --workers=N ...\n"
     "  ringside launch --nproc_per_node=N [--nnodes --node_rank --master_addr --master_port]\n"
     "                  -- PROGRAM ARGS...        (torchrun-style; sets RANK, WORLD_SIZE, ...)\n"
+    "  ringside compare --spec=experiments/quick.textproto --out=runs/quick\n"
     "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n"
     "  ringside bench allreduce --workers=2 [--allreduce=ring|halving-doubling]\n";
 
@@ -286,6 +289,17 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
     o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
     o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
     return ringside::RunTrainCommand(o);
+  }
+  if (command == "compare") {
+    if (args.size() > 2) {
+      return absl::InvalidArgumentError(absl::StrFormat("unexpected argument '%s'", args[2]));
+    }
+    ringside::CompareOptions o;
+    o.spec_path = absl::GetFlag(FLAGS_spec);
+    o.out_dir = absl::GetFlag(FLAGS_out);
+    if (o.spec_path.empty()) return absl::InvalidArgumentError("compare needs --spec=FILE");
+    if (o.out_dir.empty()) return absl::InvalidArgumentError("compare needs --out=DIR");
+    return ringside::RunCompare(o);
   }
   if (command == "ps-server" || command == "ps-worker") {
     if (args.size() > 2) {

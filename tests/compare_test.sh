@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# `ringside compare`: bad specs fail before any process starts; a matrix runs every
+# cell, keeps each cell's records and writes the summary; a failing cell is recorded
+# with its reason while the rest run; an interrupted matrix resumes without re-running
+# finished cells.
+set -uo pipefail
+RINGSIDE="$1"
+T="${TEST_TMPDIR:-$(mktemp -d)}"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+spec() {  # spec FILE EXTRA...: a small valid spec plus extra lines
+  local f="$1"; shift
+  {
+    echo 'name: "t"'
+    echo 'strategies { kind: "single" }'
+    echo 'strategies { kind: "ps" ps_shards: 1 }'
+    echo 'strategies { kind: "ddp" }'
+    echo 'workers: 1 workers: 2'
+    echo 'model: "mlp:784-32-10"'
+    echo 'dataset: "synthetic:train=2048,test=128"'
+    echo 'batch_per_worker: 32'
+    echo 'steps: 12'
+    printf '%s\n' "$@"
+  } >"$f"
+}
+
+# Bad input: one error line, exit 1, and no cell started.
+expect_error() {  # name regex args...
+  local name="$1" regex="$2"; shift 2
+  "$RINGSIDE" compare "$@" >"$T/$name.out" 2>"$T/$name.err"
+  local rc=$?
+  [ "$rc" -eq 1 ] || fail "$name: exit $rc, expected 1"
+  [ "$(wc -l <"$T/$name.err")" -eq 1 ] || fail "$name: stderr is not one line: $(cat "$T/$name.err")"
+  grep -Eq "^ringside: error: .*$regex" "$T/$name.err" || fail "$name: unexpected error: $(cat "$T/$name.err")"
+}
+sed 's/kind: "ddp"/kind: "allreduce"/' <(spec /dev/stdout) >"$T/unknown.textproto"
+expect_error unknown_strategy "unknown strategy 'allreduce'" --spec="$T/unknown.textproto" --out="$T/o1"
+spec "$T/zero.textproto" 'workers: 0'
+expect_error zero_workers "worker count must be >= 1" --spec="$T/zero.textproto" --out="$T/o2"
+echo 'strategies { kind: "single" ' >"$T/garbage.textproto"
+expect_error unparsable "not a valid experiment spec" --spec="$T/garbage.textproto" --out="$T/o3"
+expect_error missing_spec "cannot read" --spec="$T/nope.textproto" --out="$T/o4"
+spec "$T/ok.textproto"
+mkdir -p "$T/ro"; touch "$T/ro/file"
+expect_error unwritable "cannot create|not writable" --spec="$T/ok.textproto" --out="$T/ro/file/sub"
+for d in o1 o2 o3 o4; do [ ! -e "$T/$d/cells" ] || fail "$d: cells were created for a bad spec"; done
+
+# A matrix with a failing cell (NCCL training is not in this build): recorded, the rest run.
+spec "$T/mixed.textproto" 'strategies { kind: "ddp" backend: "nccl" label: "ddp-nccl" }'
+timeout 300 "$RINGSIDE" compare --spec="$T/mixed.textproto" --out="$T/mixed" >"$T/mixed.log" 2>&1 \
+  || fail "compare with a failing cell exited $?: $(tail -3 "$T/mixed.log")"
+csv="$T/mixed/summary.csv"
+[ "$(grep -c ',ok,' "$csv")" -eq 5 ] || fail "expected 5 ok cells: $(cat "$csv")"
+[ "$(grep -c ',failed,' "$csv")" -eq 2 ] || fail "expected 2 failed cells: $(cat "$csv")"
+grep ',failed,' "$csv" | grep -q 'nccl' || fail "failed cells do not say why: $(grep failed "$csv")"
+for c in single-n1-r0 ps-s1-bsp-n2-r0 ddp-n2-r0; do
+  [ -s "$T/mixed/cells/$c/metrics.jsonl" ] || [ -s "$T/mixed/cells/$c/metrics.jsonl.rank0" ] \
+    || fail "$c kept no step records"
+done
+[ -s "$T/mixed/cells/ps-s1-bsp-n2-r0/metrics.jsonl.shard0" ] || fail "ps cell kept no shard records"
+
+# Interrupt after the first cells finished, then resume: finished cells are kept.
+spec "$T/resume.textproto"
+"$RINGSIDE" compare --spec="$T/resume.textproto" --out="$T/resume" >"$T/r1.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 200); do
+  [ "$(ls "$T"/resume/cells/*/result.textproto 2>/dev/null | wc -l)" -ge 2 ] && break
+  sleep 0.05
+done
+kill -INT "$pid"
+wait "$pid"; rc=$?
+[ "$rc" -ne 0 ] || fail "interrupted compare exited 0"
+grep -q "resume" "$T/r1.log" || fail "interrupted compare did not say how to resume: $(tail -2 "$T/r1.log")"
+before=$(ls "$T"/resume/cells/*/result.textproto | wc -l)
+[ "$before" -ge 2 ] && [ "$before" -lt 5 ] || fail "expected 2-4 finished cells before resuming, got $before"
+stamps=$(stat -c '%n %Y.%y' "$T"/resume/cells/*/result.textproto)
+timeout 300 "$RINGSIDE" compare --spec="$T/resume.textproto" --out="$T/resume" >"$T/r2.log" 2>&1 \
+  || fail "resumed compare exited $?"
+grep -q "$before kept from an earlier run" "$T/r2.log" || fail "resume did not keep $before cells: $(tail -1 "$T/r2.log")"
+while read -r line; do
+  f=${line%% *}
+  [ "$(stat -c '%n %Y.%y' "$f")" = "$line" ] || fail "finished cell re-run: $f"
+done <<<"$stamps"
+[ "$(grep -c ',ok,' "$T/resume/summary.csv")" -eq 5 ] || fail "resumed summary incomplete: $(cat "$T/resume/summary.csv")"
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo PASS
