@@ -249,10 +249,14 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
   r.set_global_batch(cell.global_batch);
   const std::string log = ReadFile(dir + "/log.txt").value_or("");
   if (!exit_ok) {
-    // The reason: the last error line the job printed, else how it ended.
+    // The reason: the first error line the job printed (the root cause; the launcher's
+    // summary of which process failed comes last), else how it ended.
     std::string reason = exit_reason;
     for (absl::string_view line : absl::StrSplit(log, '\n')) {
-      if (absl::StrContains(line, "error:")) reason = std::string(line);
+      if (absl::StrContains(line, "error:")) {
+        reason = std::string(line);
+        break;
+      }
     }
     r.set_status("failed");
     r.set_reason(reason);
@@ -293,6 +297,13 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
   } else if (cell.strategy.kind() == "ddp") {
     r.set_busiest_bytes_in(MedianOf(steady, [](const StepMetrics& x) { return 1.0 * x.bytes_received(); }));
     r.set_busiest_bytes_out(MedianOf(steady, [](const StepMetrics& x) { return 1.0 * x.bytes_sent(); }));
+  }
+  // "... N parameters" is printed by every strategy's start-up line.
+  if (const size_t p = log.find(" parameters"); p != std::string::npos) {
+    size_t b = p;
+    while (b > 0 && absl::ascii_isdigit(log[b - 1])) --b;
+    int64_t n = 0;
+    if (absl::SimpleAtoi(log.substr(b, p - b), &n)) r.set_num_params(n);
   }
   const size_t at = log.rfind("test accuracy: ");
   double acc = 0;

@@ -21,6 +21,7 @@
 #include "ddp_ring/ddp_ring.h"
 #include "experiments/compare_command.h"
 #include "experiments/experiments.h"
+#include "experiments/report_command.h"
 #include "ps_server/ps_server.h"
 #include "ps_worker/ps_worker.h"
 
@@ -90,6 +91,7 @@ constexpr char kUsage[] =
     "  ringside launch --nproc_per_node=N [--nnodes --node_rank --master_addr --master_port]\n"
     "                  -- PROGRAM ARGS...        (torchrun-style; sets RANK, WORLD_SIZE, ...)\n"
     "  ringside compare --spec=experiments/quick.textproto --out=runs/quick\n"
+    "  ringside report runs/quick        (report.md and a self-contained report.html)\n"
     "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n"
     "  ringside bench allreduce --workers=2 [--allreduce=ring|halving-doubling]\n";
 
@@ -300,6 +302,12 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
     if (o.spec_path.empty()) return absl::InvalidArgumentError("compare needs --spec=FILE");
     if (o.out_dir.empty()) return absl::InvalidArgumentError("compare needs --out=DIR");
     return ringside::RunCompare(o);
+  }
+  if (command == "report") {
+    if (args.size() != 3) return absl::InvalidArgumentError("usage: ringside report DIR");
+    absl::Status s = ringside::RunReport(args[2]);
+    if (s.ok()) absl::PrintF("report: %s/report.html (and report.md)\n", args[2]);
+    return s;
   }
   if (command == "ps-server" || command == "ps-worker") {
     if (args.size() > 2) {

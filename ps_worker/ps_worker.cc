@@ -67,11 +67,14 @@ absl::StatusOr<PsResult> RunPsWorker(const PsWorkerOptions& o) {
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<PsStrategy> strategy,
                             PsStrategy::Create(std::move(clients), model.get(), sopts));
   if (o.worker_id == 0) {
-    absl::FPrintF(stderr, "ps: %d workers, %d shard(s)%s, %s, %.1f MB model in %d-KiB chunks\n",
+    absl::FPrintF(stderr,
+                  "ps: %d workers, %d shard(s)%s, %s, model %s (%d parameters, %.1f MB) in "
+                  "%d-KiB chunks\n",
                   config.world_size(), num_shards, config.ps_colocated() ? " in worker 0" : "",
                   config.ps_sync() == "ssp" ? absl::StrCat("ssp:", config.ps_staleness())
                                             : config.ps_sync(),
-                  model->num_params() * 4 / 1e6, config.ps_chunk_bytes() / 1024);
+                  config.model(), model->num_params(), model->num_params() * 4 / 1e6,
+                  config.ps_chunk_bytes() / 1024);
   }
 
   TrainerOptions topts;
