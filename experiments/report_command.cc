@@ -203,6 +203,19 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
   return points;
 }
 
+void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* points) {
+  std::vector<std::string> spec_order;
+  if (ExperimentSpec parsed; google::protobuf::TextFormat::ParseFromString(spec_text, &parsed)) {
+    for (const StrategySpec& s : parsed.strategies()) spec_order.push_back(StrategyLabel(s));
+  }
+  auto rank = [&](const std::string& label) {
+    return std::find(spec_order.begin(), spec_order.end(), label) - spec_order.begin();
+  };
+  std::stable_sort(points->begin(), points->end(), [&](const ReportPoint& a, const ReportPoint& b) {
+    return std::make_pair(rank(a.label), a.workers) < std::make_pair(rank(b.label), b.workers);
+  });
+}
+
 std::string Findings(const std::vector<ReportPoint>& points, int64_t num_params) {
   std::string out;
   std::map<std::string, std::vector<const ReportPoint*>> by_label;
@@ -253,17 +266,7 @@ absl::Status RunReport(const std::string& dir) {
   int64_t num_params = 0;
   for (const CellResult& r : *results) num_params = std::max(num_params, r.num_params());
   const std::string spec = Slurp(dir + "/spec.textproto").value_or("");
-  // Strategies in the spec's order (cells are read in directory order).
-  std::vector<std::string> spec_order;
-  if (ExperimentSpec parsed; google::protobuf::TextFormat::ParseFromString(spec, &parsed)) {
-    for (const StrategySpec& s : parsed.strategies()) spec_order.push_back(StrategyLabel(s));
-  }
-  auto rank = [&](const std::string& label) {
-    return std::find(spec_order.begin(), spec_order.end(), label) - spec_order.begin();
-  };
-  std::stable_sort(points.begin(), points.end(), [&](const ReportPoint& a, const ReportPoint& b) {
-    return std::make_pair(rank(a.label), a.workers) < std::make_pair(rank(b.label), b.workers);
-  });
+  SortPointsBySpec(spec, &points);
 
   // Series per strategy label (multi-worker strategies; single is the baseline).
   std::map<std::string, Series> speed, eff, thr, bytes;

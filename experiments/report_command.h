@@ -39,6 +39,8 @@ absl::StatusOr<std::vector<CellResult>> ReadCellResults(const std::string& dir);
 // Groups by (label, workers), medians over repeats, speedup against "single" (or the
 // strategy's own 1-worker point). Sorted by label order of first appearance, workers.
 std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results);
+// Orders points by the strategies' order in the spec (text format), then workers.
+void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* points);
 // The findings paragraph: where each strategy stops scaling and by how much, and what
 // dominates its step there.
 std::string Findings(const std::vector<ReportPoint>& points, int64_t num_params);

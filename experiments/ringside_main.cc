@@ -20,6 +20,7 @@
 #include "grpc/support/log.h"
 #include "ddp_ring/ddp_ring.h"
 #include "experiments/compare_command.h"
+#include "experiments/demo_command.h"
 #include "experiments/experiments.h"
 #include "experiments/report_command.h"
 #include "ps_server/ps_server.h"
@@ -81,6 +82,7 @@ namespace {
 
 constexpr char kUsage[] =
     "ringside: parameter server vs DDP ring, measured.\n"
+    "  ringside demo [--out=runs/demo]   (single vs PS vs DDP on 1, 2, 4 workers, with a report)\n"
     "  ringside train --strategy=single --model=mlp:784-256-256-10 --dataset=fashion-mnist\n"
     "                 --epochs=5 --batch=128 --lr=0.02 --momentum=0.9 --out=DIR [--resume]\n"
     "  ringside train --strategy=ddp --workers=2 --backend=gloo ...    (launches the ranks)\n"
@@ -302,6 +304,13 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
     if (o.spec_path.empty()) return absl::InvalidArgumentError("compare needs --spec=FILE");
     if (o.out_dir.empty()) return absl::InvalidArgumentError("compare needs --out=DIR");
     return ringside::RunCompare(o);
+  }
+  if (command == "demo") {
+    if (args.size() > 2) {
+      return absl::InvalidArgumentError(absl::StrFormat("unexpected argument '%s'", args[2]));
+    }
+    const std::string out = absl::GetFlag(FLAGS_out).empty() ? "runs/demo" : absl::GetFlag(FLAGS_out);
+    return ringside::RunDemo(out);
   }
   if (command == "report") {
     if (args.size() != 3) return absl::InvalidArgumentError("usage: ringside report DIR");
