@@ -293,7 +293,7 @@ absl::Status RunReport(const std::string& dir) {
   const std::string plot_dir = dir + "/report_plots";
   std::error_code error;
   fs::create_directories(plot_dir, error);
-  std::string script = "set terminal svg size 640,400 dynamic enhanced font 'sans,11' background '#ffffff'\n"
+  std::string script = "set terminal svg size 640,400 enhanced font 'sans,11' background '#ffffff'\n"
                        "set grid\n";
   absl::StrAppend(&script, LinePlot("speedup", "Speedup vs workers (weak scaling)", "speedup over single process",
                                     ordered(speed, true), "x with lines dt 2 lc rgb '#888888' title 'ideal'", true));
@@ -409,9 +409,16 @@ absl::Status RunReport(const std::string& dir) {
                           100 * p.efficiency, p.compute_ms, p.comm_ms, p.wait_ms, p.update_ms,
                           p.busiest_bytes_in / 1e6, p.busiest_bytes_out / 1e6, p.test_accuracy, traces);
   }
+  // After layout, each plot records its rendered size in data-rendered (checked by
+  // tests/report_html_test.sh through headless Chromium's DOM dump).
   absl::StrAppendFormat(&html, "</table>\n<p>Model: %d parameters (M = %.2f MB). Chrome traces open in "
                         "<a href=\"https://ui.perfetto.dev\">Perfetto</a> or chrome://tracing.</p>\n"
-                        "<h2>Spec</h2>\n<pre>%s</pre>\n</body></html>\n",
+                        "<h2>Spec</h2>\n<pre>%s</pre>\n"
+                        "<script>window.addEventListener('load', function () {\n"
+                        "  document.querySelectorAll('.plot').forEach(function (plot) {\n"
+                        "    var box = plot.querySelector('svg').getBoundingClientRect();\n"
+                        "    plot.setAttribute('data-rendered', Math.round(box.width) + 'x' + Math.round(box.height));\n"
+                        "  });\n});</script>\n</body></html>\n",
                         num_params, 4.0 * num_params / 1e6, HtmlEscape(spec));
   return Spit(dir + "/report.html", html);
 }

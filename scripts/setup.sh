@@ -14,6 +14,8 @@ PACKAGES=(
   zlib1g-dev
   dataset-fashion-mnist    # /usr/share/datasets/fashion-mnist
   gnuplot-nox iperf3
+  chromium                 # headless check that the HTML report renders
+  iproute2                 # ip, tc: emulated cluster networks
   python3-torch            # PyTorch CPU: the reference the benchmarks compare with
 )
 
