@@ -27,6 +27,7 @@
 #include "common/metrics.h"
 #include "common/ringside.pb.h"
 #include "common/status_macros.h"
+#include "experiments/network_emulator.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 
@@ -222,6 +223,9 @@ std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& c
                                 absl::StrCat("--seed=", spec.seed() > 0 ? spec.seed() : 1),
                                 absl::StrCat("--timeout_s=", spec.timeout_s() > 0 ? spec.timeout_s() : 60),
                                 absl::StrCat("--out=", out_dir)};
+  if (s.kind() != "single" && !spec.network().empty()) {
+    a.push_back(absl::StrCat("--network=", spec.network()));
+  }
   if (s.kind() == "ps") {
     a.push_back(absl::StrCat("--workers=", cell.workers));
     a.push_back(absl::StrCat("--ps_shards=", std::max(1, s.ps_shards())));
@@ -415,9 +419,12 @@ std::string Clock(double seconds) {
 absl::Status RunCompare(const CompareOptions& o) {
   absl::StatusOr<ExperimentSpec> spec = LoadSpec(o.spec_path);
   if (!spec.ok()) return spec.status();
+  // Emulated links: the profile must parse and this process must be allowed to create
+  // namespaces, before any cell starts.
   if (!spec->network().empty()) {
-    return absl::UnimplementedError(
-        "network emulation (network: ...) is not available in this build; remove it to run on loopback");
+    absl::StatusOr<NetworkProfile> profile = ParseNetworkProfile(spec->network());
+    if (!profile.ok()) return absl::InvalidArgumentError(absl::StrCat(o.spec_path, ": ", profile.status().message()));
+    if (profile->enabled) RINGSIDE_RETURN_IF_ERROR(CheckNetworkPrivileges());
   }
   // The output directory must be writable before anything starts.
   std::error_code error;

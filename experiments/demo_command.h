@@ -11,8 +11,9 @@
 
 namespace ringside {
 
-// The demo's spec (text format), also shipped as experiments/demo.textproto.
-std::string DemoSpec();
+// The demo's spec (text format), on `network` links ("" for loopback); the loopback
+// version is also shipped as experiments/demo.textproto.
+std::string DemoSpec(const std::string& network);
 
 // Blocks until the matrix and the report are done (resuming an interrupted demo in
 // `out_dir`).

@@ -109,9 +109,14 @@ absl::Status Launch(const LaunchOptions& o) {
 
   std::vector<Child> children(o.nproc_per_node);
   // Prepare argv and environments before forking (no allocation after fork).
-  std::vector<char*> argv;
-  for (const std::string& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  std::vector<std::vector<char*>> argvs(o.nproc_per_node);
+  for (int lr = 0; lr < o.nproc_per_node; ++lr) {
+    if (lr < static_cast<int>(o.rank_prefix.size())) {
+      for (const std::string& a : o.rank_prefix[lr]) argvs[lr].push_back(const_cast<char*>(a.c_str()));
+    }
+    for (const std::string& a : o.command) argvs[lr].push_back(const_cast<char*>(a.c_str()));
+    argvs[lr].push_back(nullptr);
+  }
   std::vector<std::vector<std::string>> envs(o.nproc_per_node);
   std::vector<std::vector<char*>> envps(o.nproc_per_node);
   const char* const kOwned[] = {"RANK=", "LOCAL_RANK=", "WORLD_SIZE=", "LOCAL_WORLD_SIZE=",
@@ -131,6 +136,9 @@ absl::Status Launch(const LaunchOptions& o) {
     envs[lr].push_back(absl::StrCat("MASTER_PORT=", port));
     envs[lr].push_back(absl::StrCat("GROUP_RANK=", o.node_rank));
     envs[lr].push_back(absl::StrCat("RINGSIDE_RUN_ID=", run_id));
+    if (lr < static_cast<int>(o.rank_env.size())) {
+      for (const std::string& e : o.rank_env[lr]) envs[lr].push_back(e);
+    }
     for (std::string& e : envs[lr]) envps[lr].push_back(e.data());
     envps[lr].push_back(nullptr);
     children[lr].rank = rank;
@@ -167,7 +175,7 @@ absl::Status Launch(const LaunchOptions& o) {
       signal(SIGTERM, SIG_DFL);
       dup2(fds[1], STDOUT_FILENO);
       dup2(fds[1], STDERR_FILENO);
-      execvpe(argv[0], argv.data(), envps[lr].data());
+      execvpe(argvs[lr][0], argvs[lr].data(), envps[lr].data());
       const char* msg = "launch: cannot execute the command\n";
       (void)!write(STDERR_FILENO, msg, strlen(msg));
       _exit(127);

@@ -28,6 +28,10 @@ struct LaunchOptions {
   // Optional name of each local rank in output prefixes and failure messages, e.g.
   // "server 0" (default: "rank R").
   std::vector<std::string> labels;
+  // Optional, per local rank: words run before `command` (e.g. {"ip", "netns", "exec",
+  // NS} to start the rank inside an emulated node) and extra NAME=VALUE environment.
+  std::vector<std::vector<std::string>> rank_prefix;
+  std::vector<std::vector<std::string>> rank_env;
 };
 
 // Blocks until every process exited. OK if all exited 0. Otherwise Aborted with one

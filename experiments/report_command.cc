@@ -340,7 +340,14 @@ absl::Status RunReport(const std::string& dir) {
   if (!plotted.ok()) return plotted;
 
   // Markdown.
-  std::string md = absl::StrCat("# ringside report: ", fs::path(dir).filename().string(), "\n\n");
+  std::string network = "loopback (no emulated links)";
+  if (ExperimentSpec parsed; google::protobuf::TextFormat::ParseFromString(spec, &parsed) &&
+                             !parsed.network().empty()) {
+    network = absl::StrCat("emulated links `", parsed.network(),
+                           "`, every process in its own network namespace");
+  }
+  std::string md = absl::StrCat("# ringside report: ", fs::path(dir).filename().string(), "\n\n",
+                                "Network: ", network, ".\n\n");
   absl::StrAppend(&md, "## Findings\n\n", Findings(points, num_params), "## Summary\n\n",
                   "| strategy | workers | step ms | samples/s | speedup | efficiency | compute | communicate | wait | update | busiest node MB in/out | test acc | repeats |\n",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -367,7 +374,8 @@ absl::Status RunReport(const std::string& dir) {
       "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}"
       "th{background:#f0f0f0}.plots{display:flex;flex-wrap:wrap;gap:12px}.plot svg{max-width:100%;height:auto}"
       "pre{background:#f6f6f6;padding:8px}</style></head><body>\n",
-      "<h1>ringside report: ", HtmlEscape(fs::path(dir).filename().string()), "</h1>\n<h2>Findings</h2>\n");
+      "<h1>ringside report: ", HtmlEscape(fs::path(dir).filename().string()), "</h1>\n<p>Network: ",
+      HtmlEscape(absl::StrReplaceAll(network, {{"`", ""}})), ".</p>\n<h2>Findings</h2>\n");
   const std::string findings = Findings(points, num_params);
   for (absl::string_view para : absl::StrSplit(findings, "\n\n", absl::SkipEmpty())) {
     std::string p = HtmlEscape(std::string(para));

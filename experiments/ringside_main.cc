@@ -21,6 +21,7 @@
 #include "ddp_ring/ddp_ring.h"
 #include "experiments/compare_command.h"
 #include "experiments/demo_command.h"
+#include "experiments/emulated_launch.h"
 #include "experiments/experiments.h"
 #include "experiments/report_command.h"
 #include "ps_server/ps_server.h"
@@ -55,6 +56,9 @@ ABSL_FLAG(std::string, allreduce, "ring", "ddp: ring or halving-doubling");
 ABSL_FLAG(int32_t, timeout_s, 60,
           "ps/ddp: seconds a process may wait on its peers (rendezvous, collective, slowest "
           "worker) before the job fails");
+ABSL_FLAG(std::string, network, "",
+          "ps/ddp local launch: emulated links, e.g. bw=1gbit,delay=0.5ms[,master.bw=10gbit] "
+          "(each process in its own network namespace; needs root)");
 ABSL_FLAG(int32_t, ps_shards, 1, "ps: server shards, each owning a contiguous slice of the parameters");
 ABSL_FLAG(std::string, ps_sync, "bsp", "ps: bsp, ssp:K (bounded staleness K) or asp");
 ABSL_FLAG(bool, ps_colocated, false, "ps: run every shard inside worker 0 (a DP-style master)");
@@ -198,15 +202,27 @@ absl::Status RunPs(int argc, char** argv) {
     ringside::LaunchOptions lo;
     lo.nproc_per_node = c.world_size() + (colocated ? 0 : shards);
     lo.master_port = 0;  // Unused by PS roles; keeps the launcher from a fixed port.
+    // Emulated links: every process on its own node; the shards' nodes (or worker 0's,
+    // colocated) have the role "master" for per-role overrides.
+    std::vector<std::string> roles;
+    for (int s = 0; s < (colocated ? 0 : shards); ++s) roles.push_back("master");
+    for (int w = 0; w < c.world_size(); ++w) roles.push_back(colocated && w == 0 ? "master" : "worker");
+    absl::StatusOr<std::unique_ptr<ringside::EmulatedNetwork>> net =
+        ringside::PlaceRanksInNetwork(absl::GetFlag(FLAGS_network), roles, &lo);
+    if (!net.ok()) return net.status();
     std::string servers;
     for (int s = 0; s < shards; ++s) {
       absl::StatusOr<int> port = ringside::PickFreePort();
       if (!port.ok()) return port.status();
-      absl::StrAppend(&servers, s > 0 ? "," : "", "127.0.0.1:", *port);
+      // The node that hosts shard s: its own, or worker 0's when colocated.
+      const std::string host = *net == nullptr ? "127.0.0.1" : (*net)->address(colocated ? 0 : s);
+      absl::StrAppend(&servers, s > 0 ? "," : "", host, ":", *port);
       if (!colocated) lo.labels.push_back(absl::StrCat("shard ", s));
     }
     for (int w = 0; w < c.world_size(); ++w) lo.labels.push_back(absl::StrCat("worker ", w));
-    lo.command.push_back("/proc/self/exe");
+    absl::StatusOr<std::string> self = ringside::SelfExePath();
+    if (!self.ok()) return self.status();
+    lo.command.push_back(*self);
     for (int i = 1; i < argc; ++i) lo.command.push_back(argv[i]);
     lo.command.push_back(absl::StrCat("--ps_servers=", servers));
     return ringside::Launch(lo);
@@ -235,9 +251,23 @@ absl::Status RunDdp(int argc, char** argv) {
     lo.nproc_per_node = workers;
     lo.master_addr = "127.0.0.1";
     lo.master_port = 0;
-    lo.command.push_back("/proc/self/exe");
+    absl::StatusOr<std::string> self = ringside::SelfExePath();
+    if (!self.ok()) return self.status();
+    lo.command.push_back(*self);
     for (int i = 1; i < argc; ++i) lo.command.push_back(argv[i]);
-    // /proc/self/exe resolves in the child to this binary.
+    // Emulated links: every rank on its own node; rank 0's node hosts the store.
+    absl::StatusOr<std::unique_ptr<ringside::EmulatedNetwork>> net = ringside::PlaceRanksInNetwork(
+        absl::GetFlag(FLAGS_network), std::vector<std::string>(workers, "worker"), &lo);
+    if (!net.ok()) return net.status();
+    if (*net != nullptr) {
+      absl::StatusOr<int> port = ringside::PickFreePort();
+      if (!port.ok()) return port.status();
+      lo.master_addr = (*net)->address(0);
+      lo.master_port = *port;  // Inside rank 0's own namespace: free.
+      for (int r = 0; r < workers; ++r) {
+        lo.rank_env.push_back({absl::StrCat("RINGSIDE_HOSTNAME=", (*net)->address(r))});
+      }
+    }
     return ringside::Launch(lo);
   }
   absl::StatusOr<ringside::DdpEnv> env = ringside::ReadDdpEnv();
