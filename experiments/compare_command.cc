@@ -394,6 +394,9 @@ ChildOutcome RunChild(const std::vector<std::string>& argv_in, const std::string
     }
     absl::SleepFor(absl::Milliseconds(50));
   }
+  // A signal to the whole process group (Ctrl-C, `timeout`) may end the cell before
+  // this loop forwarded anything: the matrix was interrupted all the same.
+  if (g_compare_signal.load() != 0) out.interrupted = true;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !signalled) {
     out.ok = true;
   } else if (out.how.empty()) {

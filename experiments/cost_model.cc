@@ -354,7 +354,11 @@ absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
   const double latency_s = worker.alpha_s + (calls - 1) * c.push_pull_per_call_s;
   Prediction p;
   p.compute_s = c.compute_s;
-  p.comm_s = latency_s + std::max(worker_s, server_s);
+  const double one_way_s = std::max(worker_s, server_s);
+  const double slice_bytes = m / shards;
+  const double unpipelined =
+      s.chunk_bytes > 0 && slice_bytes > 0 ? std::min(s.chunk_bytes, slice_bytes) / slice_bytes : 0;
+  p.comm_s = latency_s + one_way_s * (1 + unpipelined);
   p.comm_total_s = p.comm_s;
   // Under BSP a shard sums N pushes into its accumulator (with one worker it steps on
   // the pushed gradient directly), then steps SGD once on its slice.

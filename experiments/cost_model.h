@@ -124,6 +124,11 @@ struct Scenario {
   bool path_limits = true;
   // DDP: launch buckets during backward (PyTorch DDP style); false: after backward.
   bool overlap = true;
+  // PS: chunk size of the tensor streams. A shard can send a chunk back only once all
+  // N workers pushed it, so the last pushed chunk's reply never overlaps the push: the
+  // transfer takes T (1 + min(chunk, M/S) / (M/S)) for a one-way bottleneck time T. 0:
+  // perfect pipelining (T).
+  double chunk_bytes = 0;
   // DDP bucket sizes in launch order (the first holds the last layers); must add up to
   // model_bytes. Empty: a first bucket of 1 MiB, then 25 MiB buckets (the reducer's
   // defaults, ignoring layer boundaries).

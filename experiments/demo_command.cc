@@ -5,7 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "experiments/calibrate_command.h"
 #include "experiments/compare_command.h"
+#include "experiments/emulated_launch.h"
+#include "experiments/simulate_command.h"
 #include "experiments/network_emulator.h"
 #include "experiments/report_command.h"
 
@@ -53,6 +56,19 @@ absl::Status RunDemo(const std::string& out_dir) {
   absl::FPrintF(stderr, "demo: single, PS with one master and DDP on 1, 2 and 4 workers (Fashion-MNIST MLP), %s\n",
                 network.empty() ? absl::StrCat("on loopback (", privileges.message(), ")")
                                 : "each process on its own emulated 1 Gbit link");
+  // The cost model's constants, measured here once (kept on re-runs).
+  const std::string calibration_path = out_dir + "/calibration.json";
+  if (!std::filesystem::exists(calibration_path)) {
+    absl::FPrintF(stderr, "demo: calibrating the cost model (ringside calibrate)\n");
+    CalibrateOptions co;
+    absl::StatusOr<std::string> self = SelfExePath();
+    if (!self.ok()) return self.status();
+    co.self_exe = *self;
+    co.work_dir = out_dir + "/calibration.runs";
+    absl::StatusOr<Calibration> calibration = Calibrate(co);
+    if (!calibration.ok()) return calibration.status();
+    if (absl::Status s = WriteCalibrationFile(*calibration, calibration_path); !s.ok()) return s;
+  }
   CompareOptions o;
   o.spec_path = spec_path;
   o.out_dir = out_dir;

@@ -1,6 +1,9 @@
 #include "experiments/emulated_launch.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <cerrno>
 #include <cstring>
@@ -9,6 +12,30 @@
 #include "common/status_macros.h"
 
 namespace ringside {
+namespace {
+
+// Written by the signal handler (which may only set a flag), read by InterruptGuard.
+std::atomic<int> g_interrupt{0};
+void OnInterrupt(int sig) { g_interrupt.store(sig); }
+struct sigaction g_old_int, g_old_term;
+
+}  // namespace
+
+InterruptGuard::InterruptGuard() {
+  g_interrupt.store(0);
+  struct sigaction action {};
+  action.sa_handler = OnInterrupt;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &g_old_int);
+  sigaction(SIGTERM, &action, &g_old_term);
+}
+
+InterruptGuard::~InterruptGuard() {
+  sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGTERM, &g_old_term, nullptr);
+}
+
+bool InterruptGuard::interrupted() const { return g_interrupt.load() != 0; }
 
 absl::StatusOr<std::string> SelfExePath() {
   char path[4096];

@@ -21,6 +21,20 @@ namespace ringside {
 absl::StatusOr<std::unique_ptr<EmulatedNetwork>> PlaceRanksInNetwork(
     const std::string& profile, const std::vector<std::string>& roles, LaunchOptions* launch);
 
+// Holds SIGINT / SIGTERM while an emulated network is set up, so that an interrupt
+// cannot kill the process between creating namespaces and tearing them down: the
+// signal is recorded instead (Launch, which installs its own handlers, forwards later
+// ones to the ranks). Restores the previous handlers when destroyed. One at a time.
+class InterruptGuard {
+ public:
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+  // A signal arrived since construction.
+  bool interrupted() const;
+};
+
 // This binary's path (commands run through `ip netns exec` cannot use /proc/self/exe,
 // which would name `ip`).
 absl::StatusOr<std::string> SelfExePath();

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -18,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "experiments/compare_command.h"
+#include "experiments/network_emulator.h"
 #include "google/protobuf/text_format.h"
 
 extern char** environ;
@@ -111,6 +113,12 @@ std::string LinePlot(const std::string& name, const std::string& title, const st
   if (!extra_plot.empty()) parts.push_back(extra_plot);
   absl::StrAppend(&s, absl::StrJoin(parts, ", "), "\n");
   return s;
+}
+
+std::string PredictionCell(const ReportPoint& p) {
+  if (p.predicted_step_ms <= 0 || p.step_ms <= 0) return "";
+  return absl::StrFormat("%.2f (%+.0f%%)", p.predicted_step_ms,
+                         100 * (p.predicted_step_ms - p.step_ms) / p.step_ms);
 }
 
 }  // namespace
@@ -216,6 +224,49 @@ void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* po
   });
 }
 
+void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, int cores,
+                   std::vector<ReportPoint>* points) {
+  absl::StatusOr<NetworkProfile> profile = ParseNetworkProfile(spec.network());
+  double link = 0, master_link = 0;
+  if (profile.ok() && profile->enabled) {
+    link = profile->link.bits_per_sec / 8;
+    master_link = LinkForRole(*profile, "master").bits_per_sec / 8;
+  }
+  for (ReportPoint& p : *points) {
+    const StrategySpec* strategy = nullptr;
+    for (const StrategySpec& s : spec.strategies()) {
+      if (StrategyLabel(s) == p.label) strategy = &s;
+    }
+    if (strategy == nullptr || p.ok_repeats == 0) continue;
+    Calibration c = calibration;
+    // Workers compute at the same time under BSP; more of them than cores share.
+    c.compute_s *= std::max(1.0, static_cast<double>(p.workers) / std::max(1, cores));
+    c.backward_s *= std::max(1.0, static_cast<double>(p.workers) / std::max(1, cores));
+    if (p.kind == "single") {
+      p.predicted_step_ms = SingleProcessStepSeconds(c, calibration.model_bytes) * 1e3;
+      continue;
+    }
+    Scenario s;
+    s.workers = p.workers;
+    s.model_bytes = calibration.model_bytes;
+    s.link_bytes_per_s = link;
+    s.master_link_bytes_per_s = master_link != link ? master_link : 0;
+    if (p.kind == "ps") {
+      s.strategy = Strategy::kPs;
+      s.shards = std::max(1, strategy->ps_shards());
+      s.colocated = strategy->ps_colocated();
+      if (s.colocated) s.colocated_hosts = 1;  // --ps_colocated: every shard in worker 0.
+      s.chunk_bytes = 1 << 20;
+    } else {
+      s.strategy = strategy->allreduce() == "halving-doubling" ? Strategy::kHalvingDoubling
+                                                               : Strategy::kRing;
+      s.overlap = !strategy->no_overlap();
+    }
+    absl::StatusOr<Prediction> prediction = Predict(c, s);
+    if (prediction.ok()) p.predicted_step_ms = prediction->step_s * 1e3;
+  }
+}
+
 std::string Findings(const std::vector<ReportPoint>& points, int64_t num_params) {
   std::string out;
   std::map<std::string, std::vector<const ReportPoint*>> by_label;
@@ -267,6 +318,17 @@ absl::Status RunReport(const std::string& dir) {
   for (const CellResult& r : *results) num_params = std::max(num_params, r.num_params());
   const std::string spec = Slurp(dir + "/spec.textproto").value_or("");
   SortPointsBySpec(spec, &points);
+  bool predicted = false;
+  if (fs::exists(dir + "/calibration.json")) {
+    absl::StatusOr<std::string> text = Slurp(dir + "/calibration.json");
+    absl::StatusOr<Calibration> calibration =
+        text.ok() ? CalibrationFromJson(*text) : absl::StatusOr<Calibration>(text.status());
+    ExperimentSpec parsed;
+    if (calibration.ok() && google::protobuf::TextFormat::ParseFromString(spec, &parsed)) {
+      PredictPoints(*calibration, parsed, static_cast<int>(std::thread::hardware_concurrency()), &points);
+      predicted = true;
+    }
+  }
 
   // Series per strategy label (multi-worker strategies; single is the baseline).
   std::map<std::string, Series> speed, eff, thr, bytes;
@@ -349,22 +411,29 @@ absl::Status RunReport(const std::string& dir) {
   std::string md = absl::StrCat("# ringside report: ", fs::path(dir).filename().string(), "\n\n",
                                 "Network: ", network, ".\n\n");
   absl::StrAppend(&md, "## Findings\n\n", Findings(points, num_params), "## Summary\n\n",
-                  "| strategy | workers | step ms | samples/s | speedup | efficiency | compute | communicate | wait | update | busiest node MB in/out | test acc | repeats |\n",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                  "| strategy | workers | step ms | predicted ms (error) | samples/s | speedup | efficiency | compute | communicate | wait | update | busiest node MB in/out | test acc | repeats |\n",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const ReportPoint& p : points) {
     if (p.ok_repeats == 0) {
-      absl::StrAppendFormat(&md, "| %s | %d | failed: %s | | | | | | | | | | 0/%d |\n", p.label, p.workers,
+      absl::StrAppendFormat(&md, "| %s | %d | failed: %s | | | | | | | | | | | 0/%d |\n", p.label, p.workers,
                             p.failure, p.failed_repeats);
       continue;
     }
-    absl::StrAppendFormat(&md, "| %s | %d | %.2f | %.0f | %.2f | %.0f%% | %.2f | %.2f | %.2f | %.2f | %.2f / %.2f | %.4f | %d/%d |\n",
-                          p.label, p.workers, p.step_ms, p.samples_per_sec, p.speedup,
+    absl::StrAppendFormat(&md, "| %s | %d | %.2f | %s | %.0f | %.2f | %.0f%% | %.2f | %.2f | %.2f | %.2f | %.2f / %.2f | %.4f | %d/%d |\n",
+                          p.label, p.workers, p.step_ms, PredictionCell(p), p.samples_per_sec, p.speedup,
                           100 * p.efficiency, p.compute_ms, p.comm_ms, p.wait_ms, p.update_ms,
                           p.busiest_bytes_in / 1e6, p.busiest_bytes_out / 1e6, p.test_accuracy,
                           p.ok_repeats, p.ok_repeats + p.failed_repeats);
   }
-  absl::StrAppendFormat(&md, "\nModel: %d parameters (M = %.2f MB). Plots: report.html. Spec:\n\n```\n%s```\n",
-                        num_params, 4.0 * num_params / 1e6, spec);
+  absl::StrAppendFormat(&md, "\nModel: %d parameters (M = %.2f MB). %s Plots: report.html. Spec:\n\n```\n%s```\n",
+                        num_params, 4.0 * num_params / 1e6,
+                        predicted ? "Predictions: the cost model (docs/cost_model.md) with calibration.json "
+                                    "(measured on loopback by `ringside calibrate`), the spec's links, and "
+                                    "compute slowed by workers / cores where workers outnumber cores; error = "
+                                    "(predicted - measured) / measured."
+                                  : "No calibration.json: run `ringside calibrate --out=DIR/calibration.json` "
+                                    "for the cost model's predictions.",
+                        spec);
   if (absl::Status s = Spit(dir + "/report.md", md); !s.ok()) return s;
 
   // HTML with the SVGs inline.
@@ -396,7 +465,7 @@ absl::Status RunReport(const std::string& dir) {
     absl::StrAppend(&html, "<div class=\"plot\" id=\"plot-", name, "\">", body, "</div>\n");
   }
   absl::StrAppend(&html, "</div>\n<h2>Summary</h2>\n<table><tr><th>strategy</th><th>workers</th><th>step ms</th>"
-                  "<th>samples/s</th><th>speedup</th><th>efficiency</th><th>compute</th><th>communicate</th>"
+                  "<th>predicted ms (error)</th><th>samples/s</th><th>speedup</th><th>efficiency</th><th>compute</th><th>communicate</th>"
                   "<th>wait</th><th>update</th><th>busiest node MB in/out</th><th>test acc</th><th>traces</th></tr>\n");
   for (const ReportPoint& p : points) {
     std::string traces;
@@ -407,13 +476,13 @@ absl::Status RunReport(const std::string& dir) {
       absl::StrAppend(&traces, "<a href=\"", HtmlEscape(rel), "\">", HtmlEscape(c), "</a> ");
     }
     if (p.ok_repeats == 0) {
-      absl::StrAppendFormat(&html, "<tr><td>%s</td><td>%d</td><td colspan=\"10\">failed: %s</td><td>%s</td></tr>\n",
+      absl::StrAppendFormat(&html, "<tr><td>%s</td><td>%d</td><td colspan=\"11\">failed: %s</td><td>%s</td></tr>\n",
                             HtmlEscape(p.label), p.workers, HtmlEscape(p.failure), traces);
       continue;
     }
-    absl::StrAppendFormat(&html, "<tr><td>%s</td><td>%d</td><td>%.2f</td><td>%.0f</td><td>%.2f</td><td>%.0f%%</td>"
+    absl::StrAppendFormat(&html, "<tr><td>%s</td><td>%d</td><td>%.2f</td><td>%s</td><td>%.0f</td><td>%.2f</td><td>%.0f%%</td>"
                           "<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f / %.2f</td><td>%.4f</td><td>%s</td></tr>\n",
-                          HtmlEscape(p.label), p.workers, p.step_ms, p.samples_per_sec, p.speedup,
+                          HtmlEscape(p.label), p.workers, p.step_ms, PredictionCell(p), p.samples_per_sec, p.speedup,
                           100 * p.efficiency, p.compute_ms, p.comm_ms, p.wait_ms, p.update_ms,
                           p.busiest_bytes_in / 1e6, p.busiest_bytes_out / 1e6, p.test_accuracy, traces);
   }

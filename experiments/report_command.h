@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "experiments/cost_model.h"
 #include "experiments/experiment.pb.h"
 
 namespace ringside {
@@ -32,6 +33,7 @@ struct ReportPoint {
   double test_accuracy = 0;
   double wall_s = 0;
   std::vector<std::string> cells;  // Cell ids (for trace links).
+  double predicted_step_ms = 0;    // Cost model (0: no calibration or no prediction).
 };
 
 // Reads DIR/cells/*/result.textproto. NotFound if there are none.
@@ -45,7 +47,14 @@ void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* po
 // dominates its step there.
 std::string Findings(const std::vector<ReportPoint>& points, int64_t num_params);
 
-// Writes DIR/report.md and DIR/report.html. FailedPrecondition if gnuplot is missing.
+// Fills predicted_step_ms of every point from the cost model: `calibration` measured
+// on loopback, the spec's strategies and network, the compute time scaled by
+// max(1, processes computing at once / `cores`) for workers sharing one machine.
+void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, int cores,
+                   std::vector<ReportPoint>* points);
+
+// Writes DIR/report.md and DIR/report.html (with DIR/calibration.json, if present, the
+// cost model's prediction and its error beside every point). FailedPrecondition if gnuplot is missing.
 absl::Status RunReport(const std::string& dir);
 
 }  // namespace ringside

@@ -19,11 +19,13 @@
 #include "absl/strings/str_split.h"
 #include "grpc/support/log.h"
 #include "ddp_ring/ddp_ring.h"
+#include "experiments/calibrate_command.h"
 #include "experiments/compare_command.h"
 #include "experiments/demo_command.h"
 #include "experiments/emulated_launch.h"
 #include "experiments/experiments.h"
 #include "experiments/report_command.h"
+#include "experiments/simulate_command.h"
 #include "ps_server/ps_server.h"
 #include "ps_worker/ps_worker.h"
 
@@ -77,6 +79,10 @@ ABSL_FLAG(int32_t, node_rank, 0, "launch: this node's index");
 ABSL_FLAG(std::string, master_addr, "127.0.0.1", "launch: address of rank 0 (hosts the store)");
 ABSL_FLAG(int32_t, master_port, 29500, "launch: port of rank 0's store (0: pick a free one)");
 ABSL_FLAG(int32_t, warmup, 20, "bench: untimed warm-up steps");
+ABSL_FLAG(std::string, calibration, "", "simulate/report: calibration JSON written by `ringside calibrate`");
+ABSL_FLAG(std::string, links, "1gbit,10gbit,100gbit", "simulate: link speeds");
+ABSL_FLAG(int32_t, max_workers, 1024, "simulate: largest worker count (powers of two up to it)");
+ABSL_FLAG(double, model_mb, 0, "simulate: model size in MB (0: the calibrated model's)");
 ABSL_FLAG(std::string, spec, "", "compare: experiment spec (protobuf text format, see experiments/*.textproto)");
 ABSL_FLAG(std::string, sizes_mb, "1,4,16,64,256", "bench pushpull: model sizes in MiB");
 ABSL_FLAG(int64_t, size_bytes, 0, "bench pushpull-server: model size in bytes");
@@ -98,6 +104,8 @@ constexpr char kUsage[] =
     "                  -- PROGRAM ARGS...        (torchrun-style; sets RANK, WORLD_SIZE, ...)\n"
     "  ringside compare --spec=experiments/quick.textproto --out=runs/quick\n"
     "  ringside report runs/quick        (report.md and a self-contained report.html)\n"
+    "  ringside calibrate --model=mlp:784-256-256-10 --batch=128 --out=calibration.json\n"
+    "  ringside simulate --calibration=calibration.json --links=1gbit,10gbit [--max_workers=1024]\n"
     "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n"
     "  ringside bench allreduce --workers=2 [--allreduce=ring|halving-doubling]\n";
 
@@ -207,9 +215,11 @@ absl::Status RunPs(int argc, char** argv) {
     std::vector<std::string> roles;
     for (int s = 0; s < (colocated ? 0 : shards); ++s) roles.push_back("master");
     for (int w = 0; w < c.world_size(); ++w) roles.push_back(colocated && w == 0 ? "master" : "worker");
+    ringside::InterruptGuard guard;  // An interrupt must not skip the teardown.
     absl::StatusOr<std::unique_ptr<ringside::EmulatedNetwork>> net =
         ringside::PlaceRanksInNetwork(absl::GetFlag(FLAGS_network), roles, &lo);
     if (!net.ok()) return net.status();
+    if (guard.interrupted()) return absl::CancelledError("interrupted while setting up the network");
     std::string servers;
     for (int s = 0; s < shards; ++s) {
       absl::StatusOr<int> port = ringside::PickFreePort();
@@ -256,9 +266,11 @@ absl::Status RunDdp(int argc, char** argv) {
     lo.command.push_back(*self);
     for (int i = 1; i < argc; ++i) lo.command.push_back(argv[i]);
     // Emulated links: every rank on its own node; rank 0's node hosts the store.
+    ringside::InterruptGuard guard;  // An interrupt must not skip the teardown.
     absl::StatusOr<std::unique_ptr<ringside::EmulatedNetwork>> net = ringside::PlaceRanksInNetwork(
         absl::GetFlag(FLAGS_network), std::vector<std::string>(workers, "worker"), &lo);
     if (!net.ok()) return net.status();
+    if (guard.interrupted()) return absl::CancelledError("interrupted while setting up the network");
     if (*net != nullptr) {
       absl::StatusOr<int> port = ringside::PickFreePort();
       if (!port.ok()) return port.status();
@@ -341,6 +353,43 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
     }
     const std::string out = absl::GetFlag(FLAGS_out).empty() ? "runs/demo" : absl::GetFlag(FLAGS_out);
     return ringside::RunDemo(out);
+  }
+  if (command == "calibrate") {
+    if (args.size() > 2) {
+      return absl::InvalidArgumentError(absl::StrFormat("unexpected argument '%s'", args[2]));
+    }
+    const std::string out = absl::GetFlag(FLAGS_out).empty() ? "calibration.json" : absl::GetFlag(FLAGS_out);
+    ringside::CalibrateOptions o;
+    o.model = absl::GetFlag(FLAGS_model);
+    o.batch = absl::GetFlag(FLAGS_batch);
+    o.threads = absl::GetFlag(FLAGS_threads) > 0 ? absl::GetFlag(FLAGS_threads) : 1;
+    absl::StatusOr<std::string> self = ringside::SelfExePath();
+    if (!self.ok()) return self.status();
+    o.self_exe = *self;
+    o.work_dir = out + ".runs";
+    absl::StatusOr<ringside::Calibration> c = ringside::Calibrate(o);
+    if (!c.ok()) return c.status();
+    if (absl::Status s = ringside::WriteCalibrationFile(*c, out); !s.ok()) return s;
+    absl::PrintF("%s\ncalibration: %s\n", ringside::CalibrationToJson(*c), out);
+    return absl::OkStatus();
+  }
+  if (command == "simulate") {
+    if (args.size() > 2) {
+      return absl::InvalidArgumentError(absl::StrFormat("unexpected argument '%s'", args[2]));
+    }
+    if (absl::GetFlag(FLAGS_calibration).empty()) {
+      return absl::InvalidArgumentError("simulate needs --calibration=FILE (from `ringside calibrate`)");
+    }
+    ringside::SimulateOptions o;
+    absl::StatusOr<ringside::Calibration> c = ringside::ReadCalibrationFile(absl::GetFlag(FLAGS_calibration));
+    if (!c.ok()) return c.status();
+    o.calibration = *c;
+    o.model_bytes = absl::GetFlag(FLAGS_model_mb) * 1e6;
+    absl::StatusOr<std::vector<double>> links = ringside::ParseBandwidthList(absl::GetFlag(FLAGS_links));
+    if (!links.ok()) return links.status();
+    o.link_bytes_per_s = *links;
+    o.workers = ringside::PowersOfTwo(absl::GetFlag(FLAGS_max_workers));
+    return ringside::RunSimulate(o, stdout);
   }
   if (command == "report") {
     if (args.size() != 3) return absl::InvalidArgumentError("usage: ringside report DIR");

@@ -98,5 +98,37 @@ done
 "$RINGSIDE" report "$T/nothing" >/dev/null 2>"$T/report_err" && fail "report of a missing directory succeeded"
 grep -q "^ringside: error: .*no cells" "$T/report_err" || fail "report of a missing directory: $(cat "$T/report_err")"
 
+# Emulated links (root only): the namespaces, veths and qdiscs a matrix creates are
+# gone after it, whether its cells succeeded, failed or were interrupted.
+if [ "$(id -u)" -eq 0 ] && ip netns add rs_probe_$$ 2>/dev/null && ip netns del rs_probe_$$; then
+  before_ns=$(ip netns list | sort); before_links=$(ip -o link | wc -l)
+  spec "$T/net.textproto" 'network: "bw=200mbit"' 'strategies { kind: "ddp" backend: "nccl" label: "ddp-nccl" }'
+  timeout 300 "$RINGSIDE" compare --spec="$T/net.textproto" --out="$T/net" >"$T/net.log" 2>&1 \
+    || fail "compare on emulated links exited $?: $(tail -3 "$T/net.log")"
+  [ "$(grep -c ',ok,' "$T/net/summary.csv")" -eq 5 ] || fail "emulated-link cells did not run: $(cat "$T/net/summary.csv")"
+  [ "$(ip netns list | sort)" = "$before_ns" ] || fail "namespaces left after a finished matrix: $(ip netns list)"
+  cat >"$T/net2.textproto" <<'SPEC'
+strategies { kind: "ps" ps_shards: 1 }
+workers: 2
+model: "mlp:784-32-10"
+dataset: "synthetic:train=2048,test=128"
+batch_per_worker: 32
+steps: 100000
+epochs: 1000
+network: "bw=200mbit"
+SPEC
+  "$RINGSIDE" compare --spec="$T/net2.textproto" --out="$T/net2" >"$T/net2.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 200); do [ -n "$(ip netns list)" ] && break; sleep 0.05; done
+  sleep 1
+  [ -n "$(ip netns list)" ] || fail "no namespaces seen while an emulated cell ran"
+  kill -INT "$pid"; wait "$pid"
+  sleep 0.5
+  [ "$(ip netns list | sort)" = "$before_ns" ] || fail "namespaces left after an interrupted matrix: $(ip netns list)"
+  [ "$(ip -o link | wc -l)" -eq "$before_links" ] || fail "host links changed: $(ip -o link | tail -3)"
+else
+  echo "skip: emulated-link checks need root and network namespaces"
+fi
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo PASS
