@@ -306,6 +306,28 @@ std::string Findings(const std::vector<ReportPoint>& points, int64_t num_params)
     }
     absl::StrAppend(&out, ".\n\n");
   }
+  // Side by side at the largest worker count that several strategies reached.
+  int top = 0;
+  for (const std::string& label : order) top = std::max(top, by_label[label].back()->workers);
+  std::vector<const ReportPoint*> at_top;
+  for (const std::string& label : order) {
+    for (const ReportPoint* p : by_label[label]) {
+      if (p->workers == top) at_top.push_back(p);
+    }
+  }
+  if (at_top.size() >= 2) {
+    std::sort(at_top.begin(), at_top.end(),
+              [](const ReportPoint* a, const ReportPoint* b) { return a->step_ms < b->step_ms; });
+    absl::StrAppendFormat(&out, "At %d workers **%s** is the fastest (%.2f ms per step)", top,
+                          at_top[0]->label, at_top[0]->step_ms);
+    for (size_t i = 1; i < at_top.size(); ++i) {
+      absl::StrAppendFormat(&out, "; %s takes %.2fx as long", at_top[i]->label,
+                            at_top[i]->step_ms / at_top[0]->step_ms);
+    }
+    absl::StrAppend(&out, ". In the cost model (docs/cost_model.md) a master's link carries N x M / S "
+                          "each way per step while a ring rank's carries 2(N-1)/N x M, so on equal "
+                          "links a single master falls behind the ring as N grows.\n\n");
+  }
   if (out.empty()) out = "No multi-worker cell finished.\n";
   return out;
 }
