@@ -4,6 +4,11 @@
 //   step_bench.h     `ringside bench step`  (training-step time vs the GEMM floor)
 //   allreduce_bench.h `ringside bench allreduce` (nccl-tests-style sweep)
 //   pushpull_bench.h `ringside bench pushpull` (one worker's push-pull vs raw TCP)
+//   compare_command.h `ringside compare` (experiment matrix from a spec; experiment.proto)
+//   report_command.h  `ringside report` (Markdown + self-contained HTML with gnuplot)
+//   demo_command.h    `ringside demo` (the README's preset comparison)
+//   network_emulator.h / emulated_launch.h  emulated cluster links (namespaces, tc)
+//   cost_model.h, calibrate_command.h, simulate_command.h  the calibrated cost model
 //   ringside_main.cc flag parsing and dispatch
 #ifndef RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
 #define RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
