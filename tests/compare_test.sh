@@ -46,6 +46,21 @@ mkdir -p "$T/ro"; touch "$T/ro/file"
 expect_error unwritable "cannot create|not writable" --spec="$T/ok.textproto" --out="$T/ro/file/sub"
 for d in o1 o2 o3 o4; do [ ! -e "$T/$d/cells" ] || fail "$d: cells were created for a bad spec"; done
 
+# Strong scaling: a global batch of 64 split over the workers.
+cat >"$T/strong.textproto" <<'SPEC'
+strategies { kind: "ddp" }
+workers: 1 workers: 2
+model: "mlp:784-32-10"
+dataset: "synthetic:train=2048,test=128"
+global_batch: 64
+steps: 5
+SPEC
+timeout 300 "$RINGSIDE" compare --spec="$T/strong.textproto" --out="$T/strong" >/dev/null 2>&1 || fail "strong scaling exited $?"
+grep -q -- '--batch=64 ' "$T/strong/cells/ddp-n1-r0/command.txt" || fail "1 worker should take the whole global batch"
+grep -q -- '--batch=32 ' "$T/strong/cells/ddp-n2-r0/command.txt" || fail "2 workers should take 32 each"
+echo 'strategies { kind: "ddp" } workers: 3 model: "mlp:784-32-10" global_batch: 64 steps: 5' >"$T/strong_bad.textproto"
+expect_error strong_indivisible "does not divide by 3 workers" --spec="$T/strong_bad.textproto" --out="$T/o5"
+
 # A matrix with a failing cell (NCCL training is not in this build): recorded, the rest run.
 spec "$T/mixed.textproto" 'strategies { kind: "ddp" backend: "nccl" label: "ddp-nccl" }'
 timeout 300 "$RINGSIDE" compare --spec="$T/mixed.textproto" --out="$T/mixed" >"$T/mixed.log" 2>&1 \
