@@ -200,7 +200,12 @@ std::vector<Cell> ExpandCells(const ExperimentSpec& spec) {
         c.repeat = r;
         c.global_batch = spec.global_batch() > 0 ? spec.global_batch() : spec.batch_per_worker() * n;
         c.batch_per_worker = spec.global_batch() > 0 ? spec.global_batch() / n : spec.batch_per_worker();
-        c.id = absl::StrCat(c.label, "-n", n, "-r", r);
+        // A directory name: anything but [A-Za-z0-9._-] in the label becomes '_'.
+        std::string safe = c.label;
+        for (char& ch : safe) {
+          if (!absl::ascii_isalnum(ch) && ch != '.' && ch != '_' && ch != '-') ch = '_';
+        }
+        c.id = absl::StrCat(safe, "-n", n, "-r", r);
         cells.push_back(c);
       }
     }

@@ -81,6 +81,11 @@ absl::Status RunGnuplot(const std::string& dir, const std::string& script_path) 
   return absl::OkStatus();
 }
 
+// A label as gnuplot text: quotes would end gnuplot's strings.
+std::string G(const std::string& text) {
+  return absl::StrReplaceAll(text, {{"'", "_"}, {"\"", "_"}, {"\\", "_"}});
+}
+
 // One line plot: x = workers, one series per strategy label.
 struct Series {
   std::string label;
@@ -108,7 +113,7 @@ std::string LinePlot(const std::string& name, const std::string& title, const st
   std::vector<std::string> parts;
   for (size_t i = 0; i < series.size(); ++i) {
     parts.push_back(absl::StrCat("$", name, i, " using 1:2 with linespoints lw 2 pt 7 title '",
-                                 series[i].label, "'"));
+                                 G(series[i].label), "'"));
   }
   if (!extra_plot.empty()) parts.push_back(extra_plot);
   absl::StrAppend(&s, absl::StrJoin(parts, ", "), "\n");
@@ -388,11 +393,39 @@ absl::Status RunReport(const std::string& dir) {
   absl::StrAppend(&script, LinePlot("throughput", "Throughput", "samples/s (all workers)", ordered(thr, false), "", true));
   absl::StrAppend(&script, LinePlot("bytes", "Bytes per step through the busiest node (each direction)",
                                     "MB per step", ordered(bytes, true), "", true));
+  // Step time, measured (solid) and predicted by the cost model (dashed, same colour).
+  {
+    std::vector<Series> measured, model;
+    for (const std::string& l : labels) {
+      Series m{l, {}}, q{absl::StrCat(l, " (model)"), {}};
+      for (const ReportPoint& p : points) {
+        if (p.label != l || p.ok_repeats == 0) continue;
+        m.xy.push_back({p.workers, p.step_ms});
+        if (p.predicted_step_ms > 0) q.xy.push_back({p.workers, p.predicted_step_ms});
+      }
+      measured.push_back(m);
+      model.push_back(q);
+    }
+    absl::StrAppend(&script, DataBlock("stepm", measured), DataBlock("stepq", model),
+                    "set output 'steptime.svg'\nset title '", predicted ? "Step time: measured and as the cost model predicts"
+                                                                      : "Step time (no calibration.json: no predictions)",
+                    "'\nset xlabel 'workers'\nset ylabel 'ms per step'\nset logscale x 2\nset key top left\nplot ");
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < measured.size(); ++i) {
+      parts.push_back(absl::StrCat("$stepm", i, " using 1:2 with linespoints lw 2 pt 7 lc ", i + 1,
+                                   " title '", G(measured[i].label), "'"));
+      if (!model[i].xy.empty()) {
+        parts.push_back(absl::StrCat("$stepq", i, " using 1:2 with linespoints dt 2 pt 6 lc ", i + 1,
+                                     " title '", G(model[i].label), "'"));
+      }
+    }
+    absl::StrAppend(&script, absl::StrJoin(parts, ", "), "\n");
+  }
   // Stacked breakdown: one bar per point.
   absl::StrAppend(&script, "$breakdown << EOD\n");
   for (const ReportPoint& p : points) {
     if (p.ok_repeats == 0) continue;
-    absl::StrAppendFormat(&script, "\"%s n%d\" %g %g %g %g\n", p.label, p.workers, p.compute_ms, p.comm_ms,
+    absl::StrAppendFormat(&script, "\"%s n%d\" %g %g %g %g\n", G(p.label), p.workers, p.compute_ms, p.comm_ms,
                           p.wait_ms, p.update_ms);
   }
   absl::StrAppend(&script, "EOD\n",
@@ -407,7 +440,7 @@ absl::Status RunReport(const std::string& dir) {
   absl::StrAppend(&script, "$acc << EOD\n");
   for (const ReportPoint& p : points) {
     if (p.ok_repeats == 0) continue;
-    absl::StrAppendFormat(&script, "%g %g \"%s n%d\"\n", p.wall_s, p.test_accuracy, p.label, p.workers);
+    absl::StrAppendFormat(&script, "%g %g \"%s n%d\"\n", p.wall_s, p.test_accuracy, G(p.label), p.workers);
   }
   absl::StrAppend(&script, "EOD\n",
                   "set output 'accuracy.svg'\nset title 'Test accuracy vs wall time of the cell'\n"
@@ -479,7 +512,8 @@ absl::Status RunReport(const std::string& dir) {
     absl::StrAppend(&html, "<p>", p, "</p>\n");
   }
   absl::StrAppend(&html, "<h2>Plots</h2>\n<div class=\"plots\">\n");
-  for (const char* name : {"speedup", "efficiency", "throughput", "breakdown", "bytes", "accuracy"}) {
+  for (const char* name :
+       {"speedup", "efficiency", "throughput", "steptime", "breakdown", "bytes", "accuracy"}) {
     absl::StatusOr<std::string> svg = Slurp(absl::StrCat(plot_dir, "/", name, ".svg"));
     if (!svg.ok()) return absl::InternalError(absl::StrCat("gnuplot wrote no ", name, ".svg"));
     std::string body = *svg;

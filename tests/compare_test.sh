@@ -100,13 +100,13 @@ done <<<"$stamps"
 [ "$(grep -c ',ok,' "$T/resume/summary.csv")" -eq 5 ] || fail "resumed summary incomplete: $(cat "$T/resume/summary.csv")"
 
 # The report of the matrix with a failed strategy: every point, the failure and its
-# reason, six inline plots, working trace links.
+# reason, seven inline plots, working trace links.
 "$RINGSIDE" report "$T/mixed" >"$T/report.log" 2>&1 || fail "report exited $?: $(cat "$T/report.log")"
 md="$T/mixed/report.md"; html="$T/mixed/report.html"
 [ "$(grep -c '^| ' "$md")" -ge 8 ] || fail "report.md misses rows: $(cat "$md")"
 grep -q '^| ddp-nccl | 2 | failed: .*nccl' "$md" || fail "report.md does not show the failed cell's reason"
 grep -q 'busiest shard moves 2.00 x M' "$md" || fail "findings miss the master's N x M load: $(sed -n '/Findings/,/Summary/p' "$md")"
-[ "$(grep -o '<svg' "$html" | wc -l)" -eq 6 ] || fail "report.html does not inline 6 plots"
+[ "$(grep -o '<svg' "$html" | wc -l)" -eq 7 ] || fail "report.html does not inline 7 plots"
 for link in $(grep -o 'href="cells/[^"]*"' "$html" | sed 's/href="//; s/"$//'); do
   [ -s "$T/mixed/$link" ] || case "$link" in *nccl*) ;; *) fail "broken trace link $link" ;; esac
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The HTML report opens in headless Chromium without console errors and its plots
-# render: the DOM after load holds six inline SVG plots with drawn paths, Chromium logs
+# render: the DOM after load holds seven inline SVG plots with drawn paths, Chromium logs
 # no console message, and a screenshot of the page is not blank. Skips (exit 0 with
 # SKIP) where Chromium is not installed (scripts/setup.sh installs it).
 set -uo pipefail
@@ -28,13 +28,13 @@ timeout 120 "$CHROMIUM" "${flags[@]}" --virtual-time-budget=3000 --dump-dom "fil
   >"$T/dom.html" 2>"$T/chromium.log" || { echo "FAIL: chromium exited $?"; tail -5 "$T/chromium.log"; exit 1; }
 failures=0
 svgs=$(grep -o '<svg' "$T/dom.html" | wc -l)
-[ "$svgs" -eq 6 ] || { echo "FAIL: $svgs plots in the rendered DOM, expected 6"; failures=$((failures + 1)); }
+[ "$svgs" -eq 7 ] || { echo "FAIL: $svgs plots in the rendered DOM, expected 7"; failures=$((failures + 1)); }
 /usr/bin/python3 - "$T/dom.html" <<'PY' || failures=$((failures + 1))
 import re, sys
 dom = open(sys.argv[1]).read()
 plots = re.findall(r'<div class="plot" id="plot-(\w+)"[^>]*>(.*?)</svg>', dom, re.S)
 bad = [name for name, svg in plots if svg.count('<path') < 5]
-if len(plots) != 6 or bad:
+if len(plots) != 7 or bad:
     print("FAIL: plots without drawn paths: %s (found %d plots)" % (bad, len(plots)))
     sys.exit(1)
 # The page's load handler records each plot's laid-out size: a plot that collapsed
@@ -42,7 +42,7 @@ if len(plots) != 6 or bad:
 sizes = dict(re.findall(r'id="plot-(\w+)" data-rendered="(\d+x\d+)"', dom)) or \
         {k: v for v, k in re.findall(r'data-rendered="(\d+x\d+)" id="plot-(\w+)"', dom)}
 small = {k: v for k, v in sizes.items() if int(v.split("x")[0]) < 300 or int(v.split("x")[1]) < 180}
-if len(sizes) != 6 or small:
+if len(sizes) != 7 or small:
     print("FAIL: plots not laid out at a readable size: %s (all: %s)" % (small, sizes))
     sys.exit(1)
 PY
@@ -51,7 +51,7 @@ if grep -E 'CONSOLE|Uncaught|ERROR:.*(console|javascript)' "$T/chromium.log" | g
 fi
 timeout 120 "$CHROMIUM" "${flags[@]}" --window-size=1200,2400 --screenshot="$T/shot.png" \
   "file://$T/run/report.html" >/dev/null 2>&1 || { echo "FAIL: screenshot"; failures=$((failures + 1)); }
-# A blank page compresses to a few KB; six plots and tables do not.
+# A blank page compresses to a few KB; seven plots and tables do not.
 size=$(stat -c %s "$T/shot.png" 2>/dev/null || echo 0)
 [ "$size" -gt 40000 ] || { echo "FAIL: screenshot is $size bytes (blank?)"; failures=$((failures + 1)); }
 [ "$failures" -eq 0 ] || exit 1
