@@ -407,58 +407,51 @@ absl::StatusOr<bool> Shard::ServeIfReadyWith(int worker, int64_t step, ps::Tenso
   return true;
 }
 
-absl::StatusOr<bool> Shard::ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
-                                         ps::Chunk* out) {
-  return ServeIfReadyWith(worker, step, kind, k, [&](const float* data, const Slice& c) {
+Shard::FillFn Shard::ChunkFiller(int worker, int64_t step, ps::TensorKind kind,
+                                 ps::Chunk* out) {
+  return [=](const float* data, const Slice& c) {
     out->set_worker_id(worker);
     out->set_step(step);
     out->set_kind(kind);
     out->set_offset(c.offset);
     out->mutable_data()->assign(reinterpret_cast<const char*>(data), c.size * sizeof(float));
-  });
+  };
+}
+
+Shard::FillFn Shard::WireFiller(int worker, int64_t step, ps::TensorKind kind,
+                                WireChunk* out) const {
+  const bool borrow = kind == ps::PARAMS && options_.sync.mode == SyncMode::kBsp;
+  return [=](const float* data, const Slice& c) {
+    out->worker_id = worker;
+    out->step = step;
+    out->kind = kind;
+    out->offset = c.offset;
+    if (borrow) {
+      out->BorrowPayload(data, c.size * sizeof(float));
+    } else {
+      out->CopyPayload(data, c.size * sizeof(float));
+    }
+  };
+}
+
+absl::StatusOr<bool> Shard::ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                                         ps::Chunk* out) {
+  return ServeIfReadyWith(worker, step, kind, k, ChunkFiller(worker, step, kind, out));
 }
 
 absl::StatusOr<bool> Shard::ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                                          WireChunk* out) {
-  const bool borrow = kind == ps::PARAMS && options_.sync.mode == SyncMode::kBsp;
-  return ServeIfReadyWith(worker, step, kind, k, [&](const float* data, const Slice& c) {
-    out->worker_id = worker;
-    out->step = step;
-    out->kind = kind;
-    out->offset = c.offset;
-    if (borrow) {
-      out->BorrowPayload(data, c.size * sizeof(float));
-    } else {
-      out->CopyPayload(data, c.size * sizeof(float));
-    }
-  });
+  return ServeIfReadyWith(worker, step, kind, k, WireFiller(worker, step, kind, out));
 }
 
 absl::Status Shard::Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                           ps::Chunk* out) {
-  return ServeWith(worker, step, kind, k, [&](const float* data, const Slice& c) {
-    out->set_worker_id(worker);
-    out->set_step(step);
-    out->set_kind(kind);
-    out->set_offset(c.offset);
-    out->mutable_data()->assign(reinterpret_cast<const char*>(data), c.size * sizeof(float));
-  });
+  return ServeWith(worker, step, kind, k, ChunkFiller(worker, step, kind, out));
 }
 
 absl::Status Shard::Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                           WireChunk* out, const std::atomic<bool>* cancel) {
-  const bool borrow = kind == ps::PARAMS && options_.sync.mode == SyncMode::kBsp;
-  return ServeWith(worker, step, kind, k, [&](const float* data, const Slice& c) {
-    out->worker_id = worker;
-    out->step = step;
-    out->kind = kind;
-    out->offset = c.offset;
-    if (borrow) {
-      out->BorrowPayload(data, c.size * sizeof(float));
-    } else {
-      out->CopyPayload(data, c.size * sizeof(float));
-    }
-  }, cancel);
+  return ServeWith(worker, step, kind, k, WireFiller(worker, step, kind, out), cancel);
 }
 
 absl::Status Shard::ServeWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,

@@ -150,6 +150,9 @@ class Shard {
   // Called with chunk k's payload for the reply (parameters, or a copy of the
   // optimizer state) while the chunk's lock is held.
   using FillFn = std::function<void(const float* data, const Slice& chunk)>;
+  // Fillers of a ps::Chunk (copied payload) and a WireChunk (borrowed under BSP).
+  static FillFn ChunkFiller(int worker, int64_t step, ps::TensorKind kind, ps::Chunk* out);
+  FillFn WireFiller(int worker, int64_t step, ps::TensorKind kind, WireChunk* out) const;
   absl::StatusOr<bool> ServeIfReadyWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                                         const FillFn& fill);
   absl::Status ServeWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
