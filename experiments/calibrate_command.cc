@@ -15,6 +15,7 @@
 #include "common/metrics.h"
 #include "common/ringside.pb.h"
 #include "common/status_macros.h"
+#include "experiments/file_util.h"
 
 namespace ringside {
 namespace {
@@ -33,12 +34,6 @@ absl::StatusOr<std::string> Capture(const std::vector<std::string>& argv, const 
   const int status = pclose(pipe);
   if (status != 0) return absl::InternalError(absl::StrCat(what, " failed (", command, ")"));
   return out;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // gamma: seconds per byte to add one float buffer into another (out of cache).

@@ -27,6 +27,7 @@
 #include "common/metrics.h"
 #include "common/ringside.pb.h"
 #include "common/status_macros.h"
+#include "experiments/file_util.h"
 #include "experiments/network_emulator.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -43,34 +44,6 @@ std::atomic<int> g_compare_signal{0};
 void OnCompareSignal(int sig) { g_compare_signal.store(sig); }
 
 constexpr char kResultFile[] = "result.textproto";
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", strerror(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-absl::Status WriteFileAtomically(const std::string& path, const std::string& data) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", tmp, ": ", strerror(errno)));
-    out << data;
-    if (!out.flush()) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", tmp, ": ", strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Step records of one metrics file (empty if missing or unreadable).
 std::vector<StepMetrics> ReadMetrics(const std::string& path) {

@@ -19,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "experiments/compare_command.h"
+#include "experiments/file_util.h"
 #include "experiments/network_emulator.h"
 #include "google/protobuf/text_format.h"
 
@@ -28,28 +29,6 @@ namespace ringside {
 namespace {
 
 namespace fs = std::filesystem;
-
-absl::StatusOr<std::string> Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-absl::Status Spit(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
-  out << data;
-  if (!out.flush()) return absl::InternalError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 std::string HtmlEscape(const std::string& s) {
   return absl::StrReplaceAll(s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
@@ -139,7 +118,7 @@ absl::StatusOr<std::vector<CellResult>> ReadCellResults(const std::string& dir) 
   for (const auto& entry : fs::directory_iterator(cells, error)) paths.push_back(entry.path());
   std::sort(paths.begin(), paths.end());
   for (const fs::path& p : paths) {
-    absl::StatusOr<std::string> text = Slurp((p / "result.textproto").string());
+    absl::StatusOr<std::string> text = ReadFile((p / "result.textproto").string());
     if (!text.ok()) continue;  // Unfinished cell.
     CellResult r;
     if (google::protobuf::TextFormat::ParseFromString(*text, &r)) out.push_back(r);
@@ -343,11 +322,11 @@ absl::Status RunReport(const std::string& dir) {
   std::vector<ReportPoint> points = BuildPoints(*results);
   int64_t num_params = 0;
   for (const CellResult& r : *results) num_params = std::max(num_params, r.num_params());
-  const std::string spec = Slurp(dir + "/spec.textproto").value_or("");
+  const std::string spec = ReadFile(dir + "/spec.textproto").value_or("");
   SortPointsBySpec(spec, &points);
   bool predicted = false;
   if (fs::exists(dir + "/calibration.json")) {
-    absl::StatusOr<std::string> text = Slurp(dir + "/calibration.json");
+    absl::StatusOr<std::string> text = ReadFile(dir + "/calibration.json");
     absl::StatusOr<Calibration> calibration =
         text.ok() ? CalibrationFromJson(*text) : absl::StatusOr<Calibration>(text.status());
     ExperimentSpec parsed;
@@ -447,7 +426,7 @@ absl::Status RunReport(const std::string& dir) {
                   "set xlabel 'wall time (s)'\nset ylabel 'test accuracy'\nunset logscale x\n"
                   "plot $acc using 1:2 with points pt 7 ps 1.2 notitle, '' using 1:2:3 with labels offset 0,1 font ',9' notitle\n");
   const std::string script_path = plot_dir + "/plots.gp";
-  if (absl::Status s = Spit(script_path, script); !s.ok()) return s;
+  if (absl::Status s = WriteFileAtomically(script_path, script); !s.ok()) return s;
   // gnuplot writes its SVGs next to the script.
   const fs::path cwd = fs::current_path(error);
   fs::current_path(plot_dir, error);
@@ -489,7 +468,7 @@ absl::Status RunReport(const std::string& dir) {
                                   : "No calibration.json: run `ringside calibrate --out=DIR/calibration.json` "
                                     "for the cost model's predictions.",
                         spec);
-  if (absl::Status s = Spit(dir + "/report.md", md); !s.ok()) return s;
+  if (absl::Status s = WriteFileAtomically(dir + "/report.md", md); !s.ok()) return s;
 
   // HTML with the SVGs inline.
   std::string html = absl::StrCat(
@@ -514,7 +493,7 @@ absl::Status RunReport(const std::string& dir) {
   absl::StrAppend(&html, "<h2>Plots</h2>\n<div class=\"plots\">\n");
   for (const char* name :
        {"speedup", "efficiency", "throughput", "steptime", "breakdown", "bytes", "accuracy"}) {
-    absl::StatusOr<std::string> svg = Slurp(absl::StrCat(plot_dir, "/", name, ".svg"));
+    absl::StatusOr<std::string> svg = ReadFile(absl::StrCat(plot_dir, "/", name, ".svg"));
     if (!svg.ok()) return absl::InternalError(absl::StrCat("gnuplot wrote no ", name, ".svg"));
     std::string body = *svg;
     if (const size_t at = body.find("<svg"); at != std::string::npos) body = body.substr(at);
@@ -553,7 +532,7 @@ absl::Status RunReport(const std::string& dir) {
                         "    plot.setAttribute('data-rendered', Math.round(box.width) + 'x' + Math.round(box.height));\n"
                         "  });\n});</script>\n</body></html>\n",
                         num_params, 4.0 * num_params / 1e6, HtmlEscape(spec));
-  return Spit(dir + "/report.html", html);
+  return WriteFileAtomically(dir + "/report.html", html);
 }
 
 }  // namespace ringside
