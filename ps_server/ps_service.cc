@@ -1,14 +1,11 @@
 #include "ps_server/ps_service.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <deque>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "grpcpp/support/method_handler.h"
 #include "ps_server/ps.grpc.pb.h"
@@ -18,21 +15,10 @@ namespace ringside {
 
 namespace {
 
-// (name, value) of the HTTP/2 settings both ends use; RINGSIDE_PS_GRPC_ARGS
-// ("name=value,...") overrides them for experiments.
+// (name, value) of the settings both ends use: room for the largest chunk.
 std::vector<std::pair<std::string, int>> PsTransportArgs() {
-  std::vector<std::pair<std::string, int>> out = {
-      {GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, kMaxPsMessageBytes},
-      {GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, kMaxPsMessageBytes},
-  };
-  if (const char* env = std::getenv("RINGSIDE_PS_GRPC_ARGS"); env != nullptr) {
-    for (absl::string_view kv : absl::StrSplit(env, ',', absl::SkipEmpty())) {
-      std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
-      int v = 0;
-      if (absl::SimpleAtoi(p.second, &v)) out.emplace_back(p.first, v);
-    }
-  }
-  return out;
+  return {{GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, kMaxPsMessageBytes},
+          {GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, kMaxPsMessageBytes}};
 }
 
 }  // namespace

@@ -17,8 +17,7 @@ namespace ringside {
 // its header.
 inline constexpr int kMaxPsMessageBytes = (64 << 20) + 4096;
 
-// The transport settings of every parameter-server channel and server (message
-// caps, HTTP/2 buffering).
+// The transport settings of every parameter-server channel and server (message caps).
 void SetPsChannelArgs(grpc::ChannelArguments* args);
 void SetPsServerArgs(grpc::ServerBuilder* builder);
 
