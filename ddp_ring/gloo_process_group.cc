@@ -68,9 +68,15 @@
 namespace ringside {
 namespace {
 
-// Slot prefix of ringside's own ring reduce-scatter. Gloo's built-in collectives use
-// prefixes 0x01..0x08 (gloo/types.h); any other value keeps the slots apart.
+// Slot prefixes of ringside's own ring reduce-scatter and recursive doubling. Gloo's
+// built-in collectives use prefixes 0x01..0x08 (gloo/types.h); any other value keeps
+// the slots apart.
 constexpr uint8_t kReduceScatterSlotPrefix = 0x52;
+constexpr uint8_t kRecursiveDoublingSlotPrefix = 0x53;
+
+// Recursive doubling sends each message in pieces of at most this size, all posted at
+// once: the peer adds piece i while piece i + 1 is still on the wire.
+constexpr int64_t kExchangePieceFloats = (int64_t{1} << 20) / sizeof(float);
 
 // The longest a healthy group's destructor waits for its peers (shutdown step 2).
 constexpr absl::Duration kShutdownLinger = absl::Seconds(10);
@@ -278,8 +284,12 @@ class GlooProcessGroup : public ProcessGroup {
     if (n == 0) return CompletedWork(absl::OkStatus());
     return Enqueue("all_reduce", [this, data, n, op](uint32_t tag) {
       if (world_size_ > 1) {
-        if (algorithm_ == AllReduceAlgorithm::kHalvingDoubling &&
-            n <= static_cast<int64_t>(INT_MAX / sizeof(float))) {
+        const AllReduceAlgorithm algorithm =
+            ResolveAllReduceAlgorithm(algorithm_, world_size_);
+        if (algorithm == AllReduceAlgorithm::kRecursiveDoubling) {
+          RecursiveDoublingAllReduce(data, n, tag);
+        } else if (algorithm == AllReduceAlgorithm::kHalvingDoubling &&
+                   n <= static_cast<int64_t>(INT_MAX / sizeof(float))) {
           // Recursive halving-doubling (Rabenseifner): reduce-scatter by recursive
           // vector halving, then all-gather by recursive doubling; non-power-of-two
           // world sizes run it in binary blocks. Gloo's (older) algorithm API: the
@@ -581,6 +591,79 @@ class GlooProcessGroup : public ProcessGroup {
     }
   }
 
+  // Recursive doubling on Gloo's unbound buffers, ringside's own. With P the largest
+  // power of two <= world_size: ranks r >= P first hand their vector to rank r - P,
+  // which adds it; in round k = 0 .. lg P - 1 rank r < P swaps its running sum with
+  // rank r ^ 2^k and adds the partner's; ranks r < world_size - P finally send the
+  // result to rank r + P. Each rank < P sends and receives n floats per round, lg P
+  // rounds: at 2 ranks the ring's bytes in one exchange instead of two phases. Both
+  // sides of a swap add the same two values (a + b == b + a in IEEE arithmetic), so
+  // every rank ends with bit-identical sums. Worker thread only.
+  void RecursiveDoublingAllReduce(float* data, int64_t n, uint32_t tag) {
+    const int w = world_size_;
+    int p2 = 1;
+    while (p2 * 2 <= w) p2 *= 2;
+    const gloo::Slot base = gloo::Slot::build(kRecursiveDoublingSlotPrefix, tag);
+    uint8_t step = 0;  // Slot offset of each protocol step, the same on every rank.
+    if (static_cast<int64_t>(scratch_.size()) < n) scratch_.resize(n);
+    // Step 1: fold the ranks beyond the largest power of two into the first ones.
+    if (rank_ >= p2) {
+      Transfer(rank_ - p2, data, n, base + step, /*send=*/true, /*recv=*/false, nullptr);
+    } else if (rank_ < w - p2) {
+      Transfer(rank_ + p2, data, n, base + step, /*send=*/false, /*recv=*/true, data);
+    }
+    ++step;
+    // Step 2: lg P rounds of pairwise swaps among ranks 0 .. P - 1.
+    for (int mask = 1; mask < p2; mask *= 2, ++step) {
+      if (rank_ < p2) {
+        Transfer(rank_ ^ mask, data, n, base + step, /*send=*/true, /*recv=*/true, data);
+      }
+    }
+    // Step 3: the folded ranks get the result.
+    if (rank_ >= p2) {
+      Transfer(rank_ - p2, data, n, base + step, /*send=*/false, /*recv=*/true, nullptr);
+    } else if (rank_ < w - p2) {
+      Transfer(rank_ + p2, data, n, base + step, /*send=*/true, /*recv=*/false, nullptr);
+    }
+  }
+
+  // One message each way (as asked) between this rank and `peer`, in pieces. With
+  // `add_into` the received floats are added into it (data[i] += theirs[i]) piece by
+  // piece, and piece i of `data` is overwritten only after it has been sent; without,
+  // they land in `data` directly. Blocks until done; throws Gloo's exceptions.
+  void Transfer(int peer, float* data, int64_t n, uint64_t slot, bool send, bool recv,
+                float* add_into) {
+    const int64_t pieces = (n + kExchangePieceFloats - 1) / kExchangePieceFloats;
+    auto piece_bytes = [&](int64_t p) {
+      return static_cast<size_t>(std::min(n - p * kExchangePieceFloats, kExchangePieceFloats)) *
+             sizeof(float);
+    };
+    float* recv_into = add_into != nullptr ? scratch_.data() : data;
+    std::unique_ptr<gloo::transport::UnboundBuffer> in_buf, out_buf;
+    if (recv) {
+      in_buf = context_->createUnboundBuffer(recv_into, n * sizeof(float));
+      for (int64_t p = 0; p < pieces; ++p) {
+        in_buf->recv(peer, slot, p * kExchangePieceFloats * sizeof(float), piece_bytes(p));
+      }
+    }
+    if (send) {
+      out_buf = context_->createUnboundBuffer(data, n * sizeof(float));
+      for (int64_t p = 0; p < pieces; ++p) {
+        out_buf->send(peer, slot, p * kExchangePieceFloats * sizeof(float), piece_bytes(p));
+      }
+    }
+    // Pieces complete in the order posted (one connection per peer, FIFO per slot).
+    for (int64_t p = 0; p < pieces; ++p) {
+      if (recv) in_buf->waitRecv(timeout_ms_);
+      if (send) out_buf->waitSend(timeout_ms_);
+      if (add_into != nullptr) {
+        const int64_t begin = p * kExchangePieceFloats;
+        const int64_t end = begin + static_cast<int64_t>(piece_bytes(p) / sizeof(float));
+        for (int64_t i = begin; i < end; ++i) add_into[i] += recv_into[i];
+      }
+    }
+  }
+
   const int rank_;
   const int world_size_;
   const absl::Duration timeout_;
@@ -595,6 +678,7 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<gloo::rendezvous::Context> context_;
 
   uint32_t next_tag_ = 0;  // Issuing thread only (and the destructor).
+  std::vector<float> scratch_;  // Worker thread only: recursive doubling's receive buffer.
   absl::Status broken_;    // Worker thread only: the first failure.
 
   absl::Mutex mu_;

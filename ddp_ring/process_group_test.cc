@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -142,11 +143,74 @@ INSTANTIATE_TEST_SUITE_P(
     Gloo, AllReduceTest,
     testing::Combine(testing::Values(1, 2, 3, 4), testing::Values(0, 1, 7, 1000003),
                      testing::Values(AllReduceAlgorithm::kRing,
-                                     AllReduceAlgorithm::kHalvingDoubling)),
+                                     AllReduceAlgorithm::kHalvingDoubling,
+                                     AllReduceAlgorithm::kRecursiveDoubling,
+                                     AllReduceAlgorithm::kAuto)),
     [](const testing::TestParamInfo<AllReduceParam>& info) {
       return absl::StrCat("World", std::get<0>(info.param), "N", std::get<1>(info.param),
                           AlgorithmName(std::get<2>(info.param)));
     });
+
+// Every rank must end with the same bits, not merely close values: DDP replicas that
+// drift apart by rounding are no longer replicas. Inexact inputs make the order of the
+// additions visible.
+class BitIdenticalTest
+    : public testing::TestWithParam<std::tuple<int, AllReduceAlgorithm>> {};
+
+TEST_P(BitIdenticalTest, EveryRankHoldsTheSameBits) {
+  const auto [world, algorithm] = GetParam();
+  const int64_t n = 300007;  // Several of recursive doubling's 1 MiB pieces.
+  std::vector<std::vector<float>> results(world);
+  RunRanks(world, algorithm, kTimeout, [&](ProcessGroup& pg) {
+    std::vector<float> data(n);
+    for (int64_t i = 0; i < n; ++i) {
+      data[i] = 0.1f * static_cast<float>(pg.rank() + 1) + 1e-3f * static_cast<float>(i % 97);
+    }
+    std::shared_ptr<Work> work = pg.AllReduce(data.data(), n, ReduceOp::kSum);
+    ASSERT_TRUE(work->Wait().ok()) << work->Wait();
+    results[pg.rank()] = std::move(data);
+  });
+  for (int r = 1; r < world; ++r) {
+    ASSERT_EQ(results[r].size(), results[0].size());
+    EXPECT_EQ(std::memcmp(results[r].data(), results[0].data(), n * sizeof(float)), 0)
+        << "rank " << r << " differs from rank 0";
+  }
+  for (int64_t i = 0; i < n; i += 1009) {
+    float expected = 0;
+    for (int r = 0; r < world; ++r) {
+      expected += 0.1f * static_cast<float>(r + 1) + 1e-3f * static_cast<float>(i % 97);
+    }
+    EXPECT_NEAR(results[0][i], expected, 1e-5f) << "element " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Gloo, BitIdenticalTest,
+    testing::Combine(testing::Values(2, 3, 4, 5),
+                     testing::Values(AllReduceAlgorithm::kRing,
+                                     AllReduceAlgorithm::kRecursiveDoubling)),
+    [](const testing::TestParamInfo<std::tuple<int, AllReduceAlgorithm>>& info) {
+      return absl::StrCat("World", std::get<0>(info.param),
+                          AlgorithmName(std::get<1>(info.param)));
+    });
+
+TEST(AllReduceAlgorithmTest, NamesRoundTripAndAutoResolvesByWorldSize) {
+  for (AllReduceAlgorithm a :
+       {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kRing,
+        AllReduceAlgorithm::kHalvingDoubling, AllReduceAlgorithm::kRecursiveDoubling}) {
+    absl::StatusOr<AllReduceAlgorithm> parsed = ParseAllReduceAlgorithm(AllReduceAlgorithmName(a));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, a);
+  }
+  absl::StatusOr<AllReduceAlgorithm> bad = ParseAllReduceAlgorithm("tree");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("'tree'"), absl::string_view::npos) << bad.status();
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, 2),
+            AllReduceAlgorithm::kRecursiveDoubling);
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, 4), AllReduceAlgorithm::kRing);
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kHalvingDoubling, 2),
+            AllReduceAlgorithm::kHalvingDoubling);
+}
 
 // 10^7 floats (40 MB per rank), worlds 2 and 4 only: the bucket sizes of a real model.
 class LargeAllReduceTest
@@ -177,7 +241,9 @@ INSTANTIATE_TEST_SUITE_P(
     Gloo, LargeAllReduceTest,
     testing::Combine(testing::Values(2, 4),
                      testing::Values(AllReduceAlgorithm::kRing,
-                                     AllReduceAlgorithm::kHalvingDoubling)),
+                                     AllReduceAlgorithm::kHalvingDoubling,
+                                     AllReduceAlgorithm::kRecursiveDoubling,
+                                     AllReduceAlgorithm::kAuto)),
     [](const testing::TestParamInfo<std::tuple<int, AllReduceAlgorithm>>& info) {
       return absl::StrCat("World", std::get<0>(info.param),
                           AlgorithmName(std::get<1>(info.param)));
@@ -345,7 +411,9 @@ TEST_P(InFlightTest, SeveralOperationsQueuedThenWaitedInOrder) {
 
 INSTANTIATE_TEST_SUITE_P(Gloo, InFlightTest,
                          testing::Values(AllReduceAlgorithm::kRing,
-                                         AllReduceAlgorithm::kHalvingDoubling),
+                                         AllReduceAlgorithm::kHalvingDoubling,
+                                     AllReduceAlgorithm::kRecursiveDoubling,
+                                     AllReduceAlgorithm::kAuto),
                          [](const testing::TestParamInfo<AllReduceAlgorithm>& info) {
                            return AlgorithmName(info.param);
                          });
@@ -495,7 +563,9 @@ TEST_P(TimeoutTest, QueuedOperationsFailFastAfterATimeout) {
 
 INSTANTIATE_TEST_SUITE_P(Gloo, TimeoutTest,
                          testing::Values(AllReduceAlgorithm::kRing,
-                                         AllReduceAlgorithm::kHalvingDoubling),
+                                         AllReduceAlgorithm::kHalvingDoubling,
+                                     AllReduceAlgorithm::kRecursiveDoubling,
+                                     AllReduceAlgorithm::kAuto),
                          [](const testing::TestParamInfo<AllReduceAlgorithm>& info) {
                            return AlgorithmName(info.param);
                          });

@@ -35,7 +35,13 @@ inline float SumOfValues(int world, int64_t i) {
 }
 
 inline std::string AlgorithmName(AllReduceAlgorithm algorithm) {
-  return algorithm == AllReduceAlgorithm::kRing ? "Ring" : "HalvingDoubling";
+  switch (algorithm) {
+    case AllReduceAlgorithm::kAuto: return "Auto";
+    case AllReduceAlgorithm::kRing: return "Ring";
+    case AllReduceAlgorithm::kHalvingDoubling: return "HalvingDoubling";
+    case AllReduceAlgorithm::kRecursiveDoubling: return "RecursiveDoubling";
+  }
+  return "Unknown";
 }
 
 }  // namespace testing_util

@@ -32,7 +32,7 @@ absl::Status RunAllReduceBench(const AllReduceBenchOptions& o) {
   const int n = env.world_size;
   if (env.rank == 0) {
     absl::PrintF("# all-reduce (sum, float32), %s, %s, %d ranks\n", group->backend(),
-                 o.algorithm == AllReduceAlgorithm::kRing ? "ring" : "halving-doubling", n);
+                 AllReduceAlgorithmName(ResolveAllReduceAlgorithm(o.algorithm, n)), n);
     absl::PrintF("# %12s %12s %10s %10s %10s %8s\n", "bytes", "floats", "time(us)",
                  "algbw(GB/s)", "busbw(GB/s)", "#wrong");
   }

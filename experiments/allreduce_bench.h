@@ -19,7 +19,7 @@ struct AllReduceBenchOptions {
   int64_t max_bytes = 64 << 20;
   int warmup = 5;
   int iters = 20;  // Timed all-reduces per size (fewer for the large sizes, >= 5).
-  AllReduceAlgorithm algorithm = AllReduceAlgorithm::kRing;
+  AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto;
   absl::Duration timeout = absl::Seconds(60);
 };
 

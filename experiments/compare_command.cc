@@ -83,6 +83,13 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
           absl::StrCat("unknown strategy '", s.kind(), "' (expected single, ps or ddp)"));
     }
     if (s.ps_shards() < 0) return absl::InvalidArgumentError("ps_shards must be >= 1");
+    // The spellings of ddp_ring's ParseAllReduceAlgorithm, checked before any cell runs.
+    if (!s.allreduce().empty() && s.allreduce() != "auto" && s.allreduce() != "ring" &&
+        s.allreduce() != "halving-doubling" && s.allreduce() != "recursive-doubling") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown allreduce '", s.allreduce(),
+          "' (expected auto, ring, halving-doubling or recursive-doubling)"));
+    }
   }
   bool any_parallel = false;
   for (const StrategySpec& s : spec.strategies()) any_parallel |= s.kind() != "single";
@@ -150,6 +157,8 @@ std::string StrategyLabel(const StrategySpec& s) {
   if (s.kind() == "ddp") {
     std::string label = "ddp";
     if (s.allreduce() == "halving-doubling") absl::StrAppend(&label, "-hd");
+    if (s.allreduce() == "recursive-doubling") absl::StrAppend(&label, "-rd");
+    if (s.allreduce() == "ring") absl::StrAppend(&label, "-ring");
     if (s.no_overlap()) absl::StrAppend(&label, "-nooverlap");
     return label;
   }

@@ -54,7 +54,9 @@ ABSL_FLAG(std::string, backend, "gloo", "ddp: process-group backend, gloo (CPU) 
 ABSL_FLAG(double, bucket_cap_mb, 25, "ddp: gradient bucket cap in MB");
 ABSL_FLAG(double, first_bucket_mb, 1, "ddp: cap of the first bucket (the last layers) in MB");
 ABSL_FLAG(bool, overlap, true, "ddp: all-reduce buckets during backward (false: after it)");
-ABSL_FLAG(std::string, allreduce, "ring", "ddp: ring or halving-doubling");
+ABSL_FLAG(std::string, allreduce, "auto",
+          "ddp (gloo): auto (recursive-doubling at 2 ranks, else ring), ring, "
+          "halving-doubling or recursive-doubling");
 ABSL_FLAG(int32_t, timeout_s, 60,
           "ps/ddp: seconds a process may wait on its peers (rendezvous, collective, slowest "
           "worker) before the job fails");
@@ -290,14 +292,10 @@ absl::Status RunDdp(int argc, char** argv) {
   o.reducer.bucket_cap_bytes = c.bucket_cap_bytes();
   o.reducer.first_bucket_bytes = c.first_bucket_bytes();
   o.reducer.overlap = c.overlap();
-  if (c.allreduce() == "ring") {
-    o.algorithm = ringside::AllReduceAlgorithm::kRing;
-  } else if (c.allreduce() == "halving-doubling") {
-    o.algorithm = ringside::AllReduceAlgorithm::kHalvingDoubling;
-  } else {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--allreduce must be ring or halving-doubling, got '%s'", c.allreduce()));
-  }
+  absl::StatusOr<ringside::AllReduceAlgorithm> algorithm =
+      ringside::ParseAllReduceAlgorithm(c.allreduce());
+  if (!algorithm.ok()) return algorithm.status();
+  o.algorithm = *algorithm;
   const int timeout_s = absl::GetFlag(FLAGS_timeout_s);
   if (timeout_s < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
   o.timeout = absl::Seconds(timeout_s);
@@ -430,12 +428,10 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
       return ringside::Launch(lo);
     }
     ringside::AllReduceBenchOptions o;
-    const std::string algo = absl::GetFlag(FLAGS_allreduce);
-    if (algo == "halving-doubling") {
-      o.algorithm = ringside::AllReduceAlgorithm::kHalvingDoubling;
-    } else if (algo != "ring") {
-      return absl::InvalidArgumentError(absl::StrFormat("--allreduce must be ring or halving-doubling, got '%s'", algo));
-    }
+    absl::StatusOr<ringside::AllReduceAlgorithm> algorithm =
+        ringside::ParseAllReduceAlgorithm(absl::GetFlag(FLAGS_allreduce));
+    if (!algorithm.ok()) return algorithm.status();
+    o.algorithm = *algorithm;
     o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
     return ringside::RunAllReduceBench(o);
   }
