@@ -96,8 +96,10 @@ absl::StatusOr<Calibration> Calibrate(const CalibrateOptions& o) {
       pp.push_back({bytes, ms / 1e3});
     }
   }
-  // 4. All-reduce sweep with 2 ranks (bytes, seconds), 64 KB and up.
-  RINGSIDE_ASSIGN_OR_RETURN(std::string ar, Capture({o.self_exe, "bench", "allreduce", "--workers=2"},
+  // 4. All-reduce sweep with 2 ranks (bytes, seconds), 64 KB and up, of the ring: the
+  // algorithm the model extrapolates to N ranks (kAuto would run recursive doubling).
+  RINGSIDE_ASSIGN_OR_RETURN(std::string ar, Capture({o.self_exe, "bench", "allreduce", "--workers=2",
+                                                     "--allreduce=ring"},
                                                     "calibrate: all-reduce sweep"));
   std::vector<std::pair<double, double>> allreduce;
   for (absl::string_view line : absl::StrSplit(ar, '\n', absl::SkipEmpty())) {
