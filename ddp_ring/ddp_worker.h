@@ -37,7 +37,7 @@ struct DdpWorkerOptions {
   RunConfig config;
   std::string backend = "gloo";  // "gloo" or "nccl".
   ReducerOptions reducer;
-  AllReduceAlgorithm algorithm = AllReduceAlgorithm::kRing;
+  AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto;  // Gloo only.
   absl::Duration timeout = absl::Seconds(60);  // Rendezvous and every collective.
   std::string out_dir;
   bool resume = false;
