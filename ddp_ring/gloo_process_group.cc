@@ -608,37 +608,37 @@ class GlooProcessGroup : public ProcessGroup {
     if (static_cast<int64_t>(scratch_.size()) < n) scratch_.resize(n);
     // Step 1: fold the ranks beyond the largest power of two into the first ones.
     if (rank_ >= p2) {
-      Transfer(rank_ - p2, data, n, base + step, /*send=*/true, /*recv=*/false, nullptr);
+      Transfer(rank_ - p2, data, n, base + step, /*send=*/true, /*recv=*/false, /*add=*/false);
     } else if (rank_ < w - p2) {
-      Transfer(rank_ + p2, data, n, base + step, /*send=*/false, /*recv=*/true, data);
+      Transfer(rank_ + p2, data, n, base + step, /*send=*/false, /*recv=*/true, /*add=*/true);
     }
     ++step;
     // Step 2: lg P rounds of pairwise swaps among ranks 0 .. P - 1.
     for (int mask = 1; mask < p2; mask *= 2, ++step) {
       if (rank_ < p2) {
-        Transfer(rank_ ^ mask, data, n, base + step, /*send=*/true, /*recv=*/true, data);
+        Transfer(rank_ ^ mask, data, n, base + step, /*send=*/true, /*recv=*/true, /*add=*/true);
       }
     }
     // Step 3: the folded ranks get the result.
     if (rank_ >= p2) {
-      Transfer(rank_ - p2, data, n, base + step, /*send=*/false, /*recv=*/true, nullptr);
+      Transfer(rank_ - p2, data, n, base + step, /*send=*/false, /*recv=*/true, /*add=*/false);
     } else if (rank_ < w - p2) {
-      Transfer(rank_ + p2, data, n, base + step, /*send=*/true, /*recv=*/false, nullptr);
+      Transfer(rank_ + p2, data, n, base + step, /*send=*/true, /*recv=*/false, /*add=*/false);
     }
   }
 
-  // One message each way (as asked) between this rank and `peer`, in pieces. With
-  // `add_into` the received floats are added into it (data[i] += theirs[i]) piece by
-  // piece, and piece i of `data` is overwritten only after it has been sent; without,
-  // they land in `data` directly. Blocks until done; throws Gloo's exceptions.
+  // Sends `data` to `peer` and/or receives n floats from it, in pieces. With `add` the
+  // received floats go to scratch_ and are added into `data` piece by piece, each piece
+  // only after its own send finished; without, they land in `data` directly. Blocks
+  // until done; throws Gloo's exceptions.
   void Transfer(int peer, float* data, int64_t n, uint64_t slot, bool send, bool recv,
-                float* add_into) {
+                bool add) {
     const int64_t pieces = (n + kExchangePieceFloats - 1) / kExchangePieceFloats;
     auto piece_bytes = [&](int64_t p) {
       return static_cast<size_t>(std::min(n - p * kExchangePieceFloats, kExchangePieceFloats)) *
              sizeof(float);
     };
-    float* recv_into = add_into != nullptr ? scratch_.data() : data;
+    float* recv_into = add ? scratch_.data() : data;
     std::unique_ptr<gloo::transport::UnboundBuffer> in_buf, out_buf;
     if (recv) {
       in_buf = context_->createUnboundBuffer(recv_into, n * sizeof(float));
@@ -656,10 +656,10 @@ class GlooProcessGroup : public ProcessGroup {
     for (int64_t p = 0; p < pieces; ++p) {
       if (recv) in_buf->waitRecv(timeout_ms_);
       if (send) out_buf->waitSend(timeout_ms_);
-      if (add_into != nullptr) {
+      if (add) {
         const int64_t begin = p * kExchangePieceFloats;
         const int64_t end = begin + static_cast<int64_t>(piece_bytes(p) / sizeof(float));
-        for (int64_t i = begin; i < end; ++i) add_into[i] += recv_into[i];
+        for (int64_t i = begin; i < end; ++i) data[i] += recv_into[i];
       }
     }
   }

@@ -19,30 +19,4 @@ absl::Status ValidateProcessGroupOptions(const Store* store, const ProcessGroupO
   return absl::OkStatus();
 }
 
-absl::StatusOr<AllReduceAlgorithm> ParseAllReduceAlgorithm(absl::string_view name) {
-  for (AllReduceAlgorithm a :
-       {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kRing,
-        AllReduceAlgorithm::kHalvingDoubling, AllReduceAlgorithm::kRecursiveDoubling}) {
-    if (name == AllReduceAlgorithmName(a)) return a;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--allreduce must be auto, ring, halving-doubling or recursive-doubling, got '", name,
-      "'"));
-}
-
-const char* AllReduceAlgorithmName(AllReduceAlgorithm algorithm) {
-  switch (algorithm) {
-    case AllReduceAlgorithm::kAuto: return "auto";
-    case AllReduceAlgorithm::kRing: return "ring";
-    case AllReduceAlgorithm::kHalvingDoubling: return "halving-doubling";
-    case AllReduceAlgorithm::kRecursiveDoubling: return "recursive-doubling";
-  }
-  return "?";
-}
-
-AllReduceAlgorithm ResolveAllReduceAlgorithm(AllReduceAlgorithm algorithm, int world_size) {
-  if (algorithm != AllReduceAlgorithm::kAuto) return algorithm;
-  return world_size == 2 ? AllReduceAlgorithm::kRecursiveDoubling : AllReduceAlgorithm::kRing;
-}
-
 }  // namespace ringside

@@ -11,30 +11,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "ddp_ring/allreduce_algorithm.h"
 #include "ddp_ring/store.h"
 
 namespace ringside {
 
 enum class ReduceOp { kSum, kAverage };
-
-enum class AllReduceAlgorithm {
-  kAuto,               // Recursive doubling for 2 ranks, the ring otherwise.
-  kRing,               // Bandwidth-optimal ring: reduce-scatter, then all-gather.
-  kHalvingDoubling,    // Recursive halving-doubling (Rabenseifner).
-  kRecursiveDoubling,  // lg N rounds, each swapping the whole vector with one peer.
-};
-
-// The flag spellings: "auto", "ring", "halving-doubling", "recursive-doubling".
-// InvalidArgument naming the valid ones for anything else.
-absl::StatusOr<AllReduceAlgorithm> ParseAllReduceAlgorithm(absl::string_view name);
-const char* AllReduceAlgorithmName(AllReduceAlgorithm algorithm);
-
-// What kAuto runs on `world_size` ranks (any other algorithm: itself). At two ranks
-// recursive doubling sends and receives n floats per rank, as the ring does, but in
-// one exchange instead of a reduce-scatter followed by an all-gather.
-AllReduceAlgorithm ResolveAllReduceAlgorithm(AllReduceAlgorithm algorithm, int world_size);
 
 // Handle of one asynchronous collective. Thread-safe.
 class Work {

@@ -27,6 +27,7 @@
 #include "common/metrics.h"
 #include "common/ringside.pb.h"
 #include "common/status_macros.h"
+#include "ddp_ring/allreduce_algorithm.h"
 #include "experiments/file_util.h"
 #include "experiments/network_emulator.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -83,12 +84,8 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
           absl::StrCat("unknown strategy '", s.kind(), "' (expected single, ps or ddp)"));
     }
     if (s.ps_shards() < 0) return absl::InvalidArgumentError("ps_shards must be >= 1");
-    // The spellings of ddp_ring's ParseAllReduceAlgorithm, checked before any cell runs.
-    if (!s.allreduce().empty() && s.allreduce() != "auto" && s.allreduce() != "ring" &&
-        s.allreduce() != "halving-doubling" && s.allreduce() != "recursive-doubling") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown allreduce '", s.allreduce(),
-          "' (expected auto, ring, halving-doubling or recursive-doubling)"));
+    if (!s.allreduce().empty()) {
+      RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
     }
   }
   bool any_parallel = false;
