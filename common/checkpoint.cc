@@ -15,7 +15,9 @@ namespace ringside {
 namespace {
 
 constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 1;
+// 2: the optimizer state is the carried momentum term (common/sgd.h); version 1 held
+// PyTorch's momentum_buffer, which version 2 would misread, so it is refused.
+constexpr uint32_t kVersion = 2;
 // A header is a few hundred bytes; anything larger means a foreign or corrupt file.
 constexpr uint32_t kMaxHeaderBytes = 1 << 20;
 

@@ -2,8 +2,9 @@
 // checksum, the run's configuration), the flat parameters and the optimizer state.
 //
 // File layout (little-endian):
-//   "RINGCKPT" | uint32 version (1) | uint32 header bytes | CheckpointHeader proto |
+//   "RINGCKPT" | uint32 version (2) | uint32 header bytes | CheckpointHeader proto |
 //   float32 params [num_params] | float32 optimizer state [num_optimizer_state]
+// The optimizer state is Sgd's carried momentum term (common/sgd.h).
 #ifndef RINGSIDE_COMMON_CHECKPOINT_H_
 #define RINGSIDE_COMMON_CHECKPOINT_H_
 

@@ -24,9 +24,22 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 
+// The loops below are compiled three times, for AVX-512, AVX2 and the x86-64 baseline;
+// the dynamic loader picks one per function for the CPU at hand (glibc ifunc). Debian
+// builds for the baseline, whose 4-wide SSE2 leaves about a tenth of the SGD pass on
+// the table on an AVX-512 machine. cpu_ops compiles with -ffp-contract=off (BUILD), so
+// no clone fuses a multiply and add that another rounds twice: all three give
+// bit-identical results.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RINGSIDE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RINGSIDE_VECTOR_CLONES
+#endif
+
 // Sum of p[0, n) in double. Accumulates kLanes independent float partial sums so the
 // loop vectorises without -ffast-math (and is more accurate than one serial float
 // sum: each lane sees n / kLanes terms).
+RINGSIDE_VECTOR_CLONES
 double SumContiguous(const float* __restrict p, int64_t n) {
   constexpr int kLanes = 16;
   float acc[kLanes] = {};
@@ -62,6 +75,7 @@ int ConvOutputSize(int in_size, int kernel, int pad, int stride) {
 // it versions each loop behind a runtime overlap check.
 
 // y [outer, channels, inner] += bias [channels].
+RINGSIDE_VECTOR_CLONES
 void BiasAddKernel(float* __restrict y, const float* __restrict bias, int outer,
                    int channels, int inner) {
   if (inner == 1) {
@@ -81,6 +95,7 @@ void BiasAddKernel(float* __restrict y, const float* __restrict bias, int outer,
 }
 
 // y [outer, channels, inner] = bias [channels] (overwrite).
+RINGSIDE_VECTOR_CLONES
 void BiasBroadcastKernel(float* __restrict y, const float* __restrict bias, int outer,
                          int channels, int inner) {
   if (inner == 1) {
@@ -99,6 +114,7 @@ void BiasBroadcastKernel(float* __restrict y, const float* __restrict bias, int 
 }
 
 // db [channels] (+)= sum of dy [outer, channels, inner] over outer and inner.
+RINGSIDE_VECTOR_CLONES
 void BiasGradKernel(const float* __restrict dy, float* __restrict db, int outer,
                     int channels, int inner, bool accumulate) {
   if (inner == 1) {
@@ -122,13 +138,17 @@ void BiasGradKernel(const float* __restrict dy, float* __restrict db, int outer,
 }
 
 // dst [n] += src [n].
+RINGSIDE_VECTOR_CLONES
 void AccumulateKernel(float* __restrict dst, const float* __restrict src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 
-// One fused SGD step; buf is touched only when hyper.momentum != 0.
+// One fused SGD step (Ops::SgdUpdate); buf holds the carried term u and is touched
+// only when hyper.momentum != 0. Each line rounds as torch.optim.SGD does: with
+// -ffp-contract=off nothing is fused, so u + d here is PyTorch's momentum * buf + d.
 // Zeroing g in the same pass costs next to nothing (its lines are already in cache);
 // a separate zeroing pass later would cost a full write of the buffer.
+RINGSIDE_VECTOR_CLONES
 void SgdKernel(float* __restrict p, float* __restrict g, float* __restrict buf,
                int64_t n, const SgdHyper& hyper, bool zero_grads) {
   const float lr = hyper.lr;
@@ -143,14 +163,14 @@ void SgdKernel(float* __restrict p, float* __restrict g, float* __restrict buf,
     } else if (hyper.nesterov) {
       for (int64_t i = begin; i < end; ++i) {
         const float d = g[i] + wd * p[i];
-        const float v = mu * buf[i] + d;
-        buf[i] = v;
-        p[i] -= lr * (d + mu * v);
+        const float u = mu * (buf[i] + d);
+        buf[i] = u;
+        p[i] -= lr * (d + u);
       }
     } else {
       for (int64_t i = begin; i < end; ++i) {
-        const float v = mu * buf[i] + (g[i] + wd * p[i]);
-        buf[i] = v;
+        const float v = buf[i] + (g[i] + wd * p[i]);
+        buf[i] = mu * v;
         p[i] -= lr * v;
       }
     }
@@ -160,13 +180,48 @@ void SgdKernel(float* __restrict p, float* __restrict g, float* __restrict buf,
   }
 }
 
+// Ops::SgdUpdateCarried: acc = u + g on entry, the next u on return.
+RINGSIDE_VECTOR_CLONES
+void CarriedSgdKernel(float* __restrict p, float* __restrict acc, int64_t n,
+                      const SgdHyper& hyper) {
+  const float lr = hyper.lr;
+  const float wd = hyper.weight_decay;
+  const float mu = hyper.momentum;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = acc[i] + wd * p[i];
+    acc[i] = mu * v;
+    p[i] -= lr * v;
+  }
+}
+
 // y [n] += alpha * x [n].
+RINGSIDE_VECTOR_CLONES
 void AxpyKernel(int64_t n, float alpha, const float* __restrict x, float* __restrict y) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
+// y [n] = max(x, 0). y may alias x: the loop reads and writes the same index only.
+RINGSIDE_VECTOR_CLONES
+void ReluForwardKernel(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    y[i] = v > 0.0f ? v : 0.0f;
+  }
+}
+
+// dx [n] = y > 0 ? dy : 0. dx may alias dy: same-index access only.
+RINGSIDE_VECTOR_CLONES
+void ReluBackwardKernel(const float* y, const float* dy, float* dx, int64_t n) {
+  // Load dy unconditionally: a conditional load blocks if-conversion.
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = dy[i];
+    dx[i] = y[i] > 0.0f ? g : 0.0f;
+  }
+}
+
 // See Ops::Im2Col. Each col row is filled per output row: zeros for the padding,
 // then a memcpy (stride 1) or a strided gather of the in-image span.
+RINGSIDE_VECTOR_CLONES
 void Im2ColKernel(const float* __restrict x, int channels, int batch, int height,
                   int width, int kernel, int pad, int stride, float* __restrict col) {
   const int ho = ConvOutputSize(height, kernel, pad, stride);
@@ -216,6 +271,7 @@ void Im2ColKernel(const float* __restrict x, int channels, int batch, int height
 
 // See Ops::Col2Im: the same traversal as Im2ColKernel, accumulating instead of
 // copying, so the two are exact adjoints.
+RINGSIDE_VECTOR_CLONES
 void Col2ImKernel(const float* __restrict col, int channels, int batch, int height,
                   int width, int kernel, int pad, int stride, float* __restrict dx) {
   const int64_t plane = static_cast<int64_t>(height) * width;
@@ -258,6 +314,7 @@ void Col2ImKernel(const float* __restrict col, int channels, int batch, int heig
 }
 
 // See Ops::MaxPool2x2Forward. Offsets within a plane fit int32 by contract.
+RINGSIDE_VECTOR_CLONES
 void MaxPoolForwardKernel(const float* __restrict x, int planes, int height, int width,
                           float* __restrict y, int32_t* __restrict argmax) {
   const int ho = height / 2;
@@ -291,6 +348,7 @@ void MaxPoolForwardKernel(const float* __restrict x, int planes, int height, int
 }
 
 // See Ops::MaxPool2x2Backward.
+RINGSIDE_VECTOR_CLONES
 void MaxPoolBackwardKernel(const float* __restrict dy, const int32_t* __restrict argmax,
                            int planes, int height, int width, float* __restrict dx) {
   const int64_t plane = static_cast<int64_t>(height) * width;
@@ -306,6 +364,7 @@ void MaxPoolBackwardKernel(const float* __restrict dy, const int32_t* __restrict
 }
 
 // out [d1, d0, inner] = in [d0, d1, inner] with the first two axes swapped.
+RINGSIDE_VECTOR_CLONES
 void SwapAxes01Kernel(const float* __restrict in, int d0, int d1, int inner,
                       float* __restrict out) {
   if (inner == 1) {
@@ -408,21 +467,12 @@ class CpuOps final : public Ops {
     BiasGradKernel(dy, db, outer, channels, inner, accumulate);
   }
 
-  // y may alias x: the loop reads and writes the same index only.
   void ReluForward(const float* x, float* y, int64_t n) override {
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = x[i];
-      y[i] = v > 0.0f ? v : 0.0f;
-    }
+    ReluForwardKernel(x, y, n);
   }
 
-  // dx may alias dy: same-index access only.
   void ReluBackward(const float* y, const float* dy, float* dx, int64_t n) override {
-    // Load dy unconditionally: a conditional load blocks if-conversion.
-    for (int64_t i = 0; i < n; ++i) {
-      const float g = dy[i];
-      dx[i] = y[i] > 0.0f ? g : 0.0f;
-    }
+    ReluBackwardKernel(y, dy, dx, n);
   }
 
   // Reads everything it needs from a row of logits before writing that row of probs,
@@ -497,10 +547,15 @@ class CpuOps final : public Ops {
   }
 
   // momentum_buf must start at zero: PyTorch's first step sets buf = d, which equals
-  // momentum * 0 + d.
+  // 0 + d.
   void SgdUpdate(float* params, float* grads, float* momentum_buf, int64_t n,
                  const SgdHyper& hyper, bool zero_grads) override {
     SgdKernel(params, grads, momentum_buf, n, hyper, zero_grads);
+  }
+
+  void SgdUpdateCarried(float* params, float* acc, int64_t n,
+                        const SgdHyper& hyper) override {
+    CarriedSgdKernel(params, acc, n, hyper);
   }
 
   void Fill(float* x, int64_t n, float value) override {

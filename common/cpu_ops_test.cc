@@ -777,7 +777,8 @@ TEST_F(CpuOpsTest, SgdUpdateMatchesPyTorchFormulaOverThreeSteps) {
     const Vec got_buf = Download(dbuf);
     for (int i = 0; i < n; ++i) {
       EXPECT_NEAR(got[i], params[i], 1e-6) << "param " << i;
-      EXPECT_NEAR(got_buf[i], buf[i], 1e-6) << "buf " << i;
+      // The state kept is the carried term, momentum * PyTorch's momentum_buffer.
+      EXPECT_NEAR(got_buf[i], h.momentum * buf[i], 1e-6) << "buf " << i;
     }
   }
 }
@@ -786,6 +787,7 @@ TEST_F(CpuOpsTest, SgdUpdateClosedFormMomentum) {
   // p = 1, g = 1 every step, lr = 0.1, momentum 0.5:
   // plain momentum: buf 1, 1.5 -> p = 1 - 0.1 - 0.15 = 0.75.
   // nesterov:       buf 1, 1.5; d = 1 + 0.5 * buf -> 1.5, 1.75 -> p = 0.675.
+  // The state kept is 0.5 * buf = 0.75.
   for (const auto& [nesterov, want] :
        {std::pair<bool, float>{false, 0.75f}, std::pair<bool, float>{true, 0.675f}}) {
     auto p = Upload(Vec{1.0f});
@@ -795,7 +797,93 @@ TEST_F(CpuOpsTest, SgdUpdateClosedFormMomentum) {
     ops_->SgdUpdate(p.data(), g.data(), buf.data(), 1, h, false);
     ops_->SgdUpdate(p.data(), g.data(), buf.data(), 1, h, false);
     EXPECT_NEAR(Download(p)[0], want, 1e-6) << "nesterov " << nesterov;
-    EXPECT_NEAR(Download(buf)[0], 1.5f, 1e-6);
+    EXPECT_NEAR(Download(buf)[0], 0.75f, 1e-6);
+  }
+}
+
+// torch.optim.SGD's step in float, one rounding per operation as its loop reads:
+// d = g + wd * p; buf = momentum * buf + d; d = nesterov ? d + momentum * buf : buf;
+// p = p - lr * d. (This file compiles with -ffp-contract=off, so nothing is fused.)
+void TorchSgdInFloat(float* p, float g, float* buf, const SgdHyper& h) {
+  float d = g + h.weight_decay * *p;
+  if (h.momentum != 0.0f) {
+    *buf = h.momentum * *buf + d;
+    d = h.nesterov ? d + h.momentum * *buf : *buf;
+  }
+  *p = *p - h.lr * d;
+}
+
+// Keeping the carried term instead of PyTorch's buffer changes no bit of the update.
+TEST_F(CpuOpsTest, SgdUpdateRoundsLikeTorchsFormulaOperationByOperation) {
+  const SgdHyper hypers[] = {
+      {0.1f, 0.0f, 0.01f, false},
+      {0.05f, 0.9f, 0.0f, false},
+      {0.05f, 0.9f, 5e-4f, false},
+      {0.05f, 0.9f, 1e-2f, true},
+  };
+  Rng rng(83);
+  const int n = 4500;
+  for (const SgdHyper& h : hypers) {
+    SCOPED_TRACE(testing::Message() << "momentum=" << h.momentum << " wd=" << h.weight_decay
+                                    << " nesterov=" << h.nesterov);
+    Vec params = RandomVec(rng, n);
+    Vec torch_buf(n, 0.0f);
+    auto dparams = Upload(params);
+    auto dstate = Upload(Vec(n, 0.0f));
+    for (int step = 0; step < 4; ++step) {
+      const Vec grads = RandomVec(rng, n);
+      auto dgrads = Upload(grads);
+      ops_->SgdUpdate(dparams.data(), dgrads.data(), h.momentum != 0.0f ? dstate.data() : nullptr,
+                      n, h, /*zero_grads=*/false);
+      for (int i = 0; i < n; ++i) TorchSgdInFloat(&params[i], grads[i], &torch_buf[i], h);
+    }
+    EXPECT_EQ(Download(dparams), params);
+    if (h.momentum != 0.0f) {
+      const Vec state = Download(dstate);
+      for (int i = 0; i < n; ++i) ASSERT_EQ(state[i], h.momentum * torch_buf[i]) << i;
+    }
+  }
+}
+
+// SgdUpdateCarried on acc = u + g is SgdUpdate on (g, u): bit for bit without weight
+// decay, within rounding with it; momentum 0 leaves acc zeroed.
+TEST_F(CpuOpsTest, SgdUpdateCarriedMatchesSgdUpdate) {
+  const SgdHyper hypers[] = {
+      {0.1f, 0.0f, 0.0f, false},
+      {0.1f, 0.0f, 0.01f, false},
+      {0.05f, 0.9f, 0.0f, false},
+      {0.05f, 0.9f, 5e-4f, false},
+  };
+  Rng rng(84);
+  const int n = 3001;
+  for (const SgdHyper& h : hypers) {
+    SCOPED_TRACE(testing::Message() << "momentum=" << h.momentum << " wd=" << h.weight_decay);
+    const Vec p0 = RandomVec(rng, n);
+    auto p_split = Upload(p0);
+    auto p_carried = Upload(p0);
+    auto state = Upload(Vec(n, 0.0f));
+    auto acc = Upload(Vec(n, 0.0f));
+    for (int step = 0; step < 3; ++step) {
+      const Vec grads = RandomVec(rng, n);
+      auto g = Upload(grads);
+      ops_->SgdUpdate(p_split.data(), g.data(), h.momentum != 0.0f ? state.data() : nullptr, n,
+                      h, /*zero_grads=*/false);
+      ops_->Axpy(n, 1.0f, g.data(), acc.data());  // What an accumulating backward does.
+      ops_->SgdUpdateCarried(p_carried.data(), acc.data(), n, h);
+    }
+    const Vec want_p = Download(p_split);
+    const Vec got_p = Download(p_carried);
+    const Vec want_u = h.momentum != 0.0f ? Download(state) : Vec(n, 0.0f);
+    const Vec got_u = Download(acc);
+    if (h.weight_decay == 0.0f) {
+      EXPECT_EQ(got_p, want_p);
+      EXPECT_EQ(got_u, want_u);
+    } else {
+      for (int i = 0; i < n; ++i) {
+        ASSERT_NEAR(got_p[i], want_p[i], 1e-6f) << i;
+        ASSERT_NEAR(got_u[i], want_u[i], 1e-6f) << i;
+      }
+    }
   }
 }
 

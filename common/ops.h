@@ -31,6 +31,13 @@ enum class DeviceKind { kCpu, kCuda };
 // Hyper-parameters of one fused SGD step (PyTorch torch.optim.SGD semantics with
 // dampening 0): d = g + wd * p; buf = momentum * buf + d;
 // d = nesterov ? d + momentum * buf : buf; p -= lr * d.  (momentum 0: p -= lr * d.)
+//
+// The optimizer state ringside keeps is the carried momentum term u = momentum * buf
+// (PyTorch's momentum_buffer times momentum), stored at the end of each step:
+//   v = u + d;  u = momentum * v;  p -= lr * (nesterov ? d + u : v).
+// Rounded in this order it gives the same floats as torch's formula evaluated one
+// operation at a time, and it lets a backward pass add the next gradient straight
+// onto u (SgdUpdateCarried).
 struct SgdHyper {
   float lr = 0.01f;
   float momentum = 0.0f;
@@ -123,14 +130,22 @@ class Ops {
   virtual void SwapAxes01(const float* in, int d0, int d1, int inner, float* out) = 0;
 
   // ---- Optimizer and BLAS-1. ----
-  // One fused SGD step over n parameters (see SgdHyper). momentum_buf is read and
-  // written only when hyper.momentum != 0 (may be nullptr otherwise); it must start
-  // zeroed, which makes the first step equal PyTorch's (which starts buf = d).
-  // With `zero_grads` the same pass also sets grads to 0 (consuming them, so the next
-  // backward can accumulate into them without a separate zeroing pass); otherwise
-  // grads are only read.
+  // One fused SGD step over n parameters (see SgdHyper). momentum_buf [n] holds the
+  // carried term u; it is read and written only when hyper.momentum != 0 (may be
+  // nullptr otherwise) and must start zeroed, which makes the first step equal
+  // PyTorch's (which starts buf = d). With `zero_grads` the same pass also sets grads
+  // to 0 (consuming them, so the next backward can accumulate into them without a
+  // separate zeroing pass); otherwise grads are only read.
   virtual void SgdUpdate(float* params, float* grads, float* momentum_buf, int64_t n,
                          const SgdHyper& hyper, bool zero_grads) = 0;
+  // The same step when the gradient was accumulated onto the carried term: on entry
+  // acc [n] = u + g, on return acc = the next step's u (all zeros when momentum is 0).
+  // v = acc + wd * p; p -= lr * v; acc = momentum * v. One buffer instead of two, so
+  // a third less memory traffic than SgdUpdate; with weight decay 0 and a gradient
+  // added in one rounding it gives SgdUpdate's result bit for bit, otherwise within
+  // rounding. Plain momentum only: Nesterov needs d apart from u.
+  virtual void SgdUpdateCarried(float* params, float* acc, int64_t n,
+                                const SgdHyper& hyper) = 0;
   // x [n] = value.
   virtual void Fill(float* x, int64_t n, float value) = 0;
   // x [n] *= alpha.

@@ -47,7 +47,12 @@ int64_t BatchesPerEpoch(const Sharder& shard, int64_t batch) {
 
 absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> LocalSgdStrategy::Create(
     const SgdHyper& hyper, Model* model, Ops* ops) {
-  RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(hyper, model->num_params(), ops));
+  // Plain momentum keeps its state in the gradients (one pass over two buffers per
+  // update); Nesterov needs the gradient apart from it.
+  RINGSIDE_ASSIGN_OR_RETURN(
+      Sgd sgd, hyper.nesterov ? Sgd::Create(hyper, model->num_params(), ops)
+                              : Sgd::CreateInGradients(hyper, model->grads(),
+                                                       model->num_params(), ops));
   return std::unique_ptr<LocalSgdStrategy>(new LocalSgdStrategy(std::move(sgd), model, ops));
 }
 

@@ -53,7 +53,10 @@ class StepStrategy {
 
 // The single-process strategy. Each layer's SGD step runs the moment backward
 // announces its gradients (optimizer-in-backward): the gradient was just written and
-// is still in cache, and backward no longer reads that layer's parameters.
+// is still in cache, and backward no longer reads that layer's parameters. Without
+// Nesterov the momentum state lives in model->grads() (Sgd::CreateInGradients):
+// backward adds each gradient onto it, and the update reads and writes two buffers
+// instead of three.
 class LocalSgdStrategy final : public StepStrategy {
  public:
   // InvalidArgument for bad hyper-parameters (see Sgd::Create).
@@ -61,7 +64,8 @@ class LocalSgdStrategy final : public StepStrategy {
   static absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> Create(const SgdHyper& hyper,
                                                                    Model* model, Ops* ops);
   std::string role() const override { return "single"; }
-  // The fused update zeroes each gradient as it consumes it (model grads start zeroed).
+  // Backward adds into model->grads(), which hold the momentum state between steps
+  // (or, with Nesterov, zeros: the update consumes them). Create overwrites them.
   bool accumulates_gradients() const override { return true; }
   void OnGradientReady(const ParamRange& range) override;
   absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;

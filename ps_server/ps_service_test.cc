@@ -79,13 +79,15 @@ std::vector<float> Gradient(int worker, int64_t step) {
 }
 
 // p -= lr * (sum of `workers`' step-s gradients) * scale, with momentum (torch SGD).
+// `carried` is the optimizer state ringside keeps: momentum * PyTorch's momentum_buffer.
 void SgdStep(const SgdHyper& h, const std::vector<int>& workers, int64_t step, double scale,
-             std::vector<double>* params, std::vector<double>* buf) {
+             std::vector<double>* params, std::vector<double>* carried) {
   for (int64_t i = 0; i < kNumParams; ++i) {
     double d = 0;
     for (int w : workers) d += scale * Gradient(w, step)[i];
-    (*buf)[i] = h.momentum * (*buf)[i] + d;
-    (*params)[i] -= h.lr * (*buf)[i];
+    const double v = (*carried)[i] + d;
+    (*carried)[i] = h.momentum * v;
+    (*params)[i] -= h.lr * v;
   }
 }
 
@@ -319,7 +321,7 @@ TEST_F(PsServiceTest, TwoWorkersTrainInLockstep) {
   std::vector<double> buf(kNumParams, 0.0);
   std::vector<PushPullTiming> timings;
   for (int64_t step = 0; step < 2; ++step) {
-    // BSP: p -= lr * buf, buf = mu * buf + (g0 + g1).
+    // BSP: v = carried + (g0 + g1), p -= lr * v, carried = mu * v.
     SgdStep(hyper, {0, 1}, step, 1.0, &want, &buf);
     StepAndCheck(clients, step, &params, want, &timings);
   }
@@ -334,7 +336,7 @@ TEST_F(PsServiceTest, TwoWorkersTrainInLockstep) {
   EXPECT_EQ(stats->last_step().bytes_sent(),
             timings[0].bytes_received + timings[1].bytes_received);
 
-  // A checkpoint pull of the optimizer state returns the momentum buffer.
+  // A checkpoint pull of the optimizer state returns the carried momentum.
   std::vector<float> state(kNumParams);
   ASSERT_TRUE(clients[0]->Pull(2, ps::OPTIMIZER_STATE, state.data()).ok());
   ExpectNear(state, buf);

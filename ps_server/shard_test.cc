@@ -189,13 +189,15 @@ std::vector<float> Gradient(int64_t size, int worker, int64_t step) {
 }
 
 // The closed form of one torch.optim.SGD step (dampening 0) in double precision.
+// `carried` is the optimizer state ringside keeps: momentum * PyTorch's momentum_buffer.
 void SgdStep(const SgdHyper& h, const std::vector<double>& grad, std::vector<double>* params,
-             std::vector<double>* buf) {
+             std::vector<double>* carried) {
   for (size_t i = 0; i < params->size(); ++i) {
     const double d = grad[i] + h.weight_decay * (*params)[i];
     if (h.momentum != 0) {
-      (*buf)[i] = h.momentum * (*buf)[i] + d;
-      (*params)[i] -= h.lr * (*buf)[i];
+      const double v = (*carried)[i] + d;
+      (*carried)[i] = h.momentum * v;
+      (*params)[i] -= h.lr * v;
     } else {
       (*params)[i] -= h.lr * d;
     }
@@ -394,7 +396,7 @@ TEST(ShardBspTest, MomentumAndWeightDecayOverTwoSteps) {
       ASSERT_TRUE(got.ok()) << got.status();
       ExpectNear(*got, want);
     }
-    // The momentum buffer is the optimizer state a checkpoint pulls.
+    // The carried momentum is the optimizer state a checkpoint pulls.
     absl::StatusOr<std::vector<float>> state =
         ServeSlice(*shard, 0, step + 1, ps::OPTIMIZER_STATE);
     ASSERT_TRUE(state.ok()) << state.status();
