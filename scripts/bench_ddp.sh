@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # DDP throughput, ringside vs PyTorch DDP (Debian's python3-torch, gloo), side by side:
 # mlp:784-512-512-10 on Fashion-MNIST, batch 128 per rank, 1 thread per rank, WORLD
-# ranks on this machine; ROUNDS alternating runs. ringside is timed over steps 20..219
-# from its per-step records (rank 0), PyTorch over 200 steps after 20 warm-up steps.
+# ranks on this machine; ROUNDS alternating runs, each of both bucket layouts on both
+# sides (PyTorch's default, a 1 MB first bucket then 25 MB ones, and one 25 MB bucket).
+# ringside is timed over steps 20..219 from its per-step records (rank 0), PyTorch over
+# 200 steps after 20 warm-up steps.
 #   scripts/bench_ddp.sh [ROUNDS] [WORLD]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,5 +29,6 @@ for r in $(seq "$ROUNDS"); do
   "$R" "${common[@]}" --out="$out/a" >/dev/null 2>&1 && summarise "$out/a" "(buckets 1 MB + 25 MB)"
   "$R" "${common[@]}" --first_bucket_mb=25 --out="$out/b" >/dev/null 2>&1 && summarise "$out/b" "(one 25 MB bucket)"
   "$R" launch --nproc_per_node="$WORLD" --master_port=0 -- /usr/bin/python3 experiments/torch_ddp_bench.py | sed -n 's/^\[rank 0\] //p'
+  "$R" launch --nproc_per_node="$WORLD" --master_port=0 -- /usr/bin/python3 experiments/torch_ddp_bench.py --first_bucket_mb=25 | sed -n 's/^\[rank 0\] //p'
 done
 rm -rf "$out"
