@@ -125,14 +125,16 @@ class PsServer::Service final : public ps::ParameterServer::Service {
           stop = true;
           return;
         }
-        const int64_t bytes = out.wire_bytes();
+        // Counted before the write: once the worker holds the last chunk, the step's record
+        // must already be complete (a Stats call right after PushPull sees it). A failed
+        // write breaks the stream and aborts the job, so an over-count is never reported.
+        shard_->CountServed(worker, step + 1, ps::PARAMS, out.wire_bytes());
         if (!stream->Write(out)) {
           absl::MutexLock l(&mu);
           write_broken = true;
           stop = true;
           return;
         }
-        shard_->CountServed(worker, step + 1, ps::PARAMS, bytes);
       }
     });
     auto finish = [&](grpc::Status status) {
@@ -216,9 +218,11 @@ class PsServer::Service final : public ps::ParameterServer::Service {
           !s.ok()) {
         return ToGrpcStatus(s);
       }
-      const int64_t bytes = static_cast<int64_t>(out.ByteSizeLong());
+      // Counted before the write, as in PushPull, so the record is complete when the
+      // worker holds the last chunk.
+      shard_->CountServed(request->worker_id(), request->step(), request->kind(),
+                          static_cast<int64_t>(out.ByteSizeLong()));
       if (!writer->Write(out)) return Broken(context, request->worker_id(), request->step());
-      shard_->CountServed(request->worker_id(), request->step(), request->kind(), bytes);
     }
     return grpc::Status::OK;
   }
