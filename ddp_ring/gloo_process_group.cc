@@ -6,7 +6,9 @@
 //      reported by number, and a rank started with another world size is refused.
 //   2. Connect: a gloo::rendezvous::Context exchanges TCP addresses through the store
 //      (GlooStoreAdapter) and connects every pair of ranks (connectFullMesh).
-//   3. Serve: one worker thread per group runs the queued collectives in FIFO order
+//   3. Only where recursive doubling will run: its own direct TCP connections
+//      (TcpPairs, tcp_pairs.h), through the same store.
+//   4. Serve: one worker thread per group runs the queued collectives in FIFO order
 //      (Gloo's collectives block), each bounded by the timeout. Every rank issues the
 //      same collectives in the same order, so the n-th collective carries tag n on all
 //      ranks.
@@ -64,19 +66,14 @@
 #include "absl/time/time.h"
 #include "ddp_ring/gloo_store_adapter.h"
 #include "ddp_ring/process_group.h"
+#include "ddp_ring/tcp_pairs.h"
 
 namespace ringside {
 namespace {
 
-// Slot prefixes of ringside's own ring reduce-scatter and recursive doubling. Gloo's
-// built-in collectives use prefixes 0x01..0x08 (gloo/types.h); any other value keeps
-// the slots apart.
+// Slot prefix of ringside's own ring reduce-scatter. Gloo's built-in collectives use
+// prefixes 0x01..0x08 (gloo/types.h); any other value keeps the slots apart.
 constexpr uint8_t kReduceScatterSlotPrefix = 0x52;
-constexpr uint8_t kRecursiveDoublingSlotPrefix = 0x53;
-
-// Recursive doubling sends each message in pieces of at most this size, all posted at
-// once: the peer adds piece i while piece i + 1 is still on the wire.
-constexpr int64_t kExchangePieceFloats = (int64_t{1} << 20) / sizeof(float);
 
 // The longest a healthy group's destructor waits for its peers (shutdown step 2).
 constexpr absl::Duration kShutdownLinger = absl::Seconds(10);
@@ -224,7 +221,7 @@ class GlooProcessGroup : public ProcessGroup {
                    std::shared_ptr<gloo::transport::Device> device,
                    std::shared_ptr<gloo::rendezvous::Context> context,
                    std::vector<std::pair<std::string, int>> peer_addresses,
-                   Store* store)
+                   Store* store, std::unique_ptr<TcpPairs> pairs)
       : peer_addresses_(std::move(peer_addresses)),
         store_(store),
         rank_(options.rank),
@@ -233,7 +230,8 @@ class GlooProcessGroup : public ProcessGroup {
         timeout_ms_(absl::ToInt64Milliseconds(options.timeout)),
         algorithm_(options.algorithm),
         device_(std::move(device)),
-        context_(std::move(context)) {
+        context_(std::move(context)),
+        pairs_(std::move(pairs)) {
     worker_ = std::thread([this] { WorkerLoop(); });
   }
 
@@ -287,7 +285,7 @@ class GlooProcessGroup : public ProcessGroup {
         const AllReduceAlgorithm algorithm =
             ResolveAllReduceAlgorithm(algorithm_, world_size_);
         if (algorithm == AllReduceAlgorithm::kRecursiveDoubling) {
-          RecursiveDoublingAllReduce(data, n, tag);
+          RINGSIDE_RETURN_IF_ERROR(RecursiveDoublingAllReduce(data, n, tag));
         } else if (algorithm == AllReduceAlgorithm::kHalvingDoubling &&
                    n <= static_cast<int64_t>(INT_MAX / sizeof(float))) {
           // Recursive halving-doubling (Rabenseifner): reduce-scatter by recursive
@@ -316,6 +314,7 @@ class GlooProcessGroup : public ProcessGroup {
         }
       }
       if (op == ReduceOp::kAverage) Scale(data, n, 1.0f / world_size_);
+      return absl::OkStatus();
     });
   }
 
@@ -330,7 +329,7 @@ class GlooProcessGroup : public ProcessGroup {
     }
     if (n == 0) return CompletedWork(absl::OkStatus());
     return Enqueue("broadcast", [this, data, n, root](uint32_t tag) {
-      if (world_size_ == 1) return;
+      if (world_size_ == 1) return absl::OkStatus();
       // Binomial tree rooted at `root`, in place on every rank.
       gloo::BroadcastOptions opts(context_);
       opts.setOutput(data, static_cast<size_t>(n));
@@ -338,6 +337,7 @@ class GlooProcessGroup : public ProcessGroup {
       opts.setTag(tag);
       opts.setTimeout(timeout_ms_);
       gloo::broadcast(opts);
+      return absl::OkStatus();
     });
   }
 
@@ -353,7 +353,7 @@ class GlooProcessGroup : public ProcessGroup {
       float* mine = out + static_cast<int64_t>(rank_) * n;
       if (world_size_ == 1) {
         if (in != mine) std::memmove(mine, in, n * sizeof(float));
-        return;
+        return absl::OkStatus();
       }
       // Ring all-gather; it first copies `in` into this rank's slice of `out` unless
       // the input already is that slice.
@@ -363,6 +363,7 @@ class GlooProcessGroup : public ProcessGroup {
       opts.setTag(tag);
       opts.setTimeout(timeout_ms_);
       gloo::allgather(opts);
+      return absl::OkStatus();
     });
   }
 
@@ -378,26 +379,29 @@ class GlooProcessGroup : public ProcessGroup {
     return Enqueue("reduce_scatter", [this, in, out, n, op](uint32_t tag) {
       RingReduceScatter(in, out, n, tag);
       if (op == ReduceOp::kAverage) Scale(out, n, 1.0f / world_size_);
+      return absl::OkStatus();
     });
   }
 
   std::shared_ptr<Work> Barrier() override {
     return Enqueue("barrier", [this](uint32_t tag) {
-      if (world_size_ == 1) return;
+      if (world_size_ == 1) return absl::OkStatus();
       // Dissemination barrier: log2(world) rounds of zero-byte messages.
       gloo::BarrierOptions opts(context_);
       opts.setTag(tag);
       opts.setTimeout(timeout_ms_);
       gloo::barrier(opts);
+      return absl::OkStatus();
     });
   }
 
  private:
-  // One queued collective. `run` may throw (Gloo reports errors by exception).
+  // One queued collective. `run` returns ringside's own errors and may throw Gloo's
+  // (Gloo reports errors by exception).
   struct Op {
     std::string name;  // "all_reduce #17"
     uint32_t tag = 0;
-    std::function<void(uint32_t tag)> run;
+    std::function<absl::Status(uint32_t tag)> run;
     std::shared_ptr<GlooWork> work;
   };
 
@@ -415,7 +419,7 @@ class GlooProcessGroup : public ProcessGroup {
 
   // Issuing thread only (the class is thread-compatible for issuing).
   std::shared_ptr<Work> Enqueue(absl::string_view kind,
-                                std::function<void(uint32_t tag)> run) {
+                                std::function<absl::Status(uint32_t tag)> run) {
     Op op;
     op.tag = next_tag_++;
     op.name = absl::StrCat(kind, " #", op.tag);
@@ -520,17 +524,20 @@ class GlooProcessGroup : public ProcessGroup {
                                        " not run: the process group failed earlier: ",
                                        broken_.message()));
     }
-    std::exception_ptr error;
+    absl::Status failure;
     try {
-      op.run(op.tag);
-      return absl::OkStatus();
+      const absl::Status status = op.run(op.tag);
+      if (status.ok()) return status;
+      failure = absl::Status(status.code(),
+                             absl::StrCat("rank ", rank_, ": ", op.name, " failed: ", status.message()));
     } catch (...) {
-      error = std::current_exception();
+      failure = StatusFromException(std::current_exception(), rank_, op.name, timeout_);
     }
-    broken_ = NamePeer(StatusFromException(error, rank_, op.name, timeout_));
+    broken_ = NamePeer(failure);
     // The context is unusable after an exception (Gloo's errors.md). Closing the
     // connections tells the peers at once and drops any message still on its way
     // into a buffer whose owner is about to get it back.
+    if (pairs_ != nullptr) pairs_->Close();
     try {
       if (context_ != nullptr) context_->closeConnections();
       // A pair that timed out in Gloo's older buffer API stays open through
@@ -591,77 +598,70 @@ class GlooProcessGroup : public ProcessGroup {
     }
   }
 
-  // Recursive doubling on Gloo's unbound buffers, ringside's own. With P the largest
-  // power of two <= world_size: ranks r >= P first hand their vector to rank r - P,
-  // which adds it; in round k = 0 .. lg P - 1 rank r < P swaps its running sum with
-  // rank r ^ 2^k and adds the partner's; ranks r < world_size - P finally send the
-  // result to rank r + P. Each rank < P sends and receives n floats per round, lg P
+  // Recursive doubling, ringside's own, over the direct TCP pairs (tcp_pairs.h). With
+  // P the largest power of two <= world_size: ranks r >= P first hand their vector to
+  // rank r - P, which adds it; in round k = 0 .. lg P - 1 rank r < P swaps its running
+  // sum with rank r ^ 2^k and adds the partner's; ranks r < world_size - P finally send
+  // the result to rank r + P. Each rank < P sends and receives n floats per round, lg P
   // rounds: at 2 ranks the ring's bytes in one exchange instead of two phases. Both
   // sides of a swap add the same two values (a + b == b + a in IEEE arithmetic), so
   // every rank ends with bit-identical sums. Worker thread only.
-  void RecursiveDoublingAllReduce(float* data, int64_t n, uint32_t tag) {
+  absl::Status RecursiveDoublingAllReduce(float* data, int64_t n, uint32_t tag) {
     const int w = world_size_;
     int p2 = 1;
     while (p2 * 2 <= w) p2 *= 2;
-    const gloo::Slot base = gloo::Slot::build(kRecursiveDoublingSlotPrefix, tag);
-    uint8_t step = 0;  // Slot offset of each protocol step, the same on every rank.
+    // Exchange tags: the collective's sequence number and the protocol step, the same
+    // on every rank.
+    uint64_t step = uint64_t{tag} << 8;
     if (static_cast<int64_t>(scratch_.size()) < n) scratch_.resize(n);
     // Step 1: fold the ranks beyond the largest power of two into the first ones.
     if (rank_ >= p2) {
-      Transfer(rank_ - p2, data, n, base + step, /*send=*/true, /*recv=*/false, /*add=*/false);
+      RINGSIDE_RETURN_IF_ERROR(Transfer(rank_ - p2, data, n, step, /*send=*/true, /*recv=*/false, /*add=*/false));
     } else if (rank_ < w - p2) {
-      Transfer(rank_ + p2, data, n, base + step, /*send=*/false, /*recv=*/true, /*add=*/true);
+      RINGSIDE_RETURN_IF_ERROR(Transfer(rank_ + p2, data, n, step, /*send=*/false, /*recv=*/true, /*add=*/true));
     }
     ++step;
     // Step 2: lg P rounds of pairwise swaps among ranks 0 .. P - 1.
     for (int mask = 1; mask < p2; mask *= 2, ++step) {
       if (rank_ < p2) {
-        Transfer(rank_ ^ mask, data, n, base + step, /*send=*/true, /*recv=*/true, /*add=*/true);
+        RINGSIDE_RETURN_IF_ERROR(Transfer(rank_ ^ mask, data, n, step, /*send=*/true, /*recv=*/true, /*add=*/true));
       }
     }
     // Step 3: the folded ranks get the result.
     if (rank_ >= p2) {
-      Transfer(rank_ - p2, data, n, base + step, /*send=*/false, /*recv=*/true, /*add=*/false);
-    } else if (rank_ < w - p2) {
-      Transfer(rank_ + p2, data, n, base + step, /*send=*/true, /*recv=*/false, /*add=*/false);
+      return Transfer(rank_ - p2, data, n, step, /*send=*/false, /*recv=*/true, /*add=*/false);
     }
+    if (rank_ < w - p2) {
+      return Transfer(rank_ + p2, data, n, step, /*send=*/true, /*recv=*/false, /*add=*/false);
+    }
+    return absl::OkStatus();
   }
 
-  // Sends `data` to `peer` and/or receives n floats from it, in pieces. With `add` the
-  // received floats go to scratch_ and are added into `data` piece by piece, each piece
-  // only after its own send finished; without, they land in `data` directly. Blocks
-  // until done; throws Gloo's exceptions.
-  void Transfer(int peer, float* data, int64_t n, uint64_t slot, bool send, bool recv,
-                bool add) {
-    const int64_t pieces = (n + kExchangePieceFloats - 1) / kExchangePieceFloats;
-    auto piece_bytes = [&](int64_t p) {
-      return static_cast<size_t>(std::min(n - p * kExchangePieceFloats, kExchangePieceFloats)) *
-             sizeof(float);
-    };
+  // Sends `data` to `peer` and/or receives n floats from it, both directions at once.
+  // With `add` the received floats go to scratch_ and are added into `data` as they
+  // arrive, each float only once its own value has been sent; without, they land in
+  // `data` directly. Blocks; bounded by the timeout. Timeouts are worded like Gloo's.
+  absl::Status Transfer(int peer, float* data, int64_t n, uint64_t step, bool send, bool recv,
+                        bool add) {
+    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
     float* recv_into = add ? scratch_.data() : data;
-    std::unique_ptr<gloo::transport::UnboundBuffer> in_buf, out_buf;
-    if (recv) {
-      in_buf = context_->createUnboundBuffer(recv_into, n * sizeof(float));
-      for (int64_t p = 0; p < pieces; ++p) {
-        in_buf->recv(peer, slot, p * kExchangePieceFloats * sizeof(float), piece_bytes(p));
-      }
+    int64_t added = 0;
+    auto on_progress = [&](size_t sent, size_t received) {
+      if (!add) return;
+      const int64_t ready = static_cast<int64_t>((send ? std::min(sent, received) : received) /
+                                                 sizeof(float));
+      for (int64_t i = added; i < ready; ++i) data[i] += recv_into[i];
+      added = std::max(added, ready);
+    };
+    const absl::Status status =
+        pairs_->Exchange(peer, step, send ? data : nullptr, send ? bytes : 0,
+                         recv ? recv_into : nullptr, recv ? bytes : 0, absl::Now() + timeout_,
+                         on_progress);
+    if (absl::IsDeadlineExceeded(status)) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("timed out after ", absl::FormatDuration(timeout_), " (", status.message(), ")"));
     }
-    if (send) {
-      out_buf = context_->createUnboundBuffer(data, n * sizeof(float));
-      for (int64_t p = 0; p < pieces; ++p) {
-        out_buf->send(peer, slot, p * kExchangePieceFloats * sizeof(float), piece_bytes(p));
-      }
-    }
-    // Pieces complete in the order posted (one connection per peer, FIFO per slot).
-    for (int64_t p = 0; p < pieces; ++p) {
-      if (recv) in_buf->waitRecv(timeout_ms_);
-      if (send) out_buf->waitSend(timeout_ms_);
-      if (add) {
-        const int64_t begin = p * kExchangePieceFloats;
-        const int64_t end = begin + static_cast<int64_t>(piece_bytes(p) / sizeof(float));
-        for (int64_t i = begin; i < end; ++i) data[i] += recv_into[i];
-      }
-    }
+    return status;
   }
 
   const int rank_;
@@ -679,6 +679,8 @@ class GlooProcessGroup : public ProcessGroup {
 
   uint32_t next_tag_ = 0;  // Issuing thread only (and the destructor).
   std::vector<float> scratch_;  // Worker thread only: recursive doubling's receive buffer.
+  // Recursive doubling's connections (null unless it runs); used by the worker thread.
+  std::unique_ptr<TcpPairs> pairs_;
   absl::Status broken_;    // Worker thread only: the first failure.
 
   absl::Mutex mu_;
@@ -767,7 +769,7 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
 
   if (options.world_size == 1) {
     // Nothing to connect: every collective is a local copy (or nothing).
-    return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(options, nullptr, nullptr, {}, nullptr));
+    return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(options, nullptr, nullptr, {}, nullptr, nullptr));
   }
 
   if (absl::Status status = CheckResolvable(options.hostname, rank); !status.ok()) {
@@ -843,8 +845,23 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
                                  "rendezvous (pair addresses)", options.timeout);
     }
   }
-  return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(
-      options, std::move(device), std::move(context), std::move(peer_addresses), store));
+  // Rendezvous step 4: recursive doubling's own connections, only if it will run.
+  std::unique_ptr<TcpPairs> pairs;
+  if (ResolveAllReduceAlgorithm(options.algorithm, options.world_size) ==
+      AllReduceAlgorithm::kRecursiveDoubling) {
+    absl::StatusOr<std::unique_ptr<TcpPairs>> connected =
+        TcpPairs::Connect(store, rank, options.world_size, options.hostname, options.timeout);
+    if (!connected.ok()) {
+      return absl::Status(connected.status().code(),
+                          absl::StrCat("rank ", rank, ": rendezvous (direct TCP pairs) failed: ",
+                                       connected.status().message()));
+    }
+    pairs = *std::move(connected);
+  }
+  return std::unique_ptr<ProcessGroup>(new GlooProcessGroup(options, std::move(device),
+                                                            std::move(context),
+                                                            std::move(peer_addresses), store,
+                                                            std::move(pairs)));
 }
 
 }  // namespace ringside

@@ -593,11 +593,10 @@ TEST_P(DeadRankTest, SurvivorsGetAnErrorWithinTwiceTheTimeout) {
 
 INSTANTIATE_TEST_SUITE_P(Gloo, DeadRankTest,
                          testing::Values(AllReduceAlgorithm::kRing,
-                                         AllReduceAlgorithm::kHalvingDoubling),
+                                         AllReduceAlgorithm::kHalvingDoubling,
+                                         AllReduceAlgorithm::kRecursiveDoubling),
                          [](const testing::TestParamInfo<AllReduceAlgorithm>& info) {
-                           return info.param == AllReduceAlgorithm::kRing
-                                      ? "Ring"
-                                      : "HalvingDoubling";
+                           return AlgorithmName(info.param);
                          });
 
 }  // namespace

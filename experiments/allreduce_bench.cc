@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "common/common.h"
 #include "ddp_ring/ddp_worker.h"
 #include "ddp_ring/store.h"
@@ -31,8 +32,9 @@ absl::Status RunAllReduceBench(const AllReduceBenchOptions& o) {
                             NewGlooProcessGroup(job.get(), po));
   const int n = env.world_size;
   if (env.rank == 0) {
-    absl::PrintF("# all-reduce (sum, float32), %s, %s, %d ranks\n", group->backend(),
-                 AllReduceAlgorithmName(ResolveAllReduceAlgorithm(o.algorithm, n)), n);
+    absl::PrintF("# all-reduce (sum, float32), %s, %s, %d ranks, %d us idle before each\n",
+                 group->backend(), AllReduceAlgorithmName(ResolveAllReduceAlgorithm(o.algorithm, n)),
+                 n, absl::ToInt64Microseconds(o.gap));
     absl::PrintF("# %12s %12s %10s %10s %10s %8s\n", "bytes", "floats", "time(us)",
                  "algbw(GB/s)", "busbw(GB/s)", "#wrong");
   }
@@ -48,6 +50,7 @@ absl::Status RunAllReduceBench(const AllReduceBenchOptions& o) {
       for (int64_t i = 0; i < count; ++i) data[i] = static_cast<float>(env.rank + 1 + i % 7);
       // Start together, so that the time is the collective's, not the stragglers'.
       RINGSIDE_RETURN_IF_ERROR(group->Barrier()->Wait());
+      if (o.gap > absl::ZeroDuration()) absl::SleepFor(o.gap);
       const int64_t t0 = NowMicros();
       RINGSIDE_RETURN_IF_ERROR(group->AllReduce(data.data(), count, ReduceOp::kSum)->Wait());
       const int64_t t1 = NowMicros();

@@ -20,6 +20,9 @@ struct AllReduceBenchOptions {
   int warmup = 5;
   int iters = 20;  // Timed all-reduces per size (fewer for the large sizes, >= 5).
   AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto;
+  // Idle time between the barrier and each timed all-reduce, as in training, where a
+  // bucket's all-reduce follows compute rather than another collective.
+  absl::Duration gap = absl::ZeroDuration();
   absl::Duration timeout = absl::Seconds(60);
 };
 

@@ -81,6 +81,7 @@ ABSL_FLAG(int32_t, node_rank, 0, "launch: this node's index");
 ABSL_FLAG(std::string, master_addr, "127.0.0.1", "launch: address of rank 0 (hosts the store)");
 ABSL_FLAG(int32_t, master_port, 29500, "launch: port of rank 0's store (0: pick a free one)");
 ABSL_FLAG(int32_t, warmup, 20, "bench: untimed warm-up steps");
+ABSL_FLAG(int32_t, gap_us, 0, "bench allreduce: idle microseconds before each timed all-reduce");
 ABSL_FLAG(std::string, calibration, "", "simulate/report: calibration JSON written by `ringside calibrate`");
 ABSL_FLAG(std::string, links, "1gbit,10gbit,100gbit", "simulate: link speeds");
 ABSL_FLAG(int32_t, max_workers, 1024, "simulate: largest worker count (powers of two up to it)");
@@ -433,6 +434,10 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
     if (!algorithm.ok()) return algorithm.status();
     o.algorithm = *algorithm;
     o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+    if (absl::GetFlag(FLAGS_gap_us) < 0) {
+      return absl::InvalidArgumentError("--gap_us must be >= 0");
+    }
+    o.gap = absl::Microseconds(absl::GetFlag(FLAGS_gap_us));
     return ringside::RunAllReduceBench(o);
   }
   if (command == "bench" && args.size() == 3 && std::string(args[2]) == "pushpull") {
