@@ -25,9 +25,18 @@ const char* AllReduceAlgorithmName(AllReduceAlgorithm algorithm) {
   return "?";
 }
 
-AllReduceAlgorithm ResolveAllReduceAlgorithm(AllReduceAlgorithm algorithm, int world_size) {
+AllReduceAlgorithm ResolveAllReduceAlgorithm(AllReduceAlgorithm algorithm, int world_size,
+                                             int64_t bytes) {
   if (algorithm != AllReduceAlgorithm::kAuto) return algorithm;
-  return world_size == 2 ? AllReduceAlgorithm::kRecursiveDoubling : AllReduceAlgorithm::kRing;
+  if (world_size == 2 || bytes < kAutoRecursiveDoublingBelowBytes) {
+    return AllReduceAlgorithm::kRecursiveDoubling;
+  }
+  return AllReduceAlgorithm::kRing;
+}
+
+bool MayRunRecursiveDoubling(AllReduceAlgorithm algorithm, int world_size) {
+  return world_size > 1 && (algorithm == AllReduceAlgorithm::kAuto ||
+                            algorithm == AllReduceAlgorithm::kRecursiveDoubling);
 }
 
 }  // namespace ringside

@@ -282,8 +282,8 @@ class GlooProcessGroup : public ProcessGroup {
     if (n == 0) return CompletedWork(absl::OkStatus());
     return Enqueue("all_reduce", [this, data, n, op](uint32_t tag) {
       if (world_size_ > 1) {
-        const AllReduceAlgorithm algorithm =
-            ResolveAllReduceAlgorithm(algorithm_, world_size_);
+        const AllReduceAlgorithm algorithm = ResolveAllReduceAlgorithm(
+            algorithm_, world_size_, n * static_cast<int64_t>(sizeof(float)));
         if (algorithm == AllReduceAlgorithm::kRecursiveDoubling) {
           RINGSIDE_RETURN_IF_ERROR(RecursiveDoublingAllReduce(data, n, tag));
         } else if (algorithm == AllReduceAlgorithm::kHalvingDoubling &&
@@ -819,7 +819,7 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
                                "rendezvous (connect full mesh)", options.timeout);
   }
 
-  // Rendezvous step 3: publish this rank's end of each connection, so that every rank
+  // Step 2, continued: publish this rank's end of each connection, so that every rank
   // can map the address in a transport error back to the rank that went away.
   std::vector<std::pair<std::string, int>> peer_addresses;
   if (options.world_size > 1) {
@@ -845,10 +845,9 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
                                  "rendezvous (pair addresses)", options.timeout);
     }
   }
-  // Rendezvous step 4: recursive doubling's own connections, only if it will run.
+  // Step 3: recursive doubling's own connections, only if it will run.
   std::unique_ptr<TcpPairs> pairs;
-  if (ResolveAllReduceAlgorithm(options.algorithm, options.world_size) ==
-      AllReduceAlgorithm::kRecursiveDoubling) {
+  if (MayRunRecursiveDoubling(options.algorithm, options.world_size)) {
     absl::StatusOr<std::unique_ptr<TcpPairs>> connected =
         TcpPairs::Connect(store, rank, options.world_size, options.hostname, options.timeout);
     if (!connected.ok()) {

@@ -205,11 +205,21 @@ TEST(AllReduceAlgorithmTest, NamesRoundTripAndAutoResolvesByWorldSize) {
   absl::StatusOr<AllReduceAlgorithm> bad = ParseAllReduceAlgorithm("tree");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("'tree'"), absl::string_view::npos) << bad.status();
-  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, 2),
+  const int64_t cut = kAutoRecursiveDoublingBelowBytes;
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, 2, 4),
             AllReduceAlgorithm::kRecursiveDoubling);
-  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, 4), AllReduceAlgorithm::kRing);
-  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kHalvingDoubling, 2),
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, 2, 100 * cut),
+            AllReduceAlgorithm::kRecursiveDoubling);
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, 4, cut - 4),
+            AllReduceAlgorithm::kRecursiveDoubling);
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, 4, cut), AllReduceAlgorithm::kRing);
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, 3, cut), AllReduceAlgorithm::kRing);
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kHalvingDoubling, 2, 4),
             AllReduceAlgorithm::kHalvingDoubling);
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kRing, 4, 4), AllReduceAlgorithm::kRing);
+  EXPECT_TRUE(MayRunRecursiveDoubling(AllReduceAlgorithm::kAuto, 3));
+  EXPECT_FALSE(MayRunRecursiveDoubling(AllReduceAlgorithm::kAuto, 1));
+  EXPECT_FALSE(MayRunRecursiveDoubling(AllReduceAlgorithm::kRing, 4));
 }
 
 // 10^7 floats (40 MB per rank), worlds 2 and 4 only: the bucket sizes of a real model.

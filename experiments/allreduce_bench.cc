@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -32,9 +33,17 @@ absl::Status RunAllReduceBench(const AllReduceBenchOptions& o) {
                             NewGlooProcessGroup(job.get(), po));
   const int n = env.world_size;
   if (env.rank == 0) {
+    // kAuto picks by size (allreduce_algorithm.h); name what it runs at both ends.
+    const char* small = AllReduceAlgorithmName(ResolveAllReduceAlgorithm(o.algorithm, n, 0));
+    const char* large =
+        AllReduceAlgorithmName(ResolveAllReduceAlgorithm(o.algorithm, n, int64_t{1} << 40));
+    const std::string name = std::string(small) == large
+                                 ? std::string(small)
+                                 : absl::StrCat("auto: ", small, " below ",
+                                                kAutoRecursiveDoublingBelowBytes >> 20, " MiB, ",
+                                                large, " from there");
     absl::PrintF("# all-reduce (sum, float32), %s, %s, %d ranks, %d us idle before each\n",
-                 group->backend(), AllReduceAlgorithmName(ResolveAllReduceAlgorithm(o.algorithm, n)),
-                 n, absl::ToInt64Microseconds(o.gap));
+                 group->backend(), name, n, absl::ToInt64Microseconds(o.gap));
     absl::PrintF("# %12s %12s %10s %10s %10s %8s\n", "bytes", "floats", "time(us)",
                  "algbw(GB/s)", "busbw(GB/s)", "#wrong");
   }
