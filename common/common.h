@@ -14,6 +14,7 @@
 //   metrics.h      per-step JSON-lines records; trace.h Chrome trace events
 //   device.h       GPU detection; cuda_check.h checked-call macros for CUDA/cuBLAS/NCCL
 //   status_macros.h  RINGSIDE_RETURN_IF_ERROR / RINGSIDE_ASSIGN_OR_RETURN
+//   task_thread.h  a long-lived helper thread that runs one handed-over task at a time
 //   ringside.proto RunConfig, StepMetrics, CheckpointHeader
 #ifndef RINGSIDE_COMMON_COMMON_H_
 #define RINGSIDE_COMMON_COMMON_H_
@@ -29,6 +30,7 @@
 #include "common/sgd.h"
 #include "common/sharder.h"
 #include "common/status_macros.h"
+#include "common/task_thread.h"
 #include "common/trace.h"
 #include "common/trainer.h"
 

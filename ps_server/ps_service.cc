@@ -1,8 +1,6 @@
 #include "ps_server/ps_service.h"
 
-#include <atomic>
 #include <deque>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -93,93 +91,70 @@ class PsServer::Service final : public ps::ParameterServer::Service {
   // Protocol: read gradient chunks of one step, aggregate each on arrival, and send
   // each chunk's updated parameters back as soon as the sync mode releases them. Runs
   // on WireChunk (the zero-copy codec) instead of ps::Chunk; see the constructor.
-  // This thread reads and aggregates; a second one waits for each pushed chunk's
-  // update and writes it back, so neither direction waits for the other.
+  // One thread does both directions: after each chunk it writes every reply that is
+  // ready (in push order), and once the worker's pushes are all in it waits for the
+  // rest. The transport keeps receiving while a reply is written, so the worker's
+  // pushes do not stall; and no thread is started per call.
   grpc::Status PushPullFast(grpc::ServerContext* context,
                             grpc::ServerReaderWriter<WireChunk, WireChunk>* stream) {
     StreamScope scope(shard_);
-    absl::Mutex mu;
     std::deque<int64_t> accepted;  // Chunks pushed and aggregated, not yet sent back.
-    bool reading_done = false;
-    std::atomic<bool> stop{false};
-    int worker = -1;      // Set by the first chunk, before anything is queued.
+    int worker = -1;               // Set by the first chunk.
     int64_t step = -1;
-    absl::Status serve_status;
-    bool write_broken = false;
-    std::thread writer([&] {
-      WireChunk out;
-      while (true) {
-        int64_t k;
-        {
-          absl::MutexLock l(&mu);
-          auto ready = [&] { return !accepted.empty() || reading_done || stop.load(); };
-          mu.Await(absl::Condition(&ready));
-          if (accepted.empty() || stop.load()) return;
-          k = accepted.front();
-          accepted.pop_front();
+    WireChunk out;
+    // Writes the replies at the head of `accepted` that the sync mode releases; with
+    // `wait`, waits for each (Serve's timeout aborts the job if a worker is lost).
+    auto send = [&](bool wait) -> grpc::Status {
+      while (!accepted.empty()) {
+        const int64_t k = accepted.front();
+        if (wait) {
+          if (absl::Status s = shard_->Serve(worker, step + 1, ps::PARAMS, k, &out); !s.ok()) {
+            return ToGrpcStatus(s);
+          }
+        } else {
+          absl::StatusOr<bool> ready = shard_->ServeIfReady(worker, step + 1, ps::PARAMS, k, &out);
+          if (!ready.ok()) return ToGrpcStatus(ready.status());
+          if (!*ready) return grpc::Status::OK;
         }
-        absl::Status s = shard_->Serve(worker, step + 1, ps::PARAMS, k, &out, &stop);
-        if (!s.ok()) {
-          absl::MutexLock l(&mu);
-          serve_status = s;
-          stop = true;
-          return;
-        }
-        // Counted before the write: once the worker holds the last chunk, the step's record
-        // must already be complete (a Stats call right after PushPull sees it). A failed
-        // write breaks the stream and aborts the job, so an over-count is never reported.
+        accepted.pop_front();
+        // Counted before the write: once the worker holds the last chunk, the step's
+        // record must already be complete (a Stats call right after PushPull sees it). A
+        // failed write breaks the stream and aborts the job, so an over-count is never
+        // reported.
         shard_->CountServed(worker, step + 1, ps::PARAMS, out.wire_bytes());
-        if (!stream->Write(out)) {
-          absl::MutexLock l(&mu);
-          write_broken = true;
-          stop = true;
-          return;
-        }
+        if (!stream->Write(out)) return Broken(context, worker, step);
       }
-    });
-    auto finish = [&](grpc::Status status) {
-      {
-        absl::MutexLock l(&mu);
-        if (!status.ok()) stop = true;
-        reading_done = true;
-      }
-      writer.join();
-      if (!status.ok()) return status;
-      if (!serve_status.ok()) return ToGrpcStatus(serve_status);
-      if (write_broken || context->IsCancelled()) return Broken(context, worker, step);
       return grpc::Status::OK;
     };
     WireChunk in;
     std::vector<float> payload;  // Contiguous copy of the received payload.
-    while (!stop.load() && stream->Read(&in)) {
+    while (stream->Read(&in)) {
       const ChunkHeader h{in.worker_id, in.step, in.kind, in.offset};
       absl::StatusOr<int64_t> k = shard_->CheckChunk(h, in.payload_size(), worker);
-      if (!k.ok()) return finish(ToGrpcStatus(k.status()));
+      if (!k.ok()) return ToGrpcStatus(k.status());
       if (h.kind != ps::GRADIENTS) {
-        return finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                   "PushPull takes gradient chunks only"));
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "PushPull takes gradient chunks only");
       }
       if (worker < 0) {
         worker = h.worker_id;
         step = h.step;
       } else if (h.step != step) {
-        return finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                   absl::StrCat("chunk of step ", h.step, " in a push-pull of step ", step)));
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            absl::StrCat("chunk of step ", h.step, " in a push-pull of step ", step));
       }
       payload.resize(in.payload_size() / sizeof(float));
       in.CopyPayloadTo(payload.data());
       if (absl::Status s = shard_->Accept(h, payload.data(), in.wire_bytes()); !s.ok()) {
-        return finish(ToGrpcStatus(s));
+        return ToGrpcStatus(s);
       }
-      absl::MutexLock l(&mu);
       accepted.push_back(*k);
+      if (grpc::Status s = send(/*wait=*/false); !s.ok()) return s;
     }
     if (context->IsCancelled() && worker >= 0) {
       // The worker's side vanished mid-step.
-      grpc::Status broken = Broken(context, worker, step);
-      return finish(broken);
+      return Broken(context, worker, step);
     }
-    return finish(grpc::Status::OK);
+    return send(/*wait=*/true);
   }
 
   grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<ps::Chunk>* reader,

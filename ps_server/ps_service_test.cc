@@ -34,7 +34,9 @@ using ::testing::HasSubstr;
 constexpr int kWorkers = 2;
 constexpr uint32_t kHash = 0xfeedbeef;
 constexpr char kModel[] = "mlp:4-2";
-// One shard over 10 floats, 16-byte chunks: chunks of 4, 4 and 2 floats.
+// One shard over 10 floats, 16-byte chunks: chunks of 2, 4 and 4 floats (the grid is
+// aligned on the slice's end).
+constexpr int64_t kFullAt = 2;  // Offset of chunk 1, a full one.
 constexpr int64_t kNumParams = 10;
 constexpr int64_t kChunkBytes = 16;
 constexpr int64_t kChunkFloats = 4;
@@ -382,34 +384,34 @@ TEST_F(PsServiceTest, RogueCallsGetTheRightCodesAndTheJobGoesOn) {
   // Streams from a registered id with bad chunks. Each is refused on its first chunk,
   // before anything is taken.
   constexpr int64_t kFull = kChunkFloats * 4;
-  EXPECT_EQ(rogue.Push({MakeChunk(1, 0, ps::GRADIENTS, 0, kFull)}).error_code(),
+  EXPECT_EQ(rogue.Push({MakeChunk(1, 0, ps::GRADIENTS, kFullAt, kFull)}).error_code(),
             StatusCode::FAILED_PRECONDITION);  // Gradients before initialisation.
-  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, 0, 3)}).error_code(),
+  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, kFullAt, 3)}).error_code(),
             StatusCode::INVALID_ARGUMENT);  // Payload not whole floats.
-  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, 4, kFull - 4)}).error_code(),
+  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, kFullAt, kFull - 4)}).error_code(),
             StatusCode::INVALID_ARGUMENT);  // Payload short of the chunk.
-  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, 0, 2 * kFull)}).error_code(),
+  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, kFullAt, 2 * kFull)}).error_code(),
             StatusCode::INVALID_ARGUMENT);  // Bigger than a chunk.
-  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, 8, kFull)}).error_code(),
-            StatusCode::INVALID_ARGUMENT);  // A full chunk on the short last chunk.
+  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, 0, kFull)}).error_code(),
+            StatusCode::INVALID_ARGUMENT);  // A full chunk on the short first chunk.
   EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, 12, kFull)}).error_code(),
             StatusCode::OUT_OF_RANGE);
   EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, 1 << 30, kFull)}).error_code(),
             StatusCode::OUT_OF_RANGE);
   EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, -4, kFull)}).error_code(),
             StatusCode::OUT_OF_RANGE);
-  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, 2, kFull)}).error_code(),
+  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, 4, kFull)}).error_code(),
             StatusCode::INVALID_ARGUMENT);  // Off the chunk grid.
-  EXPECT_EQ(rogue.PushPull({MakeChunk(1, -1, ps::GRADIENTS, 0, kFull)}).error_code(),
+  EXPECT_EQ(rogue.PushPull({MakeChunk(1, -1, ps::GRADIENTS, kFullAt, kFull)}).error_code(),
             StatusCode::INVALID_ARGUMENT);  // Negative step.
-  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, static_cast<ps::TensorKind>(9), 0, kFull)})
+  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, static_cast<ps::TensorKind>(9), kFullAt, kFull)})
                 .error_code(),
             StatusCode::INVALID_ARGUMENT);  // Unknown kind.
-  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::PARAMS, 0, kFull)}).error_code(),
+  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::PARAMS, kFullAt, kFull)}).error_code(),
             StatusCode::INVALID_ARGUMENT);  // PushPull takes gradients only.
-  EXPECT_EQ(rogue.PushPull({MakeChunk(5, 0, ps::GRADIENTS, 0, kFull)}).error_code(),
+  EXPECT_EQ(rogue.PushPull({MakeChunk(5, 0, ps::GRADIENTS, kFullAt, kFull)}).error_code(),
             StatusCode::INVALID_ARGUMENT);  // Unknown worker.
-  EXPECT_EQ(rogue.Push({MakeChunk(1, 0, ps::PARAMS, 0, kFull)}).error_code(),
+  EXPECT_EQ(rogue.Push({MakeChunk(1, 0, ps::PARAMS, kFullAt, kFull)}).error_code(),
             StatusCode::PERMISSION_DENIED);  // Only worker 0 initialises.
   EXPECT_EQ(rogue.Pull(1, 0, ps::GRADIENTS).error_code(), StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(rogue.Pull(9, 0, ps::PARAMS).error_code(), StatusCode::INVALID_ARGUMENT);
@@ -428,9 +430,9 @@ TEST_F(PsServiceTest, RogueCallsGetTheRightCodesAndTheJobGoesOn) {
 
   // Replays of a finished step, in the middle of training.
   std::vector<float> junk(kNumParams, 100.0f);
-  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, 0, kFull)}).error_code(),
-            StatusCode::FAILED_PRECONDITION);  // Worker 1 pushed chunk 0 of step 0 already.
-  EXPECT_EQ(rogue.Push({MakeChunk(0, 0, ps::PARAMS, 0, kFull)}).error_code(),
+  EXPECT_EQ(rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, kFullAt, kFull)}).error_code(),
+            StatusCode::FAILED_PRECONDITION);  // Worker 1 pushed chunk 1 of step 0 already.
+  EXPECT_EQ(rogue.Push({MakeChunk(0, 0, ps::PARAMS, kFullAt, kFull)}).error_code(),
             StatusCode::FAILED_PRECONDITION);  // Initialisation after training started.
   EXPECT_EQ(rogue.Pull(1, 0, ps::PARAMS).error_code(),
             StatusCode::FAILED_PRECONDITION);  // The step-0 parameters are gone.
@@ -490,7 +492,9 @@ TEST_F(PsServiceTest, ProtobufEncodedClientTrainsBesideShardClient) {
       EXPECT_EQ(r.kind(), ps::PARAMS);
       EXPECT_EQ(r.step(), step + 1);
       EXPECT_EQ(r.worker_id(), 1);
-      const Slice c = ChunkOf(kNumParams, kChunkFloats, r.offset() / kChunkFloats);
+      const int64_t k = ChunkIndexAt(kNumParams, kChunkFloats, r.offset());
+      ASSERT_GE(k, 0);
+      const Slice c = ChunkOf(kNumParams, kChunkFloats, k);
       ASSERT_EQ(r.offset(), c.offset);
       ASSERT_EQ(r.data().size(), c.size * sizeof(float));
       std::memcpy(got.data() + c.offset, r.data().data(), r.data().size());
@@ -536,7 +540,7 @@ TEST_F(PsServiceTest, BrokenStreamAbortsTheJobNamingTheWorker) {
   grpc::ClientContext context;
   Rogue::SetDeadline(&context);
   auto stream = rogue.stub()->PushPull(&context);
-  ASSERT_TRUE(stream->Write(MakeChunk(1, 0, ps::GRADIENTS, 0, kChunkFloats * 4)));
+  ASSERT_TRUE(stream->Write(MakeChunk(1, 0, ps::GRADIENTS, 0, ChunkOf(kNumParams, kChunkFloats, 0).size * 4)));
   // Chunk 0 of step 1 is ready once both pushes of it were taken: the server's stream
   // handler knows it serves worker 1.
   const absl::Time give_up = absl::Now() + kPrompt;

@@ -203,11 +203,11 @@ absl::StatusOr<int64_t> Shard::CheckChunk(const ChunkHeader& chunk, size_t paylo
     return absl::OutOfRangeError(absl::StrCat("chunk offset ", chunk.offset,
                                               " outside the shard's ", slice_.size, " floats"));
   }
-  if (chunk.offset % chunk_floats_ != 0) {
+  const int64_t k = ChunkIndexAt(slice_.size, chunk_floats_, chunk.offset);
+  if (k < 0) {
     return absl::InvalidArgumentError(absl::StrCat("chunk offset ", chunk.offset,
                                                    " is not on the ", chunk_floats_, "-float grid"));
   }
-  const int64_t k = chunk.offset / chunk_floats_;
   const Slice c = ChunkOf(slice_.size, chunk_floats_, k);
   const int64_t expected = c.size * static_cast<int64_t>(sizeof(float));
   if (static_cast<int64_t>(payload_bytes) != expected) {
@@ -233,8 +233,9 @@ absl::Status Shard::Accept(const ChunkHeader& header, float* payload, int64_t wi
     absl::MutexLock l(&mu_);
     if (num_params_ < 0) return absl::FailedPreconditionError("no worker has registered");
   }
-  const Slice c = ChunkOf(static_cast<int64_t>(params_.size()), chunk_floats_,
-                          header.offset >= 0 ? header.offset / chunk_floats_ : 0);
+  const int64_t size = static_cast<int64_t>(params_.size());
+  const int64_t at = ChunkIndexAt(size, chunk_floats_, header.offset);
+  const Slice c = ChunkOf(size, chunk_floats_, at >= 0 ? at : 0);
   RINGSIDE_ASSIGN_OR_RETURN(int64_t index, CheckChunk(header, c.size * sizeof(float), -1));
   if (header.kind == ps::GRADIENTS) return AcceptGradient(header, payload, index, wire_bytes);
   return AcceptInit(header, payload, index, wire_bytes);

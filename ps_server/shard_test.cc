@@ -36,7 +36,8 @@ using ::testing::HasSubstr;
 constexpr uint32_t kHash = 0x5eed1234;
 constexpr char kModel[] = "mlp:8-4";
 // The shard under test is shard 1 of 2 over 21 floats: slice [10, 21), 11 floats, cut
-// by 16-byte chunks into chunks of 4, 4 and 3 floats (a short last chunk).
+// by 16-byte chunks into chunks of 3, 4 and 4 floats (the grid is aligned on the
+// slice's end, so chunk 0 is the short one).
 constexpr int64_t kNumParams = 21;
 constexpr int kNumShards = 2;
 constexpr int kShard = 1;
@@ -636,6 +637,9 @@ TEST(ShardErrorsTest, RejectedChunksLeaveTheShardWorking) {
   const std::vector<float> g0 = Gradient(kSliceSize, 0, 0);
   const std::vector<float> g1 = Gradient(kSliceSize, 1, 0);
   const std::vector<float> junk(2 * kChunkFloats, 1000.0f);
+  // Chunk 1, a full one; chunk 0 (offset 0) is the short one.
+  const int64_t full = ChunkOf(kSliceSize, kChunkFloats, 1).offset;
+  ASSERT_EQ(ChunkOf(kSliceSize, kChunkFloats, 0).size, kChunkFloats - 1);
 
   auto accept = [&](ps::Chunk chunk) {
     const absl::StatusOr<int64_t> checked = shard->CheckChunk(chunk, -1);
@@ -648,27 +652,30 @@ TEST(ShardErrorsTest, RejectedChunksLeaveTheShardWorking) {
   };
   using absl::StatusCode;
   // Unknown workers.
-  EXPECT_EQ(accept(MakeChunk(2, 0, ps::GRADIENTS, 0, junk.data(), kChunkFloats)),
+  EXPECT_EQ(accept(MakeChunk(2, 0, ps::GRADIENTS, full, junk.data(), kChunkFloats)),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(accept(MakeChunk(-1, 0, ps::GRADIENTS, 0, junk.data(), kChunkFloats)),
+  EXPECT_EQ(accept(MakeChunk(-1, 0, ps::GRADIENTS, full, junk.data(), kChunkFloats)),
             StatusCode::kInvalidArgument);
   // Payload not the chunk's exact length: short, long (bigger than a chunk), empty, and
-  // a full-size payload on the short last chunk.
-  EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, 0, junk.data(), kChunkFloats - 1)),
+  // a full-size payload on the short chunk.
+  EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, full, junk.data(), kChunkFloats - 1)),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, 0, junk.data(), 2 * kChunkFloats)),
+  EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, full, junk.data(), 2 * kChunkFloats)),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, 0, junk.data(), 0)),
+  EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, full, junk.data(), 0)),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, 8, junk.data(), kChunkFloats)),
+  EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, 0, junk.data(), kChunkFloats)),
             StatusCode::kInvalidArgument);
   {
-    ps::Chunk odd = MakeChunk(0, 0, ps::GRADIENTS, 0, junk.data(), kChunkFloats);
+    ps::Chunk odd = MakeChunk(0, 0, ps::GRADIENTS, full, junk.data(), kChunkFloats);
     odd.mutable_data()->push_back('x');  // Not even whole floats.
     EXPECT_EQ(accept(odd), StatusCode::kInvalidArgument);
   }
-  // Offsets off the grid or outside the slice.
+  // Offsets off the grid (2; 4 is where a start-aligned grid would have chunk 1) or
+  // outside the slice.
   EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, 2, junk.data(), kChunkFloats)),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, 4, junk.data(), kChunkFloats)),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, kSliceSize, junk.data(), kChunkFloats)),
             StatusCode::kOutOfRange);
@@ -677,19 +684,19 @@ TEST(ShardErrorsTest, RejectedChunksLeaveTheShardWorking) {
   EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, -4, junk.data(), kChunkFloats)),
             StatusCode::kOutOfRange);
   // Negative step, unknown kind.
-  EXPECT_EQ(accept(MakeChunk(0, -1, ps::GRADIENTS, 0, junk.data(), kChunkFloats)),
+  EXPECT_EQ(accept(MakeChunk(0, -1, ps::GRADIENTS, full, junk.data(), kChunkFloats)),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(accept(MakeChunk(0, 0, static_cast<ps::TensorKind>(7), 0, junk.data(), kChunkFloats)),
+  EXPECT_EQ(accept(MakeChunk(0, 0, static_cast<ps::TensorKind>(7), full, junk.data(), kChunkFloats)),
             StatusCode::kInvalidArgument);
   // A chunk of worker 1 in worker 0's stream.
-  EXPECT_EQ(shard->CheckChunk(MakeChunk(1, 0, ps::GRADIENTS, 0, g1.data(), kChunkFloats), 0)
+  EXPECT_EQ(shard->CheckChunk(MakeChunk(1, 0, ps::GRADIENTS, full, g1.data() + full, kChunkFloats), 0)
                 .status()
                 .code(),
             StatusCode::kInvalidArgument);
   // Only worker 0 sets parameters or optimizer state.
-  EXPECT_EQ(accept(MakeChunk(1, 0, ps::PARAMS, 0, junk.data(), kChunkFloats)),
+  EXPECT_EQ(accept(MakeChunk(1, 0, ps::PARAMS, full, junk.data(), kChunkFloats)),
             StatusCode::kPermissionDenied);
-  EXPECT_EQ(accept(MakeChunk(1, 0, ps::OPTIMIZER_STATE, 0, junk.data(), kChunkFloats)),
+  EXPECT_EQ(accept(MakeChunk(1, 0, ps::OPTIMIZER_STATE, full, junk.data(), kChunkFloats)),
             StatusCode::kPermissionDenied);
   // Chunks that do not exist.
   {
@@ -700,12 +707,12 @@ TEST(ShardErrorsTest, RejectedChunksLeaveTheShardWorking) {
               StatusCode::kOutOfRange);
   }
   // A step ahead of the shard.
-  EXPECT_EQ(accept(MakeChunk(0, 1, ps::GRADIENTS, 0, junk.data(), kChunkFloats)),
+  EXPECT_EQ(accept(MakeChunk(0, 1, ps::GRADIENTS, full, junk.data(), kChunkFloats)),
             StatusCode::kFailedPrecondition);
   // The same chunk twice: the second is refused, not added again.
   ASSERT_TRUE(PushChunk(*shard, 0, 0, ps::GRADIENTS, 0, g0).ok());
   EXPECT_EQ(PushChunk(*shard, 0, 0, ps::GRADIENTS, 0, g0).code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, 0, junk.data(), kChunkFloats)),
+  EXPECT_EQ(accept(MakeChunk(0, 0, ps::GRADIENTS, 0, junk.data(), kChunkFloats - 1)),
             StatusCode::kFailedPrecondition);
   EXPECT_FALSE(Ready(*shard, 0, 1, 0));
   EXPECT_TRUE(shard->health().ok());
@@ -725,7 +732,8 @@ TEST(ShardErrorsTest, RejectedChunksLeaveTheShardWorking) {
   // Once training started: a repeated push of a finished step and a late
   // initialisation are refused; step 1 still completes.
   EXPECT_EQ(PushChunk(*shard, 1, 0, ps::GRADIENTS, 0, g1).code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(PushChunk(*shard, 0, 0, ps::PARAMS, 0, junk).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(PushChunk(*shard, 0, 0, ps::PARAMS, 0, std::vector<float>(kSliceSize, 1000.0f)).code(),
+            StatusCode::kFailedPrecondition);
   for (int w = 0; w < 2; ++w) {
     ASSERT_TRUE(PushSlice(*shard, w, 1, ps::GRADIENTS, Gradient(kSliceSize, w, 1)).ok());
   }
@@ -847,16 +855,19 @@ TEST(ShardWireTest, HeaderChecksMatchTheMessageChecks) {
   auto check = [&](const ChunkHeader& h, size_t bytes, int expected = -1) {
     return shard->CheckChunk(h, bytes, expected).status().code();
   };
-  EXPECT_EQ(check(Header(0, 0, ps::PARAMS, 4), 16), StatusCode::kOk);
-  EXPECT_EQ(check(Header(0, 0, ps::PARAMS, 8), 12), StatusCode::kOk);
-  EXPECT_EQ(check(Header(0, 0, ps::PARAMS, 8), 16), StatusCode::kInvalidArgument);
-  EXPECT_EQ(check(Header(0, 0, ps::PARAMS, 0), 15), StatusCode::kInvalidArgument);
+  // The grid: [0, 3), [3, 7), [7, 11).
+  EXPECT_EQ(check(Header(0, 0, ps::PARAMS, 3), 16), StatusCode::kOk);
+  EXPECT_EQ(check(Header(0, 0, ps::PARAMS, 7), 16), StatusCode::kOk);
+  EXPECT_EQ(check(Header(0, 0, ps::PARAMS, 0), 12), StatusCode::kOk);
+  EXPECT_EQ(check(Header(0, 0, ps::PARAMS, 0), 16), StatusCode::kInvalidArgument);
+  EXPECT_EQ(check(Header(0, 0, ps::PARAMS, 3), 15), StatusCode::kInvalidArgument);
   EXPECT_EQ(check(Header(0, 0, ps::PARAMS, 2), 16), StatusCode::kInvalidArgument);
+  EXPECT_EQ(check(Header(0, 0, ps::PARAMS, 4), 16), StatusCode::kInvalidArgument);
   EXPECT_EQ(check(Header(0, 0, ps::PARAMS, kSliceSize), 16), StatusCode::kOutOfRange);
   EXPECT_EQ(check(Header(0, 0, ps::PARAMS, -4), 16), StatusCode::kOutOfRange);
-  EXPECT_EQ(check(Header(0, -2, ps::PARAMS, 0), 16), StatusCode::kInvalidArgument);
-  EXPECT_EQ(check(Header(3, 0, ps::PARAMS, 0), 16), StatusCode::kInvalidArgument);
-  EXPECT_EQ(check(Header(1, 0, ps::PARAMS, 0), 16, 0), StatusCode::kInvalidArgument);
+  EXPECT_EQ(check(Header(0, -2, ps::PARAMS, 3), 16), StatusCode::kInvalidArgument);
+  EXPECT_EQ(check(Header(3, 0, ps::PARAMS, 3), 16), StatusCode::kInvalidArgument);
+  EXPECT_EQ(check(Header(1, 0, ps::PARAMS, 3), 16, 0), StatusCode::kInvalidArgument);
   // Accept re-checks the header on its own.
   EXPECT_EQ(shard->Accept(Header(0, 0, ps::PARAMS, kSliceSize), data.data(), 10).code(),
             StatusCode::kOutOfRange);
@@ -910,10 +921,11 @@ TEST(ShardWireTest, ZeroCopyStepMatchesTheClosedForm) {
   WireChunk state;
   ASSERT_TRUE(shard->Serve(0, 1, ps::OPTIMIZER_STATE, 0, &state).ok());
   const ps::Chunk s = OnTheWire(state);
-  ASSERT_EQ(s.data().size(), kChunkFloats * sizeof(float));
-  std::vector<float> got(kChunkFloats);
+  const int64_t n0 = ChunkOf(kSliceSize, kChunkFloats, 0).size;
+  ASSERT_EQ(s.data().size(), n0 * sizeof(float));
+  std::vector<float> got(n0);
   std::memcpy(got.data(), s.data().data(), s.data().size());
-  ExpectNear(got, std::vector<double>(buf.begin(), buf.begin() + kChunkFloats));
+  ExpectNear(got, std::vector<double>(buf.begin(), buf.begin() + n0));
 }
 
 TEST(ShardWireTest, AspRepliesAreSnapshotsNotViews) {
@@ -930,10 +942,11 @@ TEST(ShardWireTest, AspRepliesAreSnapshotsNotViews) {
   ASSERT_TRUE(shard->Serve(0, 1, ps::PARAMS, 0, &reply).ok());
   ASSERT_TRUE(PushSlice(*shard, 1, 0, ps::GRADIENTS, Gradient(kSliceSize, 1, 0)).ok());
   const ps::Chunk chunk = OnTheWire(reply);
-  ASSERT_EQ(chunk.data().size(), kChunkFloats * sizeof(float));
-  std::vector<float> got(kChunkFloats);
+  const int64_t n0 = ChunkOf(kSliceSize, kChunkFloats, 0).size;
+  ASSERT_EQ(chunk.data().size(), n0 * sizeof(float));
+  std::vector<float> got(n0);
   std::memcpy(got.data(), chunk.data().data(), chunk.data().size());
-  ExpectNear(got, std::vector<double>(want.begin(), want.begin() + kChunkFloats));
+  ExpectNear(got, std::vector<double>(want.begin(), want.begin() + n0));
 }
 
 // ---------------------------------------------------------------------------------

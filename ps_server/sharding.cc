@@ -30,9 +30,32 @@ int64_t NumChunks(int64_t size, int64_t chunk_floats) {
   return (size + chunk_floats - 1) / chunk_floats;
 }
 
+namespace {
+
+// Size of chunk 0, the short one: in (0, chunk_floats] for size >= 1.
+int64_t FirstChunkSize(int64_t size, int64_t chunk_floats) {
+  return size - (NumChunks(size, chunk_floats) - 1) * chunk_floats;
+}
+
+}  // namespace
+
 Slice ChunkOf(int64_t size, int64_t chunk_floats, int64_t k) {
-  const int64_t begin = k * chunk_floats;
-  return Slice{begin, std::min(size, begin + chunk_floats) - begin};
+  const int64_t r = FirstChunkSize(size, chunk_floats);
+  if (k == 0) return Slice{0, r};
+  return Slice{r + (k - 1) * chunk_floats, chunk_floats};
+}
+
+int64_t ChunkIndexAt(int64_t size, int64_t chunk_floats, int64_t offset) {
+  if (offset < 0 || offset >= size) return -1;
+  if (offset == 0) return 0;
+  const int64_t from_r = offset - FirstChunkSize(size, chunk_floats);
+  if (from_r < 0 || from_r % chunk_floats != 0) return -1;
+  return from_r / chunk_floats + 1;
+}
+
+int64_t ChunkHolding(int64_t size, int64_t chunk_floats, int64_t offset) {
+  const int64_t from_r = offset - FirstChunkSize(size, chunk_floats);
+  return from_r < 0 ? 0 : from_r / chunk_floats + 1;
 }
 
 absl::StatusOr<int64_t> ChunkFloats(int64_t chunk_bytes) {

@@ -24,10 +24,20 @@ Slice ShardSlice(int64_t num_params, int shard, int num_shards);
 // InvalidArgument unless 1 <= num_shards <= num_params.
 absl::Status ValidateSharding(int64_t num_params, int num_shards);
 
-// Chunk k of a slice of `size` floats cut into pieces of `chunk_floats`:
-// [k * chunk_floats, min((k + 1) * chunk_floats, size)), relative to the slice.
+// The chunk grid of a slice of `size` floats cut into pieces of `chunk_floats`,
+// aligned on the slice's END: with K = NumChunks chunks and r = size - (K - 1) *
+// chunk_floats (0 < r <= chunk_floats), chunk 0 is [0, r) and chunk k >= 1 is
+// [r + (k - 1) * chunk_floats, r + k * chunk_floats), relative to the slice.
+// Why the end: backward produces gradients from the end of the flat vector towards
+// its start, so the chunks that become ready while backward still runs are full and
+// the short chunk is the one pushed last, whose round trip nothing overlaps.
 int64_t NumChunks(int64_t size, int64_t chunk_floats);
 Slice ChunkOf(int64_t size, int64_t chunk_floats, int64_t k);
+// The index of the chunk that starts at `offset`, or -1 when no chunk starts there
+// (off the grid, or outside [0, size)).
+int64_t ChunkIndexAt(int64_t size, int64_t chunk_floats, int64_t offset);
+// The index of the chunk that holds float `offset` (0 <= offset < size).
+int64_t ChunkHolding(int64_t size, int64_t chunk_floats, int64_t offset);
 
 // Floats per chunk for a chunk size in bytes. InvalidArgument unless the size is a
 // positive multiple of 4 no larger than 64 MiB (under gRPC's receive cap set by both

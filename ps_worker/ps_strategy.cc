@@ -39,7 +39,10 @@ absl::StatusOr<std::unique_ptr<PsStrategy>> PsStrategy::Create(
 PsStrategy::PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model* model,
                        const PsStrategyOptions& options)
     : clients_(std::move(clients)), model_(model), options_(options) {
-  for (const auto& c : clients_) slices_.push_back(Slice{c->layout().offset(), c->layout().size()});
+  for (const auto& c : clients_) {
+    slices_.push_back(Slice{c->layout().offset(), c->layout().size()});
+    senders_.push_back(std::make_unique<TaskThread>());
+  }
   absl::MutexLock l(&mu_);
   remaining_.resize(clients_.size());
 }
@@ -53,8 +56,7 @@ PsStrategy::~PsStrategy() {
 }
 
 void PsStrategy::JoinSenders() {
-  for (std::thread& t : senders_) t.join();
-  senders_.clear();
+  for (auto& t : senders_) t->Wait();
 }
 
 bool PsStrategy::WaitReady(int s, int64_t k) {
@@ -84,7 +86,7 @@ void PsStrategy::StartPushPull() {
   results_.assign(clients_.size(), absl::OkStatus());
   timings_.assign(clients_.size(), PushPullTiming());
   for (size_t s = 0; s < clients_.size(); ++s) {
-    senders_.emplace_back([this, s] {
+    senders_[s]->Run([this, s] {
       const Slice& slice = slices_[s];
       results_[s] = clients_[s]->PushPull(
           step_, model_->grads() + slice.offset, model_->params() + slice.offset,
@@ -105,10 +107,14 @@ void PsStrategy::OnGradientReady(const ParamRange& range) {
     const int64_t hi = std::min(end, slices_[s].offset + slices_[s].size);
     if (lo >= hi) continue;
     const int64_t cf = clients_[s]->layout().chunk_floats();
-    // Chunks of shard s overlapping [lo, hi), relative to the slice.
-    for (int64_t k = (lo - slices_[s].offset) / cf; k * cf + slices_[s].offset < hi; ++k) {
-      const int64_t c_lo = std::max(lo, slices_[s].offset + k * cf);
-      const int64_t c_hi = std::min(hi, slices_[s].offset + std::min((k + 1) * cf, slices_[s].size));
+    // Chunks of shard s overlapping [lo, hi).
+    const int64_t base = slices_[s].offset;
+    for (int64_t k = ChunkHolding(slices_[s].size, cf, lo - base);
+         k < static_cast<int64_t>(remaining_[s].size()); ++k) {
+      const Slice c = ChunkOf(slices_[s].size, cf, k);
+      if (base + c.offset >= hi) break;
+      const int64_t c_lo = std::max(lo, base + c.offset);
+      const int64_t c_hi = std::min(hi, base + c.offset + c.size);
       remaining_[s][k] -= c_hi - c_lo;
     }
   }

@@ -7,13 +7,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/model.h"
+#include "common/task_thread.h"
 #include "common/trainer.h"
 #include "ps_worker/shard_client.h"
 
@@ -27,7 +27,8 @@ struct PsStrategyOptions {
   int64_t crash_at_step = -1;          // Test hook: _exit(3) when this step starts.
 };
 
-// Not thread-safe (the training thread calls it); owns its sender threads.
+// Not thread-safe (the training thread calls it); owns its sender threads (one
+// long-lived TaskThread per shard, handed each step's push-pull).
 class PsStrategy final : public StepStrategy {
  public:
   // `clients`: one registered client per shard, in shard order, covering the model's
@@ -81,7 +82,7 @@ class PsStrategy final : public StepStrategy {
 
   bool started_ = false;       // Senders of this step are running.
   int64_t hook_us_ = 0;        // Time spent in OnGradientReady this step.
-  std::vector<std::thread> senders_;
+  std::vector<std::unique_ptr<TaskThread>> senders_;  // Per shard.
   std::vector<absl::Status> results_;
   std::vector<PushPullTiming> timings_;
 };

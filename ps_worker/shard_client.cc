@@ -1,7 +1,6 @@
 #include "ps_worker/shard_client.h"
 
 #include <cstring>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -78,7 +77,6 @@ absl::StatusOr<ps::RegisterResponse> ShardClient::Register(const ps::RegisterReq
 struct ShardClient::Call {
   grpc::ClientContext context;
   std::unique_ptr<grpc::ClientReaderWriter<WireChunk, WireChunk>> stream;
-  std::thread reader;
   int64_t step = 0;
   int64_t chunks = 0;
   absl::Mutex mu;
@@ -97,7 +95,7 @@ ShardClient::~ShardClient() {
 absl::Status ShardClient::FinishPending() {
   if (pending_ == nullptr) return absl::OkStatus();
   std::unique_ptr<Call> call = std::move(pending_);
-  call->reader.join();
+  reader_.Wait();  // The call's reader task.
   grpc::Status s = call->stream->Finish();
   absl::MutexLock l(&call->mu);
   if (!call->read_status.ok()) return call->read_status;
@@ -126,16 +124,18 @@ absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* para
   c->stream.reset(grpc::internal::ClientReaderWriterFactory<WireChunk, WireChunk>::Create(
       channel_.get(), push_pull_method_, &c->context));
 
-  // The reader runs beside the writer: the server streams updated chunks back while
-  // this worker is still pushing (and would stall if nobody read them).
-  c->reader = std::thread([this, c, step, size, cf, params, timing] {
+  // The reader runs beside the writer, on this client's long-lived reader thread: the
+  // server streams updated chunks back while this worker is still pushing (and would
+  // stall if nobody read them).
+  reader_.Run([this, c, step, size, cf, params, timing] {
     WireChunk in;
     while (c->stream->Read(&in)) {
       const int64_t n = static_cast<int64_t>(in.payload_size() / sizeof(float));
       absl::MutexLock l(&c->mu);
-      if (c->received >= c->chunks || in.kind != ps::PARAMS || in.offset < 0 ||
-          in.offset % cf != 0 || in.offset >= size || in.payload_size() % sizeof(float) != 0 ||
-          n != ChunkOf(size, cf, in.offset / cf).size || in.step != step + 1) {
+      const int64_t k = ChunkIndexAt(size, cf, in.offset);
+      if (c->received >= c->chunks || in.kind != ps::PARAMS || k < 0 ||
+          in.payload_size() % sizeof(float) != 0 || n != ChunkOf(size, cf, k).size ||
+          in.step != step + 1) {
         c->read_status = absl::DataLossError(absl::StrCat(
             name_, ": malformed or extra parameter chunk at offset ", in.offset, " for step ", in.step));
         c->context.TryCancel();
@@ -236,7 +236,8 @@ absl::Status ShardClient::Pull(int64_t step, ps::TensorKind kind, float* out,
   absl::Status bad;
   while (bad.ok() && reader->Read(&in)) {
     const int64_t n = static_cast<int64_t>(in.data().size() / sizeof(float));
-    if (in.offset() < 0 || in.offset() % cf != 0 || n != ChunkOf(size, cf, in.offset() / cf).size) {
+    const int64_t k = ChunkIndexAt(size, cf, in.offset());
+    if (k < 0 || n != ChunkOf(size, cf, k).size) {
       bad = absl::DataLossError(absl::StrCat(name_, ": malformed chunk at offset ", in.offset()));
       context.TryCancel();
       break;

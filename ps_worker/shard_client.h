@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/task_thread.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "ps_server/ps.grpc.pb.h"
@@ -81,6 +82,7 @@ class ShardClient {
   ps::RegisterResponse layout_;
   struct Call;
   std::unique_ptr<Call> pending_;  // Last push-pull call, until its end is collected.
+  TaskThread reader_;              // Reads each push-pull call's replies.
 };
 
 // Channel to "host:port" that accepts the largest chunks.
