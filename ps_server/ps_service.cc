@@ -103,14 +103,16 @@ class PsServer::Service final : public ps::ParameterServer::Service {
     int64_t step = -1;
     WireChunk out;
     // Writes the replies at the head of `accepted` that the sync mode releases; with
-    // `wait`, waits for each (Serve's timeout aborts the job if a worker is lost).
+    // `wait`, waits for each (Serve's timeout aborts the job if another worker is lost;
+    // this worker's own stream breaking ends the wait at once).
     auto send = [&](bool wait) -> grpc::Status {
       while (!accepted.empty()) {
         const int64_t k = accepted.front();
         if (wait) {
-          if (absl::Status s = shard_->Serve(worker, step + 1, ps::PARAMS, k, &out); !s.ok()) {
-            return ToGrpcStatus(s);
-          }
+          absl::Status s = shard_->Serve(worker, step + 1, ps::PARAMS, k, &out,
+                                         [context] { return context->IsCancelled(); });
+          if (absl::IsCancelled(s)) return Broken(context, worker, step);
+          if (!s.ok()) return ToGrpcStatus(s);
         } else {
           absl::StatusOr<bool> ready = shard_->ServeIfReady(worker, step + 1, ps::PARAMS, k, &out);
           if (!ready.ok()) return ToGrpcStatus(ready.status());

@@ -566,6 +566,49 @@ TEST_F(PsServiceTest, BrokenStreamAbortsTheJobNamingTheWorker) {
   EXPECT_EQ(done.get().code(), absl::StatusCode::kAborted);
 }
 
+TEST_F(PsServiceTest, StreamBrokenWhileWaitingForRepliesAbortsTheJob) {
+  // A long server timeout: only the broken stream can end the wait.
+  StartServer(SyncPolicy{SyncMode::kBsp, 0}, Hyper(0.5f), absl::Seconds(15));
+  std::vector<std::unique_ptr<ShardClient>> clients = RegisterAll();
+  std::vector<std::vector<float>> params;
+  InitialiseAndPull(clients, &params);
+  // Worker 1 pushes its whole step and half-closes; worker 0 pushes nothing, so the
+  // server's handler for worker 1 waits for the step's update.
+  Rogue rogue(address_);
+  grpc::ClientContext context;
+  Rogue::SetDeadline(&context);
+  auto stream = rogue.stub()->PushPull(&context);
+  const std::vector<float> g1 = Gradient(1, 0);
+  for (int64_t k = kNumChunks - 1; k >= 0; --k) {
+    const Slice c = ChunkOf(kNumParams, kChunkFloats, k);
+    ps::Chunk chunk = MakeChunk(1, 0, ps::GRADIENTS, c.offset, c.size * 4);
+    ASSERT_TRUE(stream->Write(chunk));
+  }
+  ASSERT_TRUE(stream->WritesDone());
+  // Let the handler read the pushes and start waiting (had it not yet, the cancel
+  // below is seen on the reading side, with the same outcome).
+  absl::SleepFor(absl::Milliseconds(200));
+  const absl::Time broken = absl::Now();
+  context.TryCancel();
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // The shard notices at its next poll, not at its 15 s timeout.
+  for (;;) {
+    absl::Status health = server_->shard()->health();
+    if (!health.ok()) {
+      EXPECT_EQ(health.code(), absl::StatusCode::kAborted);
+      EXPECT_THAT(health.message(), HasSubstr("worker 1 lost"));
+      break;
+    }
+    ASSERT_LT(absl::Now() - broken, kPrompt) << "the broken stream was not noticed";
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  // Worker 0 then gets the abort instead of waiting for worker 1.
+  PushPullTiming timing;
+  const std::vector<float> g0 = Gradient(0, 0);
+  absl::Status s = clients[0]->PushPull(0, g0.data(), params[0].data(), AlwaysReady, &timing);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+}
+
 TEST_F(PsServiceTest, AspWorkerRunsAheadAlone) {
   const SgdHyper hyper = Hyper(0.25f);
   StartServer(SyncPolicy{SyncMode::kAsp, 0}, hyper);

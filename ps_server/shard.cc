@@ -451,15 +451,15 @@ absl::Status Shard::Serve(int worker, int64_t step, ps::TensorKind kind, int64_t
 }
 
 absl::Status Shard::Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k,
-                          WireChunk* out, const std::atomic<bool>* cancel) {
-  return ServeWith(worker, step, kind, k, WireFiller(worker, step, kind, out), cancel);
+                          WireChunk* out, const std::function<bool()>& cancelled) {
+  return ServeWith(worker, step, kind, k, WireFiller(worker, step, kind, out), cancelled);
 }
 
 absl::Status Shard::ServeWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
-                              const FillFn& fill, const std::atomic<bool>* cancel) {
+                              const FillFn& fill, const std::function<bool()>& cancelled) {
   const absl::Time deadline = absl::Now() + options_.timeout;
   while (true) {
-    if (cancel != nullptr && cancel->load()) return absl::CancelledError("serve cancelled");
+    if (cancelled && cancelled()) return absl::CancelledError("serve cancelled");
     RINGSIDE_ASSIGN_OR_RETURN(bool ready, ServeIfReadyWith(worker, step, kind, k, fill));
     if (ready) return absl::OkStatus();
     // Sleep until something changes (or the poll interval passes), then look again.

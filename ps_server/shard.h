@@ -102,9 +102,10 @@ class Shard {
   // stays unchanged until every worker has received it (the next update of the chunk
   // needs every worker's next push, which needs this reply). Under SSP / ASP the
   // payload is copied, since other workers' pushes may update the chunk meanwhile.
-  // `cancel` (optional): returns Cancelled soon after it turns true.
+  // `cancelled` (optional, polled while waiting): returns Cancelled soon after it
+  // returns true.
   absl::Status Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k, WireChunk* out,
-                     const std::atomic<bool>* cancel = nullptr);
+                     const std::function<bool()>& cancelled = nullptr);
   absl::StatusOr<bool> ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                                     WireChunk* out);
   // Accounts a served chunk of `wire_bytes` to its step's statistics.
@@ -156,7 +157,7 @@ class Shard {
   absl::StatusOr<bool> ServeIfReadyWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                                         const FillFn& fill);
   absl::Status ServeWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
-                         const FillFn& fill, const std::atomic<bool>* cancel = nullptr);
+                         const FillFn& fill, const std::function<bool()>& cancelled = nullptr);
   absl::Status AcceptGradient(const ChunkHeader& h, float* grad, int64_t k, int64_t wire_bytes);
   absl::Status AcceptInit(const ChunkHeader& h, const float* data, int64_t k, int64_t wire_bytes);
   // Statistics of step `step`; created on first use.

@@ -52,10 +52,10 @@ PsStrategy::~PsStrategy() {
     absl::MutexLock l(&mu_);
     cancelled_ = true;
   }
-  JoinSenders();
+  WaitForSenders();
 }
 
-void PsStrategy::JoinSenders() {
+void PsStrategy::WaitForSenders() {
   for (auto& t : senders_) t->Wait();
 }
 
@@ -126,7 +126,7 @@ absl::Status PsStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* t
     // No gradient was announced (an empty model range never is): all are final now.
     OnGradientReady(ParamRange{0, model->num_params()});
   }
-  JoinSenders();
+  WaitForSenders();
   started_ = false;
   absl::Status status;
   int64_t push_done = t0, first = INT64_MAX, last = t0, sent = 0, received = 0;

@@ -65,7 +65,7 @@ class PsStrategy final : public StepStrategy {
   void StartPushPull();
   // Blocks until chunk k of shard s has final gradients; false when cancelled.
   bool WaitReady(int s, int64_t k);
-  void JoinSenders();
+  void WaitForSenders();
 
   std::vector<std::unique_ptr<ShardClient>> clients_;
   Model* const model_;
