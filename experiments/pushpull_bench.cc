@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "experiments/cpu_pinning.h"
 #include "experiments/launcher.h"
 #include "ps_server/ps_server.h"
 #include "ps_worker/shard_client.h"
@@ -37,6 +38,8 @@ constexpr absl::Duration kTimeout = absl::Seconds(120);
 }  // namespace
 
 absl::Status RunPushPullBenchServer(const PushPullBenchOptions& o, const std::string& listen) {
+  // Before HostShard: gRPC's threads inherit the pinning.
+  if (o.server_cpu >= 0) RINGSIDE_RETURN_IF_ERROR(PinCallingThread(o.server_cpu));
   RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted, HostShard(BenchConfig(o), 0, listen, kTimeout, ""));
   absl::Status s = hosted.server->Wait();
   hosted.server->Shutdown(absl::Seconds(1));
@@ -93,6 +96,7 @@ absl::Status RunPushPullBenchWorker(const PushPullBenchOptions& o) {
 }
 
 absl::Status RunPushPullSweep(PushPullBenchOptions o, const std::vector<int64_t>& sizes) {
+  if (o.worker_cpu >= 0) RINGSIDE_RETURN_IF_ERROR(PinCallingThread(o.worker_cpu));
   o.print_header = true;
   for (int64_t bytes : sizes) {
     o.bytes = bytes;
@@ -102,6 +106,7 @@ absl::Status RunPushPullSweep(PushPullBenchOptions o, const std::vector<int64_t>
                                      absl::StrCat("--listen=", o.server),
                                      absl::StrCat("--size_bytes=", bytes),
                                      absl::StrCat("--ps_chunk_kb=", o.chunk_bytes / 1024)};
+    if (o.server_cpu >= 0) args.push_back(absl::StrCat("--pin_cpu=", o.server_cpu));
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -22,6 +22,10 @@ struct PushPullBenchOptions {
   int iters = 10;           // Timed push-pulls (the median is printed).
   bool print_header = false;
   std::string server;       // host:port of the shard.
+  // CPUs for the worker's process and the shard's (see cpu_pinning.h); -1: wherever
+  // the scheduler puts them.
+  int worker_cpu = -1;
+  int server_cpu = -1;
 };
 
 // The shard's half: hosts shard 0 of 1 for one worker on `listen` until the worker
@@ -32,7 +36,8 @@ absl::Status RunPushPullBenchWorker(const PushPullBenchOptions& options);
 
 // The sweep: for each size, starts the shard as a child process (`ringside bench
 // pushpull-server`, spawned from /proc/self/exe on a free port) and runs the worker's
-// half here. Blocks; Internal if a server child fails.
+// half here. With worker_cpu set, pins the calling thread first, so call it before
+// this process starts any thread. Blocks; Internal if a server child fails.
 absl::Status RunPushPullSweep(PushPullBenchOptions options, const std::vector<int64_t>& sizes);
 
 }  // namespace ringside

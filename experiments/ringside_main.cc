@@ -89,6 +89,10 @@ ABSL_FLAG(double, model_mb, 0, "simulate: model size in MB (0: the calibrated mo
 ABSL_FLAG(std::string, spec, "", "compare: experiment spec (protobuf text format, see experiments/*.textproto)");
 ABSL_FLAG(std::string, sizes_mb, "1,4,16,64,256", "bench pushpull: model sizes in MiB");
 ABSL_FLAG(int64_t, size_bytes, 0, "bench pushpull-server: model size in bytes");
+ABSL_FLAG(std::string, pin_cpus, "",
+          "bench pushpull: W,S runs the worker on CPU W and the shard on CPU S, one core "
+          "each (as iperf3 -A); empty: the scheduler places them");
+ABSL_FLAG(int, pin_cpu, -1, "bench pushpull-server: the shard's CPU (-1: not pinned)");
 ABSL_FLAG(int32_t, repeats, 1, "bench: measurements to print");
 
 namespace {
@@ -110,7 +114,8 @@ constexpr char kUsage[] =
     "  ringside calibrate --model=mlp:784-256-256-10 --batch=128 --out=calibration.json\n"
     "  ringside simulate --calibration=calibration.json --links=1gbit,10gbit [--max_workers=1024]\n"
     "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n"
-    "  ringside bench allreduce --workers=2 [--allreduce=ring|halving-doubling]\n";
+    "  ringside bench allreduce --workers=2 [--allreduce=ring|halving-doubling]\n"
+    "  ringside bench pushpull --sizes_mb=1,4,16,64,256 --repeats=20 [--pin_cpus=0,1]\n";
 
 ringside::RunConfig ConfigFromFlags() {
   ringside::RunConfig c;
@@ -445,6 +450,12 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
     o.chunk_bytes = int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024;
     o.warmup = 3;
     o.iters = absl::GetFlag(FLAGS_repeats) > 1 ? absl::GetFlag(FLAGS_repeats) : 10;
+    if (!absl::GetFlag(FLAGS_pin_cpus).empty()) {
+      RINGSIDE_ASSIGN_OR_RETURN(std::vector<int> cpus,
+                                ringside::ParseCpuList(absl::GetFlag(FLAGS_pin_cpus), 2, "--pin_cpus"));
+      o.worker_cpu = cpus[0];
+      o.server_cpu = cpus[1];
+    }
     std::vector<int64_t> sizes;
     for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_sizes_mb), ',', absl::SkipEmpty())) {
       double mb = 0;
@@ -459,6 +470,7 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
     ringside::PushPullBenchOptions o;
     o.chunk_bytes = int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024;
     o.bytes = absl::GetFlag(FLAGS_size_bytes);
+    o.server_cpu = absl::GetFlag(FLAGS_pin_cpu);
     return ringside::RunPushPullBenchServer(o, absl::GetFlag(FLAGS_listen));
   }
   if (command == "bench") {

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Parameter-server transfer benchmark (issue 4), all in one run so the ratios compare
 # numbers taken side by side:
-#   1. raw TCP loopback bandwidth: iperf3, one stream, before and after the sweep;
+#   1. raw TCP loopback bandwidth: iperf3, one stream, before and after the sweeps, both
+#      left to the scheduler and pinned (client and server on a core each, -A);
 #   2. `ringside bench pushpull`: one worker's combined push-pull against one shard in
-#      another process, model sizes 1 MB to 256 MB, 1 MiB chunks, median of N;
+#      another process, model sizes 1 MB to 256 MB, 1 MiB chunks, median of N; once
+#      left to the scheduler, once pinned like iperf3 (--pin_cpus); each compared with
+#      the iperf3 figure taken the same way;
 #   3. the step-time cost of the parameter server: single-process training vs PS with
-#      one worker and one shard (mlp:784-512-512-10, batch 128, 1 thread), median step
-#      time, against the budget of two model transfers at the iperf3 rate.
+#      one worker and one shard (mlp:784-512-512-10, batch 128, 1 thread), the shard in
+#      its own process and colocated in the worker's, median step time, against the
+#      budget of two model transfers at the (unpinned) iperf3 rate.
 # Usage: scripts/bench_pushpull.sh [repeats] [sizes_mb]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,30 +27,25 @@ PY=/usr/bin/python3
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# Prints the receiver's Gbit/s of a 5-second single-stream loopback iperf3 run.
+# Prints the receiver's Gbit/s of a 5-second single-stream loopback iperf3 run; with
+# two CPU numbers, the client runs on the first and the server on the second.
 iperf_gbits() {
   local port; port=$(free_port)
-  iperf3 -s -1 -p "$port" -B 127.0.0.1 >/dev/null 2>&1 &
+  local client_cpu=() server_cpu=()
+  if [ $# -eq 2 ]; then client_cpu=(-A "$1"); server_cpu=(-A "$2"); fi
+  iperf3 -s -1 -p "$port" -B 127.0.0.1 "${server_cpu[@]}" >/dev/null 2>&1 &
   local server=$!
   sleep 0.5
-  iperf3 -c 127.0.0.1 -p "$port" -t 5 -J | "$PY" -c \
+  iperf3 -c 127.0.0.1 -p "$port" -t 5 "${client_cpu[@]}" -J | "$PY" -c \
     'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9))'
   wait "$server" || true
 }
 
-echo "== raw TCP loopback (iperf3, one stream, 5 s)"
-before=$(iperf_gbits)
-echo "iperf3 before: ${before} Gbit/s"
-echo "== ringside bench pushpull --sizes_mb=$SIZES --repeats=$REPEATS"
-sweep=$("$RINGSIDE" bench pushpull --sizes_mb="$SIZES" --repeats="$REPEATS")
-after=$(iperf_gbits)
-echo "iperf3 after:  ${after} Gbit/s"
-raw=$("$PY" -c "print('%.3f' % (($before + $after) / 2 / 8))")
-echo "raw TCP: ${raw} GB/s (mean of before and after)"
-echo
-echo "$sweep" | "$PY" -c "
+# Prints the sweep's table with each rate as a share of `raw` (GB/s, the argument).
+table() {
+  "$PY" -c "
 import sys
-raw = $raw
+raw = $1
 lines = sys.stdin.read().splitlines()
 print('%12s %12s %10s %10s %9s' % ('model MB', 'median ms', 'GB/s', 'raw GB/s', 'of raw'))
 for line in lines[1:]:
@@ -54,30 +53,61 @@ for line in lines[1:]:
     mb, ms, gbs = int(f[0]) / 2**20, float(f[2]), float(f[4])
     print('%12.0f %12.3f %10.3f %10.3f %8.0f%%' % (mb, ms, gbs, raw, 100 * gbs / raw))
 "
+}
+
+read -r CPU_A CPU_B < <("$PY" -c 'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[-1])')
+echo "== raw TCP loopback (iperf3, one stream, 5 s)"
+before=$(iperf_gbits)
+before_pinned=$(iperf_gbits "$CPU_A" "$CPU_B")
+echo "iperf3 before: ${before} Gbit/s; pinned to CPUs $CPU_A,$CPU_B: ${before_pinned} Gbit/s"
+echo "== ringside bench pushpull --sizes_mb=$SIZES --repeats=$REPEATS"
+sweep=$("$RINGSIDE" bench pushpull --sizes_mb="$SIZES" --repeats="$REPEATS")
+pinned=""
+if [ "$CPU_A" != "$CPU_B" ]; then
+  echo "== ringside bench pushpull --sizes_mb=$SIZES --repeats=$REPEATS --pin_cpus=$CPU_A,$CPU_B"
+  pinned=$("$RINGSIDE" bench pushpull --sizes_mb="$SIZES" --repeats="$REPEATS" --pin_cpus="$CPU_A,$CPU_B")
+fi
+after=$(iperf_gbits)
+after_pinned=$(iperf_gbits "$CPU_A" "$CPU_B")
+echo "iperf3 after:  ${after} Gbit/s; pinned: ${after_pinned} Gbit/s"
+raw=$("$PY" -c "print('%.3f' % (($before + $after) / 2 / 8))")
+raw_pinned=$("$PY" -c "print('%.3f' % (($before_pinned + $after_pinned) / 2 / 8))")
+echo "raw TCP: ${raw} GB/s, pinned ${raw_pinned} GB/s (means of before and after)"
+echo
+echo "-- left to the scheduler"
+echo "$sweep" | table "$raw"
+if [ -n "$pinned" ]; then
+  echo "-- pinned: worker on CPU $CPU_A, shard on CPU $CPU_B (iperf3 likewise)"
+  echo "$pinned" | table "$raw_pinned"
+fi
 
 echo
-echo "== step time: single process vs PS (1 worker, 1 shard), mlp:784-512-512-10, batch 128"
+echo "== step time: single process vs PS (1 worker, 1 shard; own process and colocated), mlp:784-512-512-10, batch 128"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 common=(--model=mlp:784-512-512-10 --dataset=synthetic:train=40000,test=100 --batch=128
         --epochs=1 --steps=300 --threads=1 --eval_batch=100 --lr=0.01 --momentum=0.9)
 "$RINGSIDE" train --strategy=single "${common[@]}" --out="$T/single" >/dev/null 2>&1
 "$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 "${common[@]}" --out="$T/ps" >/dev/null 2>&1
+"$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 --ps_colocated "${common[@]}" \
+  --out="$T/colocated" >/dev/null 2>&1
 "$RINGSIDE" train --strategy=single "${common[@]}" --out="$T/single2" >/dev/null 2>&1
 "$PY" - "$T" "$raw" <<'EOF'
 import json, statistics, sys
 t, raw = sys.argv[1], float(sys.argv[2])
 def med(path, key="step_ms"):
     rows = [json.loads(l) for l in open(path)][50:]  # skip warm-up
-    return statistics.median(r[key] for r in rows)
+    return statistics.median(r.get(key, 0) for r in rows)
 single = statistics.mean([med(f"{t}/single/metrics.jsonl"), med(f"{t}/single2/metrics.jsonl")])
-ps = med(f"{t}/ps/metrics.jsonl")
 params = 784*512 + 512 + 512*512 + 512 + 512*10 + 10
 model_mb = params * 4 / 1e6
 budget = 2 * model_mb / 1e3 / raw * 1e3
 print(f"model {model_mb:.2f} MB; single {single:.3f} ms/step (median, mean of 2 runs); "
-      f"PS 1x1 {ps:.3f} ms/step; PS adds {ps - single:.3f} ms; "
-      f"budget (2 transfers at {raw:.2f} GB/s) {budget:.3f} ms -> {'OK' if ps - single <= budget else 'OVER'}")
-for key in ("push_ms", "wait_ms", "pull_ms"):
-    print(f"  PS worker median {key}: {med(f'{t}/ps/metrics.jsonl', key):.3f} ms")
+      f"budget: 2 transfers at {raw:.2f} GB/s = {budget:.3f} ms")
+for name, run in (("PS 1x1, shard in its own process", "ps"), ("PS 1x1, colocated", "colocated")):
+    path = f"{t}/{run}/metrics.jsonl"
+    ps = med(path)
+    phases = ", ".join(f"{k} {med(path, k):.3f}" for k in ("push_ms", "wait_ms", "pull_ms"))
+    print(f"{name}: {ps:.3f} ms/step, adds {ps - single:.3f} ms "
+          f"-> {'OK' if ps - single <= budget else 'OVER'} ({phases})")
 EOF
