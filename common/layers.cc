@@ -33,14 +33,18 @@ class Linear final : public Layer {
     ops->Gemm(false, true, batch, out_, in_, 1.0f, in, params_, 1.0f, out);
   }
 
-  void Backward(Ops* ops, const float* in, const float* out, const float* dout,
-                float* din, int batch, bool accumulate) override {
+  void BackwardParams(Ops* ops, const float* in, const float* dout, int batch,
+                      bool accumulate) override {
     // dW [out, in] = dout^T [out, B] * in [B, in]; db [out] = column sums of dout.
     const float beta = accumulate ? 1.0f : 0.0f;
     ops->Gemm(true, false, out_, in_, batch, 1.0f, dout, in, beta, grads_);
     ops->BiasGrad(dout, grads_ + weight_size(), batch, out_, 1, accumulate);
+  }
+
+  void BackwardInput(Ops* ops, const float* in, const float* out, const float* dout,
+                     float* din, int batch) override {
     // din [B, in] = dout [B, out] * W [out, in].
-    if (din != nullptr) ops->Gemm(false, false, batch, in_, out_, 1.0f, dout, params_, 0.0f, din);
+    ops->Gemm(false, false, batch, in_, out_, 1.0f, dout, params_, 0.0f, din);
   }
 
   double GemmFlops(int batch, bool need_din) const override {
@@ -88,15 +92,20 @@ class Conv2d final : public Layer {
     ops->Gemm(false, false, cout_, n, patch(), 1.0f, params_, col_.data(), 1.0f, out);
   }
 
-  void Backward(Ops* ops, const float* in, const float* out, const float* dout,
-                float* din, int batch, bool accumulate) override {
+  void BackwardParams(Ops* ops, const float* in, const float* dout, int batch,
+                      bool accumulate) override {
     const int n = batch * pixels_out();
     // dW [Cout, Cin*k*k] = dout [Cout, N] * col^T [N, Cin*k*k]; db = row sums of dout.
     const float beta = accumulate ? 1.0f : 0.0f;
     ops->Gemm(false, true, cout_, patch(), n, 1.0f, dout, col_.data(), beta, grads_);
     ops->BiasGrad(dout, grads_ + weight_size(), 1, cout_, n, accumulate);
-    if (din == nullptr) return;
-    // dcol [Cin*k*k, N] = W^T * dout, reusing the column buffer; din = Col2Im(dcol).
+  }
+
+  void BackwardInput(Ops* ops, const float* in, const float* out, const float* dout,
+                     float* din, int batch) override {
+    const int n = batch * pixels_out();
+    // dcol [Cin*k*k, N] = W^T * dout, over the column buffer (BackwardParams has used
+    // Forward's columns by now); din = Col2Im(dcol).
     ops->Gemm(true, false, patch(), n, cout_, 1.0f, params_, dout, 0.0f, col_.data());
     ops->Col2Im(col_.data(), in_.c, batch, in_.h, in_.w, k_, 0, 1, din);
   }
@@ -130,9 +139,9 @@ class Relu final : public Layer {
   void Forward(Ops* ops, const float* in, float* out, int batch) override {
     ops->ReluForward(in, out, batch * shape_.size());
   }
-  void Backward(Ops* ops, const float* in, const float* out, const float* dout,
-                float* din, int batch, bool accumulate) override {
-    if (din != nullptr) ops->ReluBackward(out, dout, din, batch * shape_.size());
+  void BackwardInput(Ops* ops, const float* in, const float* out, const float* dout,
+                     float* din, int batch) override {
+    ops->ReluBackward(out, dout, din, batch * shape_.size());
   }
 
  private:
@@ -159,11 +168,9 @@ class MaxPool2x2 final : public Layer {
   void Forward(Ops* ops, const float* in, float* out, int batch) override {
     ops->MaxPool2x2Forward(in, in_.c * batch, in_.h, in_.w, out, argmax_.data());
   }
-  void Backward(Ops* ops, const float* in, const float* out, const float* dout,
-                float* din, int batch, bool accumulate) override {
-    if (din != nullptr) {
-      ops->MaxPool2x2Backward(dout, argmax_.data(), in_.c * batch, in_.h, in_.w, din);
-    }
+  void BackwardInput(Ops* ops, const float* in, const float* out, const float* dout,
+                     float* din, int batch) override {
+    ops->MaxPool2x2Backward(dout, argmax_.data(), in_.c * batch, in_.h, in_.w, din);
   }
 
  private:
@@ -194,9 +201,8 @@ class Transpose final : public Layer {
       ops->SwapAxes01(in, shape_.c, batch, hw, out);
     }
   }
-  void Backward(Ops* ops, const float* in, const float* out, const float* dout,
-                float* din, int batch, bool accumulate) override {
-    if (din == nullptr) return;
+  void BackwardInput(Ops* ops, const float* in, const float* out, const float* dout,
+                     float* din, int batch) override {
     const int hw = shape_.h * shape_.w;
     if (to_channel_major_) {
       ops->SwapAxes01(dout, shape_.c, batch, hw, din);

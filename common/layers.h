@@ -52,12 +52,18 @@ class Layer {
 
   // out [batch, output_shape] = f(in [batch, input_shape]), in the layer's layout.
   virtual void Forward(Ops* ops, const float* in, float* out, int batch) = 0;
-  // Given dout (gradient of the loss w.r.t. out), writes the parameter gradients
-  // (adding to them when `accumulate`, overwriting otherwise) and, unless din is
-  // nullptr, din (gradient w.r.t. in). `in` and `out` are the values of the last
-  // Forward.
-  virtual void Backward(Ops* ops, const float* in, const float* out, const float* dout,
-                        float* din, int batch, bool accumulate) = 0;
+  // Backward, in two halves so that a layer's parameter gradients can be handed on
+  // (pushed, all-reduced) while the gradient w.r.t. its input is still being computed.
+  // `in` and `out` are the values of the last Forward; dout is the gradient of the
+  // loss w.r.t. out.
+  // 1. Writes the parameter gradients (adding to them when `accumulate`, overwriting
+  //    otherwise). Layers without parameters do nothing.
+  virtual void BackwardParams(Ops* ops, const float* in, const float* dout, int batch,
+                              bool accumulate) {}
+  // 2. Writes din, the gradient w.r.t. in. Called after BackwardParams (which may need
+  //    scratch state that this half overwrites), and only when din is needed.
+  virtual void BackwardInput(Ops* ops, const float* in, const float* out, const float* dout,
+                             float* din, int batch) = 0;
 
   // FLOPs of this layer's GEMMs for one forward and backward at `batch`
   // (need_din: whether din is computed). 0 for layers without GEMMs.

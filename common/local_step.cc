@@ -26,7 +26,7 @@ absl::Status LocalStep::Load(absl::Span<const int64_t> indices) {
 }
 
 absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
-                            const GradReadyFn& on_ready, bool accumulate_grads,
+                            const BackwardHooks& hooks, bool accumulate_grads,
                             StepMetrics* m, TraceWriter* trace) {
   const bool on_cpu = ops_->kind() == DeviceKind::kCpu;
   const int64_t t0 = NowMicros();
@@ -41,12 +41,17 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
   // Time spent inside the strategy's hook is the strategy's (update or communication
   // launch), not backward's: measure it and take it out.
   int64_t hook_us = 0;
-  const GradReadyFn timed_hook = [&on_ready, &hook_us](const ParamRange& range) {
-    const int64_t h0 = NowMicros();
-    on_ready(range);
-    hook_us += NowMicros() - h0;
+  auto timed = [&hook_us](const GradReadyFn& hook) -> GradReadyFn {
+    if (!hook) return nullptr;
+    return [&hook, &hook_us](const ParamRange& range) {
+      const int64_t h0 = NowMicros();
+      hook(range);
+      hook_us += NowMicros() - h0;
+    };
   };
-  RINGSIDE_RETURN_IF_ERROR(model_->Backward(loss_scale, on_ready ? timed_hook : on_ready, accumulate_grads));
+  RINGSIDE_RETURN_IF_ERROR(model_->Backward(
+      loss_scale, BackwardHooks{timed(hooks.grads_ready), timed(hooks.params_free)},
+      accumulate_grads));
   const int64_t t3 = NowMicros();
   m->set_data_ms((t1 - t0) / 1e3);
   m->set_forward_ms((t2 - t1) / 1e3);

@@ -38,10 +38,10 @@ class LocalStep {
   // loss_scale * (sum of the batch's losses) end up in model->grads(). Fills the data,
   // forward and backward times, loss (mean over the batch), samples and correct of `m`
   // and adds those spans to `trace` (may be nullptr). backward_ms excludes the time
-  // spent inside `on_ready` (the strategy accounts for its own work).
+  // spent inside the hooks (the strategy accounts for its own work).
   // With `accumulate_grads` backward adds into model->grads() (see Model::Backward).
   absl::Status Run(absl::Span<const int64_t> indices, float loss_scale,
-                   const GradReadyFn& on_ready, bool accumulate_grads, StepMetrics* m,
+                   const BackwardHooks& hooks, bool accumulate_grads, StepMetrics* m,
                    TraceWriter* trace);
 
   // Forward only over `indices`, in batches of `batch`: loss and accuracy counts.

@@ -180,8 +180,7 @@ absl::StatusOr<ForwardResult> Model::Forward(const float* x, const int32_t* labe
   return result;
 }
 
-absl::Status Model::Backward(float loss_scale, const GradReadyFn& on_ready,
-                             bool accumulate) {
+absl::Status Model::Backward(float loss_scale, const BackwardHooks& hooks, bool accumulate) {
   if (last_batch_ == 0) return absl::FailedPreconditionError("backward before forward");
   const int batch = last_batch_;
   const int last = static_cast<int>(layers_.size()) - 1;
@@ -192,12 +191,20 @@ absl::Status Model::Backward(float loss_scale, const GradReadyFn& on_ready,
     const float* in = i == 0 ? last_input_ : act_[i];
     // Input gradients in front of the first layer with parameters are never needed.
     float* din = i <= first_param_layer_ ? nullptr : dact_[i];
-    layers_[i]->Backward(ops_, in, act_[i + 1], dact_[i + 1], din, batch,
-                         accumulate);
-    if (layers_[i]->num_params() > 0 && on_ready) {
-      // The gradient must be complete in memory before anyone reads it.
+    const bool has_params = layers_[i]->num_params() > 0;
+    const ParamRange range{layer_offsets_[i], layers_[i]->num_params()};
+    layers_[i]->BackwardParams(ops_, in, dact_[i + 1], batch, accumulate);
+    if (has_params && hooks.grads_ready) {
+      // Announced before din is computed, so the layer's gradients travel meanwhile.
+      // They must be complete in memory before anyone reads them.
       RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
-      on_ready({layer_offsets_[i], layers_[i]->num_params()});
+      hooks.grads_ready(range);
+    }
+    if (din != nullptr) layers_[i]->BackwardInput(ops_, in, act_[i + 1], dact_[i + 1], din, batch);
+    if (has_params && hooks.params_free) {
+      // din's reads of the parameters must be done before anyone changes them.
+      if (din != nullptr) RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
+      hooks.params_free(range);
     }
   }
   last_batch_ = 0;

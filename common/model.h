@@ -26,6 +26,18 @@ struct ParamRange {
 // reverse layer order (highest offsets first) and tile [0, num_params()) exactly.
 using GradReadyFn = std::function<void(const ParamRange&)>;
 
+// What Backward announces for each layer with parameters, last layer first. Either may
+// be empty.
+struct BackwardHooks {
+  // The layer's parameter gradients are final: they may be read (sent, reduced), not
+  // yet changed. Called before the gradient w.r.t. the layer's input is computed,
+  // which still reads the layer's parameters.
+  GradReadyFn grads_ready;
+  // Backward is done with the layer: its parameters (and gradients) may now be
+  // changed, e.g. by an optimizer step or by updated values arriving from a server.
+  GradReadyFn params_free;
+};
+
 struct ForwardResult {
   double loss_sum = 0;  // Sum of the per-sample losses of the batch.
   int64_t correct = 0;  // Samples whose argmax matched the label.
@@ -67,9 +79,12 @@ class Model {
   // losses) overwrite grads() (loss_scale = 1 / global batch gives the mean loss),
   // or are added to them when `accumulate` (gradient accumulation; also lets an
   // optimizer that zeroes the gradients as it consumes them spare BLAS a zeroing
-  // pass). `on_ready` (may be empty) is called as each layer's gradients become final.
-  absl::Status Backward(float loss_scale, const GradReadyFn& on_ready,
-                        bool accumulate = false);
+  // pass). `hooks` are called for each layer as described in BackwardHooks.
+  absl::Status Backward(float loss_scale, const BackwardHooks& hooks, bool accumulate = false);
+  // The same with hooks.grads_ready = on_ready (may be empty) only.
+  absl::Status Backward(float loss_scale, const GradReadyFn& on_ready, bool accumulate = false) {
+    return Backward(loss_scale, BackwardHooks{on_ready, nullptr}, accumulate);
+  }
 
   // GEMM FLOPs of one forward + backward at `batch`.
   double GemmFlops(int batch) const;

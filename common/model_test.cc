@@ -1,6 +1,9 @@
 #include "common/model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/cpu_ops.h"
@@ -188,6 +191,54 @@ TEST(ModelTest, AccumulatedHalvesEqualTheWholeBatch) {
     for (int64_t i = 0; i < m.num_params(); ++i) {
       ASSERT_NEAR(m.grads()[i], whole[i], 1e-5f + 1e-4f * std::fabs(whole[i])) << i;
     }
+  }
+}
+
+// BackwardHooks: per layer (last first), grads_ready and then params_free; the
+// gradients are final at grads_ready, and backward reads no parameter of a layer after
+// its params_free (garbage written there changes no gradient).
+TEST(ModelTest, HooksComeInOrderAndParamsFreeMeansUnread) {
+  auto ops = NewCpuOps(1);
+  for (const char* spec : {"mlp:64-12-9-5", "cnn:lenet"}) {
+    SCOPED_TRACE(spec);
+    const Shape shape = std::string(spec) == "cnn:lenet" ? Shape{1, 16, 16} : Shape{64, 1, 1};
+    auto model = Model::Create(spec, shape, 5, ops.get());
+    ASSERT_TRUE(model.ok());
+    Model& m = **model;
+    const Batch b = RandomBatch(shape, 8, 5, 3);
+    ASSERT_TRUE(m.Forward(b.x.data(), b.y.data(), 8).ok());
+    ASSERT_TRUE(m.Backward(1.0f / 8, nullptr).ok());
+    const std::vector<float> want(m.grads(), m.grads() + m.num_params());
+    const std::vector<float> params(m.params(), m.params() + m.num_params());
+
+    ASSERT_TRUE(m.Forward(b.x.data(), b.y.data(), 8).ok());
+    ops->Fill(m.grads(), m.num_params(), 0.0f);
+    std::vector<std::pair<char, ParamRange>> events;
+    BackwardHooks hooks;
+    hooks.grads_ready = [&](const ParamRange& r) {
+      events.push_back({'g', r});
+      for (int64_t i = r.offset; i < r.offset + r.size; ++i) {
+        ASSERT_EQ(m.grads()[i], want[i]) << i;
+      }
+    };
+    hooks.params_free = [&](const ParamRange& r) {
+      events.push_back({'f', r});
+      std::fill(m.params() + r.offset, m.params() + r.offset + r.size, NAN);
+    };
+    ASSERT_TRUE(m.Backward(1.0f / 8, hooks).ok());
+    for (int64_t i = 0; i < m.num_params(); ++i) ASSERT_EQ(m.grads()[i], want[i]) << i;
+
+    const std::vector<ParamRange>& layers = m.layer_ranges();
+    ASSERT_EQ(events.size(), 2 * layers.size());
+    for (size_t j = 0; j < layers.size(); ++j) {
+      const ParamRange& layer = layers[layers.size() - 1 - j];
+      for (int e = 0; e < 2; ++e) {
+        EXPECT_EQ(events[2 * j + e].first, e == 0 ? 'g' : 'f');
+        EXPECT_EQ(events[2 * j + e].second.offset, layer.offset);
+        EXPECT_EQ(events[2 * j + e].second.size, layer.size);
+      }
+    }
+    std::copy(params.begin(), params.end(), m.params());
   }
 }
 

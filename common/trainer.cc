@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> LocalSgdStrategy::Create(
   return std::unique_ptr<LocalSgdStrategy>(new LocalSgdStrategy(std::move(sgd), model, ops));
 }
 
-void LocalSgdStrategy::OnGradientReady(const ParamRange& range) {
+void LocalSgdStrategy::OnParamsFree(const ParamRange& range) {
   const int64_t t0 = NowMicros();
   sgd_.StepRange(range.offset, range.size, model_->params() + range.offset,
                  model_->grads() + range.offset, /*zero_grads=*/true);
@@ -70,7 +70,7 @@ absl::Status LocalSgdStrategy::FinishStep(Model* model, StepMetrics* m, TraceWri
   if (stepped_ != model->num_params()) {
     stepped_ = 0;
     spans_.clear();
-    OnGradientReady({0, model->num_params()});
+    OnParamsFree({0, model->num_params()});
   }
   const absl::Status status = ops_->Synchronize();
   int64_t update_us = 0;
@@ -244,7 +244,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   int64_t steps_total = per_epoch * c.epochs();
   if (c.max_steps() > 0) steps_total = std::min<int64_t>(steps_total, c.max_steps());
   TrainResult result;
-  const GradReadyFn on_ready = [this](const ParamRange& r) { strategy_->OnGradientReady(r); };
+  const BackwardHooks hooks{[this](const ParamRange& r) { strategy_->OnGradientReady(r); },
+                            [this](const ParamRange& r) { strategy_->OnParamsFree(r); }};
   const int64_t run_start = NowMicros();
   int64_t samples = 0;
   int64_t steps_run = 0;
@@ -274,7 +275,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
         StepMetrics part;
         RINGSIDE_RETURN_IF_ERROR(train_step_.Run(
             absl::MakeConstSpan(order).subspan(begin + off, mn), loss_scale,
-            last ? on_ready : GradReadyFn(), strategy_->accumulates_gradients() || off > 0,
+            last ? hooks : BackwardHooks(), strategy_->accumulates_gradients() || off > 0,
             &part, trace_.get()));
         m.set_data_ms(m.data_ms() + part.data_ms());
         m.set_forward_ms(m.forward_ms() + part.forward_ms());

@@ -35,8 +35,12 @@ class StepStrategy {
   // True: backward adds into model->grads() instead of overwriting them, and the
   // strategy leaves them zeroed once it has consumed them.
   virtual bool accumulates_gradients() const { return false; }
-  // Called during backward with each range whose gradients are final.
+  // Called during backward with each range whose gradients are final
+  // (BackwardHooks::grads_ready: the parameters must not change yet) ...
   virtual void OnGradientReady(const ParamRange& range) {}
+  // ... and again once backward no longer reads the range's parameters
+  // (BackwardHooks::params_free: they may change now).
+  virtual void OnParamsFree(const ParamRange& range) {}
   // After backward: brings model->params() up to date for the next step. Adds its
   // communication, wait and update times and byte counts to `m`, and spans to `trace`
   // (may be nullptr).
@@ -67,7 +71,8 @@ class LocalSgdStrategy final : public StepStrategy {
   // Backward adds into model->grads(), which hold the momentum state between steps
   // (or, with Nesterov, zeros: the update consumes them). Create overwrites them.
   bool accumulates_gradients() const override { return true; }
-  void OnGradientReady(const ParamRange& range) override;
+  // Steps the range (the update needs backward to be done with its parameters).
+  void OnParamsFree(const ParamRange& range) override;
   absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;
   absl::StatusOr<std::vector<float>> SaveOptimizerState() override { return sgd_.SaveState(); }
   absl::Status LoadOptimizerState(absl::Span<const float> state) override {

@@ -71,7 +71,7 @@ absl::Status RunStepBench(const StepBenchOptions& o) {
   absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> strategy =
       LocalSgdStrategy::Create(hyper, &m, ops.get());
   if (!strategy.ok()) return strategy.status();
-  const GradReadyFn on_ready = [&](const ParamRange& r) { (*strategy)->OnGradientReady(r); };
+  const BackwardHooks hooks{nullptr, [&](const ParamRange& r) { (*strategy)->OnParamsFree(r); }};
 
   const double flops = m.GemmFlops(o.batch);
   absl::PrintF("model %s  batch %d  threads %d  params %d  step GEMM work: %.1f MFLOP\n",
@@ -96,7 +96,7 @@ absl::Status RunStepBench(const StepBenchOptions& o) {
       absl::StatusOr<ForwardResult> f = m.Forward(x.data(), y.data(), o.batch);
       if (!f.ok()) return f.status();
       const int64_t t1 = NowMicros();
-      if (absl::Status st = m.Backward(1.0f / o.batch, on_ready, (*strategy)->accumulates_gradients()); !st.ok()) return st;
+      if (absl::Status st = m.Backward(1.0f / o.batch, hooks, (*strategy)->accumulates_gradients()); !st.ok()) return st;
       StepMetrics metrics;
       if (absl::Status st = (*strategy)->FinishStep(&m, &metrics, nullptr); !st.ok()) return st;
       const int64_t t2 = NowMicros();

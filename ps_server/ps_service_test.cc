@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -254,7 +255,8 @@ class PsServiceTest : public ::testing::Test {
     std::vector<PushPullTiming> t(kWorkers);
     std::vector<absl::Status> status = OnEveryWorker([&](int w) {
       const std::vector<float> g = Gradient(w, step);
-      return clients[w]->PushPull(step, g.data(), (*params)[w].data(), AlwaysReady, &t[w]);
+      return clients[w]->PushPull(step, g.data(), (*params)[w].data(), AlwaysReady, AlwaysReady,
+                                  &t[w]);
     });
     for (int w = 0; w < kWorkers; ++w) {
       SCOPED_TRACE(absl::StrCat("worker ", w, " step ", step));
@@ -463,7 +465,7 @@ TEST_F(PsServiceTest, ProtobufEncodedClientTrainsBesideShardClient) {
     auto worker0 = std::async(std::launch::async, [&] {
       PushPullTiming timing;
       const std::vector<float> g = Gradient(0, step);
-      return clients[0]->PushPull(step, g.data(), params[0].data(), AlwaysReady, &timing);
+      return clients[0]->PushPull(step, g.data(), params[0].data(), AlwaysReady, AlwaysReady, &timing);
     });
     const std::vector<float> g1 = Gradient(1, step);
     std::vector<ps::Chunk> push;
@@ -533,7 +535,7 @@ TEST_F(PsServiceTest, BrokenStreamAbortsTheJobNamingTheWorker) {
   auto worker0 = std::async(std::launch::async, [&] {
     PushPullTiming timing;
     const std::vector<float> g = Gradient(0, 0);
-    return clients[0]->PushPull(0, g.data(), params[0].data(), AlwaysReady, &timing);
+    return clients[0]->PushPull(0, g.data(), params[0].data(), AlwaysReady, AlwaysReady, &timing);
   });
   // Worker 1 pushes one chunk, then its stream breaks mid-step.
   Rogue rogue(address_);
@@ -605,8 +607,52 @@ TEST_F(PsServiceTest, StreamBrokenWhileWaitingForRepliesAbortsTheJob) {
   // Worker 0 then gets the abort instead of waiting for worker 1.
   PushPullTiming timing;
   const std::vector<float> g0 = Gradient(0, 0);
-  absl::Status s = clients[0]->PushPull(0, g0.data(), params[0].data(), AlwaysReady, &timing);
+  absl::Status s = clients[0]->PushPull(0, g0.data(), params[0].data(), AlwaysReady, AlwaysReady, &timing);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+}
+
+// The worker's backward may still read a layer's parameters when that layer's updated
+// chunk comes back (its gradient went out first): the reply waits for wait_writable.
+TEST_F(PsServiceTest, AnEarlyReplyWaitsUntilItsParametersAreWritable) {
+  const SgdHyper hyper = Hyper(0.25f);
+  StartServer(SyncPolicy{SyncMode::kAsp, 0}, hyper);
+  std::vector<std::unique_ptr<ShardClient>> clients = RegisterAll();
+  const std::vector<float> p0 = InitialParams();
+  ASSERT_TRUE(clients[0]->Push(0, ps::PARAMS, p0.data()).ok());
+  std::vector<float> params(kNumParams);
+  ASSERT_TRUE(clients[0]->Pull(0, ps::PARAMS, params.data()).ok());
+  for (bool allow : {true, false}) {
+    SCOPED_TRACE(allow ? "released" : "cancelled");
+    const int64_t step = allow ? 0 : 1;
+    const std::vector<float> g = Gradient(0, step);
+    const std::vector<float> before = params;
+    absl::Notification arrived, release;
+    auto wait_writable = [&](int64_t) {
+      if (!arrived.HasBeenNotified()) arrived.Notify();
+      release.WaitForNotification();
+      return allow;
+    };
+    PushPullTiming timing;
+    std::future<absl::Status> call = std::async(std::launch::async, [&] {
+      return clients[0]->PushPull(step, g.data(), params.data(), AlwaysReady, wait_writable,
+                                  &timing);
+    });
+    ASSERT_TRUE(arrived.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    // The reply is here, held back: nothing was written.
+    EXPECT_EQ(params, before);
+    release.Notify();
+    const absl::Status s = call.get();
+    if (allow) {
+      ASSERT_TRUE(s.ok()) << s;
+      std::vector<double> want(p0.begin(), p0.end());
+      std::vector<double> buf(kNumParams, 0.0);
+      SgdStep(hyper, {0}, 0, kWorkers, &want, &buf);
+      ExpectNear(params, want);
+    } else {
+      EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+      EXPECT_EQ(params, before);
+    }
+  }
 }
 
 TEST_F(PsServiceTest, AspWorkerRunsAheadAlone) {
@@ -623,7 +669,7 @@ TEST_F(PsServiceTest, AspWorkerRunsAheadAlone) {
   for (int64_t step = 0; step < 3; ++step) {
     PushPullTiming timing;
     const std::vector<float> g = Gradient(0, step);
-    ASSERT_TRUE(clients[0]->PushPull(step, g.data(), params.data(), AlwaysReady, &timing).ok());
+    ASSERT_TRUE(clients[0]->PushPull(step, g.data(), params.data(), AlwaysReady, AlwaysReady, &timing).ok());
     SgdStep(hyper, {0}, step, kWorkers, &want, &buf);
     ExpectNear(params, want);
   }

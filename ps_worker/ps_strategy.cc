@@ -45,6 +45,7 @@ PsStrategy::PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model*
   }
   absl::MutexLock l(&mu_);
   remaining_.resize(clients_.size());
+  busy_.resize(clients_.size());
 }
 
 PsStrategy::~PsStrategy() {
@@ -68,6 +69,15 @@ bool PsStrategy::WaitReady(int s, int64_t k) {
   return !cancelled_;
 }
 
+bool PsStrategy::WaitWritable(int s, int64_t k) {
+  absl::MutexLock l(&mu_);
+  auto free = [this, s, k]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return cancelled_ || busy_[s][k] == 0;
+  };
+  mu_.Await(absl::Condition(&free));
+  return !cancelled_;
+}
+
 void PsStrategy::StartPushPull() {
   if (options_.crash_at_step >= 0 && step_ == options_.crash_at_step) {
     _exit(3);  // Test hook: die like a killed process, without saying goodbye.
@@ -80,6 +90,7 @@ void PsStrategy::StartPushPull() {
       const int64_t chunks = clients_[s]->num_chunks();
       remaining_[s].resize(chunks);
       for (int64_t k = 0; k < chunks; ++k) remaining_[s][k] = ChunkOf(slices_[s].size, cf, k).size;
+      busy_[s] = remaining_[s];
     }
   }
   started_ = true;
@@ -90,7 +101,8 @@ void PsStrategy::StartPushPull() {
       const Slice& slice = slices_[s];
       results_[s] = clients_[s]->PushPull(
           step_, model_->grads() + slice.offset, model_->params() + slice.offset,
-          [this, s](int64_t k) { return WaitReady(static_cast<int>(s), k); }, &timings_[s]);
+          [this, s](int64_t k) { return WaitReady(static_cast<int>(s), k); },
+          [this, s](int64_t k) { return WaitWritable(static_cast<int>(s), k); }, &timings_[s]);
     });
   }
 }
@@ -99,8 +111,20 @@ void PsStrategy::OnGradientReady(const ParamRange& range) {
   const int64_t h0 = NowUs();
   if (!started_) StartPushPull();
   absl::MutexLock l(&mu_);
+  CountDown(range, &remaining_);
   // The hook's time is taken out of backward_ms (see LocalStep); it is push time.
   hook_us_ += NowUs() - h0;
+}
+
+void PsStrategy::OnParamsFree(const ParamRange& range) {
+  const int64_t h0 = NowUs();
+  if (!started_) return;  // Nothing in flight can write yet; FinishStep frees all.
+  absl::MutexLock l(&mu_);
+  CountDown(range, &busy_);
+  hook_us_ += NowUs() - h0;
+}
+
+void PsStrategy::CountDown(const ParamRange& range, std::vector<std::vector<int64_t>>* counts) {
   const int64_t end = range.offset + range.size;
   for (size_t s = 0; s < slices_.size(); ++s) {
     const int64_t lo = std::max(range.offset, slices_[s].offset);
@@ -110,12 +134,12 @@ void PsStrategy::OnGradientReady(const ParamRange& range) {
     // Chunks of shard s overlapping [lo, hi).
     const int64_t base = slices_[s].offset;
     for (int64_t k = ChunkHolding(slices_[s].size, cf, lo - base);
-         k < static_cast<int64_t>(remaining_[s].size()); ++k) {
+         k < static_cast<int64_t>((*counts)[s].size()); ++k) {
       const Slice c = ChunkOf(slices_[s].size, cf, k);
       if (base + c.offset >= hi) break;
       const int64_t c_lo = std::max(lo, base + c.offset);
       const int64_t c_hi = std::min(hi, base + c.offset + c.size);
-      remaining_[s][k] -= c_hi - c_lo;
+      (*counts)[s][k] -= c_hi - c_lo;
     }
   }
 }
@@ -125,6 +149,11 @@ absl::Status PsStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* t
   if (!started_) {
     // No gradient was announced (an empty model range never is): all are final now.
     OnGradientReady(ParamRange{0, model->num_params()});
+  }
+  {
+    // Backward is over: every updated chunk may be written now.
+    absl::MutexLock l(&mu_);
+    for (auto& shard : busy_) std::fill(shard.begin(), shard.end(), 0);
   }
   WaitForSenders();
   started_ = false;

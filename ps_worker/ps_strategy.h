@@ -39,7 +39,11 @@ class PsStrategy final : public StepStrategy {
   ~PsStrategy() override;
 
   std::string role() const override { return "worker"; }
+  // Starts this step's push-pulls (on the first call) and releases the range's chunks
+  // to them.
   void OnGradientReady(const ParamRange& range) override;
+  // Lets the push-pulls write the range's updated parameters into the model.
+  void OnParamsFree(const ParamRange& range) override;
   // Waits for every shard's push-pull of this step; the model holds the next step's
   // parameters afterwards.
   absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;
@@ -63,8 +67,13 @@ class PsStrategy final : public StepStrategy {
   PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model* model,
              const PsStrategyOptions& options);
   void StartPushPull();
-  // Blocks until chunk k of shard s has final gradients; false when cancelled.
+  // Subtracts from (*counts)[s][k] the floats of `range` in chunk k of shard s.
+  void CountDown(const ParamRange& range, std::vector<std::vector<int64_t>>* counts)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Block until chunk k of shard s has final gradients (WaitReady), or until backward
+  // no longer reads its parameters (WaitWritable); false when cancelled.
   bool WaitReady(int s, int64_t k);
+  bool WaitWritable(int s, int64_t k);
   void WaitForSenders();
 
   std::vector<std::unique_ptr<ShardClient>> clients_;
@@ -78,10 +87,13 @@ class PsStrategy final : public StepStrategy {
   absl::Mutex mu_;
   // remaining_[s][k]: gradient floats of chunk k of shard s not yet announced.
   std::vector<std::vector<int64_t>> remaining_ ABSL_GUARDED_BY(mu_);
+  // busy_[s][k]: parameter floats of chunk k of shard s that backward may still read
+  // (an updated chunk that comes back early waits for them).
+  std::vector<std::vector<int64_t>> busy_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 
   bool started_ = false;       // Senders of this step are running.
-  int64_t hook_us_ = 0;        // Time spent in OnGradientReady this step.
+  int64_t hook_us_ = 0;        // Time spent in the backward hooks this step.
   std::vector<std::unique_ptr<TaskThread>> senders_;  // Per shard.
   std::vector<absl::Status> results_;
   std::vector<PushPullTiming> timings_;

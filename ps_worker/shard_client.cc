@@ -109,6 +109,7 @@ absl::Status ShardClient::FinishPending() {
 
 absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* params,
                                    const std::function<bool(int64_t)>& wait_ready,
+                                   const std::function<bool(int64_t)>& wait_writable,
                                    PushPullTiming* timing) {
   RINGSIDE_RETURN_IF_ERROR(FinishPending());
   const int64_t chunks = num_chunks();
@@ -127,17 +128,28 @@ absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* para
   // The reader runs beside the writer, on this client's long-lived reader thread: the
   // server streams updated chunks back while this worker is still pushing (and would
   // stall if nobody read them).
-  reader_.Run([this, c, step, size, cf, params, timing] {
+  reader_.Run([this, c, step, size, cf, params, wait_writable, timing] {
     WireChunk in;
     while (c->stream->Read(&in)) {
       const int64_t n = static_cast<int64_t>(in.payload_size() / sizeof(float));
-      absl::MutexLock l(&c->mu);
       const int64_t k = ChunkIndexAt(size, cf, in.offset);
-      if (c->received >= c->chunks || in.kind != ps::PARAMS || k < 0 ||
-          in.payload_size() % sizeof(float) != 0 || n != ChunkOf(size, cf, k).size ||
-          in.step != step + 1) {
-        c->read_status = absl::DataLossError(absl::StrCat(
-            name_, ": malformed or extra parameter chunk at offset ", in.offset, " for step ", in.step));
+      {
+        absl::MutexLock l(&c->mu);
+        if (c->received >= c->chunks || in.kind != ps::PARAMS || k < 0 ||
+            in.payload_size() % sizeof(float) != 0 || n != ChunkOf(size, cf, k).size ||
+            in.step != step + 1) {
+          c->read_status = absl::DataLossError(absl::StrCat(
+              name_, ": malformed or extra parameter chunk at offset ", in.offset, " for step ", in.step));
+          c->context.TryCancel();
+          break;
+        }
+      }
+      // An early reply waits until backward no longer reads the chunk's parameters.
+      const bool writable = wait_writable(k);
+      absl::MutexLock l(&c->mu);
+      if (!writable) {
+        c->read_status = absl::CancelledError(
+            absl::StrCat(name_, ": push-pull of step ", step, " cancelled"));
         c->context.TryCancel();
         break;
       }
