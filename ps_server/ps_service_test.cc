@@ -286,6 +286,19 @@ class PsServiceTest : public ::testing::Test {
     return clients;
   }
 
+  // An ASP job: worker 0 has set the parameters to InitialParams() and pulled them into
+  // `params`.
+  std::vector<std::unique_ptr<ShardClient>> StartAspJob(const SgdHyper& hyper,
+                                                        std::vector<float>* params) {
+    StartServer(SyncPolicy{SyncMode::kAsp, 0}, hyper);
+    std::vector<std::unique_ptr<ShardClient>> clients = RegisterAll();
+    const std::vector<float> p0 = InitialParams();
+    EXPECT_TRUE(clients[0]->Push(0, ps::PARAMS, p0.data()).ok());
+    params->assign(kNumParams, 0.0f);
+    EXPECT_TRUE(clients[0]->Pull(0, ps::PARAMS, params->data()).ok());
+    return clients;
+  }
+
   std::unique_ptr<PsServer> server_;
   std::string address_;
 };
@@ -615,12 +628,10 @@ TEST_F(PsServiceTest, StreamBrokenWhileWaitingForRepliesAbortsTheJob) {
 // chunk comes back (its gradient went out first): the reply waits for wait_writable.
 TEST_F(PsServiceTest, AnEarlyReplyWaitsUntilItsParametersAreWritable) {
   const SgdHyper hyper = Hyper(0.25f);
-  StartServer(SyncPolicy{SyncMode::kAsp, 0}, hyper);
-  std::vector<std::unique_ptr<ShardClient>> clients = RegisterAll();
+  std::vector<float> params;
+  std::vector<std::unique_ptr<ShardClient>> clients = StartAspJob(hyper, &params);
   const std::vector<float> p0 = InitialParams();
-  ASSERT_TRUE(clients[0]->Push(0, ps::PARAMS, p0.data()).ok());
-  std::vector<float> params(kNumParams);
-  ASSERT_TRUE(clients[0]->Pull(0, ps::PARAMS, params.data()).ok());
+  ASSERT_EQ(params, p0);
   for (bool allow : {true, false}) {
     SCOPED_TRACE(allow ? "released" : "cancelled");
     const int64_t step = allow ? 0 : 1;
@@ -657,12 +668,10 @@ TEST_F(PsServiceTest, AnEarlyReplyWaitsUntilItsParametersAreWritable) {
 
 TEST_F(PsServiceTest, AspWorkerRunsAheadAlone) {
   const SgdHyper hyper = Hyper(0.25f);
-  StartServer(SyncPolicy{SyncMode::kAsp, 0}, hyper);
-  std::vector<std::unique_ptr<ShardClient>> clients = RegisterAll();
+  std::vector<float> params;
+  std::vector<std::unique_ptr<ShardClient>> clients = StartAspJob(hyper, &params);
   const std::vector<float> p0 = InitialParams();
-  ASSERT_TRUE(clients[0]->Push(0, ps::PARAMS, p0.data()).ok());
-  std::vector<float> params(kNumParams);
-  ASSERT_TRUE(clients[0]->Pull(0, ps::PARAMS, params.data()).ok());
+  ASSERT_EQ(params, p0);
   std::vector<double> want(p0.begin(), p0.end());
   std::vector<double> buf(kNumParams, 0.0);
   // Worker 1 never pushes; worker 0's pushes step with N times its gradient.

@@ -60,21 +60,12 @@ void PsStrategy::WaitForSenders() {
   for (auto& t : senders_) t->Wait();
 }
 
-bool PsStrategy::WaitReady(int s, int64_t k) {
+bool PsStrategy::WaitForZero(const std::vector<std::vector<int64_t>>* counts, int s, int64_t k) {
   absl::MutexLock l(&mu_);
-  auto ready = [this, s, k]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return cancelled_ || remaining_[s][k] == 0;
+  auto zero = [this, counts, s, k]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return cancelled_ || (*counts)[s][k] == 0;
   };
-  mu_.Await(absl::Condition(&ready));
-  return !cancelled_;
-}
-
-bool PsStrategy::WaitWritable(int s, int64_t k) {
-  absl::MutexLock l(&mu_);
-  auto free = [this, s, k]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return cancelled_ || busy_[s][k] == 0;
-  };
-  mu_.Await(absl::Condition(&free));
+  mu_.Await(absl::Condition(&zero));
   return !cancelled_;
 }
 
@@ -101,8 +92,9 @@ void PsStrategy::StartPushPull() {
       const Slice& slice = slices_[s];
       results_[s] = clients_[s]->PushPull(
           step_, model_->grads() + slice.offset, model_->params() + slice.offset,
-          [this, s](int64_t k) { return WaitReady(static_cast<int>(s), k); },
-          [this, s](int64_t k) { return WaitWritable(static_cast<int>(s), k); }, &timings_[s]);
+          [this, s](int64_t k) { return WaitForZero(&remaining_, static_cast<int>(s), k); },
+          [this, s](int64_t k) { return WaitForZero(&busy_, static_cast<int>(s), k); },
+          &timings_[s]);
     });
   }
 }

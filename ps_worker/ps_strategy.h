@@ -70,10 +70,10 @@ class PsStrategy final : public StepStrategy {
   // Subtracts from (*counts)[s][k] the floats of `range` in chunk k of shard s.
   void CountDown(const ParamRange& range, std::vector<std::vector<int64_t>>* counts)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Block until chunk k of shard s has final gradients (WaitReady), or until backward
-  // no longer reads its parameters (WaitWritable); false when cancelled.
-  bool WaitReady(int s, int64_t k);
-  bool WaitWritable(int s, int64_t k);
+  // Blocks until (*counts)[s][k] is 0: with &remaining_, chunk k of shard s has final
+  // gradients; with &busy_, backward no longer reads its parameters. False when
+  // cancelled.
+  bool WaitForZero(const std::vector<std::vector<int64_t>>* counts, int s, int64_t k);
   void WaitForSenders();
 
   std::vector<std::unique_ptr<ShardClient>> clients_;
