@@ -129,7 +129,6 @@ class PsServer::Service final : public ps::ParameterServer::Service {
       return grpc::Status::OK;
     };
     WireChunk in;
-    std::vector<float> payload;  // Contiguous copy of the received payload.
     while (stream->Read(&in)) {
       const ChunkHeader h{in.worker_id, in.step, in.kind, in.offset};
       absl::StatusOr<int64_t> k = shard_->CheckChunk(h, in.payload_size(), worker);
@@ -144,9 +143,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                             absl::StrCat("chunk of step ", h.step, " in a push-pull of step ", step));
       }
-      payload.resize(in.payload_size() / sizeof(float));
-      in.CopyPayloadTo(payload.data());
-      if (absl::Status s = shard_->Accept(h, payload.data(), in.wire_bytes()); !s.ok()) {
+      if (absl::Status s = shard_->Accept(h, in); !s.ok()) {
         return ToGrpcStatus(s);
       }
       accepted.push_back(*k);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -88,6 +89,10 @@ class Shard {
   // Same for a checked header and its payload (the chunk's exact length, contiguous;
   // used as scratch).
   absl::Status Accept(const ChunkHeader& header, float* payload, int64_t wire_bytes);
+  // Same for a received WireChunk (PushPull's hot path): gradients are read from the
+  // received slices block by block, through a cache-sized buffer, with no copy of the
+  // whole payload. The caller checked the payload's length (CheckChunk).
+  absl::Status Accept(const ChunkHeader& header, const WireChunk& chunk);
 
   // Fills `out` with chunk k of `kind` for `worker`, who is about to run `step`, once
   // the sync mode allows: BSP waits for the step's update of the chunk, SSP for the
@@ -158,7 +163,11 @@ class Shard {
                                         const FillFn& fill);
   absl::Status ServeWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                          const FillFn& fill, const std::function<bool()>& cancelled = nullptr);
-  absl::Status AcceptGradient(const ChunkHeader& h, float* grad, int64_t k, int64_t wire_bytes);
+  // Copies the next at most `max_floats` floats of a gradient payload to `dst`;
+  // returns how many.
+  using BlockSource = absl::FunctionRef<size_t(float* dst, size_t max_floats)>;
+  absl::Status AcceptGradient(const ChunkHeader& h, BlockSource next, int64_t k,
+                              int64_t wire_bytes);
   absl::Status AcceptInit(const ChunkHeader& h, const float* data, int64_t k, int64_t wire_bytes);
   // Statistics of step `step`; created on first use.
   StepRecord& Record(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

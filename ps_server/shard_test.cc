@@ -807,8 +807,8 @@ TEST(ShardErrorsTest, PushOfTheNextStepBeforeFinishingThisOneIsRefused) {
 // ---------------------------------------------------------------------------------
 // The zero-copy entry points the service's PushPull uses.
 
-// The bytes a WireChunk puts on the wire, parsed back as ps.proto's Chunk.
-ps::Chunk OnTheWire(const WireChunk& c) {
+// The bytes a WireChunk puts on the wire.
+std::string WireBytes(const WireChunk& c) {
   grpc::ByteBuffer buffer;
   EXPECT_TRUE(c.Serialize(&buffer).ok());
   std::vector<grpc::Slice> slices;
@@ -818,6 +818,12 @@ ps::Chunk OnTheWire(const WireChunk& c) {
     bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   }
   EXPECT_EQ(c.wire_bytes(), static_cast<int64_t>(bytes.size()));
+  return bytes;
+}
+
+// Those bytes parsed back as ps.proto's Chunk.
+ps::Chunk OnTheWire(const WireChunk& c) {
+  const std::string bytes = WireBytes(c);
   ps::Chunk chunk;
   EXPECT_TRUE(chunk.ParseFromString(bytes));
   return chunk;
@@ -947,6 +953,97 @@ TEST(ShardWireTest, AspRepliesAreSnapshotsNotViews) {
   std::vector<float> got(n0);
   std::memcpy(got.data(), chunk.data().data(), chunk.data().size());
   ExpectNear(got, std::vector<double>(want.begin(), want.begin() + n0));
+}
+
+// Chunk `sent` as the shard receives it from PushPull: parsed from its bytes on the
+// wire cut into `piece`-byte slices (so that floats straddle slice boundaries).
+WireChunk Received(const WireChunk& sent, size_t piece) {
+  const std::string bytes = WireBytes(sent);
+  std::vector<grpc::Slice> cut;
+  for (size_t at = 0; at < bytes.size(); at += piece) {
+    cut.emplace_back(bytes.data() + at, std::min(piece, bytes.size() - at));
+  }
+  grpc::ByteBuffer odd(cut.data(), cut.size());
+  WireChunk received;
+  EXPECT_TRUE(received.Parse(&odd).ok());
+  return received;
+}
+
+TEST(ShardWireTest, PayloadReaderReadsAcrossOddSlices) {
+  const std::vector<float> values = Gradient(1000, 0, 0);
+  WireChunk sent;
+  sent.offset = 3;
+  sent.BorrowPayload(values.data(), values.size() * sizeof(float));
+  const WireChunk received = Received(sent, 7);
+  ASSERT_EQ(received.payload_size(), values.size() * sizeof(float));
+  EXPECT_EQ(received.offset, 3);
+  std::vector<float> got(values.size(), -1.0f);
+  char* out = reinterpret_cast<char*>(got.data());
+  WireChunk::PayloadReader reader(received);
+  size_t total = 0;
+  for (size_t piece = 1; reader.bytes_left() > 0; piece = piece % 13 + 5) {
+    const size_t n = reader.Read(out + total, piece);
+    ASSERT_GT(n, 0u);
+    total += n;
+  }
+  EXPECT_EQ(total, values.size() * sizeof(float));
+  EXPECT_EQ(reader.Read(out, 4), 0u);
+  EXPECT_EQ(got, values);
+  std::vector<float> whole(values.size(), -1.0f);
+  received.CopyPayloadTo(whole.data());
+  EXPECT_EQ(whole, values);
+}
+
+// PushPull's Accept(header, WireChunk) takes gradients in blocks of 2048 floats read
+// straight from the received slices. With chunks of several blocks plus a partial one,
+// on each path (BSP's sum, BSP with one worker, ASP's rescaling by N), the parameters
+// equal the closed form.
+TEST(ShardWireTest, BlockwiseGradientsFromOddSlicesMatchTheClosedForm) {
+  constexpr int64_t kBigSlice = 11000;  // Shard 1 of 2 over 22000 floats.
+  struct Case {
+    const char* name;
+    int workers;
+    SyncPolicy sync;
+  };
+  for (const Case& t : {Case{"bsp, 2 workers", 2, Bsp()}, Case{"bsp, 1 worker", 1, Bsp()},
+                        Case{"asp, 2 workers", 2, Asp()}}) {
+    SCOPED_TRACE(t.name);
+    const SgdHyper hyper = Hyper(0.5f, /*momentum=*/0.9f, /*weight_decay=*/0.01f);
+    PsShardOptions o = Options(t.workers, t.sync, hyper);
+    o.chunk_bytes = 5000 * sizeof(float);  // Chunks of 1000, 5000 and 5000 floats.
+    std::unique_ptr<Shard> shard = NewShard(o, 2 * kBigSlice);
+    ASSERT_NE(shard, nullptr);
+    ASSERT_EQ(shard->num_chunks(), 3);
+    Initialise(*shard);
+    std::vector<double> want = ToDouble(InitialParams(kBigSlice));
+    std::vector<double> carried(kBigSlice, 0.0);
+    std::vector<int> all;
+    for (int w = 0; w < t.workers; ++w) {
+      const std::vector<float> g = Gradient(kBigSlice, w, 0);
+      for (int64_t k = shard->num_chunks() - 1; k >= 0; --k) {
+        const Slice c = ChunkOf(kBigSlice, shard->chunk_floats(), k);
+        WireChunk sent;
+        sent.worker_id = w;
+        sent.kind = ps::GRADIENTS;
+        sent.offset = c.offset;
+        sent.BorrowPayload(g.data() + c.offset, c.size * sizeof(float));
+        const WireChunk in = Received(sent, 8191);
+        const ChunkHeader h = Header(w, 0, ps::GRADIENTS, c.offset);
+        ASSERT_TRUE(shard->CheckChunk(h, in.payload_size(), w).ok());
+        ASSERT_TRUE(shard->Accept(h, in).ok());
+      }
+      all.push_back(w);
+      if (t.sync.mode == SyncMode::kAsp) {
+        SgdStep(hyper, SumOfGradients(kBigSlice, {w}, 0, t.workers), &want, &carried);
+      }
+    }
+    if (t.sync.mode == SyncMode::kBsp) {
+      SgdStep(hyper, SumOfGradients(kBigSlice, all, 0), &want, &carried);
+    }
+    absl::StatusOr<std::vector<float>> got = ServeSlice(*shard, 0, 1);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectNear(*got, want);
+  }
 }
 
 // ---------------------------------------------------------------------------------

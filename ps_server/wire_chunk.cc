@@ -1,5 +1,6 @@
 #include "ps_server/wire_chunk.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "google/protobuf/io/coded_stream.h"
@@ -89,15 +90,34 @@ void WireChunk::CopyPayload(const void* data, size_t bytes) {
 }
 
 void WireChunk::CopyPayloadTo(void* dst) const {
+  PayloadReader(*this).Read(dst, payload_size_);
+}
+
+WireChunk::PayloadReader::PayloadReader(const WireChunk& chunk)
+    : slices_(chunk.in_slices_),
+      slice_(chunk.in_first_slice_),
+      offset_(chunk.in_first_offset_),
+      left_(chunk.payload_size_) {}
+
+size_t WireChunk::PayloadReader::Read(void* dst, size_t max_bytes) {
   char* out = static_cast<char*>(dst);
-  size_t left = payload_size_;
-  size_t offset = in_first_offset_;
-  for (size_t s = in_first_slice_; left > 0 && s < in_slices_.size(); ++s, offset = 0) {
-    const size_t n = std::min(left, in_slices_[s].size() - offset);
-    std::memcpy(out, in_slices_[s].begin() + offset, n);
+  size_t want = std::min(max_bytes, left_);
+  const size_t total = want;
+  while (want > 0 && slice_ < slices_.size()) {
+    const size_t n = std::min(want, slices_[slice_].size() - offset_);
+    std::memcpy(out, slices_[slice_].begin() + offset_, n);
     out += n;
-    left -= n;
+    want -= n;
+    offset_ += n;
+    if (offset_ == slices_[slice_].size()) {
+      ++slice_;
+      offset_ = 0;
+    }
   }
+  // Parse checked that the slices hold the whole payload.
+  const size_t copied = total - want;
+  left_ -= copied;
+  return copied;
 }
 
 size_t WireChunk::header_size() const {

@@ -41,6 +41,24 @@ class WireChunk {
   size_t payload_size() const { return payload_size_; }
   void CopyPayloadTo(void* dst) const;
 
+  // Receiving, in pieces: reads the payload front to back across the received slices,
+  // so a consumer can take it in cache-sized blocks instead of copying it whole first
+  // (Shard::Accept does). The chunk must outlive the reader and stay unchanged.
+  class PayloadReader {
+   public:
+    explicit PayloadReader(const WireChunk& chunk);
+    // Copies the next min(max_bytes, bytes_left()) payload bytes to `dst`; returns
+    // how many (0 once the payload is consumed).
+    size_t Read(void* dst, size_t max_bytes);
+    size_t bytes_left() const { return left_; }
+
+   private:
+    const std::vector<grpc::Slice>& slices_;
+    size_t slice_;
+    size_t offset_;
+    size_t left_;
+  };
+
   // Serialised size (what the statistics count as wire bytes): as received, or as it
   // will be sent.
   int64_t wire_bytes() const {
