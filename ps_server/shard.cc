@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "absl/base/internal/raw_logging.h"
 #include "absl/strings/str_cat.h"
@@ -231,17 +232,25 @@ absl::Status Shard::Accept(ps::Chunk* chunk, int64_t wire_bytes) {
                 wire_bytes);
 }
 
-absl::Status Shard::Accept(const ChunkHeader& header, float* payload, int64_t wire_bytes) {
+absl::StatusOr<int64_t> Shard::CheckAccept(const ChunkHeader& header,
+                                            std::optional<size_t> payload_bytes) {
   RINGSIDE_RETURN_IF_ERROR(health());
-  // The caller checked the payload's length; the header is checked (again) here.
   {
     absl::MutexLock l(&mu_);
     if (num_params_ < 0) return absl::FailedPreconditionError("no worker has registered");
   }
-  const int64_t size = static_cast<int64_t>(params_.size());
-  const int64_t at = ChunkIndexAt(size, chunk_floats_, header.offset);
-  const Slice c = ChunkOf(size, chunk_floats_, at >= 0 ? at : 0);
-  RINGSIDE_ASSIGN_OR_RETURN(int64_t index, CheckChunk(header, c.size * sizeof(float), -1));
+  if (!payload_bytes.has_value()) {
+    // The caller checked the payload's length: take the length of the chunk the
+    // header names, so that only the header is checked (again) here.
+    const int64_t size = static_cast<int64_t>(params_.size());
+    const int64_t at = ChunkIndexAt(size, chunk_floats_, header.offset);
+    payload_bytes = ChunkOf(size, chunk_floats_, at >= 0 ? at : 0).size * sizeof(float);
+  }
+  return CheckChunk(header, *payload_bytes, -1);
+}
+
+absl::Status Shard::Accept(const ChunkHeader& header, float* payload, int64_t wire_bytes) {
+  RINGSIDE_ASSIGN_OR_RETURN(int64_t index, CheckAccept(header, std::nullopt));
   if (header.kind == ps::GRADIENTS) {
     const float* in = payload;
     return AcceptGradient(
@@ -263,12 +272,7 @@ absl::Status Shard::Accept(const ChunkHeader& header, const WireChunk& chunk) {
     chunk.CopyPayloadTo(payload.data());
     return Accept(header, payload.data(), chunk.wire_bytes());
   }
-  RINGSIDE_RETURN_IF_ERROR(health());
-  {
-    absl::MutexLock l(&mu_);
-    if (num_params_ < 0) return absl::FailedPreconditionError("no worker has registered");
-  }
-  RINGSIDE_ASSIGN_OR_RETURN(int64_t index, CheckChunk(header, chunk.payload_size(), -1));
+  RINGSIDE_ASSIGN_OR_RETURN(int64_t index, CheckAccept(header, chunk.payload_size()));
   WireChunk::PayloadReader reader(chunk);
   return AcceptGradient(
       header,

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,10 +85,9 @@ class Shard {
   // (FailedPrecondition for a step that is not the worker's current one, or a chunk
   // pushed twice). PARAMS / OPTIMIZER_STATE initialise the shard (worker 0, before any
   // gradient). `wire_bytes` is the serialised size, for the statistics. The payload
-  // buffer may be used as scratch.
+  // is only read.
   absl::Status Accept(ps::Chunk* chunk, int64_t wire_bytes);
-  // Same for a checked header and its payload (the chunk's exact length, contiguous;
-  // used as scratch).
+  // Same for a checked header and its payload (the chunk's exact length, contiguous).
   absl::Status Accept(const ChunkHeader& header, float* payload, int64_t wire_bytes);
   // Same for a received WireChunk (PushPull's hot path): gradients are read from the
   // received slices block by block, through a cache-sized buffer, with no copy of the
@@ -169,6 +169,11 @@ class Shard {
   absl::Status AcceptGradient(const ChunkHeader& h, BlockSource next, int64_t k,
                               int64_t wire_bytes);
   absl::Status AcceptInit(const ChunkHeader& h, const float* data, int64_t k, int64_t wire_bytes);
+  // Accept's checks: the shard is healthy and has a layout, and the header (with
+  // `payload_bytes`, or without it the length of the chunk it names) is valid. Returns
+  // the chunk's index.
+  absl::StatusOr<int64_t> CheckAccept(const ChunkHeader& header,
+                                      std::optional<size_t> payload_bytes);
   // Statistics of step `step`; created on first use.
   StepRecord& Record(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFinishRecord(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
