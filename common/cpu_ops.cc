@@ -428,29 +428,29 @@ class CpuOps final : public Ops {
   // Every op runs synchronously and none can fail, so there is nothing to latch.
   absl::Status Synchronize() override { return absl::OkStatus(); }
 
-  void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-            const float* b, float beta, float* c) override {
+  void GemmStrided(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                   const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                   int ldc) override {
     if (m <= 0 || n <= 0) return;
     if (k <= 0) {
-      // C = beta * C (beta == 0 overwrites); BLAS implementations disagree on
-      // whether k == 0 is legal, so it never reaches cblas.
-      const int64_t size = static_cast<int64_t>(m) * n;
-      if (beta == 0.0f) {
-        Fill(c, size, 0.0f);
-      } else {
-        Scale(c, size, beta);
+      // C = beta * C (beta == 0 overwrites), row by row; BLAS implementations
+      // disagree on whether k == 0 is legal, so it never reaches cblas.
+      for (int i = 0; i < m; ++i) {
+        float* row = c + static_cast<int64_t>(i) * ldc;
+        if (beta == 0.0f) {
+          Fill(row, n, 0.0f);
+        } else {
+          Scale(row, n, beta);
+        }
       }
       return;
     }
-    // Row-major leading dimensions: the stored row length of each operand.
-    const int lda = trans_a ? m : k;
-    const int ldb = trans_b ? k : n;
     // OpenBLAS treats beta == 0 as "overwrite C" (its beta kernel stores zeros rather
     // than multiplying), which is what ops.h promises; the test pins this with a
     // NaN-filled C.
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta,
-                c, n);
+                c, ldc);
   }
 
   void BiasAdd(float* y, const float* bias, int outer, int channels, int inner) override {

@@ -2,6 +2,7 @@
 // the documented aliasing, and finite-difference checks of every backward op.
 #include "common/cpu_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -287,6 +288,55 @@ TEST_F(CpuOpsTest, GemmDegenerateSizes) {
             (Vec{2.0f, -6.0f}));
   // 1x1x1 closed form.
   EXPECT_EQ(Gemm(false, false, 1, 1, 1, 2.0f, {3.0f}, {4.0f}, 0.0f, {nan}), Vec{24.0f});
+}
+
+// GemmStrided on sub-matrices of padded operands equals Gemm on packed copies, and
+// leaves C's padding alone (also when k == 0).
+TEST_F(CpuOpsTest, GemmStridedOnSubMatricesMatchesPackedGemm) {
+  Rng rng(13);
+  const float guard = 1234.5f;
+  for (int k : {6, 0}) {
+    for (int trans = 0; trans < 4; ++trans) {
+      const bool ta = trans & 1, tb = trans & 2;
+      const int m = 5, n = 7, pad = 3;
+      SCOPED_TRACE(testing::Message() << "k=" << k << " ta=" << ta << " tb=" << tb);
+      // Stored shapes: A [m, k] or [k, m], B [k, n] or [n, k], C [m, n]; each padded
+      // with `pad` extra columns per row.
+      const int a_rows = ta ? k : m, a_cols = ta ? m : k;
+      const int b_rows = tb ? n : k, b_cols = tb ? k : n;
+      const int lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+      // (One element at least: an empty operand still needs a valid pointer.)
+      const Vec a_big = RandomVec(rng, std::max(1, a_rows * lda));
+      const Vec b_big = RandomVec(rng, std::max(1, b_rows * ldb));
+      Vec c_big(static_cast<size_t>(m) * ldc, guard);
+      Vec a(std::max(1, a_rows * a_cols)), b(std::max(1, b_rows * b_cols)), c(m * n);
+      for (int i = 0; i < a_rows; ++i) {
+        for (int j = 0; j < a_cols; ++j) a[i * a_cols + j] = a_big[i * lda + j];
+      }
+      for (int i = 0; i < b_rows; ++i) {
+        for (int j = 0; j < b_cols; ++j) b[i * b_cols + j] = b_big[i * ldb + j];
+      }
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) c[i * n + j] = c_big[i * ldc + j] = rng.Uniform(-1, 1);
+      }
+      const Vec want = Gemm(ta, tb, m, n, k, 0.5f, a, b, 2.0f, c);
+      auto da = Upload(a_big);
+      auto db = Upload(b_big);
+      auto dc = Upload(c_big);
+      ops_->GemmStrided(ta, tb, m, n, k, 0.5f, da.data(), lda, db.data(), ldb, 2.0f,
+                        dc.data(), ldc);
+      const Vec got = Download(dc);
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < ldc; ++j) {
+          if (j < n) {
+            EXPECT_FLOAT_EQ(got[i * ldc + j], want[i * n + j]) << i << "," << j;
+          } else {
+            EXPECT_EQ(got[i * ldc + j], guard) << "padding " << i << "," << j;
+          }
+        }
+      }
+    }
+  }
 }
 
 // L = sum(W .* (A B)); dA = W B^T and dB = A^T W, both computed with the op itself.

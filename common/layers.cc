@@ -35,10 +35,24 @@ class Linear final : public Layer {
 
   void BackwardParams(Ops* ops, const float* in, const float* dout, int batch,
                       bool accumulate) override {
-    // dW [out, in] = dout^T [out, B] * in [B, in]; db [out] = column sums of dout.
-    const float beta = accumulate ? 1.0f : 0.0f;
-    ops->Gemm(true, false, out_, in_, batch, 1.0f, dout, in, beta, grads_);
+    BackwardWeightRows(ops, in, dout, batch, accumulate, 0, out_);
+    BackwardBias(ops, dout, batch, accumulate);
+  }
+
+  int weight_rows() const override { return out_; }
+
+  void BackwardBias(Ops* ops, const float* dout, int batch, bool accumulate) override {
+    // db [out] = column sums of dout [B, out].
     ops->BiasGrad(dout, grads_ + weight_size(), batch, out_, 1, accumulate);
+  }
+
+  void BackwardWeightRows(Ops* ops, const float* in, const float* dout, int batch,
+                          bool accumulate, int row_begin, int row_end) override {
+    // dW [out, in] = dout^T [out, B] * in [B, in]; rows r0..r1 read columns r0..r1 of
+    // dout (row length out).
+    const float beta = accumulate ? 1.0f : 0.0f;
+    ops->GemmStrided(true, false, row_end - row_begin, in_, batch, 1.0f, dout + row_begin,
+                     out_, in, in_, beta, grads_ + static_cast<int64_t>(row_begin) * in_, in_);
   }
 
   void BackwardInput(Ops* ops, const float* in, const float* out, const float* dout,
@@ -94,11 +108,26 @@ class Conv2d final : public Layer {
 
   void BackwardParams(Ops* ops, const float* in, const float* dout, int batch,
                       bool accumulate) override {
+    BackwardWeightRows(ops, in, dout, batch, accumulate, 0, cout_);
+    BackwardBias(ops, dout, batch, accumulate);
+  }
+
+  int weight_rows() const override { return cout_; }
+
+  void BackwardBias(Ops* ops, const float* dout, int batch, bool accumulate) override {
+    // db [Cout] = row sums of dout [Cout, N].
+    ops->BiasGrad(dout, grads_ + weight_size(), 1, cout_, batch * pixels_out(), accumulate);
+  }
+
+  void BackwardWeightRows(Ops* ops, const float* in, const float* dout, int batch,
+                          bool accumulate, int row_begin, int row_end) override {
     const int n = batch * pixels_out();
-    // dW [Cout, Cin*k*k] = dout [Cout, N] * col^T [N, Cin*k*k]; db = row sums of dout.
+    // dW [Cout, Cin*k*k] = dout [Cout, N] * col^T [N, Cin*k*k] (Forward's columns);
+    // rows r0..r1 are dout's rows r0..r1 times col^T.
     const float beta = accumulate ? 1.0f : 0.0f;
-    ops->Gemm(false, true, cout_, patch(), n, 1.0f, dout, col_.data(), beta, grads_);
-    ops->BiasGrad(dout, grads_ + weight_size(), 1, cout_, n, accumulate);
+    ops->Gemm(false, true, row_end - row_begin, patch(), n, 1.0f,
+              dout + static_cast<int64_t>(row_begin) * n, col_.data(), beta,
+              grads_ + static_cast<int64_t>(row_begin) * patch());
   }
 
   void BackwardInput(Ops* ops, const float* in, const float* out, const float* dout,

@@ -60,8 +60,19 @@ class Layer {
   //    otherwise). Layers without parameters do nothing.
   virtual void BackwardParams(Ops* ops, const float* in, const float* dout, int batch,
                               bool accumulate) {}
-  // 2. Writes din, the gradient w.r.t. in. Called after BackwardParams (which may need
-  //    scratch state that this half overwrites), and only when din is needed.
+  //    A layer whose parameters are a weight [weight_rows(), row length] followed by a
+  //    bias [weight_rows()] may also offer this half in pieces, so that Backward can
+  //    announce part of the gradients while it computes the rest: it returns
+  //    weight_rows() > 0, and then BackwardBias plus BackwardWeightRows over any split
+  //    of [0, weight_rows()), in any order, write what BackwardParams writes.
+  virtual int weight_rows() const { return 0; }
+  virtual void BackwardBias(Ops* ops, const float* dout, int batch, bool accumulate) {}
+  // Rows [row_begin, row_end) of the weight gradient.
+  virtual void BackwardWeightRows(Ops* ops, const float* in, const float* dout, int batch,
+                                  bool accumulate, int row_begin, int row_end) {}
+  // 2. Writes din, the gradient w.r.t. in. Called after BackwardParams or its pieces
+  //    (which may need scratch state that this half overwrites), and only when din is
+  //    needed.
   virtual void BackwardInput(Ops* ops, const float* in, const float* out, const float* dout,
                              float* din, int batch) = 0;
 

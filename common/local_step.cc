@@ -50,7 +50,8 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
     };
   };
   RINGSIDE_RETURN_IF_ERROR(model_->Backward(
-      loss_scale, BackwardHooks{timed(hooks.grads_ready), timed(hooks.params_free)},
+      loss_scale,
+      BackwardHooks{timed(hooks.grads_ready), timed(hooks.params_free), hooks.split_at},
       accumulate_grads));
   const int64_t t3 = NowMicros();
   m->set_data_ms((t1 - t0) / 1e3);

@@ -1,5 +1,7 @@
 #include "common/model.h"
 
+#include <algorithm>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -193,22 +195,67 @@ absl::Status Model::Backward(float loss_scale, const BackwardHooks& hooks, bool 
     float* din = i <= first_param_layer_ ? nullptr : dact_[i];
     const bool has_params = layers_[i]->num_params() > 0;
     const ParamRange range{layer_offsets_[i], layers_[i]->num_params()};
-    layers_[i]->BackwardParams(ops_, in, dact_[i + 1], batch, accumulate);
-    if (has_params && hooks.grads_ready) {
-      // Announced before din is computed, so the layer's gradients travel meanwhile.
-      // They must be complete in memory before anyone reads them.
-      RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
-      hooks.grads_ready(range);
+    if (has_params) {
+      RINGSIDE_RETURN_IF_ERROR(
+          BackwardParams(i, in, batch, accumulate, hooks, /*free_now=*/din == nullptr));
     }
     if (din != nullptr) layers_[i]->BackwardInput(ops_, in, act_[i + 1], dact_[i + 1], din, batch);
-    if (has_params && hooks.params_free) {
+    if (has_params && din != nullptr && hooks.params_free) {
       // din's reads of the parameters must be done before anyone changes them.
-      if (din != nullptr) RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
+      RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
       hooks.params_free(range);
     }
   }
   last_batch_ = 0;
   return ops_->Synchronize();
+}
+
+absl::Status Model::BackwardParams(int i, const float* in, int batch, bool accumulate,
+                                   const BackwardHooks& hooks, bool free_now) {
+  Layer& layer = *layers_[i];
+  const float* dout = dact_[i + 1];
+  const int64_t offset = layer_offsets_[i];
+  const int64_t size = layer.num_params();
+  const int rows = layer.weight_rows();
+  // Announces [lo, top): its gradients are final (and, with free_now, its parameters
+  // free), then lowers top to lo. Announced before din is computed, so the gradients
+  // travel meanwhile; they must be complete in memory before anyone reads them.
+  int64_t top = offset + size;
+  auto announce = [&](int64_t lo) -> absl::Status {
+    const bool free = free_now && hooks.params_free;
+    if (hooks.grads_ready || free) RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
+    const ParamRange piece{lo, top - lo};
+    if (hooks.grads_ready) hooks.grads_ready(piece);
+    if (free) hooks.params_free(piece);
+    top = lo;
+    return absl::OkStatus();
+  };
+  // The weight row each piece starts at, highest first: the row holding each split
+  // offset inside the weight, or `rows` (the bias alone) for one inside the bias.
+  const int64_t row_len = rows > 0 ? (size - rows) / rows : 0;
+  std::vector<int> starts;
+  if (rows > 0 && hooks.grads_ready) {
+    for (int64_t at : hooks.split_at) {
+      if (at <= offset || at >= offset + size) continue;
+      starts.push_back(static_cast<int>(std::min<int64_t>((at - offset) / row_len, rows)));
+    }
+    std::sort(starts.begin(), starts.end(), std::greater<int>());
+    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    if (!starts.empty() && starts.back() == 0) starts.pop_back();
+  }
+  if (starts.empty()) {
+    layer.BackwardParams(ops_, in, dout, batch, accumulate);
+    return announce(offset);
+  }
+  layer.BackwardBias(ops_, dout, batch, accumulate);
+  int hi = rows;
+  for (int lo : starts) {
+    if (lo < hi) layer.BackwardWeightRows(ops_, in, dout, batch, accumulate, lo, hi);
+    RINGSIDE_RETURN_IF_ERROR(announce(offset + lo * row_len));
+    hi = lo;
+  }
+  layer.BackwardWeightRows(ops_, in, dout, batch, accumulate, 0, hi);
+  return announce(offset);
 }
 
 double Model::GemmFlops(int batch) const {

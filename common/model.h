@@ -36,6 +36,14 @@ struct BackwardHooks {
   // Backward is done with the layer: its parameters (and gradients) may now be
   // changed, e.g. by an optimizer step or by updated values arriving from a server.
   GradReadyFn params_free;
+  // Flat parameter offsets (any order) where the caller wants ranges to split, e.g.
+  // the boundaries of the chunks it sends. A layer that computes its weight gradient
+  // in row blocks (Layer::weight_rows) and has such an offset inside its range is
+  // announced in pieces: its bias, then the rows from the row holding the highest
+  // offset up, and so on down, each piece announced as soon as it is computed (and
+  // for the first layer with parameters, whose parameters backward does not read,
+  // freed at once). Ranges still arrive highest offsets first and tile the buffer.
+  std::vector<int64_t> split_at;
 };
 
 struct ForwardResult {
@@ -92,6 +100,11 @@ class Model {
  private:
   Model(std::string spec, Ops* ops) : spec_(std::move(spec)), ops_(ops) {}
   absl::Status Finalize(Shape input, int num_classes);
+  // Layer i's parameter gradients, announced through `hooks` (in pieces where
+  // hooks.split_at cuts the layer; see BackwardHooks). free_now: backward will not read
+  // the layer's parameters again, so each piece is also freed at once.
+  absl::Status BackwardParams(int i, const float* in, int batch, bool accumulate,
+                              const BackwardHooks& hooks, bool free_now);
   absl::Status Reserve(int batch);
 
   const std::string spec_;

@@ -248,6 +248,94 @@ TEST(ModelTest, HooksComeInOrderAndParamsFreeMeansUnread) {
   }
 }
 
+// BackwardHooks::split_at: a layer cut by a split offset is announced in pieces, its
+// bias first, then row blocks from the top down, each starting at the row that holds
+// a split offset; the first layer's pieces are freed at once. The exact sequence for
+// an MLP: layers [0, 780) (W 12x64, b 12), [780, 897) (W 9x12, b 9), [897, 947).
+TEST(ModelTest, SplitAtAnnouncesRowBlocksTopDown) {
+  auto ops = NewCpuOps(1);
+  const std::string spec = "mlp:64-12-9-5";
+  const Shape shape = InputShapeOf(spec);
+  auto model = Model::Create(spec, shape, 5, ops.get());
+  ASSERT_TRUE(model.ok());
+  Model& m = **model;
+  ASSERT_EQ(m.num_params(), 947);
+  const Batch b = RandomBatch(shape, 8, 5, 3);
+  const std::vector<float> want = PlainGradients(m, b, 8);
+
+  ASSERT_TRUE(m.Forward(b.x.data(), b.y.data(), 8).ok());
+  std::vector<std::pair<char, ParamRange>> events;
+  BackwardHooks hooks;
+  hooks.grads_ready = [&](const ParamRange& r) {
+    events.push_back({'g', r});
+    for (int64_t i = r.offset; i < r.offset + r.size; ++i) {
+      ASSERT_NEAR(m.grads()[i], want[i], 1e-6f + 1e-5f * std::fabs(want[i])) << i;
+    }
+  };
+  hooks.params_free = [&](const ParamRange& r) {
+    events.push_back({'f', r});
+    std::fill(m.params() + r.offset, m.params() + r.offset + r.size, NAN);
+  };
+  // Row 1 and row 10 of layer 0's weight, its bias, row 1 of layer 1's weight; layer
+  // boundaries and the ends add nothing.
+  hooks.split_at = {800, 100, 700, 770, 0, 780, 897, 947, 5000, -3};
+  ASSERT_TRUE(m.Backward(1.0f / 8, hooks).ok());
+
+  using E = std::pair<char, std::pair<int64_t, int64_t>>;
+  std::vector<E> got;
+  for (const auto& [kind, r] : events) got.push_back({kind, {r.offset, r.offset + r.size}});
+  const std::vector<E> expected = {
+      {'g', {897, 947}}, {'f', {897, 947}},                       // layer 2, whole
+      {'g', {792, 897}}, {'g', {780, 792}}, {'f', {780, 897}},    // layer 1: din reads W
+      {'g', {768, 780}}, {'f', {768, 780}}, {'g', {640, 768}}, {'f', {640, 768}},
+      {'g', {64, 640}},  {'f', {64, 640}},  {'g', {0, 64}},      {'f', {0, 64}}};
+  EXPECT_EQ(got, expected);
+  for (int64_t i = 0; i < m.num_params(); ++i) {
+    ASSERT_NEAR(m.grads()[i], want[i], 1e-6f + 1e-5f * std::fabs(want[i])) << i;
+  }
+}
+
+// The same contract for every layer kind that splits (linear and convolution), with
+// six split offsets evenly spread, and with gradient accumulation.
+TEST(ModelTest, SplitAtPiecesTileAndMatchTheUnsplitGradients) {
+  auto ops = NewCpuOps(1);
+  for (const char* spec : {"mlp:64-12-9-5", "cnn:lenet"}) {
+    for (bool accumulate : {false, true}) {
+      SCOPED_TRACE(testing::Message() << spec << " accumulate=" << accumulate);
+      const Shape shape = InputShapeOf(spec);
+      auto model = Model::Create(spec, shape, 5, ops.get());
+      ASSERT_TRUE(model.ok());
+      Model& m = **model;
+      const Batch b = RandomBatch(shape, 4, 5, 9);
+      std::vector<float> want = PlainGradients(m, b, 4);
+      if (accumulate) {
+        for (int64_t i = 0; i < m.num_params(); ++i) want[i] += 0.5f;
+      }
+      ASSERT_TRUE(m.Forward(b.x.data(), b.y.data(), 4).ok());
+      ops->Fill(m.grads(), m.num_params(), accumulate ? 0.5f : 7.0f);
+      std::vector<ParamRange> pieces;
+      BackwardHooks hooks;
+      hooks.grads_ready = [&](const ParamRange& r) { pieces.push_back(r); };
+      const int64_t every = m.num_params() / 7 + 1;
+      for (int64_t at = every; at < m.num_params(); at += every) hooks.split_at.push_back(at);
+      ASSERT_TRUE(m.Backward(1.0f / 4, hooks, accumulate).ok());
+
+      // Highest first, tiling [0, num_params()); more pieces than layers.
+      int64_t top = m.num_params();
+      for (const ParamRange& r : pieces) {
+        ASSERT_GT(r.size, 0);
+        EXPECT_EQ(r.offset + r.size, top);
+        top = r.offset;
+      }
+      EXPECT_EQ(top, 0);
+      EXPECT_GT(pieces.size(), m.layer_ranges().size());
+      for (int64_t i = 0; i < m.num_params(); ++i) {
+        ASSERT_NEAR(m.grads()[i], want[i], 1e-6f + 1e-5f * std::fabs(want[i])) << i;
+      }
+    }
+  }
+}
+
 TEST(ModelTest, BackwardBeforeForwardFails) {
   auto ops = NewCpuOps(1);
   auto model = Model::Create("mlp:4-3", {4, 1, 1}, 3, ops.get());

@@ -69,8 +69,18 @@ class Ops {
   // C = alpha * op(A) * op(B) + beta * C.  op(A): [m, k] (A is stored [k, m] when
   // trans_a), op(B): [k, n] (B stored [n, k] when trans_b), C: [m, n]. beta == 0
   // overwrites C without reading it.
-  virtual void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-                    const float* a, const float* b, float beta, float* c) = 0;
+  void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+            const float* b, float beta, float* c) {
+    GemmStrided(trans_a, trans_b, m, n, k, alpha, a, trans_a ? m : k, b, trans_b ? k : n,
+                beta, c, n);
+  }
+  // The same on sub-matrices of larger row-major ones: lda, ldb and ldc are the stored
+  // row lengths of a, b and c (at least the packed ones Gemm uses: trans_a ? m : k,
+  // trans_b ? k : n, and n). E.g. rows [r0, r1) of A^T * B, with A stored [k, m], are
+  // GemmStrided(true, false, r1 - r0, n, k, alpha, a + r0, m, b, n, beta, c + r0 * n, n).
+  virtual void GemmStrided(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                           const float* a, int lda, const float* b, int ldb, float beta,
+                           float* c, int ldc) = 0;
 
   // y [outer, channels, inner] += bias [channels] broadcast over outer and inner.
   // Linear layers: outer = batch, inner = 1. Convolutions ([C, B, H, W]): outer = 1,

@@ -245,7 +245,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   if (c.max_steps() > 0) steps_total = std::min<int64_t>(steps_total, c.max_steps());
   TrainResult result;
   const BackwardHooks hooks{[this](const ParamRange& r) { strategy_->OnGradientReady(r); },
-                            [this](const ParamRange& r) { strategy_->OnParamsFree(r); }};
+                            [this](const ParamRange& r) { strategy_->OnParamsFree(r); },
+                            strategy_->SplitAt()};
   const int64_t run_start = NowMicros();
   int64_t samples = 0;
   int64_t steps_run = 0;

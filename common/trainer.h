@@ -41,6 +41,9 @@ class StepStrategy {
   // ... and again once backward no longer reads the range's parameters
   // (BackwardHooks::params_free: they may change now).
   virtual void OnParamsFree(const ParamRange& range) {}
+  // Flat parameter offsets where backward should split its announcements when it can
+  // (BackwardHooks::split_at), e.g. the boundaries of the pieces the strategy sends.
+  virtual std::vector<int64_t> SplitAt() const { return {}; }
   // After backward: brings model->params() up to date for the next step. Adds its
   // communication, wait and update times and byte counts to `m`, and spans to `trace`
   // (may be nullptr).

@@ -116,6 +116,17 @@ void PsStrategy::OnParamsFree(const ParamRange& range) {
   hook_us_ += NowUs() - h0;
 }
 
+std::vector<int64_t> PsStrategy::SplitAt() const {
+  std::vector<int64_t> starts;
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    const int64_t cf = clients_[s]->layout().chunk_floats();
+    for (int64_t k = 0; k < clients_[s]->num_chunks(); ++k) {
+      starts.push_back(slices_[s].offset + ChunkOf(slices_[s].size, cf, k).offset);
+    }
+  }
+  return starts;
+}
+
 void PsStrategy::CountDown(const ParamRange& range, std::vector<std::vector<int64_t>>* counts) {
   const int64_t end = range.offset + range.size;
   for (size_t s = 0; s < slices_.size(); ++s) {

@@ -44,6 +44,9 @@ class PsStrategy final : public StepStrategy {
   void OnGradientReady(const ParamRange& range) override;
   // Lets the push-pulls write the range's updated parameters into the model.
   void OnParamsFree(const ParamRange& range) override;
+  // Every chunk's start: backward then announces a chunk as soon as its own rows are
+  // computed, so it goes out while backward computes the chunks below it.
+  std::vector<int64_t> SplitAt() const override;
   // Waits for every shard's push-pull of this step; the model holds the next step's
   // parameters afterwards.
   absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;
