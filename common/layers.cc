@@ -33,12 +33,6 @@ class Linear final : public Layer {
     ops->Gemm(false, true, batch, out_, in_, 1.0f, in, params_, 1.0f, out);
   }
 
-  void BackwardParams(Ops* ops, const float* in, const float* dout, int batch,
-                      bool accumulate) override {
-    BackwardWeightRows(ops, in, dout, batch, accumulate, 0, out_);
-    BackwardBias(ops, dout, batch, accumulate);
-  }
-
   int weight_rows() const override { return out_; }
 
   void BackwardBias(Ops* ops, const float* dout, int batch, bool accumulate) override {
@@ -104,12 +98,6 @@ class Conv2d final : public Layer {
     ops->Im2Col(in, in_.c, batch, in_.h, in_.w, k_, 0, 1, col_.data());
     ops->BiasBroadcast(out, params_ + weight_size(), 1, cout_, n);
     ops->Gemm(false, false, cout_, n, patch(), 1.0f, params_, col_.data(), 1.0f, out);
-  }
-
-  void BackwardParams(Ops* ops, const float* in, const float* dout, int batch,
-                      bool accumulate) override {
-    BackwardWeightRows(ops, in, dout, batch, accumulate, 0, cout_);
-    BackwardBias(ops, dout, batch, accumulate);
   }
 
   int weight_rows() const override { return cout_; }

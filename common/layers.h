@@ -57,9 +57,14 @@ class Layer {
   // `in` and `out` are the values of the last Forward; dout is the gradient of the
   // loss w.r.t. out.
   // 1. Writes the parameter gradients (adding to them when `accumulate`, overwriting
-  //    otherwise). Layers without parameters do nothing.
+  //    otherwise). Layers without parameters do nothing. The default runs the pieces
+  //    below over all rows (nothing when weight_rows() is 0).
   virtual void BackwardParams(Ops* ops, const float* in, const float* dout, int batch,
-                              bool accumulate) {}
+                              bool accumulate) {
+    if (weight_rows() == 0) return;
+    BackwardWeightRows(ops, in, dout, batch, accumulate, 0, weight_rows());
+    BackwardBias(ops, dout, batch, accumulate);
+  }
   //    A layer whose parameters are a weight [weight_rows(), row length] followed by a
   //    bias [weight_rows()] may also offer this half in pieces, so that Backward can
   //    announce part of the gradients while it computes the rest: it returns
