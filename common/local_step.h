@@ -44,6 +44,13 @@ class LocalStep {
                    const BackwardHooks& hooks, bool accumulate_grads, StepMetrics* m,
                    TraceWriter* trace);
 
+  // Gathers `indices` now and copies them to the device, so that the next Run on the
+  // same indices starts at forward (Run gathers anything else as usual). Call it after
+  // Run, never between its forward and backward: it overwrites the batch Run read.
+  // Adds its time to m->data_ms and a "data (next step)" span to `trace` (may be
+  // nullptr).
+  absl::Status Prefetch(absl::Span<const int64_t> indices, StepMetrics* m, TraceWriter* trace);
+
   // Forward only over `indices`, in batches of `batch`: loss and accuracy counts.
   absl::StatusOr<EvalResult> Evaluate(absl::Span<const int64_t> indices, int batch);
 
@@ -58,6 +65,7 @@ class LocalStep {
   std::vector<int32_t> host_y_;
   DeviceArray<float> x_;
   DeviceArray<int32_t> y_;
+  std::vector<int64_t> prefetched_;  // Indices staged by Prefetch; empty when none.
 };
 
 }  // namespace ringside

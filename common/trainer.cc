@@ -286,6 +286,15 @@ absl::StatusOr<TrainResult> Trainer::Run() {
         loss_sum += static_cast<double>(part.loss()) * mn;
       }
       m.set_loss(static_cast<float>(loss_sum / n));
+      if (c.prefetch() && batch_in_epoch_ + 1 < per_epoch && step_ + 1 < steps_total) {
+        // Backward is done with this batch: gather the next step's first micro-batch
+        // while the strategy's communication finishes. (The first step of an epoch
+        // gathers its own: the epoch's end evaluates and checkpoints first.)
+        const int64_t next = begin + step_size;
+        const int64_t nn = std::min<int64_t>(c.batch(), static_cast<int64_t>(order.size()) - next);
+        RINGSIDE_RETURN_IF_ERROR(
+            train_step_.Prefetch(absl::MakeConstSpan(order).subspan(next, nn), &m, trace_.get()));
+      }
       RINGSIDE_RETURN_IF_ERROR(
           Annotate(strategy_->FinishStep(model_, &m, trace_.get()), absl::StrCat("step ", step_)));
       const int64_t t1 = NowMicros();

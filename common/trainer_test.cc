@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,56 @@ TEST(TrainerTest, GradientAccumulationMatchesTheBigBatch) {
   }
   EXPECT_LT(max_diff / max_abs, 1e-5) << max_diff << " / " << max_abs;
   EXPECT_GT(max_abs, 0);
+}
+
+int CountOccurrences(const std::string& path, const std::string& needle) {
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// Gathering the next batch during the step's tail changes nothing: micro-batches of
+// 16 (2 per step), 45 steps across two epoch boundaries (19 steps an epoch), the
+// parameters and momentum bit for bit the same as without it. Every step but the last
+// of each epoch and the run's last prefetches: 45 - 3 spans.
+TEST(TrainerTest, PrefetchingTheNextBatchIsBitIdentical) {
+  auto run = [](bool prefetch, const std::string& dir) {
+    RunConfig c = SmallConfig();
+    c.set_batch(16);
+    c.set_grad_accum(2);
+    c.set_max_steps(45);
+    c.set_prefetch(prefetch);
+    auto data = LoadDataset(c.dataset());
+    auto ops = NewCpuOps(1);
+    auto model = Model::Create(c.model(), {1, 8, 8}, 4, ops.get());
+    auto strategy = LocalSgdStrategy::Create({c.lr(), c.momentum(), c.weight_decay(), false},
+                                             model->get(), ops.get());
+    TrainerOptions o;
+    o.config = c;
+    o.out_dir = dir;
+    o.progress = nullptr;
+    auto trainer = Trainer::Create(o, model->get(), ops.get(), &*data, strategy->get());
+    EXPECT_TRUE(trainer.ok()) << trainer.status();
+    auto r = (*trainer)->Run();
+    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->steps, 45);
+    auto ckpt = ReadCheckpoint(dir + "/" + kCheckpointFile);
+    EXPECT_TRUE(ckpt.ok()) << ckpt.status();
+    return *ckpt;
+  };
+  const std::string on = TempDir("prefetch-on"), off = TempDir("prefetch-off");
+  const Checkpoint with = run(true, on);
+  const Checkpoint without = run(false, off);
+  ASSERT_EQ(with.params.size(), without.params.size());
+  EXPECT_EQ(0, memcmp(with.params.data(), without.params.data(),
+                      with.params.size() * sizeof(float)));
+  ASSERT_EQ(with.optimizer_state.size(), without.optimizer_state.size());
+  EXPECT_EQ(0, memcmp(with.optimizer_state.data(), without.optimizer_state.data(),
+                      with.optimizer_state.size() * sizeof(float)));
+  EXPECT_EQ(CountOccurrences(on + "/" + kTraceFile, "data (next step)"), 42);
+  EXPECT_EQ(CountOccurrences(off + "/" + kTraceFile, "data (next step)"), 0);
 }
 
 TEST(TrainerTest, LearnsTheSyntheticTask) {

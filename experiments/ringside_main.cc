@@ -49,6 +49,8 @@ ABSL_FLAG(bool, resume, false, "continue from OUT/checkpoint.bin");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "also checkpoint every N steps");
 ABSL_FLAG(int32_t, eval_batch, 1000, "batch size for evaluation");
 ABSL_FLAG(int32_t, grad_accum, 1, "micro-batches of --batch accumulated per optimizer step");
+ABSL_FLAG(bool, prefetch, true,
+          "gather the next batch right after backward, while communication finishes");
 ABSL_FLAG(int32_t, workers, 2, "ps/ddp: workers (ranks) in the job");
 ABSL_FLAG(std::string, backend, "gloo", "ddp: process-group backend, gloo (CPU) or nccl (GPU)");
 ABSL_FLAG(double, bucket_cap_mb, 25, "ddp: gradient bucket cap in MB");
@@ -133,6 +135,7 @@ ringside::RunConfig ConfigFromFlags() {
   c.set_threads(absl::GetFlag(FLAGS_threads));
   c.set_drop_last(absl::GetFlag(FLAGS_drop_last));
   c.set_grad_accum(absl::GetFlag(FLAGS_grad_accum));
+  c.set_prefetch(absl::GetFlag(FLAGS_prefetch));
   if (c.strategy() == "ddp") {
     c.set_backend(absl::GetFlag(FLAGS_backend));
     c.set_bucket_cap_bytes(static_cast<int64_t>(absl::GetFlag(FLAGS_bucket_cap_mb) * (1 << 20)));

@@ -9,8 +9,9 @@
 #      the iperf3 figure taken the same way;
 #   3. the step-time cost of the parameter server: single-process training vs PS with
 #      one worker and one shard (mlp:784-512-512-10, batch 128, 1 thread), the shard in
-#      its own process and colocated in the worker's, median step time, against the
-#      budget of two model transfers at the (unpinned) iperf3 rate.
+#      its own process (with and without --prefetch) and colocated in the worker's,
+#      median step time, against the budget of two model transfers at the (unpinned)
+#      iperf3 rate; on synthetic data and on Fashion-MNIST.
 # Usage: scripts/bench_pushpull.sh [repeats] [sizes_mb]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,17 +83,24 @@ if [ -n "$pinned" ]; then
 fi
 
 echo
-echo "== step time: single process vs PS (1 worker, 1 shard; own process and colocated), mlp:784-512-512-10, batch 128"
+# Two datasets: the synthetic one generates each sample (about 3.4 ms a batch here, so
+# a prefetched batch can hide the communication), Fashion-MNIST only copies it (about
+# 0.1 ms: the communication is exposed whatever the prefetch does).
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-common=(--model=mlp:784-512-512-10 --dataset=synthetic:train=40000,test=100 --batch=128
-        --epochs=1 --steps=300 --threads=1 --eval_batch=100 --lr=0.01 --momentum=0.9)
-"$RINGSIDE" train --strategy=single "${common[@]}" --out="$T/single" >/dev/null 2>&1
-"$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 "${common[@]}" --out="$T/ps" >/dev/null 2>&1
-"$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 --ps_colocated "${common[@]}" \
-  --out="$T/colocated" >/dev/null 2>&1
-"$RINGSIDE" train --strategy=single "${common[@]}" --out="$T/single2" >/dev/null 2>&1
-"$PY" - "$T" "$raw" <<'EOF'
+for dataset in synthetic:train=40000,test=100 fashion-mnist; do
+  echo "== step time: single process vs PS (1 worker, 1 shard), mlp:784-512-512-10, batch 128, --dataset=$dataset"
+  common=(--model=mlp:784-512-512-10 --dataset="$dataset" --batch=128
+          --epochs=1 --steps=300 --threads=1 --eval_batch=100 --lr=0.01 --momentum=0.9)
+  rm -rf "${T:?}"/*
+  "$RINGSIDE" train --strategy=single "${common[@]}" --out="$T/single" >/dev/null 2>&1
+  "$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 "${common[@]}" --out="$T/ps" >/dev/null 2>&1
+  "$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 --prefetch=false "${common[@]}" \
+    --out="$T/ps_noprefetch" >/dev/null 2>&1
+  "$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 --ps_colocated "${common[@]}" \
+    --out="$T/colocated" >/dev/null 2>&1
+  "$RINGSIDE" train --strategy=single "${common[@]}" --out="$T/single2" >/dev/null 2>&1
+  "$PY" - "$T" "$raw" <<'EOF'
 import json, statistics, sys
 t, raw = sys.argv[1], float(sys.argv[2])
 def med(path, key="step_ms"):
@@ -102,12 +110,16 @@ single = statistics.mean([med(f"{t}/single/metrics.jsonl"), med(f"{t}/single2/me
 params = 784*512 + 512 + 512*512 + 512 + 512*10 + 10
 model_mb = params * 4 / 1e6
 budget = 2 * model_mb / 1e3 / raw * 1e3
-print(f"model {model_mb:.2f} MB; single {single:.3f} ms/step (median, mean of 2 runs); "
+print(f"model {model_mb:.2f} MB; single {single:.3f} ms/step (median, mean of 2 runs; "
+      f"data {med(f'{t}/single/metrics.jsonl', 'data_ms'):.3f}); "
       f"budget: 2 transfers at {raw:.2f} GB/s = {budget:.3f} ms")
-for name, run in (("PS 1x1, shard in its own process", "ps"), ("PS 1x1, colocated", "colocated")):
+for name, run in (("PS 1x1, shard in its own process", "ps"),
+                  ("PS 1x1, own process, --prefetch=false", "ps_noprefetch"),
+                  ("PS 1x1, colocated", "colocated")):
     path = f"{t}/{run}/metrics.jsonl"
     ps = med(path)
-    phases = ", ".join(f"{k} {med(path, k):.3f}" for k in ("push_ms", "wait_ms", "pull_ms"))
+    phases = ", ".join(f"{k} {med(path, k):.3f}" for k in ("data_ms", "push_ms", "wait_ms", "pull_ms"))
     print(f"{name}: {ps:.3f} ms/step, adds {ps - single:.3f} ms "
           f"-> {'OK' if ps - single <= budget else 'OVER'} ({phases})")
 EOF
+done
