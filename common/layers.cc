@@ -28,9 +28,22 @@ class Linear final : public Layer {
   }
 
   void Forward(Ops* ops, const float* in, float* out, int batch) override {
-    // out [B, out] = b (broadcast), then out += in [B, in] * W^T [in, out].
+    ForwardBegin(ops, in, out, batch);
+    ForwardRows(ops, in, out, batch, 0, out_);
+  }
+
+  void ForwardBegin(Ops* ops, const float* in, float* out, int batch) override {
+    // out [B, out] = b (broadcast).
     ops->BiasBroadcast(out, params_ + weight_size(), batch, out_, 1);
-    ops->Gemm(false, true, batch, out_, in_, 1.0f, in, params_, 1.0f, out);
+  }
+
+  void ForwardRows(Ops* ops, const float* in, float* out, int batch, int row_begin,
+                   int row_end) override {
+    // out[:, r0:r1] += in [B, in] * W[r0:r1]^T [in, r1 - r0]: columns r0..r1 of out
+    // (row length out).
+    ops->GemmStrided(false, true, batch, row_end - row_begin, in_, 1.0f, in, in_,
+                     params_ + static_cast<int64_t>(row_begin) * in_, in_, 1.0f,
+                     out + row_begin, out_);
   }
 
   int weight_rows() const override { return out_; }
@@ -93,11 +106,24 @@ class Conv2d final : public Layer {
   }
 
   void Forward(Ops* ops, const float* in, float* out, int batch) override {
+    ForwardBegin(ops, in, out, batch);
+    ForwardRows(ops, in, out, batch, 0, cout_);
+  }
+
+  void ForwardBegin(Ops* ops, const float* in, float* out, int batch) override {
     const int n = batch * pixels_out();
-    // col [Cin*k*k, B*Ho*Wo]; out [Cout, B*Ho*Wo] = W [Cout, Cin*k*k] * col + b.
+    // col [Cin*k*k, B*Ho*Wo]; out [Cout, B*Ho*Wo] = b (broadcast).
     ops->Im2Col(in, in_.c, batch, in_.h, in_.w, k_, 0, 1, col_.data());
     ops->BiasBroadcast(out, params_ + weight_size(), 1, cout_, n);
-    ops->Gemm(false, false, cout_, n, patch(), 1.0f, params_, col_.data(), 1.0f, out);
+  }
+
+  void ForwardRows(Ops* ops, const float* in, float* out, int batch, int row_begin,
+                   int row_end) override {
+    const int n = batch * pixels_out();
+    // out rows r0..r1 [r1 - r0, N] += W rows r0..r1 [r1 - r0, Cin*k*k] * col.
+    ops->Gemm(false, false, row_end - row_begin, n, patch(), 1.0f,
+              params_ + static_cast<int64_t>(row_begin) * patch(), col_.data(), 1.0f,
+              out + static_cast<int64_t>(row_begin) * n);
   }
 
   int weight_rows() const override { return cout_; }

@@ -52,6 +52,15 @@ class Layer {
 
   // out [batch, output_shape] = f(in [batch, input_shape]), in the layer's layout.
   virtual void Forward(Ops* ops, const float* in, float* out, int batch) = 0;
+  // Forward in pieces, for a layer with weight_rows() > 0, whose weight rows are its
+  // output features (or channels), so that a caller can start on the rows whose
+  // parameters are already current: ForwardBegin, then ForwardRows over any split of
+  // [0, weight_rows()), in any order, write what Forward writes. ForwardBegin reads
+  // the bias (and fills scratch such as im2col columns); ForwardRows reads only weight
+  // rows [row_begin, row_end).
+  virtual void ForwardBegin(Ops* ops, const float* in, float* out, int batch) {}
+  virtual void ForwardRows(Ops* ops, const float* in, float* out, int batch, int row_begin,
+                           int row_end) {}
   // Backward, in two halves so that a layer's parameter gradients can be handed on
   // (pushed, all-reduced) while the gradient w.r.t. its input is still being computed.
   // `in` and `out` are the values of the last Forward; dout is the gradient of the

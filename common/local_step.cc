@@ -26,8 +26,8 @@ absl::Status LocalStep::Load(absl::Span<const int64_t> indices) {
 }
 
 absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
-                            const BackwardHooks& hooks, bool accumulate_grads,
-                            StepMetrics* m, TraceWriter* trace) {
+                            const ForwardHooks& forward_hooks, const BackwardHooks& hooks,
+                            bool accumulate_grads, StepMetrics* m, TraceWriter* trace) {
   const bool on_cpu = ops_->kind() == DeviceKind::kCpu;
   const int64_t t0 = NowMicros();
   const bool staged = !prefetched_.empty() &&
@@ -39,10 +39,22 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
   const float* x = on_cpu ? host_x_.data() : x_.data();
   const int32_t* y = on_cpu ? host_y_.data() : y_.data();
   const int batch = static_cast<int>(indices.size());
-  RINGSIDE_ASSIGN_OR_RETURN(ForwardResult fwd, model_->Forward(x, y, batch));
+  // Time spent inside the strategy's hooks is the strategy's (waiting for parameters,
+  // update or communication launch), not forward's or backward's: measure it and take
+  // it out.
+  int64_t wait_us = 0;
+  ForwardHooks fh;
+  if (forward_hooks.params_needed) {
+    fh.split_at = forward_hooks.split_at;
+    fh.params_needed = [&forward_hooks, &wait_us](const ParamRange& range) {
+      const int64_t h0 = NowMicros();
+      absl::Status s = forward_hooks.params_needed(range);
+      wait_us += NowMicros() - h0;
+      return s;
+    };
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(ForwardResult fwd, model_->Forward(x, y, batch, fh));
   const int64_t t2 = NowMicros();
-  // Time spent inside the strategy's hook is the strategy's (update or communication
-  // launch), not backward's: measure it and take it out.
   int64_t hook_us = 0;
   auto timed = [&hook_us](const GradReadyFn& hook) -> GradReadyFn {
     if (!hook) return nullptr;
@@ -58,7 +70,7 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
       accumulate_grads));
   const int64_t t3 = NowMicros();
   m->set_data_ms((t1 - t0) / 1e3);
-  m->set_forward_ms((t2 - t1) / 1e3);
+  m->set_forward_ms((t2 - t1 - wait_us) / 1e3);
   m->set_backward_ms((t3 - t2 - hook_us) / 1e3);
   m->set_loss(static_cast<float>(fwd.loss_sum / batch));
   m->set_samples(batch);

@@ -37,12 +37,13 @@ class LocalStep {
   // Runs samples `indices` (non-empty) through forward and backward; the gradients of
   // loss_scale * (sum of the batch's losses) end up in model->grads(). Fills the data,
   // forward and backward times, loss (mean over the batch), samples and correct of `m`
-  // and adds those spans to `trace` (may be nullptr). backward_ms excludes the time
-  // spent inside the hooks (the strategy accounts for its own work).
-  // With `accumulate_grads` backward adds into model->grads() (see Model::Backward).
+  // and adds those spans to `trace` (may be nullptr). forward_ms and backward_ms
+  // exclude the time spent inside the hooks (the strategy accounts for its own work
+  // and waits). With `accumulate_grads` backward adds into model->grads() (see
+  // Model::Backward).
   absl::Status Run(absl::Span<const int64_t> indices, float loss_scale,
-                   const BackwardHooks& hooks, bool accumulate_grads, StepMetrics* m,
-                   TraceWriter* trace);
+                   const ForwardHooks& forward_hooks, const BackwardHooks& hooks,
+                   bool accumulate_grads, StepMetrics* m, TraceWriter* trace);
 
   // Gathers `indices` now and copies them to the device, so that the next Run on the
   // same indices starts at forward (Run gathers anything else as usual). Call it after

@@ -164,12 +164,16 @@ absl::Status Model::Reserve(int batch) {
 }
 
 absl::StatusOr<ForwardResult> Model::Forward(const float* x, const int32_t* labels,
-                                             int batch) {
+                                             int batch, const ForwardHooks& hooks) {
   if (batch < 1) return absl::InvalidArgumentError("forward needs batch >= 1");
   RINGSIDE_RETURN_IF_ERROR(Reserve(batch));
   const float* in = x;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->Forward(ops_, in, act_[i + 1], batch);
+    if (hooks.params_needed && layers_[i]->num_params() > 0) {
+      RINGSIDE_RETURN_IF_ERROR(ForwardParams(static_cast<int>(i), in, batch, hooks));
+    } else {
+      layers_[i]->Forward(ops_, in, act_[i + 1], batch);
+    }
     in = act_[i + 1];
   }
   ForwardResult result;
@@ -256,6 +260,47 @@ absl::Status Model::BackwardParams(int i, const float* in, int batch, bool accum
   }
   layer.BackwardWeightRows(ops_, in, dout, batch, accumulate, 0, hi);
   return announce(offset);
+}
+
+absl::Status Model::ForwardParams(int i, const float* in, int batch,
+                                  const ForwardHooks& hooks) {
+  Layer& layer = *layers_[i];
+  float* out = act_[i + 1];
+  const int64_t offset = layer_offsets_[i];
+  const int64_t size = layer.num_params();
+  const int rows = layer.weight_rows();
+  const int64_t row_len = rows > 0 ? (size - rows) / rows : 0;
+  // Where pieces start, highest first: the first row wholly above each split offset
+  // inside the weight (a row that straddles one goes with the rows below it, whose
+  // piece waits for both sides).
+  std::vector<int> starts;
+  if (rows > 0) {
+    for (int64_t at : hooks.split_at) {
+      if (at <= offset || at >= offset + rows * row_len) continue;
+      starts.push_back(static_cast<int>((at - offset + row_len - 1) / row_len));
+    }
+    std::sort(starts.begin(), starts.end(), std::greater<int>());
+    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    while (!starts.empty() && starts.back() == 0) starts.pop_back();
+    if (!starts.empty() && starts.front() == rows) starts.erase(starts.begin());
+  }
+  if (starts.empty()) {
+    RINGSIDE_RETURN_IF_ERROR(hooks.params_needed(ParamRange{offset, size}));
+    layer.Forward(ops_, in, out, batch);
+    return absl::OkStatus();
+  }
+  RINGSIDE_RETURN_IF_ERROR(hooks.params_needed(ParamRange{offset + rows * row_len, rows}));
+  layer.ForwardBegin(ops_, in, out, batch);
+  int hi = rows;
+  for (int lo : starts) {
+    RINGSIDE_RETURN_IF_ERROR(
+        hooks.params_needed(ParamRange{offset + lo * row_len, (hi - lo) * row_len}));
+    layer.ForwardRows(ops_, in, out, batch, lo, hi);
+    hi = lo;
+  }
+  RINGSIDE_RETURN_IF_ERROR(hooks.params_needed(ParamRange{offset, hi * row_len}));
+  layer.ForwardRows(ops_, in, out, batch, 0, hi);
+  return absl::OkStatus();
 }
 
 double Model::GemmFlops(int batch) const {

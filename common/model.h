@@ -46,6 +46,20 @@ struct BackwardHooks {
   std::vector<int64_t> split_at;
 };
 
+// What Forward asks before it reads parameters, when the caller lets parameters arrive
+// while it runs (e.g. a parameter server's replies to the last step). Both may be empty.
+struct ForwardHooks {
+  // Blocks until the range holds the parameters Forward must use; a non-OK status
+  // stops Forward, which returns it. Asked in layer order for each layer with
+  // parameters; a layer cut by split_at that computes its output in row blocks
+  // (Layer::ForwardRows) asks for its bias, then its weight rows in pieces from the
+  // highest offset down, and computes each piece once it is granted.
+  std::function<absl::Status(const ParamRange&)> params_needed;
+  // Flat parameter offsets (any order) where pieces should start, e.g. the boundaries
+  // of the chunks the parameters arrive in.
+  std::vector<int64_t> split_at;
+};
+
 struct ForwardResult {
   double loss_sum = 0;  // Sum of the per-sample losses of the batch.
   int64_t correct = 0;  // Samples whose argmax matched the label.
@@ -82,7 +96,7 @@ class Model {
   // x [batch, C*H*W] (sample-major), labels [batch]: backend memory. Keeps the
   // activations for Backward. batch >= 1.
   absl::StatusOr<ForwardResult> Forward(const float* x, const int32_t* labels,
-                                        int batch);
+                                        int batch, const ForwardHooks& hooks = {});
   // Backward of the last Forward. Gradients of loss_scale * (sum of per-sample
   // losses) overwrite grads() (loss_scale = 1 / global batch gives the mean loss),
   // or are added to them when `accumulate` (gradient accumulation; also lets an
@@ -106,6 +120,9 @@ class Model {
   absl::Status BackwardParams(int i, const float* in, int batch, bool accumulate,
                               const BackwardHooks& hooks, bool free_now);
   absl::Status Reserve(int batch);
+  // Layer i's forward (which has parameters), asking for them through `hooks` (in
+  // pieces where hooks.split_at cuts its weight; see ForwardHooks).
+  absl::Status ForwardParams(int i, const float* in, int batch, const ForwardHooks& hooks);
 
   const std::string spec_;
   Ops* const ops_;

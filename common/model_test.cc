@@ -336,6 +336,84 @@ TEST(ModelTest, SplitAtPiecesTileAndMatchTheUnsplitGradients) {
   }
 }
 
+// Forward with params_needed reads each range only after asking for it: the model
+// starts with wrong parameters, and the hook writes the right ones into exactly the
+// range it is asked for (as a parameter server's replies would arrive). The loss and
+// the gradients then match a plain forward on the right parameters; the asked ranges
+// tile [0, num_params()), each layer's highest first, and the split layers are asked
+// in more pieces than there are layers.
+TEST(ModelTest, ForwardAsksForEachPieceBeforeReadingIt) {
+  auto ops = NewCpuOps(1);
+  for (const char* spec : {"mlp:64-12-9-5", "cnn:lenet"}) {
+    SCOPED_TRACE(spec);
+    const Shape shape = InputShapeOf(spec);
+    auto model = Model::Create(spec, shape, 5, ops.get());
+    ASSERT_TRUE(model.ok());
+    Model& m = **model;
+    ASSERT_TRUE(m.InitParams(5).ok());
+    const std::vector<float> right(m.params(), m.params() + m.num_params());
+    const Batch b = RandomBatch(shape, 4, 5, 11);
+    auto plain = m.Forward(b.x.data(), b.y.data(), 4);
+    ASSERT_TRUE(plain.ok());
+    const std::vector<float> want = PlainGradients(m, b, 4);
+
+    ops->Fill(m.params(), m.num_params(), 0.25f);
+    std::vector<ParamRange> asked;
+    ForwardHooks hooks;
+    hooks.params_needed = [&](const ParamRange& r) {
+      asked.push_back(r);
+      std::copy(right.begin() + r.offset, right.begin() + r.offset + r.size,
+                m.params() + r.offset);
+      return absl::OkStatus();
+    };
+    const int64_t every = m.num_params() / 7 + 1;
+    for (int64_t at = every; at < m.num_params(); at += every) hooks.split_at.push_back(at);
+    auto hooked = m.Forward(b.x.data(), b.y.data(), 4, hooks);
+    ASSERT_TRUE(hooked.ok()) << hooked.status();
+    EXPECT_NEAR(hooked->loss_sum, plain->loss_sum, 1e-5 * std::fabs(plain->loss_sum));
+    EXPECT_EQ(hooked->correct, plain->correct);
+    ASSERT_TRUE(m.Backward(1.0f / 4, nullptr).ok());
+    for (int64_t i = 0; i < m.num_params(); ++i) {
+      ASSERT_NEAR(m.grads()[i], want[i], 1e-6f + 1e-5f * std::fabs(want[i])) << i;
+    }
+
+    std::vector<int> owner(m.num_params(), 0);
+    for (const ParamRange& r : asked) {
+      ASSERT_GT(r.size, 0);
+      for (int64_t i = r.offset; i < r.offset + r.size; ++i) ++owner[i];
+    }
+    EXPECT_EQ(std::count(owner.begin(), owner.end(), 1), m.num_params());
+    EXPECT_GT(asked.size(), m.layer_ranges().size());
+    // Within a layer, the pieces come highest offset first.
+    for (const ParamRange& layer : m.layer_ranges()) {
+      int64_t top = layer.offset + layer.size;
+      for (const ParamRange& r : asked) {
+        if (r.offset < layer.offset || r.offset >= layer.offset + layer.size) continue;
+        EXPECT_EQ(r.offset + r.size, top);
+        top = r.offset;
+      }
+      EXPECT_EQ(top, layer.offset);
+    }
+  }
+}
+
+TEST(ModelTest, ForwardStopsWithTheHooksError) {
+  auto ops = NewCpuOps(1);
+  auto model = Model::Create("mlp:64-12-5", {1, 8, 8}, 5, ops.get());
+  ASSERT_TRUE(model.ok());
+  const Batch b = RandomBatch({1, 8, 8}, 2, 5, 3);
+  int calls = 0;
+  ForwardHooks hooks;
+  hooks.params_needed = [&](const ParamRange&) {
+    ++calls;
+    return absl::UnavailableError("shard 0: gone");
+  };
+  auto r = (*model)->Forward(b.x.data(), b.y.data(), 2, hooks);
+  EXPECT_EQ(r.status(), absl::UnavailableError("shard 0: gone"));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ((*model)->Backward(1.0f, nullptr).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(ModelTest, BackwardBeforeForwardFails) {
   auto ops = NewCpuOps(1);
   auto model = Model::Create("mlp:4-3", {4, 1, 1}, 3, ops.get());

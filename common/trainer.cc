@@ -192,6 +192,7 @@ absl::Status Trainer::Restore() {
 
 absl::Status Trainer::SaveCheckpoint() {
   if (options_.out_dir.empty()) return absl::OkStatus();
+  RINGSIDE_RETURN_IF_ERROR(strategy_->SettleParams());
   if (options_.write_checkpoints && options_.rank == 0) {
     RINGSIDE_RETURN_IF_ERROR(WriteCheckpointNow());
   }
@@ -214,6 +215,7 @@ absl::Status Trainer::WriteCheckpointNow() {
 }
 
 absl::StatusOr<EvalResult> Trainer::EvaluateTest() {
+  RINGSIDE_RETURN_IF_ERROR(strategy_->SettleParams());
   const std::vector<int64_t> indices = test_shard_.Indices(0);
   RINGSIDE_ASSIGN_OR_RETURN(EvalResult local,
                             test_step_.Evaluate(indices, options_.eval_batch));
@@ -247,6 +249,13 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   const BackwardHooks hooks{[this](const ParamRange& r) { strategy_->OnGradientReady(r); },
                             [this](const ParamRange& r) { strategy_->OnParamsFree(r); },
                             strategy_->SplitAt()};
+  ForwardHooks forward_hooks;
+  if (strategy_->params_arrive_late()) {
+    forward_hooks.params_needed = [this](const ParamRange& r) {
+      return strategy_->OnParamsNeeded(r);
+    };
+    forward_hooks.split_at = hooks.split_at;
+  }
   const int64_t run_start = NowMicros();
   int64_t samples = 0;
   int64_t steps_run = 0;
@@ -275,7 +284,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
         const bool last = off + mn >= n;
         StepMetrics part;
         RINGSIDE_RETURN_IF_ERROR(train_step_.Run(
-            absl::MakeConstSpan(order).subspan(begin + off, mn), loss_scale,
+            absl::MakeConstSpan(order).subspan(begin + off, mn), loss_scale, forward_hooks,
             last ? hooks : BackwardHooks(), strategy_->accumulates_gradients() || off > 0,
             &part, trace_.get()));
         m.set_data_ms(m.data_ms() + part.data_ms());
@@ -329,6 +338,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     }
     RINGSIDE_RETURN_IF_ERROR(SaveCheckpoint());
   }
+  RINGSIDE_RETURN_IF_ERROR(Annotate(strategy_->SettleParams(), absl::StrCat("step ", step_)));
   result.seconds = (NowMicros() - run_start) / 1e6;
   result.steps = step_;
   result.steps_this_run = steps_run;

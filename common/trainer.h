@@ -44,7 +44,18 @@ class StepStrategy {
   // Flat parameter offsets where backward should split its announcements when it can
   // (BackwardHooks::split_at), e.g. the boundaries of the pieces the strategy sends.
   virtual std::vector<int64_t> SplitAt() const { return {}; }
-  // After backward: brings model->params() up to date for the next step. Adds its
+  // True: FinishStep may return before the next step's parameters are all in place;
+  // the next forward then asks for each piece through OnParamsNeeded
+  // (ForwardHooks, split at SplitAt()) and computes what has arrived meanwhile.
+  virtual bool params_arrive_late() const { return false; }
+  // Blocks until `range` holds the parameters the coming forward must use; an error
+  // (a failed transfer) stops the step. Called from the training thread.
+  virtual absl::Status OnParamsNeeded(const ParamRange& range) { return absl::OkStatus(); }
+  // Blocks until every parameter is in place; the transfer's error, if any. The
+  // trainer calls it before evaluating, checkpointing and returning.
+  virtual absl::Status SettleParams() { return absl::OkStatus(); }
+  // After backward: brings model->params() up to date for the next step (or, with
+  // params_arrive_late(), starts to). Adds its
   // communication, wait and update times and byte counts to `m`, and spans to `trace`
   // (may be nullptr).
   virtual absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) = 0;

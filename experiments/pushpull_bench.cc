@@ -68,7 +68,7 @@ absl::Status RunPushPullBenchWorker(const PushPullBenchOptions& o) {
     const absl::Time t0 = absl::Now();
     RINGSIDE_RETURN_IF_ERROR(client.PushPull(
         i, grads.data(), params.data(), [](int64_t) { return true; }, [](int64_t) { return true; },
-        &timing));
+        nullptr, &timing));
     const double elapsed = absl::ToDoubleMilliseconds(absl::Now() - t0);
     if (i >= o.warmup) ms.push_back(elapsed);
     wire = timing.bytes_sent + timing.bytes_received;

@@ -255,7 +255,7 @@ class PsServiceTest : public ::testing::Test {
     std::vector<PushPullTiming> t(kWorkers);
     std::vector<absl::Status> status = OnEveryWorker([&](int w) {
       const std::vector<float> g = Gradient(w, step);
-      return clients[w]->PushPull(step, g.data(), (*params)[w].data(), AlwaysReady, AlwaysReady,
+      return clients[w]->PushPull(step, g.data(), (*params)[w].data(), AlwaysReady, AlwaysReady, nullptr,
                                   &t[w]);
     });
     for (int w = 0; w < kWorkers; ++w) {
@@ -478,7 +478,7 @@ TEST_F(PsServiceTest, ProtobufEncodedClientTrainsBesideShardClient) {
     auto worker0 = std::async(std::launch::async, [&] {
       PushPullTiming timing;
       const std::vector<float> g = Gradient(0, step);
-      return clients[0]->PushPull(step, g.data(), params[0].data(), AlwaysReady, AlwaysReady, &timing);
+      return clients[0]->PushPull(step, g.data(), params[0].data(), AlwaysReady, AlwaysReady, nullptr, &timing);
     });
     const std::vector<float> g1 = Gradient(1, step);
     std::vector<ps::Chunk> push;
@@ -548,7 +548,7 @@ TEST_F(PsServiceTest, BrokenStreamAbortsTheJobNamingTheWorker) {
   auto worker0 = std::async(std::launch::async, [&] {
     PushPullTiming timing;
     const std::vector<float> g = Gradient(0, 0);
-    return clients[0]->PushPull(0, g.data(), params[0].data(), AlwaysReady, AlwaysReady, &timing);
+    return clients[0]->PushPull(0, g.data(), params[0].data(), AlwaysReady, AlwaysReady, nullptr, &timing);
   });
   // Worker 1 pushes one chunk, then its stream breaks mid-step.
   Rogue rogue(address_);
@@ -620,7 +620,7 @@ TEST_F(PsServiceTest, StreamBrokenWhileWaitingForRepliesAbortsTheJob) {
   // Worker 0 then gets the abort instead of waiting for worker 1.
   PushPullTiming timing;
   const std::vector<float> g0 = Gradient(0, 0);
-  absl::Status s = clients[0]->PushPull(0, g0.data(), params[0].data(), AlwaysReady, AlwaysReady, &timing);
+  absl::Status s = clients[0]->PushPull(0, g0.data(), params[0].data(), AlwaysReady, AlwaysReady, nullptr, &timing);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
 }
 
@@ -645,7 +645,7 @@ TEST_F(PsServiceTest, AnEarlyReplyWaitsUntilItsParametersAreWritable) {
     };
     PushPullTiming timing;
     std::future<absl::Status> call = std::async(std::launch::async, [&] {
-      return clients[0]->PushPull(step, g.data(), params.data(), AlwaysReady, wait_writable,
+      return clients[0]->PushPull(step, g.data(), params.data(), AlwaysReady, wait_writable, nullptr,
                                   &timing);
     });
     ASSERT_TRUE(arrived.WaitForNotificationWithTimeout(absl::Seconds(30)));
@@ -678,7 +678,7 @@ TEST_F(PsServiceTest, AspWorkerRunsAheadAlone) {
   for (int64_t step = 0; step < 3; ++step) {
     PushPullTiming timing;
     const std::vector<float> g = Gradient(0, step);
-    ASSERT_TRUE(clients[0]->PushPull(step, g.data(), params.data(), AlwaysReady, AlwaysReady, &timing).ok());
+    ASSERT_TRUE(clients[0]->PushPull(step, g.data(), params.data(), AlwaysReady, AlwaysReady, nullptr, &timing).ok());
     SgdStep(hyper, {0}, step, kWorkers, &want, &buf);
     ExpectNear(params, want);
   }

@@ -46,6 +46,8 @@ PsStrategy::PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model*
   absl::MutexLock l(&mu_);
   remaining_.resize(clients_.size());
   busy_.resize(clients_.size());
+  arrived_.resize(clients_.size());
+  sender_done_.assign(clients_.size(), false);
 }
 
 PsStrategy::~PsStrategy() {
@@ -74,6 +76,9 @@ void PsStrategy::StartPushPull() {
     _exit(3);  // Test hook: die like a killed process, without saying goodbye.
   }
   if (options_.step_delay > absl::ZeroDuration()) absl::SleepFor(options_.step_delay);
+  // The last step's push-pulls are normally over (this step's forward waited for
+  // every chunk); a failure among them is reported by this step's FinishStep.
+  if (absl::Status s = Settle(); !s.ok() && deferred_.ok()) deferred_ = s;
   {
     absl::MutexLock l(&mu_);
     for (size_t s = 0; s < clients_.size(); ++s) {
@@ -82,21 +87,96 @@ void PsStrategy::StartPushPull() {
       remaining_[s].resize(chunks);
       for (int64_t k = 0; k < chunks; ++k) remaining_[s][k] = ChunkOf(slices_[s].size, cf, k).size;
       busy_[s] = remaining_[s];
+      arrived_[s].assign(chunks, false);
+      sender_done_[s] = false;
     }
   }
   started_ = true;
+  in_flight_ = true;
   results_.assign(clients_.size(), absl::OkStatus());
   timings_.assign(clients_.size(), PushPullTiming());
+  call_start_us_ = NowUs();
+  const int64_t step = step_;
   for (size_t s = 0; s < clients_.size(); ++s) {
-    senders_[s]->Run([this, s] {
+    senders_[s]->Run([this, s, step] {
       const Slice& slice = slices_[s];
-      results_[s] = clients_[s]->PushPull(
-          step_, model_->grads() + slice.offset, model_->params() + slice.offset,
+      absl::Status result = clients_[s]->PushPull(
+          step, model_->grads() + slice.offset, model_->params() + slice.offset,
           [this, s](int64_t k) { return WaitForZero(&remaining_, static_cast<int>(s), k); },
           [this, s](int64_t k) { return WaitForZero(&busy_, static_cast<int>(s), k); },
+          [this, s](int64_t k) {
+            absl::MutexLock l(&mu_);
+            arrived_[s][k] = true;
+          },
           &timings_[s]);
+      results_[s] = result;
+      absl::MutexLock l(&mu_);
+      sender_done_[s] = true;
     });
   }
+}
+
+absl::Status PsStrategy::Settle() {
+  if (!in_flight_) return absl::OkStatus();
+  WaitForSenders();
+  in_flight_ = false;
+  absl::Status status;
+  int64_t push_done = call_start_us_, last = call_start_us_;
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    if (status.ok() && !results_[s].ok()) status = results_[s];
+    settled_sent_ += timings_[s].bytes_sent;
+    settled_received_ += timings_[s].bytes_received;
+    push_done = std::max(push_done, timings_[s].push_done_us);
+    last = std::max(last, timings_[s].last_chunk_us);
+  }
+  // Spans of the call, for the trace of the step that settles it: from the first
+  // announcement until the last gradient chunk was out, and until the last update was in.
+  spans_.push_back({call_start_us_, push_done, last});
+  return status;
+}
+
+absl::Status PsStrategy::SettleParams() {
+  const int64_t t0 = NowUs();
+  absl::Status s = Settle();
+  waited_us_ += NowUs() - t0;
+  return s;
+}
+
+absl::Status PsStrategy::OnParamsNeeded(const ParamRange& range) {
+  if (!in_flight_) return absl::OkStatus();
+  const int64_t t0 = NowUs();
+  const int64_t end = range.offset + range.size;
+  bool missing = false;
+  {
+    absl::MutexLock l(&mu_);
+    for (size_t s = 0; s < slices_.size() && !missing; ++s) {
+      const int64_t lo = std::max(range.offset, slices_[s].offset);
+      const int64_t hi = std::min(end, slices_[s].offset + slices_[s].size);
+      if (lo >= hi) continue;
+      const int64_t cf = clients_[s]->layout().chunk_floats();
+      const int64_t base = slices_[s].offset;
+      for (int64_t k = ChunkHolding(slices_[s].size, cf, lo - base);
+           k < static_cast<int64_t>(arrived_[s].size()) &&
+           base + ChunkOf(slices_[s].size, cf, k).offset < hi;
+           ++k) {
+        auto here = [this, s, k]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return arrived_[s][k] || sender_done_[s] || cancelled_;
+        };
+        mu_.Await(absl::Condition(&here));
+        if (!arrived_[s][k]) {
+          missing = true;
+          break;
+        }
+      }
+    }
+  }
+  waited_us_ += NowUs() - t0;
+  // A chunk that cannot come: its push-pull failed (or was cancelled); its error.
+  if (missing) {
+    absl::Status s = Settle();
+    return s.ok() ? absl::InternalError("a parameter chunk never came back") : s;
+  }
+  return absl::OkStatus();
 }
 
 void PsStrategy::OnGradientReady(const ParamRange& range) {
@@ -148,7 +228,6 @@ void PsStrategy::CountDown(const ParamRange& range, std::vector<std::vector<int6
 }
 
 absl::Status PsStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) {
-  const int64_t t0 = NowUs();
   if (!started_) {
     // No gradient was announced (an empty model range never is): all are final now.
     OnGradientReady(ParamRange{0, model->num_params()});
@@ -158,35 +237,32 @@ absl::Status PsStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* t
     absl::MutexLock l(&mu_);
     for (auto& shard : busy_) std::fill(shard.begin(), shard.end(), 0);
   }
-  WaitForSenders();
   started_ = false;
-  absl::Status status;
-  int64_t push_done = t0, first = INT64_MAX, last = t0, sent = 0, received = 0;
-  for (size_t s = 0; s < clients_.size(); ++s) {
-    if (status.ok() && !results_[s].ok()) status = results_[s];
-    push_done = std::max(push_done, timings_[s].push_done_us);
-    first = std::min(first, timings_[s].first_chunk_us);
-    last = std::max(last, timings_[s].last_chunk_us);
-    sent += timings_[s].bytes_sent;
-    received += timings_[s].bytes_received;
-  }
-  RINGSIDE_RETURN_IF_ERROR(status);
-  // Exposed phases: push_ms is the hooks' time during backward plus, after it, the
-  // time until the last chunk is out; wait_ms until the first updated chunk is back
-  // (if it was not back already); pull_ms until the last one is.
-  first = std::max(first, push_done);
-  m->set_push_ms((push_done - t0 + hook_us_) / 1e3);
-  hook_us_ = 0;
-  m->set_wait_ms((first - push_done) / 1e3);
-  m->set_pull_ms((last - first) / 1e3);
+  absl::Status deferred = std::move(deferred_);
+  deferred_ = absl::OkStatus();
+  RINGSIDE_RETURN_IF_ERROR(deferred);
+  if (!options_.params_arrive_late) RINGSIDE_RETURN_IF_ERROR(SettleParams());
+  // Exposed phases of this step on the training thread: push_ms, the hooks' time
+  // during backward (starting the senders, releasing chunks); pull_ms, the time this
+  // step's forward (or a settle) waited for the last update's chunks. The push-pulls
+  // themselves run on, behind the next step's data and forward.
+  m->set_push_ms(hook_us_ / 1e3);
+  m->set_wait_ms(0);
+  m->set_pull_ms(waited_us_ / 1e3);
   m->set_comm_ms(m->push_ms() + m->pull_ms());
-  m->set_bytes_sent(sent);
-  m->set_bytes_received(received);
   if (trace != nullptr) {
-    trace->Span("push", kCommTrack, t0, push_done - t0);
-    trace->Span("wait for shards", kCommTrack, push_done, first - push_done);
-    trace->Span("pull", kCommTrack, first, last - first);
+    for (const CallSpan& c : spans_) {
+      trace->Span("push", kCommTrack, c.start_us, c.push_done_us - c.start_us);
+      trace->Span("push-pull", kCommTrack, c.start_us, c.last_chunk_us - c.start_us);
+    }
   }
+  spans_.clear();
+  m->set_bytes_sent(settled_sent_);
+  m->set_bytes_received(settled_received_);
+  hook_us_ = 0;
+  waited_us_ = 0;
+  settled_sent_ = 0;
+  settled_received_ = 0;
   ++step_;
   return absl::OkStatus();
 }
@@ -205,6 +281,7 @@ absl::StatusOr<EvalResult> PsStrategy::ReduceEval(const EvalResult& local) {
 }
 
 absl::StatusOr<std::vector<float>> PsStrategy::SaveOptimizerState() {
+  RINGSIDE_RETURN_IF_ERROR(Settle());
   if (!options_.has_momentum) return std::vector<float>();
   std::vector<float> state(model_->num_params());
   for (size_t s = 0; s < clients_.size(); ++s) {
@@ -249,6 +326,7 @@ absl::Status PsStrategy::Start(int64_t step) {
 }
 
 absl::Status PsStrategy::Finish() {
+  RINGSIDE_RETURN_IF_ERROR(Settle());
   RINGSIDE_RETURN_IF_ERROR(clients_[0]->Barrier("end", {}).status());
   for (auto& c : clients_) RINGSIDE_RETURN_IF_ERROR(c->Shutdown());
   return absl::OkStatus();

@@ -25,6 +25,9 @@ struct PsStrategyOptions {
   bool has_momentum = true;            // Whether checkpoints carry a momentum buffer.
   absl::Duration step_delay;           // Test hook: a deliberately slow worker.
   int64_t crash_at_step = -1;          // Test hook: _exit(3) when this step starts.
+  // True: FinishStep returns at once and the next forward waits for each chunk it
+  // reads (see params_arrive_late()); false: FinishStep waits for every chunk.
+  bool params_arrive_late = true;
 };
 
 // Not thread-safe (the training thread calls it); owns its sender threads (one
@@ -47,8 +50,22 @@ class PsStrategy final : public StepStrategy {
   // Every chunk's start: backward then announces a chunk as soon as its own rows are
   // computed, so it goes out while backward computes the chunks below it.
   std::vector<int64_t> SplitAt() const override;
-  // Waits for every shard's push-pull of this step; the model holds the next step's
-  // parameters afterwards.
+  // With options.params_arrive_late, updated chunks arrive while the next step
+  // gathers its data and runs forward: FinishStep returns without waiting, and forward
+  // asks for each piece.
+  bool params_arrive_late() const override { return options_.params_arrive_late; }
+  // Blocks until every chunk overlapping `range` has come back (or its shard's
+  // push-pull failed: then that error).
+  absl::Status OnParamsNeeded(const ParamRange& range) override;
+  // Waits for every shard's push-pull in flight; the model then holds the next step's
+  // parameters.
+  absl::Status SettleParams() override;
+  // Ends backward's part of the step: starts the push-pulls if no gradient was
+  // announced, lets every updated chunk be written, and returns at once (or, without
+  // params_arrive_late, once every chunk is back). Records the exposed phases of this
+  // step: push_ms (the hooks during backward), pull_ms (waiting for updated chunks: in
+  // this step's forward for the last update, or here for this one) and the bytes of
+  // the push-pulls completed during the step.
   absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;
   // Sums the counts over all workers through a barrier on shard 0.
   absl::StatusOr<EvalResult> ReduceEval(const EvalResult& local) override;
@@ -78,6 +95,9 @@ class PsStrategy final : public StepStrategy {
   // cancelled.
   bool WaitForZero(const std::vector<std::vector<int64_t>>* counts, int s, int64_t k);
   void WaitForSenders();
+  // Waits for the senders of the step in flight, if any, and records their timings;
+  // the first error.
+  absl::Status Settle();
 
   std::vector<std::unique_ptr<ShardClient>> clients_;
   Model* const model_;
@@ -94,8 +114,22 @@ class PsStrategy final : public StepStrategy {
   // (an updated chunk that comes back early waits for them).
   std::vector<std::vector<int64_t>> busy_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  // arrived_[s][k]: chunk k of shard s is back in the model; sender_done_[s]: shard s's
+  // push-pull returned (all back, or failed).
+  std::vector<std::vector<bool>> arrived_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> sender_done_ ABSL_GUARDED_BY(mu_);
 
   bool started_ = false;       // Senders of this step are running.
+  bool in_flight_ = false;     // Senders started and not yet settled.
+  int64_t waited_us_ = 0;      // Time forward spent in OnParamsNeeded this step.
+  int64_t settled_sent_ = 0;   // Bytes of the push-pulls settled since the last record.
+  int64_t settled_received_ = 0;
+  absl::Status deferred_;      // A settled failure, for the next FinishStep.
+  int64_t call_start_us_ = 0;  // When this step's push-pulls started.
+  struct CallSpan {
+    int64_t start_us, push_done_us, last_chunk_us;
+  };
+  std::vector<CallSpan> spans_;  // Settled calls not yet traced.
   int64_t hook_us_ = 0;        // Time spent in the backward hooks this step.
   std::vector<std::unique_ptr<TaskThread>> senders_;  // Per shard.
   std::vector<absl::Status> results_;

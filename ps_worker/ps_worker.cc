@@ -64,6 +64,10 @@ absl::StatusOr<PsResult> RunPsWorker(const PsWorkerOptions& o) {
   sopts.worker_id = o.worker_id;
   sopts.num_workers = config.world_size();
   sopts.has_momentum = config.momentum() != 0;
+  // Under SSP and ASP the release of a step's parameters is the consistency point that
+  // the staleness bound speaks of: FinishStep waits for it, so a step starts only once
+  // the worker may run it.
+  sopts.params_arrive_late = config.ps_sync() == "bsp";
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<PsStrategy> strategy,
                             PsStrategy::Create(std::move(clients), model.get(), sopts));
   if (o.worker_id == 0) {

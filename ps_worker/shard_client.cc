@@ -110,6 +110,7 @@ absl::Status ShardClient::FinishPending() {
 absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* params,
                                    const std::function<bool(int64_t)>& wait_ready,
                                    const std::function<bool(int64_t)>& wait_writable,
+                                   const std::function<void(int64_t)>& arrived,
                                    PushPullTiming* timing) {
   RINGSIDE_RETURN_IF_ERROR(FinishPending());
   const int64_t chunks = num_chunks();
@@ -128,7 +129,7 @@ absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* para
   // The reader runs beside the writer, on this client's long-lived reader thread: the
   // server streams updated chunks back while this worker is still pushing (and would
   // stall if nobody read them).
-  reader_.Run([this, c, step, size, cf, params, wait_writable, timing] {
+  reader_.Run([this, c, step, size, cf, params, wait_writable, arrived, timing] {
     WireChunk in;
     while (c->stream->Read(&in)) {
       const int64_t n = static_cast<int64_t>(in.payload_size() / sizeof(float));
@@ -146,18 +147,22 @@ absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* para
       }
       // An early reply waits until backward no longer reads the chunk's parameters.
       const bool writable = wait_writable(k);
-      absl::MutexLock l(&c->mu);
-      if (!writable) {
-        c->read_status = absl::CancelledError(
-            absl::StrCat(name_, ": push-pull of step ", step, " cancelled"));
-        c->context.TryCancel();
-        break;
+      {
+        absl::MutexLock l(&c->mu);
+        if (!writable) {
+          c->read_status = absl::CancelledError(
+              absl::StrCat(name_, ": push-pull of step ", step, " cancelled"));
+          c->context.TryCancel();
+          break;
+        }
+        in.CopyPayloadTo(params + in.offset);
+        // Before the count: PushPull must not return before the last arrival is told.
+        if (arrived) arrived(k);
+        const int64_t now = NowUs();
+        if (c->received++ == 0) timing->first_chunk_us = now;
+        timing->last_chunk_us = now;
+        timing->bytes_received += in.wire_bytes();
       }
-      in.CopyPayloadTo(params + in.offset);
-      const int64_t now = NowUs();
-      if (c->received++ == 0) timing->first_chunk_us = now;
-      timing->last_chunk_us = now;
-      timing->bytes_received += in.wire_bytes();
     }
     absl::MutexLock l(&c->mu);
     c->reader_done = true;

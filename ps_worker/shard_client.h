@@ -50,13 +50,16 @@ class ShardClient {
   // k (it blocks until the chunk's gradients are final; false cancels the call with
   // Cancelled), and writes each updated chunk into `params` (the slice) as it arrives,
   // once wait_writable(k) returned true (it blocks while something still reads the
-  // chunk's old parameters; false cancels the call). Blocks until all chunks came back; the
+  // chunk's old parameters; false cancels the call), then calls arrived(k) (may be
+  // empty; on the reader thread, before PushPull can return; it must not call back into
+  // this client). Blocks until all chunks came back; the
   // call's final status is then collected by the next call (or FinishPending), so the
   // step need not wait for the stream to close. Also reports the previous call's
   // failure, if it had one.
   absl::Status PushPull(int64_t step, const float* grads, float* params,
                         const std::function<bool(int64_t)>& wait_ready,
-                        const std::function<bool(int64_t)>& wait_writable, PushPullTiming* timing);
+                        const std::function<bool(int64_t)>& wait_writable,
+                        const std::function<void(int64_t)>& arrived, PushPullTiming* timing);
   // Push-only (gradients of `step`, or worker 0's PARAMS / OPTIMIZER_STATE) and
   // pull-only (PARAMS for `step`, or OPTIMIZER_STATE) of the whole slice.
   absl::Status Push(int64_t step, ps::TensorKind kind, const float* data,
