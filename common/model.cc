@@ -15,6 +15,23 @@
 namespace ringside {
 namespace {
 
+// Weight rows where the pieces of a split layer start, highest first, without 0: for
+// each split offset in (offset, end), the row holding it (round_up: the first row
+// wholly above it), at most `rows` (the bias alone). Shared by Forward and Backward.
+std::vector<int> PieceStarts(const std::vector<int64_t>& split_at, int64_t offset,
+                             int64_t end, int rows, int64_t row_len, bool round_up) {
+  std::vector<int> starts;
+  for (int64_t at : split_at) {
+    if (at <= offset || at >= end) continue;
+    const int64_t row = (at - offset + (round_up ? row_len - 1 : 0)) / row_len;
+    starts.push_back(static_cast<int>(std::min<int64_t>(row, rows)));
+  }
+  std::sort(starts.begin(), starts.end(), std::greater<int>());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  if (!starts.empty() && starts.back() == 0) starts.pop_back();
+  return starts;
+}
+
 absl::Status BuildMlp(absl::string_view widths_spec, Shape input, int num_classes,
                       std::vector<std::unique_ptr<Layer>>* layers) {
   std::vector<int> widths;
@@ -239,13 +256,8 @@ absl::Status Model::BackwardParams(int i, const float* in, int batch, bool accum
   const int64_t row_len = rows > 0 ? (size - rows) / rows : 0;
   std::vector<int> starts;
   if (rows > 0 && hooks.grads_ready) {
-    for (int64_t at : hooks.split_at) {
-      if (at <= offset || at >= offset + size) continue;
-      starts.push_back(static_cast<int>(std::min<int64_t>((at - offset) / row_len, rows)));
-    }
-    std::sort(starts.begin(), starts.end(), std::greater<int>());
-    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
-    if (!starts.empty() && starts.back() == 0) starts.pop_back();
+    starts = PieceStarts(hooks.split_at, offset, offset + size, rows, row_len,
+                         /*round_up=*/false);
   }
   if (starts.empty()) {
     layer.BackwardParams(ops_, in, dout, batch, accumulate);
@@ -275,13 +287,8 @@ absl::Status Model::ForwardParams(int i, const float* in, int batch,
   // piece waits for both sides).
   std::vector<int> starts;
   if (rows > 0) {
-    for (int64_t at : hooks.split_at) {
-      if (at <= offset || at >= offset + rows * row_len) continue;
-      starts.push_back(static_cast<int>((at - offset + row_len - 1) / row_len));
-    }
-    std::sort(starts.begin(), starts.end(), std::greater<int>());
-    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
-    while (!starts.empty() && starts.back() == 0) starts.pop_back();
+    starts = PieceStarts(hooks.split_at, offset, offset + rows * row_len, rows, row_len,
+                         /*round_up=*/true);
     if (!starts.empty() && starts.front() == rows) starts.erase(starts.begin());
   }
   if (starts.empty()) {

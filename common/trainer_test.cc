@@ -97,25 +97,33 @@ TEST(TrainerTest, ResumeIsBitIdenticalToTrainingStraight) {
 
 // Gradient accumulation over 4 micro-batches of 8 steps like one batch of 32 over the
 // same samples (up to float summation order).
+// Trains `c` with the single-process strategy, writing to `dir`; the final parameters.
+std::vector<float> TrainParams(const RunConfig& c, const std::string& dir) {
+  auto data = LoadDataset(c.dataset());
+  EXPECT_TRUE(data.ok()) << data.status();
+  auto ops = NewCpuOps(1);
+  auto model = Model::Create(c.model(), {1, 8, 8}, 4, ops.get());
+  EXPECT_TRUE(model.ok()) << model.status();
+  auto strategy = LocalSgdStrategy::Create({c.lr(), c.momentum(), c.weight_decay(), false},
+                                           model->get(), ops.get());
+  TrainerOptions o;
+  o.config = c;
+  o.out_dir = dir;
+  o.progress = nullptr;
+  auto trainer = Trainer::Create(o, model->get(), ops.get(), &*data, strategy->get());
+  EXPECT_TRUE(trainer.ok()) << trainer.status();
+  auto r = (*trainer)->Run();
+  EXPECT_TRUE(r.ok()) << r.status();
+  return std::vector<float>((*model)->params(), (*model)->params() + (*model)->num_params());
+}
+
 TEST(TrainerTest, GradientAccumulationMatchesTheBigBatch) {
   auto run = [](int batch, int accum, const std::string& dir) {
     RunConfig c = SmallConfig();
     c.set_batch(batch);
     c.set_grad_accum(accum);
     c.set_max_steps(12);
-    auto data = LoadDataset(c.dataset());
-    auto ops = NewCpuOps(1);
-    auto model = Model::Create(c.model(), {1, 8, 8}, 4, ops.get());
-    auto strategy = LocalSgdStrategy::Create({c.lr(), c.momentum(), c.weight_decay(), false},
-                                             model->get(), ops.get());
-    TrainerOptions o;
-    o.config = c;
-    o.out_dir = dir;
-    o.progress = nullptr;
-    auto trainer = Trainer::Create(o, model->get(), ops.get(), &*data, strategy->get());
-    EXPECT_TRUE(trainer.ok()) << trainer.status();
-    EXPECT_TRUE((*trainer)->Run().ok());
-    return std::vector<float>((*model)->params(), (*model)->params() + (*model)->num_params());
+    return TrainParams(c, dir);
   };
   const std::vector<float> big = run(32, 1, TempDir("big"));
   const std::vector<float> accumulated = run(8, 4, TempDir("accum"));
@@ -148,22 +156,10 @@ TEST(TrainerTest, PrefetchingTheNextBatchIsBitIdentical) {
     c.set_grad_accum(2);
     c.set_max_steps(45);
     c.set_prefetch(prefetch);
-    auto data = LoadDataset(c.dataset());
-    auto ops = NewCpuOps(1);
-    auto model = Model::Create(c.model(), {1, 8, 8}, 4, ops.get());
-    auto strategy = LocalSgdStrategy::Create({c.lr(), c.momentum(), c.weight_decay(), false},
-                                             model->get(), ops.get());
-    TrainerOptions o;
-    o.config = c;
-    o.out_dir = dir;
-    o.progress = nullptr;
-    auto trainer = Trainer::Create(o, model->get(), ops.get(), &*data, strategy->get());
-    EXPECT_TRUE(trainer.ok()) << trainer.status();
-    auto r = (*trainer)->Run();
-    EXPECT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->steps, 45);
+    TrainParams(c, dir);
     auto ckpt = ReadCheckpoint(dir + "/" + kCheckpointFile);
     EXPECT_TRUE(ckpt.ok()) << ckpt.status();
+    EXPECT_EQ(ckpt->header.step(), 45);
     return *ckpt;
   };
   const std::string on = TempDir("prefetch-on"), off = TempDir("prefetch-off");

@@ -145,30 +145,17 @@ absl::Status PsStrategy::SettleParams() {
 absl::Status PsStrategy::OnParamsNeeded(const ParamRange& range) {
   if (!in_flight_) return absl::OkStatus();
   const int64_t t0 = NowUs();
-  const int64_t end = range.offset + range.size;
   bool missing = false;
   {
     absl::MutexLock l(&mu_);
-    for (size_t s = 0; s < slices_.size() && !missing; ++s) {
-      const int64_t lo = std::max(range.offset, slices_[s].offset);
-      const int64_t hi = std::min(end, slices_[s].offset + slices_[s].size);
-      if (lo >= hi) continue;
-      const int64_t cf = clients_[s]->layout().chunk_floats();
-      const int64_t base = slices_[s].offset;
-      for (int64_t k = ChunkHolding(slices_[s].size, cf, lo - base);
-           k < static_cast<int64_t>(arrived_[s].size()) &&
-           base + ChunkOf(slices_[s].size, cf, k).offset < hi;
-           ++k) {
-        auto here = [this, s, k]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return arrived_[s][k] || sender_done_[s] || cancelled_;
-        };
-        mu_.Await(absl::Condition(&here));
-        if (!arrived_[s][k]) {
-          missing = true;
-          break;
-        }
-      }
-    }
+    ForEachChunkIn(range, [&](int s, int64_t k, int64_t, int64_t) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      auto here = [this, s, k]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return arrived_[s][k] || sender_done_[s] || cancelled_;
+      };
+      mu_.Await(absl::Condition(&here));
+      missing = !arrived_[s][k];
+      return !missing;
+    });
   }
   waited_us_ += NowUs() - t0;
   // A chunk that cannot come: its push-pull failed (or was cancelled); its error.
@@ -207,24 +194,33 @@ std::vector<int64_t> PsStrategy::SplitAt() const {
   return starts;
 }
 
-void PsStrategy::CountDown(const ParamRange& range, std::vector<std::vector<int64_t>>* counts) {
+void PsStrategy::ForEachChunkIn(
+    const ParamRange& range, absl::FunctionRef<bool(int, int64_t, int64_t, int64_t)> fn) const {
   const int64_t end = range.offset + range.size;
   for (size_t s = 0; s < slices_.size(); ++s) {
     const int64_t lo = std::max(range.offset, slices_[s].offset);
     const int64_t hi = std::min(end, slices_[s].offset + slices_[s].size);
     if (lo >= hi) continue;
     const int64_t cf = clients_[s]->layout().chunk_floats();
+    const int64_t chunks = clients_[s]->num_chunks();
     // Chunks of shard s overlapping [lo, hi).
     const int64_t base = slices_[s].offset;
-    for (int64_t k = ChunkHolding(slices_[s].size, cf, lo - base);
-         k < static_cast<int64_t>((*counts)[s].size()); ++k) {
+    for (int64_t k = ChunkHolding(slices_[s].size, cf, lo - base); k < chunks; ++k) {
       const Slice c = ChunkOf(slices_[s].size, cf, k);
       if (base + c.offset >= hi) break;
-      const int64_t c_lo = std::max(lo, base + c.offset);
-      const int64_t c_hi = std::min(hi, base + c.offset + c.size);
-      (*counts)[s][k] -= c_hi - c_lo;
+      if (!fn(static_cast<int>(s), k, std::max(lo, base + c.offset),
+              std::min(hi, base + c.offset + c.size))) {
+        return;
+      }
     }
   }
+}
+
+void PsStrategy::CountDown(const ParamRange& range, std::vector<std::vector<int64_t>>* counts) {
+  ForEachChunkIn(range, [counts](int s, int64_t k, int64_t lo, int64_t hi) {
+    (*counts)[s][k] -= hi - lo;
+    return true;
+  });
 }
 
 absl::Status PsStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -87,6 +88,10 @@ class PsStrategy final : public StepStrategy {
   PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model* model,
              const PsStrategyOptions& options);
   void StartPushPull();
+  // Calls fn(s, k, lo, hi) for each chunk k of shard s that overlaps `range` ([lo, hi)
+  // the overlap, flat offsets), in ascending order, until fn returns false.
+  void ForEachChunkIn(const ParamRange& range,
+                      absl::FunctionRef<bool(int, int64_t, int64_t, int64_t)> fn) const;
   // Subtracts from (*counts)[s][k] the floats of `range` in chunk k of shard s.
   void CountDown(const ParamRange& range, std::vector<std::vector<int64_t>>* counts)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
