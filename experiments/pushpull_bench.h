@@ -3,7 +3,9 @@
 // each size. Prints per size the median time of a push-pull (gradients in, updated
 // parameters back, SGD applied on the shard in between) and the rate it moves data:
 // 2 x model bytes / time, to compare with raw TCP bandwidth (scripts/bench_pushpull.sh
-// runs iperf3 in the same run).
+// runs iperf3 in the same run); beside it, the baseline the push-pull is meant to
+// beat: the model pushed one way on a plain gRPC client stream of protobuf chunks of
+// the same size (model bytes / time).
 #ifndef RINGSIDE_EXPERIMENTS_PUSHPULL_BENCH_H_
 #define RINGSIDE_EXPERIMENTS_PUSHPULL_BENCH_H_
 

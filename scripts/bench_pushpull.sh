@@ -4,7 +4,8 @@
 #   1. raw TCP loopback bandwidth: iperf3, one stream, before and after the sweeps, both
 #      left to the scheduler and pinned (client and server on a core each, -A);
 #   2. `ringside bench pushpull`: one worker's combined push-pull against one shard in
-#      another process, model sizes 1 MB to 256 MB, 1 MiB chunks, median of N; once
+#      another process, model sizes 1 MB to 256 MB, 1 MiB chunks, median of N, next to
+#      the same model pushed one way on a plain gRPC client stream (the baseline); once
 #      left to the scheduler, once pinned like iperf3 (--pin_cpus); each compared with
 #      the iperf3 figure taken the same way;
 #   3. the step-time cost of the parameter server: single-process training vs PS with
@@ -42,17 +43,21 @@ iperf_gbits() {
   wait "$server" || true
 }
 
-# Prints the sweep's table with each rate as a share of `raw` (GB/s, the argument).
+# Prints the sweep's table with each rate as a share of `raw` (GB/s, the argument):
+# the push-pull's (2 x model bytes / time) and the plain client stream's (model
+# bytes / time, the baseline).
 table() {
   "$PY" -c "
 import sys
 raw = $1
 lines = sys.stdin.read().splitlines()
-print('%12s %12s %10s %10s %9s' % ('model MB', 'median ms', 'GB/s', 'raw GB/s', 'of raw'))
+print('%10s %10s %8s %7s %11s %8s %7s %9s' % ('model MB', 'median ms', 'GB/s', 'of raw',
+      'plain ms', 'GB/s', 'of raw', 'raw GB/s'))
 for line in lines[1:]:
     f = line.split()
-    mb, ms, gbs = int(f[0]) / 2**20, float(f[2]), float(f[4])
-    print('%12.0f %12.3f %10.3f %10.3f %8.0f%%' % (mb, ms, gbs, raw, 100 * gbs / raw))
+    mb, ms, gbs, pms, pgbs = int(f[0]) / 2**20, float(f[2]), float(f[4]), float(f[5]), float(f[6])
+    print('%10.0f %10.3f %8.3f %6.0f%% %11.3f %8.3f %6.0f%% %9.3f' % (mb, ms, gbs, 100 * gbs / raw,
+          pms, pgbs, 100 * pgbs / raw, raw))
 "
 }
 
