@@ -4,12 +4,13 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <cmath>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/common.h"
 #include "common/status_macros.h"
 #include "experiments/cpu_pinning.h"
 #include "experiments/launcher.h"
@@ -80,18 +81,24 @@ absl::Status RunPushPullBenchWorker(const PushPullBenchOptions& o) {
         nullptr, &timing));
     if (i >= o.warmup) ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - t0));
   }
-  // The shard applied SGD with lr 0.01 and momentum 0.9 to a constant gradient: after
-  // s steps every parameter moved by lr * g * sum_{j<s} (sum_{i<=j} 0.9^i). The shard
-  // steps in float: its rounding error grows with the number of steps.
-  const int steps = o.warmup + o.iters;
-  double expected = 0.5, v = 0;
-  for (int s = 0; s < steps; ++s) {
-    v = 0.9 * v + 1e-3;
-    expected -= 0.01 * v;
+  // The reference: the shard's SGD (the same kernel, from the same configuration)
+  // stepped here as many times with the same constant gradient. Every parameter the
+  // shard returned must equal it.
+  RINGSIDE_ASSIGN_OR_RETURN(PsShardOptions shard_options, ShardOptionsFor(config, 0, kTimeout));
+  std::unique_ptr<Ops> ops = NewCpuOps(1);
+  constexpr int64_t kReferenceSize = 1024;
+  RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(shard_options.hyper, kReferenceSize, ops.get()));
+  std::vector<float> reference(kReferenceSize, 0.5f);
+  for (int s = 0; s < o.warmup + o.iters; ++s) {
+    std::vector<float> g(kReferenceSize, 1e-3f);
+    sgd.Step(reference.data(), g.data());
   }
-  const double err = std::abs(params[n / 2] - expected);
-  if (err > 1e-5 + 1e-7 * steps) {
-    return absl::InternalError(absl::StrFormat("push-pull returned %.7f, expected %.7f", params[n / 2], expected));
+  const float want = reference[kReferenceSize / 2];
+  for (int64_t i = 0; i < n; ++i) {
+    if (params[i] != want) {
+      return absl::InternalError(absl::StrFormat("push-pull returned %.9g at parameter %d, the reference SGD %.9g",
+                                                 params[i], i, want));
+    }
   }
   std::sort(ms.begin(), ms.end());
   std::sort(plain_ms.begin(), plain_ms.end());
