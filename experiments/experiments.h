@@ -1,24 +1,22 @@
-// experiments/: the ringside command line and what it runs. Door of the folder.
-//   train_command.h  `ringside train --strategy=single`
-//   launcher.h       `ringside launch` (torchrun-style) and local DDP launches
-//   step_bench.h     `ringside bench step`  (training-step time vs the GEMM floor)
-//   allreduce_bench.h `ringside bench allreduce` (nccl-tests-style sweep)
-//   cpu_pinning.h    one core per end of a loopback benchmark (--pin_cpus)
-//   pushpull_bench.h `ringside bench pushpull` (one worker's push-pull vs raw TCP)
-//   compare_command.h `ringside compare` (experiment matrix from a spec; experiment.proto)
-//   report_command.h  `ringside report` (Markdown + self-contained HTML with gnuplot)
-//   demo_command.h    `ringside demo` (the README's preset comparison)
-//   network_emulator.h / emulated_launch.h  emulated cluster links (namespaces, tc)
-//   cost_model.h, calibrate_command.h, simulate_command.h  the calibrated cost model
-//   ringside_main.cc flag parsing and dispatch
+// experiments/: the ringside command line and everything it runs, above the two
+// strategies. Door of the layer; each room is a Bazel package with a door of its own.
+//   cli/        the command line: a command table, one file per verb, the flags and
+//               their one mapping to a RunConfig                      (cli/cli.h)
+//   launch/     starting a job's processes: the torchrun-style launcher, the PS and
+//               DDP process plans on one machine, ranks on emulated nodes (launch/launch.h)
+//   sys/        the OS layer: subprocesses, signals, files, this process (sys/sys.h)
+//   netem/      emulated cluster networks and the link-rate grammar  (netem/netem.h)
+//   costmodel/  the calibrated cost model: calibrate, simulate    (costmodel/costmodel.h)
+//   matrix/     experiment specs, `compare`, cell results            (matrix/matrix.h)
+//   report/     `report`: points, findings, plots, Markdown, HTML    (report/report.h)
+//   bench/      `bench step|allreduce|pushpull` and their PyTorch peers (bench/bench.h)
+//   train_command.h  `train --strategy=single`
+//   ringside_main.cc the binary: process-wide tuning, then cli::RunCli
+// Dependencies point down: cli -> (launch, matrix, report, costmodel, bench) ->
+// (netem, sys); report -> (matrix, costmodel); nothing here is used by the strategies.
 #ifndef RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
 #define RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
 
-#include "experiments/allreduce_bench.h"
-#include "experiments/cpu_pinning.h"
-#include "experiments/launcher.h"
-#include "experiments/pushpull_bench.h"
-#include "experiments/step_bench.h"
-#include "experiments/train_command.h"
+#include "experiments/cli/cli.h"
 
 #endif  // RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_

@@ -12,5 +12,5 @@ for w in "${@:-2 4}"; do
     "$R" bench allreduce --workers="$w" --allreduce="$algo" | sed -n 's/^\[rank 0\] //p'
   done
   "$R" launch --nproc_per_node="$w" --master_port=0 -- /usr/bin/python3 \
-    experiments/torch_allreduce_bench.py | sed -n 's/^\[rank 0\] //p'
+    experiments/bench/torch_allreduce_bench.py | sed -n 's/^\[rank 0\] //p'
 done

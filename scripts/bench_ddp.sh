@@ -28,7 +28,7 @@ for r in $(seq "$ROUNDS"); do
   common=(train --strategy=ddp --workers="$WORLD" --model=mlp:784-512-512-10 --batch=128 --threads=1 --steps=220 --dataset=fashion-mnist)
   "$R" "${common[@]}" --out="$out/a" >/dev/null 2>&1 && summarise "$out/a" "(buckets 1 MB + 25 MB)"
   "$R" "${common[@]}" --first_bucket_mb=25 --out="$out/b" >/dev/null 2>&1 && summarise "$out/b" "(one 25 MB bucket)"
-  "$R" launch --nproc_per_node="$WORLD" --master_port=0 -- /usr/bin/python3 experiments/torch_ddp_bench.py | sed -n 's/^\[rank 0\] //p'
-  "$R" launch --nproc_per_node="$WORLD" --master_port=0 -- /usr/bin/python3 experiments/torch_ddp_bench.py --first_bucket_mb=25 | sed -n 's/^\[rank 0\] //p'
+  "$R" launch --nproc_per_node="$WORLD" --master_port=0 -- /usr/bin/python3 experiments/bench/torch_ddp_bench.py | sed -n 's/^\[rank 0\] //p'
+  "$R" launch --nproc_per_node="$WORLD" --master_port=0 -- /usr/bin/python3 experiments/bench/torch_ddp_bench.py --first_bucket_mb=25 | sed -n 's/^\[rank 0\] //p'
 done
 rm -rf "$out"

@@ -13,6 +13,6 @@ for cfg in "mlp:784-512-512-10 128" "mlp:784-512-512-10 512" "cnn:lenet 64"; do
   echo "== $1 batch $2, 1 thread"
   for r in $(seq "$ROUNDS"); do
     "$R" bench step --model="$1" --batch="$2" --threads=1 --steps=200 | sed -n '2,3p'
-    /usr/bin/python3 experiments/torch_step_bench.py --model="$1" --batch="$2" --threads=1 --steps=200
+    /usr/bin/python3 experiments/bench/torch_step_bench.py --model="$1" --batch="$2" --threads=1 --steps=200
   done
 done

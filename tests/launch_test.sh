@@ -47,7 +47,7 @@ grep -q "rank 0 failed: killed by signal 9" "$T/e2" || fail "signal not reported
 timeout 60 "$RINGSIDE" launch --nproc_per_node=2 --master_port=0 -- /nonexistent/program >"$T/o3" 2>"$T/e3"
 rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "missing program: exit $rc"
-grep -q "failed: exited with status 127" "$T/e3" || fail "missing program: $(cat "$T/e3")"
+grep -q "launch: /nonexistent/program: not found" "$T/e3" || fail "missing program: $(cat "$T/e3")"
 
 # 6. Bad flags.
 "$RINGSIDE" launch --nproc_per_node=0 -- true 2>"$T/e4" && fail "nproc 0 accepted"

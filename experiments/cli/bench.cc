@@ -1,0 +1,91 @@
+// `ringside bench step|allreduce|pushpull`: the measurements of docs/benchmarks.md
+// (experiments/bench/). `bench pushpull-server` is the push-pull sweep's own child.
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "ddp_ring/ddp_ring.h"
+#include "experiments/bench/bench.h"
+#include "experiments/cli/flags.h"
+#include "experiments/cli/verbs.h"
+#include "experiments/launch/launcher.h"
+
+namespace ringside {
+namespace {
+
+absl::Status RunAllReduce(const CommandArgs& args) {
+  if (!InLaunchedJob()) {
+    // Launch --workers ranks of this very command.
+    LaunchOptions lo;
+    lo.nproc_per_node = absl::GetFlag(FLAGS_workers);
+    lo.master_port = 0;
+    lo.command.push_back("/proc/self/exe");
+    lo.command.insert(lo.command.end(), args.self_args.begin(), args.self_args.end());
+    return Launch(lo);
+  }
+  AllReduceBenchOptions o;
+  RINGSIDE_ASSIGN_OR_RETURN(o.algorithm, ParseAllReduceAlgorithm(absl::GetFlag(FLAGS_allreduce)));
+  o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  if (absl::GetFlag(FLAGS_gap_us) < 0) return absl::InvalidArgumentError("--gap_us must be >= 0");
+  o.gap = absl::Microseconds(absl::GetFlag(FLAGS_gap_us));
+  return RunAllReduceBench(o);
+}
+
+absl::Status RunPushPull() {
+  PushPullBenchOptions o;
+  o.chunk_bytes = int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024;
+  o.warmup = 3;
+  o.iters = absl::GetFlag(FLAGS_repeats) > 1 ? absl::GetFlag(FLAGS_repeats) : 10;
+  if (!absl::GetFlag(FLAGS_pin_cpus).empty()) {
+    RINGSIDE_ASSIGN_OR_RETURN(std::vector<int> cpus,
+                              ParseCpuList(absl::GetFlag(FLAGS_pin_cpus), 2, "--pin_cpus"));
+    o.worker_cpu = cpus[0];
+    o.server_cpu = cpus[1];
+  }
+  std::vector<int64_t> sizes;
+  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_sizes_mb), ',', absl::SkipEmpty())) {
+    double mb = 0;
+    if (!absl::SimpleAtod(part, &mb) || mb <= 0 || mb > 4096) {
+      return absl::InvalidArgumentError(absl::StrFormat("--sizes_mb: bad size '%s'", part));
+    }
+    sizes.push_back(static_cast<int64_t>(mb * (1 << 20)) / 4 * 4);
+  }
+  return RunPushPullSweep(o, sizes);
+}
+
+absl::Status RunPushPullServer() {
+  PushPullBenchOptions o;
+  o.chunk_bytes = int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024;
+  o.bytes = absl::GetFlag(FLAGS_size_bytes);
+  o.server_cpu = absl::GetFlag(FLAGS_pin_cpu);
+  return RunPushPullBenchServer(o, absl::GetFlag(FLAGS_listen));
+}
+
+absl::Status RunStep() {
+  StepBenchOptions o;
+  o.model = absl::GetFlag(FLAGS_model);
+  o.batch = absl::GetFlag(FLAGS_batch);
+  o.threads = absl::GetFlag(FLAGS_threads) > 0 ? absl::GetFlag(FLAGS_threads) : 1;
+  o.warmup = absl::GetFlag(FLAGS_warmup);
+  o.steps = absl::GetFlag(FLAGS_steps) > 0 ? static_cast<int>(absl::GetFlag(FLAGS_steps)) : 200;
+  o.repeats = absl::GetFlag(FLAGS_repeats);
+  return RunStepBench(o);
+}
+
+}  // namespace
+
+absl::Status RunBenchVerb(const CommandArgs& args) {
+  const std::string which = args.positional.size() == 1 ? args.positional[0] : "";
+  if (which == "allreduce") return RunAllReduce(args);
+  if (which == "pushpull") return RunPushPull();
+  if (which == "pushpull-server") return RunPushPullServer();
+  if (which == "step") return RunStep();
+  return absl::InvalidArgumentError(
+      "usage: ringside bench step|allreduce|pushpull [--model --batch --threads --steps | --workers | --sizes_mb --repeats --pin_cpus]");
+}
+
+}  // namespace ringside

@@ -1,0 +1,128 @@
+#include "experiments/cli/flags.h"
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
+#include "ps_server/ps_server.h"
+
+ABSL_FLAG(std::string, strategy, "single", "single, ps (parameter server) or ddp (all-reduce ring)");
+ABSL_FLAG(std::string, model, "mlp:784-256-256-10", "mlp:W0-W1-...-Wn or cnn:lenet");
+ABSL_FLAG(std::string, dataset, "fashion-mnist",
+          "fashion-mnist, synthetic[:train=N,test=M,shape=CxHxW,classes=K,seed=S] or a "
+          "directory of MNIST-format IDX files");
+ABSL_FLAG(int32_t, epochs, 5, "epochs to train");
+ABSL_FLAG(int64_t, steps, 0, "stop after this many steps in total (0: no limit)");
+ABSL_FLAG(int32_t, batch, 128, "batch size per worker");
+ABSL_FLAG(double, lr, 0.02, "SGD learning rate");
+ABSL_FLAG(double, momentum, 0.9, "SGD momentum");
+ABSL_FLAG(double, weight_decay, 0.0, "SGD weight decay");
+ABSL_FLAG(bool, nesterov, false, "Nesterov momentum");
+ABSL_FLAG(uint64_t, seed, 1, "seed for initialisation and data order");
+ABSL_FLAG(int32_t, threads, 0, "OpenBLAS threads per process (0: library default)");
+ABSL_FLAG(bool, drop_last, false, "drop the tail of the shuffled data instead of padding");
+ABSL_FLAG(std::string, out, "", "output directory: metrics.jsonl, trace.json, checkpoint.bin");
+ABSL_FLAG(bool, resume, false, "continue from OUT/checkpoint.bin");
+ABSL_FLAG(int64_t, checkpoint_every, 0, "also checkpoint every N steps");
+ABSL_FLAG(int32_t, eval_batch, 1000, "batch size for evaluation");
+ABSL_FLAG(int32_t, grad_accum, 1, "micro-batches of --batch accumulated per optimizer step");
+ABSL_FLAG(bool, prefetch, true,
+          "gather the next batch right after backward, while communication finishes");
+ABSL_FLAG(int32_t, workers, 2, "ps/ddp: workers (ranks) in the job");
+ABSL_FLAG(std::string, backend, "gloo", "ddp: process-group backend, gloo (CPU) or nccl (GPU)");
+ABSL_FLAG(double, bucket_cap_mb, 25, "ddp: gradient bucket cap in MB");
+ABSL_FLAG(double, first_bucket_mb, 1, "ddp: cap of the first bucket (the last layers) in MB");
+ABSL_FLAG(bool, overlap, true, "ddp: all-reduce buckets during backward (false: after it)");
+ABSL_FLAG(std::string, allreduce, "auto",
+          "ddp (gloo): auto (recursive-doubling at 2 ranks, else ring), ring, "
+          "halving-doubling or recursive-doubling");
+ABSL_FLAG(int32_t, timeout_s, 60,
+          "ps/ddp: seconds a process may wait on its peers (rendezvous, collective, slowest "
+          "worker) before the job fails");
+ABSL_FLAG(std::string, network, "",
+          "ps/ddp local launch: emulated links, e.g. bw=1gbit,delay=0.5ms[,master.bw=10gbit] "
+          "(each process in its own network namespace; needs root)");
+ABSL_FLAG(int32_t, ps_shards, 1, "ps: server shards, each owning a contiguous slice of the parameters");
+ABSL_FLAG(std::string, ps_sync, "bsp", "ps: bsp, ssp:K (bounded staleness K) or asp");
+ABSL_FLAG(bool, ps_colocated, false, "ps: run every shard inside worker 0 (a DP-style master)");
+ABSL_FLAG(int32_t, ps_chunk_kb, 1024, "ps: chunk size of the tensor streams in KiB");
+ABSL_FLAG(std::string, ps_servers, "",
+          "ps roles: host:port of shard 0,1,... (ps-worker; set by train --strategy=ps)");
+ABSL_FLAG(int32_t, worker_id, 0, "ps-worker: this worker's id in [0, --workers)");
+ABSL_FLAG(int32_t, shard, 0, "ps-server: the shard to host, in [0, --ps_shards)");
+ABSL_FLAG(std::string, listen, "0.0.0.0:0", "ps-server: host:port to listen on");
+ABSL_FLAG(int32_t, ps_debug_worker, -1, "ps test hook: the worker the next two flags apply to");
+ABSL_FLAG(int32_t, ps_debug_delay_ms, 0, "ps test hook: that worker sleeps this long every step");
+ABSL_FLAG(int64_t, ps_debug_crash_at_step, -1, "ps test hook: that worker dies at this step");
+ABSL_FLAG(int32_t, nproc_per_node, 1, "launch: processes on this node");
+ABSL_FLAG(int32_t, nnodes, 1, "launch: nodes in the job");
+ABSL_FLAG(int32_t, node_rank, 0, "launch: this node's index");
+ABSL_FLAG(std::string, master_addr, "127.0.0.1", "launch: address of rank 0 (hosts the store)");
+ABSL_FLAG(int32_t, master_port, 29500, "launch: port of rank 0's store (0: pick a free one)");
+ABSL_FLAG(int32_t, warmup, 20, "bench: untimed warm-up steps");
+ABSL_FLAG(int32_t, gap_us, 0, "bench allreduce: idle microseconds before each timed all-reduce");
+ABSL_FLAG(std::string, calibration, "", "simulate/report: calibration JSON written by `ringside calibrate`");
+ABSL_FLAG(std::string, links, "1gbit,10gbit,100gbit", "simulate: link speeds");
+ABSL_FLAG(int32_t, max_workers, 1024, "simulate: largest worker count (powers of two up to it)");
+ABSL_FLAG(double, model_mb, 0, "simulate: model size in MB (0: the calibrated model's)");
+ABSL_FLAG(std::string, spec, "", "compare: experiment spec (protobuf text format, see experiments/*.textproto)");
+ABSL_FLAG(std::string, sizes_mb, "1,4,16,64,256", "bench pushpull: model sizes in MiB");
+ABSL_FLAG(int64_t, size_bytes, 0, "bench pushpull-server: model size in bytes");
+ABSL_FLAG(std::string, pin_cpus, "",
+          "bench pushpull: W,S runs the worker on CPU W and the shard on CPU S, one core "
+          "each (as iperf3 -A); empty: the scheduler places them");
+ABSL_FLAG(int, pin_cpu, -1, "bench pushpull-server: the shard's CPU (-1: not pinned)");
+ABSL_FLAG(int32_t, repeats, 1, "bench: measurements to print");
+
+namespace ringside {
+
+RunConfig RunConfigFromFlags() {
+  RunConfig c;
+  c.set_strategy(absl::GetFlag(FLAGS_strategy));
+  c.set_model(absl::GetFlag(FLAGS_model));
+  c.set_dataset(absl::GetFlag(FLAGS_dataset));
+  c.set_epochs(absl::GetFlag(FLAGS_epochs));
+  c.set_max_steps(absl::GetFlag(FLAGS_steps));
+  c.set_batch(absl::GetFlag(FLAGS_batch));
+  c.set_lr(static_cast<float>(absl::GetFlag(FLAGS_lr)));
+  c.set_momentum(static_cast<float>(absl::GetFlag(FLAGS_momentum)));
+  c.set_weight_decay(static_cast<float>(absl::GetFlag(FLAGS_weight_decay)));
+  c.set_nesterov(absl::GetFlag(FLAGS_nesterov));
+  c.set_seed(absl::GetFlag(FLAGS_seed));
+  c.set_threads(absl::GetFlag(FLAGS_threads));
+  c.set_drop_last(absl::GetFlag(FLAGS_drop_last));
+  c.set_grad_accum(absl::GetFlag(FLAGS_grad_accum));
+  c.set_prefetch(absl::GetFlag(FLAGS_prefetch));
+  if (c.strategy() == "ddp") {
+    c.set_backend(absl::GetFlag(FLAGS_backend));
+    c.set_bucket_cap_bytes(static_cast<int64_t>(absl::GetFlag(FLAGS_bucket_cap_mb) * (1 << 20)));
+    c.set_first_bucket_bytes(static_cast<int64_t>(absl::GetFlag(FLAGS_first_bucket_mb) * (1 << 20)));
+    c.set_overlap(absl::GetFlag(FLAGS_overlap));
+    c.set_allreduce(absl::GetFlag(FLAGS_allreduce));
+  }
+  if (c.strategy() == "ps") {
+    c.set_world_size(absl::GetFlag(FLAGS_workers));
+    c.set_ps_shards(absl::GetFlag(FLAGS_ps_shards));
+    const std::string sync = absl::GetFlag(FLAGS_ps_sync);
+    absl::StatusOr<SyncPolicy> policy = ParseSyncPolicy(sync);
+    c.set_ps_sync(policy.ok() ? SyncModeName(policy->mode) : sync);
+    c.set_ps_staleness(policy.ok() ? policy->staleness : 0);
+    c.set_ps_chunk_bytes(int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024);
+    c.set_ps_colocated(absl::GetFlag(FLAGS_ps_colocated));
+  }
+  return c;
+}
+
+// Flag checks shared by every PS process, before anything is started or loaded.
+absl::Status CheckPsFlags(const RunConfig& c) {
+  if (c.world_size() < 1) return absl::InvalidArgumentError(absl::StrFormat("--workers must be >= 1, got %d", c.world_size()));
+  if (c.ps_shards() < 1) return absl::InvalidArgumentError(absl::StrFormat("--ps_shards must be >= 1, got %d", c.ps_shards()));
+  if (absl::Status s = ParseSyncPolicy(absl::GetFlag(FLAGS_ps_sync)).status(); !s.ok()) return s;
+  if (absl::GetFlag(FLAGS_ps_chunk_kb) < 1 || absl::GetFlag(FLAGS_ps_chunk_kb) > 65536) {
+    return absl::InvalidArgumentError(absl::StrFormat("--ps_chunk_kb must be in [1, 65536], got %d", absl::GetFlag(FLAGS_ps_chunk_kb)));
+  }
+  if (c.batch() < 1) return absl::InvalidArgumentError(absl::StrFormat("--batch must be >= 1, got %d", c.batch()));
+  if (!(c.lr() >= 0)) return absl::InvalidArgumentError(absl::StrFormat("--lr must be >= 0, got %g", c.lr()));
+  if (absl::GetFlag(FLAGS_timeout_s) < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
+  return absl::OkStatus();
+}
+
+}  // namespace ringside

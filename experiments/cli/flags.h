@@ -1,0 +1,80 @@
+// The command line's flags, defined once for every verb, and the one mapping from
+// flags to a RunConfig (the configuration every process of a job must share).
+#ifndef RINGSIDE_EXPERIMENTS_CLI_FLAGS_H_
+#define RINGSIDE_EXPERIMENTS_CLI_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "absl/status/status.h"
+#include "common/ringside.pb.h"
+
+ABSL_DECLARE_FLAG(std::string, strategy);
+ABSL_DECLARE_FLAG(std::string, model);
+ABSL_DECLARE_FLAG(std::string, dataset);
+ABSL_DECLARE_FLAG(int32_t, epochs);
+ABSL_DECLARE_FLAG(int64_t, steps);
+ABSL_DECLARE_FLAG(int32_t, batch);
+ABSL_DECLARE_FLAG(double, lr);
+ABSL_DECLARE_FLAG(double, momentum);
+ABSL_DECLARE_FLAG(double, weight_decay);
+ABSL_DECLARE_FLAG(bool, nesterov);
+ABSL_DECLARE_FLAG(uint64_t, seed);
+ABSL_DECLARE_FLAG(int32_t, threads);
+ABSL_DECLARE_FLAG(bool, drop_last);
+ABSL_DECLARE_FLAG(std::string, out);
+ABSL_DECLARE_FLAG(bool, resume);
+ABSL_DECLARE_FLAG(int64_t, checkpoint_every);
+ABSL_DECLARE_FLAG(int32_t, eval_batch);
+ABSL_DECLARE_FLAG(int32_t, grad_accum);
+ABSL_DECLARE_FLAG(bool, prefetch);
+ABSL_DECLARE_FLAG(int32_t, workers);
+ABSL_DECLARE_FLAG(std::string, backend);
+ABSL_DECLARE_FLAG(double, bucket_cap_mb);
+ABSL_DECLARE_FLAG(double, first_bucket_mb);
+ABSL_DECLARE_FLAG(bool, overlap);
+ABSL_DECLARE_FLAG(std::string, allreduce);
+ABSL_DECLARE_FLAG(int32_t, timeout_s);
+ABSL_DECLARE_FLAG(std::string, network);
+ABSL_DECLARE_FLAG(int32_t, ps_shards);
+ABSL_DECLARE_FLAG(std::string, ps_sync);
+ABSL_DECLARE_FLAG(bool, ps_colocated);
+ABSL_DECLARE_FLAG(int32_t, ps_chunk_kb);
+ABSL_DECLARE_FLAG(std::string, ps_servers);
+ABSL_DECLARE_FLAG(int32_t, worker_id);
+ABSL_DECLARE_FLAG(int32_t, shard);
+ABSL_DECLARE_FLAG(std::string, listen);
+ABSL_DECLARE_FLAG(int32_t, ps_debug_worker);
+ABSL_DECLARE_FLAG(int32_t, ps_debug_delay_ms);
+ABSL_DECLARE_FLAG(int64_t, ps_debug_crash_at_step);
+ABSL_DECLARE_FLAG(int32_t, nproc_per_node);
+ABSL_DECLARE_FLAG(int32_t, nnodes);
+ABSL_DECLARE_FLAG(int32_t, node_rank);
+ABSL_DECLARE_FLAG(std::string, master_addr);
+ABSL_DECLARE_FLAG(int32_t, master_port);
+ABSL_DECLARE_FLAG(int32_t, warmup);
+ABSL_DECLARE_FLAG(int32_t, gap_us);
+ABSL_DECLARE_FLAG(std::string, calibration);
+ABSL_DECLARE_FLAG(std::string, links);
+ABSL_DECLARE_FLAG(int32_t, max_workers);
+ABSL_DECLARE_FLAG(double, model_mb);
+ABSL_DECLARE_FLAG(std::string, spec);
+ABSL_DECLARE_FLAG(std::string, sizes_mb);
+ABSL_DECLARE_FLAG(int64_t, size_bytes);
+ABSL_DECLARE_FLAG(std::string, pin_cpus);
+ABSL_DECLARE_FLAG(int, pin_cpu);
+ABSL_DECLARE_FLAG(int32_t, repeats);
+
+namespace ringside {
+
+// The training configuration the flags describe (strategy-specific fields only for
+// that strategy, so that ranks compare what matters to them).
+RunConfig RunConfigFromFlags();
+
+// Checks shared by every PS process, before anything is started or loaded.
+absl::Status CheckPsFlags(const RunConfig& config);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_EXPERIMENTS_CLI_FLAGS_H_

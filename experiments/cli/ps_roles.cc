@@ -1,0 +1,72 @@
+#include "experiments/cli/ps_roles.h"
+
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "experiments/cli/flags.h"
+#include "experiments/cli/verbs.h"
+#include "ps_server/ps_server.h"
+#include "ps_worker/ps_worker.h"
+
+namespace ringside {
+
+absl::Status RunPsWorkerRole(const RunConfig& c, int worker_id) {
+  PsWorkerOptions o;
+  o.config = c;
+  o.worker_id = worker_id;
+  if (worker_id < 0 || worker_id >= c.world_size()) {
+    return absl::InvalidArgumentError(absl::StrFormat("--worker_id=%d is outside [0, --workers=%d)", worker_id, c.world_size()));
+  }
+  absl::StatusOr<std::vector<std::string>> servers = ParseServerList(absl::GetFlag(FLAGS_ps_servers));
+  if (!servers.ok()) return servers.status();
+  o.servers = *servers;
+  o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  o.out_dir = absl::GetFlag(FLAGS_out);
+  o.resume = absl::GetFlag(FLAGS_resume);
+  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
+  if (absl::GetFlag(FLAGS_ps_debug_worker) == worker_id) {
+    o.debug.step_delay = absl::Milliseconds(absl::GetFlag(FLAGS_ps_debug_delay_ms));
+    o.debug.crash_at_step = absl::GetFlag(FLAGS_ps_debug_crash_at_step);
+  }
+  absl::StatusOr<PsResult> r = RunPsWorker(o);
+  if (!r.ok()) return r.status();
+  if (worker_id == 0) {
+    absl::PrintF("steps: %d, %.0f samples/s (all workers)\n", r->steps, r->samples_per_sec);
+    absl::PrintF("test loss: %.4f\n", r->test_loss);
+    absl::PrintF("test accuracy: %.4f\n", r->test_accuracy);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunPsServerRole(const RunConfig& c, int shard, const std::string& listen) {
+  PsServerRoleOptions o;
+  o.config = c;
+  o.shard = shard;
+  o.address = listen;
+  o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  o.out_dir = absl::GetFlag(FLAGS_out);
+  return RunPsServer(o);
+}
+
+// `ringside ps-server` and `ringside ps-worker`: one role by hand.
+absl::Status RunPsServerVerb(const CommandArgs& args) {
+  RINGSIDE_RETURN_IF_ERROR(ExpectPositional(args, 0));
+  absl::SetFlag(&FLAGS_strategy, "ps");
+  const RunConfig c = RunConfigFromFlags();
+  RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
+  return RunPsServerRole(c, absl::GetFlag(FLAGS_shard), absl::GetFlag(FLAGS_listen));
+}
+
+absl::Status RunPsWorkerVerb(const CommandArgs& args) {
+  RINGSIDE_RETURN_IF_ERROR(ExpectPositional(args, 0));
+  absl::SetFlag(&FLAGS_strategy, "ps");
+  const RunConfig c = RunConfigFromFlags();
+  RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
+  return RunPsWorkerRole(c, absl::GetFlag(FLAGS_worker_id));
+}
+
+}  // namespace ringside

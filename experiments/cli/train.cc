@@ -1,0 +1,91 @@
+// `ringside train`: one training job. --strategy=single runs here; ps and ddp launch
+// the job's processes on this machine (launch/local_job.h), or, inside a launched job
+// (RANK etc. set by `ringside launch` or torchrun), play this process's role.
+#include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "ddp_ring/ddp_ring.h"
+#include "experiments/cli/flags.h"
+#include "experiments/cli/ps_roles.h"
+#include "experiments/cli/verbs.h"
+#include "experiments/launch/local_job.h"
+#include "experiments/train_command.h"
+#include "ps_server/ps_server.h"
+
+namespace ringside {
+namespace {
+
+LocalJobOptions LocalJob(const CommandArgs& args) {
+  LocalJobOptions o;
+  o.self_args = args.self_args;
+  o.network = absl::GetFlag(FLAGS_network);
+  return o;
+}
+
+// PS: the shards are local ranks 0..S-1 unless colocated, the workers the rest.
+absl::Status RunPs(const CommandArgs& args) {
+  const RunConfig c = RunConfigFromFlags();
+  RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
+  if (!InLaunchedJob()) return LaunchLocalPsJob(c, LocalJob(args));
+  RINGSIDE_ASSIGN_OR_RETURN(DdpEnv env, ReadDdpEnv());
+  const int shards = c.ps_shards();
+  if (!c.ps_colocated() && env.rank < shards) {
+    RINGSIDE_ASSIGN_OR_RETURN(std::vector<std::string> servers,
+                              ParseServerList(absl::GetFlag(FLAGS_ps_servers)));
+    if (static_cast<int>(servers.size()) != shards) {
+      return absl::InvalidArgumentError("--ps_servers does not list --ps_shards addresses");
+    }
+    return RunPsServerRole(c, env.rank, servers[env.rank]);
+  }
+  return RunPsWorkerRole(c, env.rank - (c.ps_colocated() ? 0 : shards));
+}
+
+// DDP: this process is one rank.
+absl::Status RunDdpRank(const RunConfig& c) {
+  RINGSIDE_ASSIGN_OR_RETURN(DdpEnv env, ReadDdpEnv());
+  DdpWorkerOptions o;
+  o.config = c;
+  o.backend = c.backend();
+  o.reducer.bucket_cap_bytes = c.bucket_cap_bytes();
+  o.reducer.first_bucket_bytes = c.first_bucket_bytes();
+  o.reducer.overlap = c.overlap();
+  RINGSIDE_ASSIGN_OR_RETURN(o.algorithm, ParseAllReduceAlgorithm(c.allreduce()));
+  const int timeout_s = absl::GetFlag(FLAGS_timeout_s);
+  if (timeout_s < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
+  o.timeout = absl::Seconds(timeout_s);
+  o.out_dir = absl::GetFlag(FLAGS_out);
+  o.resume = absl::GetFlag(FLAGS_resume);
+  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
+  if (c.batch() < 1) return absl::InvalidArgumentError(absl::StrFormat("--batch must be >= 1, got %d", c.batch()));
+  if (!(c.lr() >= 0)) return absl::InvalidArgumentError(absl::StrFormat("--lr must be >= 0, got %g", c.lr()));
+  RINGSIDE_ASSIGN_OR_RETURN(DdpResult r, RunDdpWorker(env, o));
+  if (env.rank == 0) {
+    absl::PrintF("steps: %d, %.0f samples/s (all ranks)\n", r.steps, r.samples_per_sec);
+    absl::PrintF("test loss: %.4f\n", r.test_loss);
+    absl::PrintF("test accuracy: %.4f\n", r.test_accuracy);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunTrainVerb(const CommandArgs& args) {
+  RINGSIDE_RETURN_IF_ERROR(ExpectPositional(args, 0));
+  const std::string strategy = absl::GetFlag(FLAGS_strategy);
+  if (strategy == "ps") return RunPs(args);
+  if (strategy == "ddp") {
+    if (!InLaunchedJob()) return LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), LocalJob(args));
+    return RunDdpRank(RunConfigFromFlags());
+  }
+  TrainCommandOptions o;
+  o.config = RunConfigFromFlags();
+  o.out_dir = absl::GetFlag(FLAGS_out);
+  o.resume = absl::GetFlag(FLAGS_resume);
+  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
+  return RunTrainCommand(o);
+}
+
+}  // namespace ringside

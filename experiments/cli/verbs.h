@@ -1,0 +1,28 @@
+// The verbs' entry points, one file each (cli/<verb>.cc); the table in commands.cc
+// binds them to their names. See command.h for the contract.
+#ifndef RINGSIDE_EXPERIMENTS_CLI_VERBS_H_
+#define RINGSIDE_EXPERIMENTS_CLI_VERBS_H_
+
+#include "absl/status/status.h"
+#include "experiments/cli/command.h"
+
+namespace ringside {
+
+absl::Status RunTrainVerb(const CommandArgs& args);      // train.cc
+absl::Status RunPsServerVerb(const CommandArgs& args);   // ps_roles.cc
+absl::Status RunPsWorkerVerb(const CommandArgs& args);   // ps_roles.cc
+absl::Status RunLaunchVerb(const CommandArgs& args);     // launch.cc
+absl::Status RunCompareVerb(const CommandArgs& args);    // compare.cc
+absl::Status RunReportVerb(const CommandArgs& args);     // report.cc
+absl::Status RunDemoVerb(const CommandArgs& args);       // demo.cc
+absl::Status RunCalibrateVerb(const CommandArgs& args);  // calibrate.cc
+absl::Status RunSimulateVerb(const CommandArgs& args);   // simulate.cc
+absl::Status RunBenchVerb(const CommandArgs& args);      // bench.cc
+
+// InvalidArgument "unexpected argument 'X'" if `args` has more than `max` positional
+// words.
+absl::Status ExpectPositional(const CommandArgs& args, size_t max);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_EXPERIMENTS_CLI_VERBS_H_

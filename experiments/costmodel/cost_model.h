@@ -1,0 +1,235 @@
+// The cost model behind `ringside calibrate` and `ringside simulate`: closed-form step
+// times for the parameter server (S shards, standalone or colocated in workers), the
+// ring all-reduce and halving-doubling, from a handful of calibrated constants.
+// Formulas, derivations and sources: docs/cost_model.md.
+//
+// Units everywhere: seconds, bytes, bytes per second (one direction of a full-duplex
+// link). Every function here is pure and thread-compatible; nothing is global.
+#ifndef RINGSIDE_EXPERIMENTS_COSTMODEL_COST_MODEL_H_
+#define RINGSIDE_EXPERIMENTS_COSTMODEL_COST_MODEL_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace ringside {
+
+// time(message of m bytes) = alpha_s + m / bytes_per_s, in the terms of the formula the
+// path is used in (see FitAllReducePath / FitPushPullPath).
+struct PathCalibration {
+  double alpha_s = 0;      // Per-message latency (software + wire), seconds.
+  double bytes_per_s = 0;  // Per-direction bandwidth; 0 means "not calibrated".
+};
+
+// What `ringside calibrate` measures on the real code path. Serialised with
+// CalibrationToJson / CalibrationFromJson.
+struct Calibration {
+  // Forward + backward of one step on one worker's batch (single process, no
+  // communication), seconds.
+  double compute_s = 0;
+  // The backward part of compute_s (0 <= backward_s <= compute_s); DDP's buckets
+  // overlap with it.
+  double backward_s = 0;
+  // The optimizer step (SGD with momentum) per parameter byte: single-process update
+  // time / model bytes. Applied to M on a DDP rank and to the shard's slice on a shard.
+  double update_s_per_byte = 0;
+  // gamma: cost of adding one byte of gradients into an accumulator (CPU sum).
+  double reduce_s_per_byte = 0;
+  // One worker <-> one shard combined push-pull, transfer only: time for a model of M
+  // bytes = alpha + M / bytes_per_s (both directions pipelined on a full-duplex link).
+  PathCalibration push_pull;
+  // Serial cost of each further push-pull call a node handles in one step (issued or
+  // served), beyond the one call that push_pull.alpha_s covers: a worker of a job with S
+  // shards issues S calls, a shard of N workers serves N. 0: calls to and at a node
+  // overlap completely. See FitPerCallOverhead.
+  double push_pull_per_call_s = 0;
+  // The all-reduce backend (ring): alpha and B of the ring formula.
+  PathCalibration allreduce;
+  // The backend's halving-doubling, if measured separately; bytes_per_s == 0: use
+  // `allreduce`.
+  PathCalibration halving_doubling;
+  // The model the compute times were measured on (informational; RunSimulate uses it
+  // when its own model_bytes is 0).
+  double model_bytes = 0;
+};
+
+// Least-squares fit of time = alpha + bytes / B to (message bytes, seconds) samples, the
+// residuals weighted by 1 / seconds (relative error), so that a sweep from kilobytes to
+// tens of megabytes fits the small sizes' latency as well as the large sizes' slope.
+// A negative intercept (noise) is clamped to 0. InvalidArgument for fewer than 2
+// distinct sizes, a negative or non-finite sample, a non-positive time, or a fitted
+// slope <= 0 (no positive bandwidth).
+absl::StatusOr<PathCalibration> FitLatencyBandwidth(
+    const std::vector<std::pair<double, double>>& samples);
+
+enum class Strategy { kPs, kRing, kHalvingDoubling };
+
+// "ps", "ring", "halving-doubling".
+const char* StrategyName(Strategy strategy);
+
+// Converts an all-reduce sweep measured with `ranks` ranks (samples: bytes reduced,
+// seconds per all-reduce) into the path constants of the ring (or halving-doubling)
+// formula: the fitted intercept is c_a * alpha and the slope c_b / B + c_g * gamma, with
+// (c_a, c_b, c_g) = (2(N-1), 2(N-1)/N, (N-1)/N) for the ring and (2 lg N, 2(N-1)/N,
+// (N-1)/N) for halving-doubling (N a power of two). `reduce_s_per_byte` is gamma.
+// InvalidArgument for ranks < 2, halving-doubling at a non-power-of-two, kPs, or when
+// the reduction cost alone exceeds the slope.
+absl::StatusOr<PathCalibration> FitAllReducePath(
+    const std::vector<std::pair<double, double>>& samples, int ranks, Strategy algorithm,
+    double reduce_s_per_byte);
+
+// Converts a one-worker, one-shard push-pull sweep (samples: model bytes, seconds per
+// push-pull) into the transfer-only push_pull path. `shard_s_per_byte` is the per-byte
+// work the timed call did besides the transfer (the shard's SGD: update_s_per_byte when
+// the sweep ran SGD on the shard, as `ringside bench pushpull` does; 0 otherwise); it is
+// subtracted from the slope. InvalidArgument when nothing positive is left.
+absl::StatusOr<PathCalibration> FitPushPullPath(
+    const std::vector<std::pair<double, double>>& samples, double shard_s_per_byte);
+
+// Fits push_pull_per_call_s from (calls a node handles per step, seconds per step)
+// samples of push-pulls of a tiny model (e.g. one worker against S = 1, 2, 4, 8 shards):
+// the least-squares slope, clamped to 0 when the calls overlap completely.
+// InvalidArgument for fewer than 2 distinct call counts or a bad sample.
+absl::StatusOr<double> FitPerCallOverhead(const std::vector<std::pair<double, double>>& samples);
+
+// One configuration to predict.
+struct Scenario {
+  Strategy strategy = Strategy::kRing;
+  int workers = 1;      // N >= 1.
+  int shards = 1;       // PS: S >= 1.
+  // PS: the shards run inside workers instead of on their own server nodes.
+  bool colocated = false;
+  // PS colocated: how many workers host the shards. 0: min(S, N), i.e. one shard per
+  // worker when S = N (the ring-like layout); 1: every shard in worker 0, which is
+  // what `ringside train --strategy=ps --ps_colocated` does.
+  int colocated_hosts = 0;
+  double model_bytes = 0;  // M: parameters = gradients per step.
+  // Wire bandwidth of every worker's link, bytes/s per direction. 0: the calibrated
+  // path bandwidth.
+  double link_bytes_per_s = 0;
+  // One-way wire latency from node to node, seconds (with the network emulator's
+  // delay=D on every link: 2 D, the sender's upload plus the receiver's download). An
+  // all-reduce step waits for it once, a push-pull twice (request out, reply back).
+  // -1: the calibrated alpha alone.
+  double link_latency_s = -1;
+  // The link of a node that hosts PS shards (standalone server, or the hosting worker
+  // when colocated). 0: the same as link_bytes_per_s.
+  double master_link_bytes_per_s = 0;
+  // With a wire given: true keeps the calibrated software path in the picture (the
+  // effective bandwidth is min(wire, calibrated path) and the wire latency is added to
+  // the calibrated alpha); false uses the wire's numbers alone.
+  bool path_limits = true;
+  // DDP: launch buckets during backward (PyTorch DDP style); false: after backward.
+  bool overlap = true;
+  // PS: chunk size of the tensor streams. A shard can send a chunk back only once all
+  // N workers pushed it, so the last pushed chunk's reply never overlaps the push: the
+  // transfer takes T (1 + min(chunk, M/S) / (M/S)) for a one-way bottleneck time T. 0:
+  // perfect pipelining (T).
+  double chunk_bytes = 0;
+  // DDP bucket sizes in launch order (the first holds the last layers); must add up to
+  // model_bytes. Empty: a first bucket of 1 MiB, then 25 MiB buckets (the reducer's
+  // defaults, ignoring layer boundaries).
+  std::vector<double> bucket_bytes;
+};
+
+// A predicted step. step_s = compute_s + comm_s + update_s.
+struct Prediction {
+  double compute_s = 0;  // Forward + backward on the worker.
+  // Communication on the step's critical path: for DDP what backward did not hide; for
+  // PS the push-pull (alpha + per-call overheads + transfer; PS here does not overlap
+  // with backward).
+  double comm_s = 0;
+  // DDP: the rank's SGD on M. PS: the busiest shard node's aggregation of N gradients
+  // plus its SGD on its slice.
+  double update_s = 0;
+  double step_s = 0;
+  // Communication if nothing overlapped (DDP: all buckets back to back).
+  double comm_total_s = 0;
+  // Bytes through the busiest node's link per step, each direction.
+  double busiest_node_bytes_in = 0;
+  double busiest_node_bytes_out = 0;
+  // What limits the step, one of: "compute", "update", "latency", "worker link",
+  // "master link", "reduction".
+  std::string bottleneck;
+};
+
+// Predicts one step of `scenario`. InvalidArgument for impossible inputs (N < 1, S < 1,
+// negative sizes or costs, backward_s > compute_s, no positive bandwidth where bytes
+// must move, bucket sizes that do not add up to the model).
+//
+// Halving-doubling at a non-power-of-two N: the N - p extra ranks (p the largest power
+// of two below N) first fold their whole vector into a partner and get the result back
+// at the end: T_hd(p) + 2 alpha + 2 M / B + M gamma.
+absl::StatusOr<Prediction> Predict(const Calibration& calibration, const Scenario& scenario);
+
+// The single-process step the speedups are relative to: compute_s + update_s_per_byte *
+// model_bytes.
+double SingleProcessStepSeconds(const Calibration& calibration, double model_bytes);
+
+// Weak scaling (fixed per-worker batch): N * T_single / T_step(N).
+double Speedup(const Calibration& calibration, const Scenario& scenario,
+               const Prediction& prediction);
+
+// 1, 2, 4, ..., max_workers (max_workers itself only if it is a power of two).
+std::vector<int> PowersOfTwo(int max_workers);
+
+// A sweep over N of the standard strategies for one link.
+struct SweepOptions {
+  double model_bytes = 0;
+  double link_bytes_per_s = 0;  // As in Scenario (0: calibrated paths).
+  double link_latency_s = -1;
+  double master_link_bytes_per_s = 0;
+  bool path_limits = true;
+  bool overlap = true;
+  std::vector<int> workers;        // Empty: PowersOfTwo(1024).
+  std::vector<int> shards = {1};   // Standalone PS curves "PS S=<s>".
+  bool colocated = true;           // Adds "PS S=N colocated" (one shard per worker).
+};
+
+// One strategy's predictions over the sweep's N.
+struct Curve {
+  std::string label;  // "PS S=1", "PS S=N colocated", "ring", "halving-doubling".
+  std::vector<int> workers;
+  std::vector<Prediction> predictions;  // predictions[i] is for workers[i].
+  std::vector<double> speedups;
+};
+
+// The curves of a sweep, in the order: PS S=s for each s, PS S=N colocated, ring,
+// halving-doubling. Fails as Predict does.
+absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
+                                                 const SweepOptions& options);
+
+// Where one curve overtakes another: `faster_before` had the lower step time at
+// workers_before (and since the last flip), `faster_after` has it from `workers` on.
+struct Crossover {
+  std::string faster_before;
+  std::string faster_after;
+  int workers_before = 0;
+  int workers = 0;
+  // Where the step-time difference crosses zero, interpolated linearly in log2 N.
+  double workers_interpolated = 0;
+};
+
+// Every flip of the ordering between every pair of curves (which must share their
+// workers), in pair order then N order. Relative differences under 1e-9 count as ties
+// and never start or end an ordering.
+std::vector<Crossover> FindCrossovers(const std::vector<Curve>& curves);
+
+// PredictCurves, then FindCrossovers.
+absl::StatusOr<std::vector<Crossover>> FindCrossovers(const Calibration& calibration,
+                                                      const SweepOptions& options);
+
+// Hand-written JSON: one object with the fields of Calibration (numbers printed to 17
+// significant digits, so a round trip is exact) and nested objects for the paths.
+std::string CalibrationToJson(const Calibration& calibration);
+// Parses what CalibrationToJson writes (any key order and whitespace). compute_s,
+// push_pull and allreduce are required, the rest default to 0. InvalidArgument for
+// malformed JSON, an unknown key, a non-number value or a failing sanity check.
+absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_EXPERIMENTS_COSTMODEL_COST_MODEL_H_

@@ -1,0 +1,738 @@
+// Tests of the cost model against hand-computed closed forms (docs/cost_model.md), the
+// fits against synthetic sweeps, the known asymptotics (master bottleneck, colocated PS =
+// ring traffic, BytePS's M/B), crossovers, and the JSON and bandwidth parsers.
+#include "experiments/costmodel/cost_model.h"
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "experiments/costmodel/simulate.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringside {
+namespace {
+
+using ::testing::HasSubstr;
+
+// compute 10 ms (backward 6 ms), SGD 1 ns/byte, sum 0.5 ns/byte; push-pull alpha 1 ms,
+// all-reduce alpha 0.1 ms; both 100 MB/s.
+Calibration TestCalibration() {
+  Calibration c;
+  c.compute_s = 0.010;
+  c.backward_s = 0.006;
+  c.update_s_per_byte = 1e-9;
+  c.reduce_s_per_byte = 0.5e-9;
+  c.push_pull = {1e-3, 1e8};
+  c.allreduce = {1e-4, 1e8};
+  return c;
+}
+
+// Pure bandwidth: no latency, no arithmetic.
+Calibration WireOnlyCalibration() {
+  Calibration c;
+  c.compute_s = 0.010;
+  c.backward_s = 0.006;
+  c.push_pull = {0, 1e8};
+  c.allreduce = {0, 1e8};
+  return c;
+}
+
+Scenario Make(Strategy strategy, int workers, double model_bytes) {
+  Scenario s;
+  s.strategy = strategy;
+  s.workers = workers;
+  s.model_bytes = model_bytes;
+  return s;
+}
+
+// One bucket, launched after backward: the plain formula with nothing hidden.
+Scenario NoOverlap(Strategy strategy, int workers, double model_bytes) {
+  Scenario s = Make(strategy, workers, model_bytes);
+  s.overlap = false;
+  s.bucket_bytes = {model_bytes};
+  return s;
+}
+
+Prediction MustPredict(const Calibration& c, const Scenario& s) {
+  absl::StatusOr<Prediction> p = Predict(c, s);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *p : Prediction{};
+}
+
+constexpr double kTol = 1e-12;
+
+// ----- closed forms -----
+
+TEST(PredictRing, MatchesClosedForm) {
+  // N = 4, M = 100 MB: 2*3*0.1 ms + 2*3/4 * 1 s + 3/4 * 1e8 * 0.5 ns = 0.0006 + 1.5 +
+  // 0.0375 = 1.5381 s; update 0.1 s; step = 0.010 + 1.5381 + 0.1.
+  const Prediction p = MustPredict(TestCalibration(), NoOverlap(Strategy::kRing, 4, 1e8));
+  EXPECT_NEAR(p.comm_s, 1.5381, kTol);
+  EXPECT_NEAR(p.comm_total_s, 1.5381, kTol);
+  EXPECT_NEAR(p.update_s, 0.1, kTol);
+  EXPECT_NEAR(p.compute_s, 0.010, kTol);
+  EXPECT_NEAR(p.step_s, 1.6481, kTol);
+  EXPECT_NEAR(p.busiest_node_bytes_in, 1.5e8, 1e-3);
+  EXPECT_NEAR(p.busiest_node_bytes_out, 1.5e8, 1e-3);
+  EXPECT_EQ(p.bottleneck, "worker link");
+}
+
+TEST(PredictRing, OneWorkerHasNoCommunication) {
+  const Prediction p = MustPredict(TestCalibration(), Make(Strategy::kRing, 1, 1e8));
+  EXPECT_EQ(p.comm_s, 0);
+  EXPECT_EQ(p.busiest_node_bytes_in, 0);
+  EXPECT_NEAR(p.step_s, SingleProcessStepSeconds(TestCalibration(), 1e8), kTol);
+  EXPECT_NEAR(Speedup(TestCalibration(), Make(Strategy::kRing, 1, 1e8), p), 1.0, kTol);
+}
+
+TEST(PredictHalvingDoubling, MatchesClosedFormAtPowersOfTwo) {
+  // N = 4: 2*2*0.1 ms + 1.5 + 0.0375.
+  Prediction p = MustPredict(TestCalibration(), NoOverlap(Strategy::kHalvingDoubling, 4, 1e8));
+  EXPECT_NEAR(p.comm_s, 1.5379, kTol);
+  // N = 8: 2*3*0.1 ms + 2*7/8 + 7/8 * 0.05; the ring pays 2*7*0.1 ms instead.
+  p = MustPredict(TestCalibration(), NoOverlap(Strategy::kHalvingDoubling, 8, 1e8));
+  EXPECT_NEAR(p.comm_s, 0.0006 + 1.75 + 0.04375, kTol);
+  const Prediction ring = MustPredict(TestCalibration(), NoOverlap(Strategy::kRing, 8, 1e8));
+  EXPECT_NEAR(ring.comm_s, 0.0014 + 1.75 + 0.04375, kTol);
+  EXPECT_NEAR(p.busiest_node_bytes_out, ring.busiest_node_bytes_out, 1e-3);
+  // N = 2: the two algorithms are the same exchange.
+  EXPECT_NEAR(MustPredict(TestCalibration(), NoOverlap(Strategy::kHalvingDoubling, 2, 1e8)).step_s,
+              MustPredict(TestCalibration(), NoOverlap(Strategy::kRing, 2, 1e8)).step_s, kTol);
+}
+
+TEST(PredictHalvingDoubling, NonPowerOfTwoFoldsExtraRanks) {
+  // N = 6: T_hd(4) + 2 alpha + 2 M/B + M gamma = (0.0004 + 1.5 + 0.0375) + (0.0002 + 2 +
+  // 0.05).
+  const Prediction p =
+      MustPredict(TestCalibration(), NoOverlap(Strategy::kHalvingDoubling, 6, 1e8));
+  EXPECT_NEAR(p.comm_s, 3.5881, kTol);
+  EXPECT_NEAR(p.busiest_node_bytes_in, 1e8 + 1.5e8, 1e-3);
+}
+
+TEST(PredictPs, SingleShardMatchesClosedForm) {
+  // N = 4, S = 1: the master moves 4 M each way: max(1 s, 4 s) + 1 ms; the shard sums 4
+  // pushes (4 * 1e8 * 0.5 ns = 0.2 s) and steps SGD on M (0.1 s).
+  const Prediction p = MustPredict(TestCalibration(), Make(Strategy::kPs, 4, 1e8));
+  EXPECT_NEAR(p.comm_s, 4.001, kTol);
+  EXPECT_NEAR(p.update_s, 0.3, kTol);
+  EXPECT_NEAR(p.step_s, 4.311, kTol);
+  EXPECT_NEAR(p.busiest_node_bytes_in, 4e8, 1e-3);
+  EXPECT_EQ(p.bottleneck, "master link");
+}
+
+TEST(PredictPs, ShardsSplitTheServerLoad) {
+  Scenario s = Make(Strategy::kPs, 4, 1e8);
+  s.shards = 2;
+  // 2 M through each shard's link: 2 s; slice M/2: SGD 0.05 s, sum 4 * 5e7 * 0.5 ns = 0.1 s.
+  Prediction p = MustPredict(TestCalibration(), s);
+  EXPECT_NEAR(p.comm_s, 2.001, kTol);
+  EXPECT_NEAR(p.update_s, 0.15, kTol);
+  EXPECT_NEAR(p.step_s, 2.161, kTol);
+  // S = N: each shard moves M, like each worker.
+  s.shards = 4;
+  p = MustPredict(TestCalibration(), s);
+  EXPECT_NEAR(p.comm_s, 1.001, kTol);
+  EXPECT_EQ(p.bottleneck, "worker link");
+}
+
+TEST(PredictPs, FasterServerLinkMovesTheBottleneck) {
+  Scenario s = Make(Strategy::kPs, 4, 1e8);
+  s.link_bytes_per_s = 1e8;
+  s.master_link_bytes_per_s = 8e8;  // 4 M at 8e8 = 0.5 s < M / 1e8 = 1 s.
+  s.path_limits = false;
+  const Prediction p = MustPredict(TestCalibration(), s);
+  EXPECT_NEAR(p.comm_s, 1.001, kTol);
+  EXPECT_EQ(p.bottleneck, "worker link");
+}
+
+TEST(PredictPs, OneWorkerStillPaysThePushPull) {
+  // 1 ms + M/B = 1 s; no aggregation with one worker; SGD 0.1 s.
+  const Prediction p = MustPredict(TestCalibration(), Make(Strategy::kPs, 1, 1e8));
+  EXPECT_NEAR(p.comm_s, 1.001, kTol);
+  EXPECT_NEAR(p.update_s, 0.1, kTol);
+  EXPECT_NEAR(p.step_s, 1.111, kTol);
+}
+
+TEST(PredictPs, ColocatedOneShardPerWorker) {
+  // S = N = 4 in the workers: each link carries 3/4 M of its worker's gradients to the
+  // other workers' shards and 3 x M/4 of its shard's replies: 1.5 M = 2(N-1)/N M.
+  Scenario s = Make(Strategy::kPs, 4, 1e8);
+  s.shards = 4;
+  s.colocated = true;
+  const Prediction p = MustPredict(TestCalibration(), s);
+  EXPECT_NEAR(p.busiest_node_bytes_out, 1.5e8, 1e-3);
+  EXPECT_NEAR(p.comm_s, 1.501, kTol);
+  // Slice M/4: SGD 0.025 s, sum 4 * 2.5e7 * 0.5 ns = 0.05 s.
+  EXPECT_NEAR(p.update_s, 0.075, kTol);
+  EXPECT_NEAR(p.step_s, 1.586, kTol);
+  EXPECT_EQ(p.bottleneck, "worker link");
+}
+
+TEST(PredictPs, ColocatedInWorkerZero) {
+  // ringside's --ps_colocated: every shard in worker 0, whose link serves the other 3
+  // workers' full models (3 M each way); its own push-pull stays in the process.
+  Scenario s = Make(Strategy::kPs, 4, 1e8);
+  s.shards = 2;
+  s.colocated = true;
+  s.colocated_hosts = 1;
+  const Prediction p = MustPredict(TestCalibration(), s);
+  EXPECT_NEAR(p.busiest_node_bytes_in, 3e8, 1e-3);
+  EXPECT_NEAR(p.comm_s, 3.001, kTol);
+  EXPECT_NEAR(p.update_s, 0.1 + 0.2, kTol);
+  EXPECT_EQ(p.bottleneck, "master link");
+  // One worker hosting its own shard: only the call's latency.
+  s.workers = 1;
+  const Prediction one = MustPredict(TestCalibration(), s);
+  EXPECT_NEAR(one.comm_s, 1e-3, kTol);
+  EXPECT_EQ(one.busiest_node_bytes_in, 0);
+}
+
+TEST(PredictPs, UnevenColocatedHostsUseTheBusiestHost) {
+  // S = 3 on H = 2 hosts: the busiest holds 2 of 3 shards, f = 2/3:
+  // (1 - 2/3) M + (N - 1) 2/3 M = M/3 + 2 M = 7/3 M with N = 4.
+  Scenario s = Make(Strategy::kPs, 4, 3e8);
+  s.shards = 3;
+  s.colocated = true;
+  s.colocated_hosts = 2;
+  const Prediction p = MustPredict(WireOnlyCalibration(), s);
+  EXPECT_NEAR(p.busiest_node_bytes_in, 7e8, 1e-3);
+  EXPECT_NEAR(p.comm_s, 7.0, kTol);
+}
+
+TEST(PredictPs, PerCallOverheadCountsTheBusiestNodesCalls) {
+  Calibration c = WireOnlyCalibration();
+  c.push_pull.alpha_s = 1e-3;
+  c.push_pull_per_call_s = 1e-4;
+  // Standalone, N = 4, S = 2: a shard serves 4 calls, a worker issues 2: 3 beyond the
+  // first. 2 M through each shard: 2 s.
+  Scenario s = Make(Strategy::kPs, 4, 1e8);
+  s.shards = 2;
+  EXPECT_NEAR(MustPredict(c, s).comm_s, 1e-3 + 3e-4 + 2.0, kTol);
+  // Colocated S = N = 4: a host issues 4 calls and serves 4: 7 beyond the first.
+  s.shards = 4;
+  s.colocated = true;
+  EXPECT_NEAR(MustPredict(c, s).comm_s, 1e-3 + 7e-4 + 1.5, kTol);
+  // One worker, one standalone shard: what push_pull.alpha_s was calibrated on.
+  EXPECT_NEAR(MustPredict(c, Make(Strategy::kPs, 1, 1e8)).comm_s, 1e-3 + 1.0, kTol);
+}
+
+// ----- DDP bucket overlap -----
+
+TEST(PredictDdp, BucketsOverlapWithBackward) {
+  // Two 5 MB buckets, N = 2, 1 GB/s, no latency: 5 ms per bucket. Backward 6 ms:
+  // bucket 0 is ready at 3 ms and done at 8 ms; bucket 1 ready at 6 ms, starts at 8,
+  // done at 13 ms. SGD 0.5 ms per bucket after each is done: 8.5, then 13.5 ms.
+  Calibration c;
+  c.compute_s = 0.010;
+  c.backward_s = 0.006;
+  c.update_s_per_byte = 1e-10;
+  c.allreduce = {0, 1e9};
+  Scenario s = Make(Strategy::kRing, 2, 1e7);
+  s.bucket_bytes = {5e6, 5e6};
+  Prediction p = MustPredict(c, s);
+  EXPECT_NEAR(p.step_s, 0.004 + 0.0135, kTol);
+  EXPECT_NEAR(p.update_s, 0.001, kTol);
+  EXPECT_NEAR(p.comm_s, 0.0065, kTol);
+  EXPECT_NEAR(p.comm_total_s, 0.010, kTol);
+  // Without overlap both buckets start after backward: done at 11 and 16 ms; bucket 0's
+  // SGD (11 - 11.5 ms) hides under bucket 1's all-reduce, bucket 1's comes after.
+  s.overlap = false;
+  p = MustPredict(c, s);
+  EXPECT_NEAR(p.step_s, 0.004 + 0.0165, kTol);
+  EXPECT_NEAR(p.comm_s, 0.0095, kTol);
+  EXPECT_NEAR(p.comm_total_s, 0.010, kTol);
+}
+
+TEST(PredictDdp, DefaultBucketsAreOneMibThenTwentyFiveMib) {
+  // 30 MiB -> 1 + 25 + 4 MiB: three all-reduces, each paying 2 (N-1) alpha.
+  Calibration c = WireOnlyCalibration();
+  c.allreduce = {1e-3, 1e12};
+  Scenario s = Make(Strategy::kRing, 2, 30.0 * (1 << 20));
+  s.overlap = false;
+  const Prediction p = MustPredict(c, s);
+  EXPECT_NEAR(p.comm_total_s, 3 * 2e-3 + 30.0 * (1 << 20) / 1e12, 1e-12);
+}
+
+TEST(PredictDdp, ComputeBoundWhenCommunicationHides) {
+  Calibration c = WireOnlyCalibration();
+  c.allreduce = {0, 1e12};
+  const Prediction p = MustPredict(c, Make(Strategy::kRing, 8, 1e6));
+  EXPECT_EQ(p.bottleneck, "compute");
+  EXPECT_LT(p.comm_s, 1e-5);
+}
+
+// ----- asymptotics -----
+
+TEST(Asymptotics, SingleMasterGrowsLinearlyRingStaysFlat) {
+  Calibration c = TestCalibration();
+  c.allreduce.alpha_s = 1e-6;  // Large M: the bandwidth terms dominate.
+  const double m = 1e8;
+  double prev_ps = 0;
+  for (int n : {8, 16, 32, 64, 128, 256, 512, 1024}) {
+    const double ps = MustPredict(c, Make(Strategy::kPs, n, m)).step_s;
+    if (prev_ps > 0) {
+      EXPECT_NEAR(ps / prev_ps, 2.0, 0.1) << "N=" << n;
+    }
+    prev_ps = ps;
+  }
+  const double ring2 = MustPredict(c, Make(Strategy::kRing, 2, m)).step_s;
+  const double ring1024 = MustPredict(c, Make(Strategy::kRing, 1024, m)).step_s;
+  EXPECT_LT(ring1024 / ring2, 2.2);  // 2(N-1)/N goes from 1 to ~2, then stops.
+  const double ring512 = MustPredict(c, Make(Strategy::kRing, 512, m)).step_s;
+  EXPECT_NEAR(ring1024 / ring512, 1.0, 0.01);
+}
+
+TEST(Asymptotics, SingleMasterIsAboutHalfNTimesTheRing) {
+  // PS S = 1: N M / B; ring: 2 (N-1)/N M / B; ratio N^2 / (2 (N-1)) -> N/2.
+  const Calibration c = WireOnlyCalibration();
+  for (int n : {256, 1024}) {
+    const double ps = MustPredict(c, Make(Strategy::kPs, n, 1e8)).comm_s;
+    const double ring = MustPredict(c, NoOverlap(Strategy::kRing, n, 1e8)).comm_s;
+    EXPECT_NEAR(ps / ring / (n / 2.0), 1.0, 0.01) << "N=" << n;
+    EXPECT_NEAR(ps / ring, double(n) * n / (2.0 * (n - 1)), 1e-9);
+  }
+}
+
+TEST(Asymptotics, ColocatedPsMovesWhatTheRingMoves) {
+  const Calibration c = WireOnlyCalibration();
+  for (int n : {2, 4, 16, 128, 1024}) {
+    Scenario ps = Make(Strategy::kPs, n, 1e8);
+    ps.shards = n;
+    ps.colocated = true;
+    const Prediction p = MustPredict(c, ps);
+    const Prediction r = MustPredict(c, NoOverlap(Strategy::kRing, n, 1e8));
+    EXPECT_NEAR(p.busiest_node_bytes_out, r.busiest_node_bytes_out, 1e-3) << n;
+    EXPECT_NEAR(p.comm_s, r.comm_s, 1e-9) << n;
+  }
+}
+
+TEST(Asymptotics, StandaloneShardsPerWorkerGiveBytePsOptimum) {
+  // BytePS (OSDI'20): k extra servers, t_opt = 2n(n-1)M / ((n^2 + kn - 2k) B); with
+  // summation on the servers only and k = n this is M / B, half the ring's time.
+  const Calibration c = WireOnlyCalibration();
+  const double m = 1e8, b = 1e8;
+  for (int n : {2, 8, 64}) {
+    Scenario s = Make(Strategy::kPs, n, m);
+    s.shards = n;
+    const double k = n;
+    const double byteps = 2.0 * n * (n - 1) * m / ((double(n) * n + k * n - 2 * k) * b);
+    EXPECT_NEAR(MustPredict(c, s).comm_s, byteps, 1e-9) << n;
+  }
+}
+
+TEST(Asymptotics, SpeedupIsWeakScaling) {
+  const Calibration c = TestCalibration();
+  const Scenario s = Make(Strategy::kRing, 4, 1e8);
+  const Prediction p = MustPredict(c, s);
+  EXPECT_NEAR(Speedup(c, s, p), 4 * 0.11 / p.step_s, 1e-12);
+  // Free communication: speedup N.
+  Calibration fast = c;
+  fast.allreduce = {0, 1e30};
+  fast.reduce_s_per_byte = 0;
+  const Prediction q = MustPredict(fast, s);
+  EXPECT_NEAR(Speedup(fast, s, q), 4.0, 1e-9);
+}
+
+// ----- links -----
+
+TEST(Links, PathLimitsCapTheWireAndAddLatency) {
+  const Calibration c = TestCalibration();  // push-pull 1e8 B/s, alpha 1 ms.
+  Scenario s = Make(Strategy::kPs, 1, 1e8);
+  s.link_bytes_per_s = 1e9;
+  s.link_latency_s = 2e-3;
+  // min(1e9, 1e8); 1 ms + a round trip of the wire (2 x 2 ms).
+  EXPECT_NEAR(MustPredict(c, s).comm_s, 5e-3 + 1.0, kTol);
+  s.path_limits = false;
+  EXPECT_NEAR(MustPredict(c, s).comm_s, 4e-3 + 0.1, kTol);  // the wire alone.
+  // An all-reduce step waits for the wire once: N = 2 ring, 2 steps x (0.1 + 2 ms).
+  Scenario r = NoOverlap(Strategy::kRing, 2, 1e8);
+  r.link_bytes_per_s = 1e8;
+  r.link_latency_s = 2e-3;
+  EXPECT_NEAR(MustPredict(c, r).comm_s, 2 * 2.1e-3 + 1.0 + 0.5 * 1e8 * 0.5e-9, kTol);
+  s.path_limits = true;
+  s.link_bytes_per_s = 1e7;  // Slower than the path: the wire decides.
+  s.link_latency_s = -1;
+  EXPECT_NEAR(MustPredict(c, s).comm_s, 1e-3 + 10.0, kTol);
+}
+
+TEST(Links, UncalibratedPathNeedsALinkSpeed) {
+  Calibration c = TestCalibration();
+  c.allreduce.bytes_per_s = 0;
+  absl::StatusOr<Prediction> p = Predict(c, Make(Strategy::kRing, 2, 1e8));
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  Scenario s = Make(Strategy::kRing, 2, 1e8);
+  s.link_bytes_per_s = 1e8;
+  EXPECT_TRUE(Predict(c, s).ok());
+  // One rank moves nothing, so it needs no bandwidth.
+  EXPECT_TRUE(Predict(c, Make(Strategy::kRing, 1, 1e8)).ok());
+}
+
+TEST(Links, HalvingDoublingUsesItsOwnPathWhenCalibrated) {
+  Calibration c = WireOnlyCalibration();
+  c.halving_doubling = {0, 5e7};
+  const Prediction p = MustPredict(c, NoOverlap(Strategy::kHalvingDoubling, 2, 1e8));
+  EXPECT_NEAR(p.comm_s, 2.0, kTol);  // 2(N-1)/N M / 5e7.
+}
+
+// ----- errors -----
+
+TEST(PredictErrors, RejectsImpossibleInputs) {
+  const Calibration c = TestCalibration();
+  Scenario s = Make(Strategy::kRing, 0, 1e8);
+  EXPECT_EQ(Predict(c, s).status().code(), absl::StatusCode::kInvalidArgument);
+  s = Make(Strategy::kPs, 2, 1e8);
+  s.shards = 0;
+  EXPECT_EQ(Predict(c, s).status().code(), absl::StatusCode::kInvalidArgument);
+  s = Make(Strategy::kRing, 2, -1);
+  EXPECT_EQ(Predict(c, s).status().code(), absl::StatusCode::kInvalidArgument);
+  s = Make(Strategy::kRing, 2, 1e8);
+  s.bucket_bytes = {1e7, 1e7};
+  EXPECT_EQ(Predict(c, s).status().code(), absl::StatusCode::kInvalidArgument);
+  s = Make(Strategy::kRing, 2, 1e8);
+  s.link_latency_s = -2;
+  EXPECT_EQ(Predict(c, s).status().code(), absl::StatusCode::kInvalidArgument);
+  Calibration bad = c;
+  bad.backward_s = 0.02;
+  EXPECT_EQ(Predict(bad, Make(Strategy::kRing, 2, 1e8)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  bad = c;
+  bad.update_s_per_byte = -1;
+  EXPECT_EQ(Predict(bad, Make(Strategy::kRing, 2, 1e8)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// ----- fits -----
+
+std::vector<double> SweepSizes() {
+  std::vector<double> sizes;
+  for (double b = 1024; b <= 64.0 * (1 << 20); b *= 2) sizes.push_back(b);
+  return sizes;
+}
+
+TEST(Fit, RecoversAlphaAndBandwidthWithoutNoise) {
+  std::vector<std::pair<double, double>> samples;
+  for (double b : SweepSizes()) samples.emplace_back(b, 5e-4 + b / 1.25e9);
+  absl::StatusOr<PathCalibration> fit = FitLatencyBandwidth(samples);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->alpha_s, 5e-4, 5e-4 * 1e-9);
+  EXPECT_NEAR(fit->bytes_per_s, 1.25e9, 1.25e9 * 1e-9);
+  // Two points are enough.
+  fit = FitLatencyBandwidth({{0, 1e-3}, {1e6, 2e-3}});
+  ASSERT_TRUE(fit.ok());
+  EXPECT_NEAR(fit->alpha_s, 1e-3, 1e-15);
+  EXPECT_NEAR(fit->bytes_per_s, 1e9, 1e-3);
+}
+
+TEST(Fit, RecoversAlphaAndBandwidthWithNoise) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> noise(-0.05, 0.05);  // +-5% per sample.
+  std::vector<std::pair<double, double>> samples;
+  for (int rep = 0; rep < 10; ++rep) {
+    for (double b : SweepSizes()) samples.emplace_back(b, (5e-4 + b / 1.25e9) * (1 + noise(rng)));
+  }
+  absl::StatusOr<PathCalibration> fit = FitLatencyBandwidth(samples);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->alpha_s, 5e-4, 5e-4 * 0.05);
+  EXPECT_NEAR(fit->bytes_per_s, 1.25e9, 1.25e9 * 0.05);
+}
+
+TEST(Fit, NegativeInterceptIsClampedToZero) {
+  // Pure bandwidth with the smallest size measured fast: the free fit's intercept is < 0.
+  absl::StatusOr<PathCalibration> fit =
+      FitLatencyBandwidth({{1e3, 0.5e-6}, {1e6, 1e-3}, {2e6, 2e-3}});
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_EQ(fit->alpha_s, 0);
+  EXPECT_GT(fit->bytes_per_s, 0);
+}
+
+TEST(Fit, Errors) {
+  EXPECT_EQ(FitLatencyBandwidth({}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FitLatencyBandwidth({{1e6, 1e-3}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FitLatencyBandwidth({{1e6, 1e-3}, {1e6, 2e-3}}).status().code(),
+            absl::StatusCode::kInvalidArgument);  // One distinct size.
+  EXPECT_EQ(FitLatencyBandwidth({{1e3, 2e-3}, {1e6, 1e-3}}).status().code(),
+            absl::StatusCode::kInvalidArgument);  // Time falls with size.
+  EXPECT_EQ(FitLatencyBandwidth({{1e3, 1e-3}, {1e6, 1e-3}}).status().code(),
+            absl::StatusCode::kInvalidArgument);  // Flat: infinite bandwidth.
+  EXPECT_EQ(FitLatencyBandwidth({{1e3, 0}, {1e6, 1e-3}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FitLatencyBandwidth({{-1, 1e-3}, {1e6, 1e-3}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FitLatencyBandwidth({{NAN, 1e-3}, {1e6, 1e-3}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Fit, AllReduceSweepGivesTheRingFormulasConstants) {
+  // A 4-rank ring: t = 6 alpha + m (1.5 / B + 0.75 gamma).
+  const double alpha = 1e-4, b = 1e9, gamma = 2e-10;
+  std::vector<std::pair<double, double>> samples;
+  for (double m : SweepSizes()) samples.emplace_back(m, 6 * alpha + m * (1.5 / b + 0.75 * gamma));
+  absl::StatusOr<PathCalibration> fit = FitAllReducePath(samples, 4, Strategy::kRing, gamma);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->alpha_s, alpha, alpha * 1e-9);
+  EXPECT_NEAR(fit->bytes_per_s, b, b * 1e-9);
+  // Predicting the swept all-reduce back gives the samples.
+  Calibration c;
+  c.allreduce = *fit;
+  c.reduce_s_per_byte = gamma;
+  const Prediction p = MustPredict(c, NoOverlap(Strategy::kRing, 4, 1 << 24));
+  EXPECT_NEAR(p.comm_s, 6 * alpha + (1 << 24) * (1.5 / b + 0.75 * gamma), 1e-12);
+
+  // Halving-doubling at 4 ranks: t = 4 alpha + ...
+  samples.clear();
+  for (double m : SweepSizes()) samples.emplace_back(m, 4 * alpha + m * (1.5 / b + 0.75 * gamma));
+  fit = FitAllReducePath(samples, 4, Strategy::kHalvingDoubling, gamma);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->alpha_s, alpha, alpha * 1e-9);
+
+  EXPECT_FALSE(FitAllReducePath(samples, 1, Strategy::kRing, gamma).ok());
+  EXPECT_FALSE(FitAllReducePath(samples, 3, Strategy::kHalvingDoubling, gamma).ok());
+  EXPECT_FALSE(FitAllReducePath(samples, 4, Strategy::kPs, gamma).ok());
+  EXPECT_FALSE(FitAllReducePath(samples, 4, Strategy::kRing, 1e-6).ok());  // gamma too big.
+}
+
+TEST(Fit, PushPullSweepSubtractsTheShardsWork) {
+  const double alpha = 5e-4, b = 1.2e9, u = 3e-10;
+  std::vector<std::pair<double, double>> samples;
+  for (double m : SweepSizes()) samples.emplace_back(m, alpha + m / b + u * m);
+  absl::StatusOr<PathCalibration> fit = FitPushPullPath(samples, u);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NEAR(fit->alpha_s, alpha, alpha * 1e-9);
+  EXPECT_NEAR(fit->bytes_per_s, b, b * 1e-9);
+  // One worker, one shard, SGD on the shard: the model gives the sweep's time back.
+  Calibration c;
+  c.push_pull = *fit;
+  c.update_s_per_byte = u;
+  const Prediction p = MustPredict(c, Make(Strategy::kPs, 1, 1 << 24));
+  EXPECT_NEAR(p.comm_s + p.update_s, alpha + (1 << 24) * (1 / b + u), 1e-12);
+  EXPECT_FALSE(FitPushPullPath(samples, 1e-6).ok());
+}
+
+TEST(Fit, PerCallOverhead) {
+  absl::StatusOr<double> o = FitPerCallOverhead({{1, 6e-4}, {2, 7e-4}, {4, 9e-4}, {8, 1.3e-3}});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_NEAR(*o, 1e-4, 1e-12);
+  o = FitPerCallOverhead({{1, 6e-4}, {2, 5e-4}});  // Faster with more calls: fully parallel.
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(*o, 0);
+  EXPECT_FALSE(FitPerCallOverhead({{2, 6e-4}, {2, 7e-4}}).ok());
+  EXPECT_FALSE(FitPerCallOverhead({{0, 6e-4}, {2, 7e-4}}).ok());
+}
+
+// ----- crossovers -----
+
+Curve MakeCurve(const std::string& label, const std::vector<int>& workers,
+                const std::vector<double>& steps) {
+  Curve c;
+  c.label = label;
+  c.workers = workers;
+  for (double t : steps) {
+    Prediction p;
+    p.step_s = t;
+    c.predictions.push_back(p);
+    c.speedups.push_back(0);
+  }
+  return c;
+}
+
+TEST(Crossovers, FindsEveryFlipAndSkipsTies) {
+  const std::vector<int> n = {1, 2, 4, 8, 16};
+  const std::vector<Crossover> x = FindCrossovers(
+      {MakeCurve("a", n, {1, 2, 3, 4, 5}), MakeCurve("b", n, {2, 2, 1, 1, 9})});
+  ASSERT_EQ(x.size(), 2u);
+  EXPECT_EQ(x[0].faster_before, "a");
+  EXPECT_EQ(x[0].faster_after, "b");
+  EXPECT_EQ(x[0].workers_before, 1);  // N = 2 is a tie.
+  EXPECT_EQ(x[0].workers, 4);
+  EXPECT_EQ(x[1].faster_before, "b");
+  EXPECT_EQ(x[1].faster_after, "a");
+  EXPECT_EQ(x[1].workers_before, 8);
+  EXPECT_EQ(x[1].workers, 16);
+  // Differences -1 at N=1 and +2 at N=4: zero at a third of the way in log2 N.
+  EXPECT_NEAR(x[0].workers_interpolated, std::exp2(2.0 / 3), 1e-12);
+  EXPECT_TRUE(FindCrossovers({MakeCurve("a", n, {1, 1, 1, 1, 1}),
+                              MakeCurve("b", n, {2, 2, 2, 2, 2})})
+                  .empty());
+}
+
+TEST(Crossovers, HalvingDoublingOvertakesAFasterRingAtScale) {
+  // Ring at 1 GB/s, halving-doubling at 0.8 GB/s, alpha 10 us, M = 1 MB (one bucket):
+  // hd - ring = 2 alpha (lg N - (N-1)) + 2(N-1)/N * 0.25 ms: > 0 up to N = 16 (+0.249
+  // ms), < 0 from N = 32 (-0.036 ms).
+  Calibration c;
+  c.compute_s = 0.01;
+  c.backward_s = 0.006;
+  c.allreduce = {1e-5, 1e9};
+  c.halving_doubling = {1e-5, 0.8e9};
+  c.push_pull = {1e-5, 1e9};
+  SweepOptions o;
+  o.model_bytes = 1e6;
+  o.overlap = false;
+  o.shards = {};
+  o.colocated = false;
+  absl::StatusOr<std::vector<Crossover>> x = FindCrossovers(c, o);
+  ASSERT_TRUE(x.ok()) << x.status();
+  ASSERT_EQ(x->size(), 1u);
+  EXPECT_EQ((*x)[0].faster_before, "ring");
+  EXPECT_EQ((*x)[0].faster_after, "halving-doubling");
+  EXPECT_EQ((*x)[0].workers_before, 16);
+  EXPECT_EQ((*x)[0].workers, 32);
+  EXPECT_GT((*x)[0].workers_interpolated, 16);
+  EXPECT_LT((*x)[0].workers_interpolated, 32);
+}
+
+TEST(Crossovers, RingBeatsSingleMasterAndColocatedPsBeatsRingLatency) {
+  // Heavy all-reduce latency (1 ms per ring step), light push-pull latency: the ring
+  // wins at N = 1 (nothing to send), the single master from N = 2 until its N M / B
+  // outgrows the ring's 2 (N-1) alpha + 2(N-1)/N M/B; colocated PS pays one alpha and
+  // the ring's bytes, so once it is ahead of the ring it stays ahead.
+  Calibration c;
+  c.compute_s = 0.01;
+  c.backward_s = 0.006;
+  c.allreduce = {1e-3, 1e9};
+  c.push_pull = {1e-4, 1e9};
+  SweepOptions o;
+  o.model_bytes = 1e6;  // M/B = 1 ms.
+  o.overlap = false;
+  absl::StatusOr<std::vector<Curve>> curves = PredictCurves(c, o);
+  ASSERT_TRUE(curves.ok()) << curves.status();
+  ASSERT_EQ(curves->size(), 4u);
+  EXPECT_EQ((*curves)[0].label, "PS S=1");
+  EXPECT_EQ((*curves)[1].label, "PS S=N colocated");
+  EXPECT_EQ((*curves)[2].label, "ring");
+  EXPECT_EQ((*curves)[3].label, "halving-doubling");
+  EXPECT_EQ((*curves)[2].workers.size(), 11u);  // 1 .. 1024.
+  const std::vector<Crossover> x = FindCrossovers(*curves);
+  auto find = [&](const std::string& before, const std::string& after) -> const Crossover* {
+    for (const Crossover& c : x) {
+      if (c.faster_before == before && c.faster_after == after) return &c;
+    }
+    return nullptr;
+  };
+  // PS S=1 - ring at N: 0.1 + N - 2(N-1) - 2(N-1)/N ms: +1.1 at N=1, -0.9 at N=2.
+  const Crossover* ps_ring = find("ring", "PS S=1");
+  ASSERT_NE(ps_ring, nullptr);
+  EXPECT_EQ(ps_ring->workers, 2);
+  EXPECT_EQ(find("PS S=1", "ring"), nullptr);  // N M/B grows slower than 2 (N-1) alpha.
+  const Crossover* coloc_ring = find("ring", "PS S=N colocated");
+  ASSERT_NE(coloc_ring, nullptr);
+  EXPECT_EQ(coloc_ring->workers, 2);
+  EXPECT_EQ(find("PS S=N colocated", "ring"), nullptr);
+}
+
+// ----- JSON -----
+
+TEST(Json, RoundTripIsExact) {
+  Calibration c;
+  c.compute_s = 1.0 / 3;
+  c.backward_s = 0.2;
+  c.update_s_per_byte = 3.5e-10;
+  c.reduce_s_per_byte = 1e-300;
+  c.model_bytes = 2681896;
+  c.push_pull_per_call_s = 4.2e-5;
+  c.push_pull = {5.123456789e-4, 1.26e9};
+  c.allreduce = {1e-4, 1.0 / 7 * 1e9};
+  c.halving_doubling = {0, 0};
+  absl::StatusOr<Calibration> back = CalibrationFromJson(CalibrationToJson(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->compute_s, c.compute_s);
+  EXPECT_EQ(back->backward_s, c.backward_s);
+  EXPECT_EQ(back->update_s_per_byte, c.update_s_per_byte);
+  EXPECT_EQ(back->reduce_s_per_byte, c.reduce_s_per_byte);
+  EXPECT_EQ(back->model_bytes, c.model_bytes);
+  EXPECT_EQ(back->push_pull_per_call_s, c.push_pull_per_call_s);
+  EXPECT_EQ(back->push_pull.alpha_s, c.push_pull.alpha_s);
+  EXPECT_EQ(back->push_pull.bytes_per_s, c.push_pull.bytes_per_s);
+  EXPECT_EQ(back->allreduce.alpha_s, c.allreduce.alpha_s);
+  EXPECT_EQ(back->allreduce.bytes_per_s, c.allreduce.bytes_per_s);
+  EXPECT_EQ(back->halving_doubling.bytes_per_s, 0);
+}
+
+TEST(Json, AcceptsAnyOrderAndOptionalFields) {
+  absl::StatusOr<Calibration> c = CalibrationFromJson(
+      " { \"allreduce\" : {\"bytes_per_s\":1e9,\"alpha_s\":1e-4},"
+      "\"push_pull\":{\"alpha_s\":0.0005,\"bytes_per_s\":1.2e9},\"compute_s\":0.005}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->compute_s, 0.005);
+  EXPECT_EQ(c->backward_s, 0);
+  EXPECT_EQ(c->allreduce.bytes_per_s, 1e9);
+  EXPECT_EQ(c->push_pull.alpha_s, 0.0005);
+}
+
+TEST(Json, RejectsBadInput) {
+  const std::string paths =
+      "\"push_pull\":{\"alpha_s\":0,\"bytes_per_s\":1},\"allreduce\":{\"alpha_s\":0,"
+      "\"bytes_per_s\":1}";
+  for (const std::string& bad : std::vector<std::string>{
+           std::string(""),
+           std::string("[]"),
+           "{" + paths + "}",                                         // no compute_s
+           std::string("{\"compute_s\":1}"),                           // no paths
+           "{\"compute_s\":1," + paths + ",\"typo_s\":1}",             // unknown key
+           "{\"compute_s\":1," + paths + ",\"compute_s\":2}",          // duplicate
+           "{\"compute_s\":\"fast\"," + paths + "}",                   // not a number
+           "{\"compute_s\":-1," + paths + "}",                         // negative
+           "{\"compute_s\":1,\"backward_s\":2," + paths + "}",         // backward > compute
+           "{\"compute_s\":1," + paths + "} x",                        // trailing
+           "{\"compute_s\":1," + paths,                                // unterminated
+           std::string("{\"compute_s\":1,\"push_pull\":{\"alpha_s\":0},\"allreduce\":"
+                       "{\"alpha_s\":0,\"bytes_per_s\":1}}"),          // path field missing
+       }) {
+    EXPECT_EQ(CalibrationFromJson(bad).status().code(), absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+}
+
+// ----- simulate -----
+
+std::string RunToString(const SimulateOptions& options, absl::Status* status) {
+  FILE* f = std::tmpfile();
+  *status = RunSimulate(options, f);
+  std::rewind(f);
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
+TEST(Simulate, PrintsATablePerLinkAndTheCrossovers) {
+  SimulateOptions o;
+  o.calibration.compute_s = 0.01;
+  o.calibration.backward_s = 0.006;
+  o.calibration.allreduce = {1e-3, 1e9};
+  o.calibration.push_pull = {1e-4, 1e9};
+  o.calibration.model_bytes = 1e6;
+  o.link_bytes_per_s = {1.25e8, 1.25e9};
+  absl::Status st;
+  const std::string text = RunToString(o, &st);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_THAT(text, HasSubstr("== link 1 Gbit/s"));
+  EXPECT_THAT(text, HasSubstr("== link 10 Gbit/s"));
+  EXPECT_THAT(text, HasSubstr("PS S=1"));
+  EXPECT_THAT(text, HasSubstr("PS S=2"));
+  EXPECT_THAT(text, HasSubstr("PS S=N colocated"));
+  EXPECT_THAT(text, HasSubstr("halving-doubling"));
+  EXPECT_THAT(text, HasSubstr("\n  1024 "));
+  EXPECT_THAT(text, HasSubstr("crossover: PS S=1 overtakes ring between N=1 and N=2"));
+}
+
+TEST(Simulate, NeedsAModelSize) {
+  SimulateOptions o;
+  o.calibration.allreduce = {0, 1e9};
+  o.calibration.push_pull = {0, 1e9};
+  absl::Status st;
+  RunToString(o, &st);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ringside

@@ -1,0 +1,15 @@
+// experiments/launch/: starting a job's processes. Door of the folder.
+//   launcher.h           `ringside launch`: torchrun-style, N processes with the job
+//                        variables (RANK, WORLD_SIZE, MASTER_ADDR, ...), prefixed output,
+//                        one failure stops all
+//   local_job.h          the PS and DDP process plans of `ringside train` on one machine
+//   network_placement.h  each local rank on its own emulated node (netem/)
+// The job variables a launched process reads are read by ddp_ring/ddp_worker.h.
+#ifndef RINGSIDE_EXPERIMENTS_LAUNCH_LAUNCH_H_
+#define RINGSIDE_EXPERIMENTS_LAUNCH_LAUNCH_H_
+
+#include "experiments/launch/launcher.h"
+#include "experiments/launch/local_job.h"
+#include "experiments/launch/network_placement.h"
+
+#endif  // RINGSIDE_EXPERIMENTS_LAUNCH_LAUNCH_H_

@@ -1,0 +1,175 @@
+#include "experiments/matrix/compare.h"
+
+#include <signal.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "experiments/matrix/spec.h"
+#include "experiments/matrix/summary.h"
+#include "experiments/netem/network_emulator.h"
+#include "experiments/sys/sys.h"
+#include "google/protobuf/text_format.h"
+
+namespace ringside {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How one cell's job ended.
+struct ChildOutcome {
+  bool ok = false;
+  bool interrupted = false;
+  std::string how;  // "exited with status 1", "timed out after 1800 s", ...
+};
+
+// Runs `argv` with stdout and stderr into `log_path`; blocks until it exits, the cell
+// timeout passes (SIGTERM), or the matrix is interrupted (`signals` caught a signal:
+// SIGINT is forwarded; the launcher inside passes it on to the ranks).
+ChildOutcome RunChild(const std::vector<std::string>& argv, const std::string& log_path,
+                      absl::Duration limit, ScopedSignalCatcher* signals) {
+  ChildOutcome out;
+  SpawnOptions so;
+  so.argv = argv;
+  so.out = ChildStream::kFile;
+  so.out_path = log_path;
+  so.err = ChildStream::kStdout;
+  absl::StatusOr<std::unique_ptr<Subprocess>> child = Subprocess::Spawn(so);
+  if (!child.ok()) {
+    out.how = std::string(child.status().message());
+    return out;
+  }
+  const absl::Time deadline = absl::Now() + limit;
+  bool signalled = false;
+  while (!(*child)->WaitUntil(absl::Now() + absl::Milliseconds(50)).ok()) {
+    if (signals->caught() != 0 && !signalled) {
+      (*child)->Signal(SIGINT);
+      signalled = true;
+      out.interrupted = true;
+    }
+    if (absl::Now() > deadline && !signalled) {
+      (*child)->Signal(SIGTERM);
+      signalled = true;
+      out.how = absl::StrCat("timed out after ", absl::FormatDuration(limit));
+    }
+  }
+  // A signal to the whole process group (Ctrl-C, `timeout`) may end the cell before
+  // this loop forwarded anything: the matrix was interrupted all the same.
+  if (signals->caught() != 0) out.interrupted = true;
+  if ((*child)->succeeded() && !signalled) {
+    out.ok = true;
+  } else if (out.how.empty()) {
+    out.how = (*child)->ExitDescription();
+  }
+  return out;
+}
+
+std::string Bar(int done, int total) {
+  const int width = 24;
+  const int filled = total > 0 ? done * width / total : width;
+  return absl::StrCat("[", std::string(filled, '#'), std::string(width - filled, '-'), "]");
+}
+
+std::string Clock(double seconds) {
+  const int s = static_cast<int>(seconds + 0.5);
+  return absl::StrFormat("%d:%02d", s / 60, s % 60);
+}
+
+// Checks what must hold before any cell starts: emulated links can be made, and the
+// output directory is writable (it gets a copy of the spec).
+absl::Status Prepare(const CompareOptions& o, const ExperimentSpec& spec) {
+  if (!spec.network().empty()) {
+    absl::StatusOr<NetworkProfile> profile = ParseNetworkProfile(spec.network());
+    if (!profile.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(o.spec_path, ": ", profile.status().message()));
+    }
+    if (profile->enabled) RINGSIDE_RETURN_IF_ERROR(CheckNetworkPrivileges());
+  }
+  std::error_code error;
+  fs::create_directories(fs::path(o.out_dir) / "cells", error);
+  if (error) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot create ", o.out_dir, ": ", error.message()));
+  }
+  absl::Status s = WriteFileAtomically(o.out_dir + "/spec.textproto", ReadFile(o.spec_path).value_or(""));
+  if (!s.ok()) {
+    return absl::PermissionDeniedError(absl::StrCat("output directory ", o.out_dir, " is not writable: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+// The result an earlier run left for the cell in `dir`, if any.
+bool ReadKeptResult(const std::string& dir, CellResult* r) {
+  absl::StatusOr<std::string> text = ReadFile(dir + "/" + kCellResultFile);
+  return text.ok() && google::protobuf::TextFormat::ParseFromString(*text, r);
+}
+
+}  // namespace
+
+absl::Status RunCompare(const CompareOptions& o) {
+  RINGSIDE_ASSIGN_OR_RETURN(ExperimentSpec spec, LoadSpec(o.spec_path));
+  RINGSIDE_RETURN_IF_ERROR(Prepare(o, spec));
+  const std::vector<Cell> cells = ExpandCells(spec);
+  const absl::Duration limit = absl::Seconds(spec.cell_timeout_s() > 0 ? spec.cell_timeout_s() : 1800);
+  ScopedSignalCatcher signals;  // Ctrl-C stops after the running cell, which re-runs later.
+  std::vector<CellResult> results;
+  int kept = 0, failed = 0, ran = 0;
+  double spent = 0;
+  absl::Status status;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const Cell& cell = cells[i];
+    const std::string dir = absl::StrCat(o.out_dir, "/cells/", cell.id);
+    // Resume: a cell with a result is finished (ok or failed) and kept.
+    if (CellResult r; ReadKeptResult(dir, &r)) {
+      results.push_back(r);
+      ++kept;
+      continue;
+    }
+    std::error_code error;
+    fs::remove_all(dir, error);  // A cell interrupted earlier starts over.
+    fs::create_directories(dir, error);
+    if (o.progress != nullptr) {
+      const std::string eta = ran > 0 ? Clock(spent / ran * (cells.size() - i)) : "?";
+      absl::FPrintF(o.progress, "\r%s %d/%d cells  ETA %s  running %-28s", Bar(static_cast<int>(i), cells.size()),
+                    i, cells.size(), eta, cell.id);
+      fflush(o.progress);
+    }
+    std::vector<std::string> argv = {o.self_exe};
+    for (std::string& a : CellTrainArgs(spec, cell, dir)) argv.push_back(std::move(a));
+    WriteFileAtomically(dir + "/command.txt", absl::StrJoin(argv, " ") + "\n").IgnoreError();
+    const absl::Time t0 = absl::Now();
+    const ChildOutcome outcome = RunChild(argv, dir + "/log.txt", limit, &signals);
+    const double wall = absl::ToDoubleSeconds(absl::Now() - t0);
+    if (outcome.interrupted) {
+      status = absl::CancelledError(absl::StrCat(
+          "interrupted during cell ", cell.id, "; run the same command again to resume (",
+          results.size(), " cells are kept)"));
+      break;
+    }
+    spent += wall;
+    ++ran;
+    CellResult r = SummarizeCell(cell, dir, outcome.ok, outcome.how, wall);
+    if (r.status() != "ok") {
+      ++failed;
+      if (o.progress != nullptr) absl::FPrintF(o.progress, "\ncell %s failed: %s\n", cell.id, r.reason());
+    }
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(r, &text);
+    status = WriteFileAtomically(dir + "/" + kCellResultFile, text);
+    if (!status.ok()) break;
+    results.push_back(r);
+  }
+  if (o.progress != nullptr) {
+    absl::FPrintF(o.progress, "\r%s %d/%d cells (%d kept from an earlier run, %d failed)%30s\n",
+                  Bar(static_cast<int>(results.size()), cells.size()), results.size(),
+                  cells.size(), kept, failed, "");
+  }
+  RINGSIDE_RETURN_IF_ERROR(WriteSummaryCsv(results, o.out_dir + "/summary.csv"));
+  return status;
+}
+
+}  // namespace ringside

@@ -1,0 +1,175 @@
+#include "experiments/matrix/spec.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "ddp_ring/allreduce_algorithm.h"
+#include "experiments/sys/files.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace ringside {
+namespace {
+
+std::string FormatBatchFlag(const Cell& c) { return absl::StrCat("--batch=", c.batch_per_worker); }
+
+}  // namespace
+
+absl::Status ValidateSpec(const ExperimentSpec& spec) {
+  if (spec.strategies().empty()) return absl::InvalidArgumentError("the spec lists no strategies");
+  for (const StrategySpec& s : spec.strategies()) {
+    if (s.kind() != "single" && s.kind() != "ps" && s.kind() != "ddp") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown strategy '", s.kind(), "' (expected single, ps or ddp)"));
+    }
+    if (s.ps_shards() < 0) return absl::InvalidArgumentError("ps_shards must be >= 1");
+    if (!s.allreduce().empty()) {
+      RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
+    }
+  }
+  bool any_parallel = false;
+  for (const StrategySpec& s : spec.strategies()) any_parallel |= s.kind() != "single";
+  if (any_parallel && spec.workers().empty()) {
+    return absl::InvalidArgumentError("the spec lists no worker counts (workers: 1 workers: 2 ...)");
+  }
+  for (int n : spec.workers()) {
+    if (n < 1) return absl::InvalidArgumentError(absl::StrCat("worker count must be >= 1, got ", n));
+  }
+  if (spec.model().empty()) return absl::InvalidArgumentError("the spec names no model");
+  if ((spec.batch_per_worker() > 0) == (spec.global_batch() > 0)) {
+    return absl::InvalidArgumentError(
+        "the spec needs exactly one of batch_per_worker (weak scaling) and global_batch (strong scaling)");
+  }
+  if (spec.batch_per_worker() < 0 || spec.global_batch() < 0) {
+    return absl::InvalidArgumentError("batch sizes must be positive");
+  }
+  for (int n : spec.workers()) {
+    if (spec.global_batch() > 0 && spec.global_batch() % n != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("global_batch ", spec.global_batch(),
+                                                     " does not divide by ", n, " workers"));
+    }
+  }
+  if (spec.steps() <= 0 && spec.epochs() <= 0) {
+    return absl::InvalidArgumentError("the spec needs steps or epochs");
+  }
+  if (spec.steps() < 0 || spec.epochs() < 0 || spec.repeats() < 0) {
+    return absl::InvalidArgumentError("steps, epochs and repeats must not be negative");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ExperimentSpec> ParseSpec(const std::string& text, const std::string& name) {
+  ExperimentSpec spec;
+  // Collect the parser's first complaint as one line.
+  class Collector : public google::protobuf::io::ErrorCollector {
+   public:
+    void AddError(int line, int column, const std::string& message) override {
+      if (first.empty()) first = absl::StrCat("line ", line + 1, ":", column + 1, ": ", message);
+    }
+    std::string first;
+  } errors;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &spec)) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": not a valid experiment spec: ", errors.first));
+  }
+  if (absl::Status s = ValidateSpec(spec); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": ", s.message()));
+  }
+  return spec;
+}
+
+absl::StatusOr<ExperimentSpec> LoadSpec(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return absl::InvalidArgumentError(text.status().message());
+  return ParseSpec(*text, path);
+}
+
+std::string StrategyLabel(const StrategySpec& s) {
+  if (!s.label().empty()) return s.label();
+  if (s.kind() == "ps") {
+    std::string sync = s.ps_sync().empty() ? "bsp" : s.ps_sync();
+    for (char& c : sync) {
+      if (c == ':') c = '_';
+    }
+    return absl::StrCat("ps-s", std::max(1, s.ps_shards()), "-", sync, s.ps_colocated() ? "-coloc" : "");
+  }
+  if (s.kind() == "ddp") {
+    std::string label = "ddp";
+    if (s.allreduce() == "halving-doubling") absl::StrAppend(&label, "-hd");
+    if (s.allreduce() == "recursive-doubling") absl::StrAppend(&label, "-rd");
+    if (s.allreduce() == "ring") absl::StrAppend(&label, "-ring");
+    if (s.no_overlap()) absl::StrAppend(&label, "-nooverlap");
+    return label;
+  }
+  return s.kind();
+}
+
+std::vector<Cell> ExpandCells(const ExperimentSpec& spec) {
+  std::vector<int> workers(spec.workers().begin(), spec.workers().end());
+  std::sort(workers.begin(), workers.end());
+  workers.erase(std::unique(workers.begin(), workers.end()), workers.end());
+  const int repeats = std::max(1, spec.repeats());
+  std::vector<Cell> cells;
+  for (const StrategySpec& s : spec.strategies()) {
+    const std::vector<int> counts = s.kind() == "single" ? std::vector<int>{1} : workers;
+    for (int n : counts) {
+      for (int r = 0; r < repeats; ++r) {
+        Cell c;
+        c.strategy = s;
+        c.label = StrategyLabel(s);
+        c.workers = n;
+        c.repeat = r;
+        c.global_batch = spec.global_batch() > 0 ? spec.global_batch() : spec.batch_per_worker() * n;
+        c.batch_per_worker = spec.global_batch() > 0 ? spec.global_batch() / n : spec.batch_per_worker();
+        // A directory name: anything but [A-Za-z0-9._-] in the label becomes '_'.
+        std::string safe = c.label;
+        for (char& ch : safe) {
+          if (!absl::ascii_isalnum(ch) && ch != '.' && ch != '_' && ch != '-') ch = '_';
+        }
+        c.id = absl::StrCat(safe, "-n", n, "-r", r);
+        cells.push_back(c);
+      }
+    }
+  }
+  return cells;
+}
+
+std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& cell,
+                                       const std::string& out_dir) {
+  const StrategySpec& s = cell.strategy;
+  std::vector<std::string> a = {"train", absl::StrCat("--strategy=", s.kind()),
+                                absl::StrCat("--model=", spec.model()),
+                                absl::StrCat("--dataset=", spec.dataset().empty() ? "fashion-mnist" : spec.dataset()),
+                                FormatBatchFlag(cell),
+                                absl::StrCat("--epochs=", std::max(1, spec.epochs())),
+                                absl::StrCat("--steps=", spec.steps()),
+                                absl::StrCat("--lr=", spec.lr() > 0 ? spec.lr() : 0.02f),
+                                absl::StrCat("--momentum=", spec.momentum()),
+                                absl::StrCat("--threads=", spec.threads() > 0 ? spec.threads() : 1),
+                                absl::StrCat("--seed=", spec.seed() > 0 ? spec.seed() : 1),
+                                absl::StrCat("--timeout_s=", spec.timeout_s() > 0 ? spec.timeout_s() : 60),
+                                absl::StrCat("--out=", out_dir)};
+  if (s.kind() != "single" && !spec.network().empty()) {
+    a.push_back(absl::StrCat("--network=", spec.network()));
+  }
+  if (s.kind() == "ps") {
+    a.push_back(absl::StrCat("--workers=", cell.workers));
+    a.push_back(absl::StrCat("--ps_shards=", std::max(1, s.ps_shards())));
+    a.push_back(absl::StrCat("--ps_sync=", s.ps_sync().empty() ? "bsp" : s.ps_sync()));
+    if (s.ps_colocated()) a.push_back("--ps_colocated");
+  } else if (s.kind() == "ddp") {
+    a.push_back(absl::StrCat("--workers=", cell.workers));
+    a.push_back(absl::StrCat("--backend=", s.backend().empty() ? "gloo" : s.backend()));
+    if (s.bucket_cap_mb() > 0) a.push_back(absl::StrCat("--bucket_cap_mb=", s.bucket_cap_mb()));
+    if (s.no_overlap()) a.push_back("--overlap=false");
+    if (!s.allreduce().empty()) a.push_back(absl::StrCat("--allreduce=", s.allreduce()));
+  }
+  return a;
+}
+
+}  // namespace ringside

@@ -1,0 +1,159 @@
+#include "experiments/matrix/summary.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/metrics.h"
+#include "experiments/sys/sys.h"
+
+namespace ringside {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Step records of one metrics file (empty if missing or unreadable).
+std::vector<StepMetrics> ReadMetrics(const std::string& path) {
+  std::vector<StepMetrics> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    StepMetrics m;
+    if (FromJsonLine(line, &m).ok()) out.push_back(m);
+  }
+  return out;
+}
+
+// Records after the first 10% (warm-up).
+std::vector<StepMetrics> Steady(std::vector<StepMetrics> v) {
+  const size_t skip = v.size() / 10;
+  v.erase(v.begin(), v.begin() + std::min(skip, v.size()));
+  return v;
+}
+
+template <typename F>
+double MedianOf(const std::vector<StepMetrics>& v, F f) {
+  std::vector<double> x;
+  for (const StepMetrics& m : v) x.push_back(f(m));
+  return Median(x);
+}
+
+}  // namespace
+
+CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
+                         const std::string& exit_reason, double wall_s) {
+  CellResult r;
+  r.set_cell(cell.id);
+  r.set_label(cell.label);
+  r.set_kind(cell.strategy.kind());
+  r.set_workers(cell.workers);
+  r.set_repeat(cell.repeat);
+  r.set_wall_s(wall_s);
+  r.set_global_batch(cell.global_batch);
+  const std::string log = ReadFile(dir + "/log.txt").value_or("");
+  if (!exit_ok) {
+    // The reason: the first error line the job printed (the root cause; the launcher's
+    // summary of which process failed comes last), else how it ended.
+    std::string reason = exit_reason;
+    for (absl::string_view line : absl::StrSplit(log, '\n')) {
+      if (absl::StrContains(line, "error:")) {
+        reason = std::string(line);
+        break;
+      }
+    }
+    r.set_status("failed");
+    r.set_reason(reason);
+    return r;
+  }
+  // Worker 0 / rank 0's records (one process: metrics.jsonl).
+  std::vector<StepMetrics> m = ReadMetrics(dir + "/metrics.jsonl.rank0");
+  if (m.empty()) m = ReadMetrics(dir + "/metrics.jsonl");
+  if (m.empty()) {
+    r.set_status("failed");
+    r.set_reason("the job wrote no step records");
+    return r;
+  }
+  r.set_status("ok");
+  r.set_steps(static_cast<int64_t>(m.size()));
+  const std::vector<StepMetrics> steady = Steady(m);
+  r.set_median_step_ms(MedianOf(steady, [](const StepMetrics& s) { return s.step_ms(); }));
+  r.set_compute_ms(MedianOf(steady, [](const StepMetrics& s) {
+    return s.data_ms() + s.forward_ms() + s.backward_ms();
+  }));
+  r.set_comm_ms(MedianOf(steady, [](const StepMetrics& s) { return s.comm_ms(); }));
+  r.set_wait_ms(MedianOf(steady, [](const StepMetrics& s) { return s.wait_ms(); }));
+  r.set_update_ms(MedianOf(steady, [](const StepMetrics& s) { return s.update_ms(); }));
+  if (r.median_step_ms() > 0) r.set_samples_per_sec(cell.global_batch * 1e3 / r.median_step_ms());
+  if (cell.strategy.kind() == "ps") {
+    // The busiest shard.
+    for (int s = 0;; ++s) {
+      const std::string path = absl::StrCat(dir, "/metrics.jsonl.shard", s);
+      if (!fs::exists(path)) break;
+      const std::vector<StepMetrics> shard = Steady(ReadMetrics(path));
+      const double in = MedianOf(shard, [](const StepMetrics& x) { return 1.0 * x.bytes_received(); });
+      const double out = MedianOf(shard, [](const StepMetrics& x) { return 1.0 * x.bytes_sent(); });
+      if (in + out > r.busiest_bytes_in() + r.busiest_bytes_out()) {
+        r.set_busiest_bytes_in(in);
+        r.set_busiest_bytes_out(out);
+      }
+    }
+  } else if (cell.strategy.kind() == "ddp") {
+    r.set_busiest_bytes_in(MedianOf(steady, [](const StepMetrics& x) { return 1.0 * x.bytes_received(); }));
+    r.set_busiest_bytes_out(MedianOf(steady, [](const StepMetrics& x) { return 1.0 * x.bytes_sent(); }));
+  }
+  // "... N parameters" is printed by every strategy's start-up line.
+  if (const size_t p = log.find(" parameters"); p != std::string::npos) {
+    size_t b = p;
+    while (b > 0 && absl::ascii_isdigit(log[b - 1])) --b;
+    int64_t n = 0;
+    if (absl::SimpleAtoi(log.substr(b, p - b), &n)) r.set_num_params(n);
+  }
+  const size_t at = log.rfind("test accuracy: ");
+  double acc = 0;
+  if (at != std::string::npos &&
+      absl::SimpleAtod(absl::StripAsciiWhitespace(
+                           absl::string_view(log).substr(at + 15, log.find('\n', at) - at - 15)),
+                       &acc)) {
+    r.set_test_accuracy(acc);
+  }
+  return r;
+}
+
+absl::Status WriteSummaryCsv(const std::vector<CellResult>& results, const std::string& path) {
+  // Reference throughput: the single-process cell, else each strategy's 1-worker cell.
+  std::map<std::string, std::vector<double>> one_worker;
+  std::vector<double> single;
+  for (const CellResult& r : results) {
+    if (r.status() != "ok") continue;
+    if (r.kind() == "single") single.push_back(r.samples_per_sec());
+    if (r.workers() == 1) one_worker[r.label()].push_back(r.samples_per_sec());
+  }
+  std::string csv =
+      "cell,label,kind,workers,repeat,status,steps,median_step_ms,samples_per_sec,speedup,"
+      "efficiency,compute_ms,comm_ms,wait_ms,update_ms,busiest_bytes_in,busiest_bytes_out,"
+      "test_accuracy,wall_s,reason\n";
+  for (const CellResult& r : results) {
+    const double base = !single.empty() ? Median(single) : Median(one_worker[r.label()]);
+    const double speedup = base > 0 && r.status() == "ok" ? r.samples_per_sec() / base : 0;
+    std::string reason = r.reason();
+    std::replace(reason.begin(), reason.end(), '"', '\'');
+    absl::StrAppendFormat(&csv, "%s,%s,%s,%d,%d,%s,%d,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.0f,%.0f,%.4f,%.1f,\"%s\"\n",
+                          r.cell(), r.label(), r.kind(), r.workers(), r.repeat(), r.status(),
+                          r.steps(), r.median_step_ms(), r.samples_per_sec(), speedup,
+                          speedup / std::max(1, r.workers()), r.compute_ms(), r.comm_ms(),
+                          r.wait_ms(), r.update_ms(), r.busiest_bytes_in(), r.busiest_bytes_out(),
+                          r.test_accuracy(), r.wall_s(), reason);
+  }
+  return WriteFileAtomically(path, csv);
+}
+
+}  // namespace ringside

@@ -1,0 +1,29 @@
+// A finished cell's raw records (step metrics of every process, its log) reduced to one
+// CellResult (experiment.proto), and the matrix's summary table.
+#ifndef RINGSIDE_EXPERIMENTS_MATRIX_SUMMARY_H_
+#define RINGSIDE_EXPERIMENTS_MATRIX_SUMMARY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "experiments/matrix/experiment.pb.h"
+#include "experiments/matrix/spec.h"
+
+namespace ringside {
+
+// A cell's result, in its directory (text format); a cell with one is finished.
+inline constexpr char kCellResultFile[] = "result.textproto";
+
+// Reads a finished cell's records (metrics of worker/rank 0, shard or rank byte
+// counters, log) into a result. `exit_ok`: the job exited 0.
+CellResult SummarizeCell(const Cell& cell, const std::string& cell_dir, bool exit_ok,
+                         const std::string& exit_reason, double wall_s);
+
+// Writes the summary table: one row per cell, with speedup and efficiency against
+// the single-process cell (or the 1-worker cell of the same strategy).
+absl::Status WriteSummaryCsv(const std::vector<CellResult>& results, const std::string& path);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_EXPERIMENTS_MATRIX_SUMMARY_H_

@@ -1,0 +1,187 @@
+#include "experiments/report/plots.h"
+
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "common/status_macros.h"
+#include "experiments/sys/sys.h"
+
+namespace ringside {
+namespace {
+
+// A label as gnuplot text: quotes would end gnuplot's strings.
+std::string G(const std::string& text) {
+  return absl::StrReplaceAll(text, {{"'", "_"}, {"\"", "_"}, {"\\", "_"}});
+}
+
+// One line plot: x = workers, one series per strategy label.
+struct Series {
+  std::string label;
+  std::vector<std::pair<double, double>> xy;
+};
+
+std::string DataBlock(const std::string& name, const std::vector<Series>& series) {
+  std::string out;
+  for (size_t i = 0; i < series.size(); ++i) {
+    absl::StrAppend(&out, "$", name, i, " << EOD\n");
+    for (const auto& [x, y] : series[i].xy) absl::StrAppendFormat(&out, "%g %g\n", x, y);
+    absl::StrAppend(&out, "EOD\n");
+  }
+  return out;
+}
+
+std::string LinePlot(const std::string& name, const std::string& title, const std::string& ylabel,
+                     const std::vector<Series>& series, const std::string& extra_plot,
+                     bool log_x) {
+  std::string s = DataBlock(name, series);
+  absl::StrAppend(&s, "set output '", name, ".svg'\n", "set title '", title, "'\n",
+                  "set xlabel 'workers'\nset ylabel '", ylabel, "'\n",
+                  log_x ? "set logscale x 2\n" : "unset logscale x\n", "set key top left\n",
+                  "plot ");
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < series.size(); ++i) {
+    parts.push_back(absl::StrCat("$", name, i, " using 1:2 with linespoints lw 2 pt 7 title '",
+                                 G(series[i].label), "'"));
+  }
+  if (!extra_plot.empty()) parts.push_back(extra_plot);
+  absl::StrAppend(&s, absl::StrJoin(parts, ", "), "\n");
+  return s;
+}
+
+
+// Series per strategy label (multi-worker strategies; single is the baseline).
+struct SeriesSet {
+  std::vector<std::string> labels;  // In the points' order.
+  std::map<std::string, Series> speed, eff, thr, bytes;
+
+  std::vector<Series> Ordered(std::map<std::string, Series>& m, bool skip_single) const {
+    std::vector<Series> v;
+    for (const std::string& l : labels) {
+      if (skip_single && m[l].xy.size() == 1 && m[l].xy[0].first == 1 && l == "single") continue;
+      v.push_back(m[l]);
+    }
+    return v;
+  }
+};
+
+SeriesSet CollectSeries(const std::vector<ReportPoint>& points) {
+  SeriesSet s;
+  for (const ReportPoint& p : points) {
+    if (p.ok_repeats == 0) continue;
+    if (std::find(s.labels.begin(), s.labels.end(), p.label) == s.labels.end()) s.labels.push_back(p.label);
+    s.speed[p.label].label = s.eff[p.label].label = s.thr[p.label].label = s.bytes[p.label].label = p.label;
+    s.speed[p.label].xy.push_back({p.workers, p.speedup});
+    s.eff[p.label].xy.push_back({p.workers, p.efficiency});
+    s.thr[p.label].xy.push_back({p.workers, p.samples_per_sec});
+    s.bytes[p.label].xy.push_back({p.workers, (p.busiest_bytes_in + p.busiest_bytes_out) / 2 / 1e6});
+  }
+  return s;
+}
+
+// Step time, measured (solid) and predicted by the cost model (dashed, same colour).
+std::string StepTimePlot(const ReportData& data, const std::vector<std::string>& labels) {
+  std::vector<Series> measured, model;
+  for (const std::string& l : labels) {
+    Series m{l, {}}, q{absl::StrCat(l, " (model)"), {}};
+    for (const ReportPoint& p : data.points) {
+      if (p.label != l || p.ok_repeats == 0) continue;
+      m.xy.push_back({p.workers, p.step_ms});
+      if (p.predicted_step_ms > 0) q.xy.push_back({p.workers, p.predicted_step_ms});
+    }
+    measured.push_back(m);
+    model.push_back(q);
+  }
+  std::string script = absl::StrCat(
+      DataBlock("stepm", measured), DataBlock("stepq", model), "set output 'steptime.svg'\nset title '",
+      data.predicted ? "Step time: measured and as the cost model predicts"
+                     : "Step time (no calibration.json: no predictions)",
+      "'\nset xlabel 'workers'\nset ylabel 'ms per step'\nset logscale x 2\nset key top left\nplot ");
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    parts.push_back(absl::StrCat("$stepm", i, " using 1:2 with linespoints lw 2 pt 7 lc ", i + 1,
+                                 " title '", G(measured[i].label), "'"));
+    if (!model[i].xy.empty()) {
+      parts.push_back(absl::StrCat("$stepq", i, " using 1:2 with linespoints dt 2 pt 6 lc ", i + 1,
+                                   " title '", G(model[i].label), "'"));
+    }
+  }
+  absl::StrAppend(&script, absl::StrJoin(parts, ", "), "\n");
+  return script;
+}
+
+// Stacked breakdown (one bar per point) and accuracy vs wall time.
+std::string BreakdownAndAccuracyPlots(const std::vector<ReportPoint>& points) {
+  std::string script = "$breakdown << EOD\n";
+  for (const ReportPoint& p : points) {
+    if (p.ok_repeats == 0) continue;
+    absl::StrAppendFormat(&script, "\"%s n%d\" %g %g %g %g\n", G(p.label), p.workers, p.compute_ms, p.comm_ms,
+                          p.wait_ms, p.update_ms);
+  }
+  absl::StrAppend(&script, "EOD\n",
+                  "set output 'breakdown.svg'\nset title 'Per-step time (medians, worker 0 / rank 0)'\n"
+                  "unset logscale x\nset style data histograms\nset style histogram rowstacked\n"
+                  "set style fill solid 0.8 border -1\nset boxwidth 0.7\nset xtics rotate by -40\n"
+                  "set xlabel ''\nset ylabel 'ms'\nset key outside right top\n"
+                  "plot $breakdown using 2:xtic(1) title 'compute', '' using 3 title 'communicate', "
+                  "'' using 4 title 'wait', '' using 5 title 'update'\n"
+                  "set style data linespoints\nset xtics norotate\nset key top left\nunset style histogram\n");
+  absl::StrAppend(&script, "$acc << EOD\n");
+  for (const ReportPoint& p : points) {
+    if (p.ok_repeats == 0) continue;
+    absl::StrAppendFormat(&script, "%g %g \"%s n%d\"\n", p.wall_s, p.test_accuracy, G(p.label), p.workers);
+  }
+  absl::StrAppend(&script, "EOD\n",
+                  "set output 'accuracy.svg'\nset title 'Test accuracy vs wall time of the cell'\n"
+                  "set xlabel 'wall time (s)'\nset ylabel 'test accuracy'\nunset logscale x\n"
+                  "plot $acc using 1:2 with points pt 7 ps 1.2 notitle, '' using 1:2:3 with labels offset 0,1 font ',9' notitle\n");
+  return script;
+}
+
+}  // namespace
+
+std::string PlotScript(const ReportData& data) {
+  SeriesSet s = CollectSeries(data.points);
+  std::string script = "set terminal svg size 640,400 enhanced font 'sans,11' background '#ffffff'\n"
+                       "set grid\n";
+  absl::StrAppend(&script, LinePlot("speedup", "Speedup vs workers (weak scaling)", "speedup over single process",
+                                    s.Ordered(s.speed, true), "x with lines dt 2 lc rgb '#888888' title 'ideal'", true));
+  absl::StrAppend(&script, "set yrange [0:*]\n",
+                  LinePlot("efficiency", "Scaling efficiency", "speedup / workers", s.Ordered(s.eff, true),
+                           "1 with lines dt 2 lc rgb '#888888' title 'ideal'", true),
+                  "set yrange [*:*]\n");
+  absl::StrAppend(&script, LinePlot("throughput", "Throughput", "samples/s (all workers)",
+                                    s.Ordered(s.thr, false), "", true));
+  absl::StrAppend(&script, LinePlot("bytes", "Bytes per step through the busiest node (each direction)",
+                                    "MB per step", s.Ordered(s.bytes, true), "", true));
+  absl::StrAppend(&script, StepTimePlot(data, s.labels), BreakdownAndAccuracyPlots(data.points));
+  return script;
+}
+
+absl::Status RenderPlots(const ReportData& data, const std::string& plot_dir) {
+  const std::string gnuplot = "/usr/bin/gnuplot";
+  if (!std::filesystem::exists(gnuplot)) {
+    return absl::FailedPreconditionError("gnuplot is not installed (apt-get install gnuplot-nox)");
+  }
+  std::error_code error;
+  std::filesystem::create_directories(plot_dir, error);
+  RINGSIDE_RETURN_IF_ERROR(WriteFileAtomically(plot_dir + "/plots.gp", PlotScript(data)));
+  // gnuplot writes its SVGs into its working directory.
+  SpawnOptions so;
+  so.argv = {gnuplot, "plots.gp"};
+  so.cwd = plot_dir;
+  so.err = ChildStream::kFile;
+  so.err_path = plot_dir + "/gnuplot.log";
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> child, Subprocess::Spawn(so));
+  child->Wait();
+  if (!child->succeeded()) {
+    return absl::InternalError(absl::StrCat("gnuplot ", child->ExitDescription(), "; see ", so.err_path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ringside

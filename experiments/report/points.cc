@@ -1,0 +1,166 @@
+#include "experiments/report/points.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "experiments/matrix/spec.h"
+#include "experiments/matrix/summary.h"
+#include "experiments/netem/network_emulator.h"
+#include "experiments/sys/sys.h"
+#include "google/protobuf/text_format.h"
+
+namespace ringside {
+
+namespace fs = std::filesystem;
+
+absl::StatusOr<std::vector<CellResult>> ReadCellResults(const std::string& dir) {
+  std::vector<CellResult> out;
+  std::error_code error;
+  const fs::path cells = fs::path(dir) / "cells";
+  if (!fs::is_directory(cells, error)) {
+    return absl::NotFoundError(absl::StrCat(dir, " has no cells/ (run `ringside compare` first)"));
+  }
+  std::vector<fs::path> paths;
+  for (const auto& entry : fs::directory_iterator(cells, error)) paths.push_back(entry.path());
+  std::sort(paths.begin(), paths.end());
+  for (const fs::path& p : paths) {
+    absl::StatusOr<std::string> text = ReadFile((p / kCellResultFile).string());
+    if (!text.ok()) continue;  // Unfinished cell.
+    CellResult r;
+    if (google::protobuf::TextFormat::ParseFromString(*text, &r)) out.push_back(r);
+  }
+  if (out.empty()) return absl::NotFoundError(absl::StrCat(dir, " has no finished cells"));
+  return out;
+}
+
+std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
+  std::vector<std::string> order;
+  std::map<std::pair<std::string, int>, std::vector<const CellResult*>> groups;
+  for (const CellResult& r : results) {
+    if (std::find(order.begin(), order.end(), r.label()) == order.end()) order.push_back(r.label());
+    groups[{r.label(), r.workers()}].push_back(&r);
+  }
+  // Single-process baseline throughput.
+  std::vector<double> single;
+  for (const CellResult& r : results) {
+    if (r.kind() == "single" && r.status() == "ok") single.push_back(r.samples_per_sec());
+  }
+  const double base_single = Median(single);
+  std::vector<ReportPoint> points;
+  for (const std::string& label : order) {
+    double base_own = 0;
+    if (auto it = groups.find({label, 1}); it != groups.end()) {
+      std::vector<double> v;
+      for (const CellResult* r : it->second) {
+        if (r->status() == "ok") v.push_back(r->samples_per_sec());
+      }
+      base_own = Median(v);
+    }
+    const double base = base_single > 0 ? base_single : base_own;
+    for (auto& [key, cells] : groups) {
+      if (key.first != label) continue;
+      ReportPoint p;
+      p.label = label;
+      p.kind = cells[0]->kind();
+      p.workers = key.second;
+      std::map<std::string, std::vector<double>> v;
+      for (const CellResult* r : cells) {
+        p.cells.push_back(r->cell());
+        if (r->status() != "ok") {
+          ++p.failed_repeats;
+          p.failure = r->reason();
+          continue;
+        }
+        ++p.ok_repeats;
+        v["step"].push_back(r->median_step_ms());
+        v["sps"].push_back(r->samples_per_sec());
+        v["compute"].push_back(r->compute_ms());
+        v["comm"].push_back(r->comm_ms());
+        v["wait"].push_back(r->wait_ms());
+        v["update"].push_back(r->update_ms());
+        v["in"].push_back(r->busiest_bytes_in());
+        v["out"].push_back(r->busiest_bytes_out());
+        v["acc"].push_back(r->test_accuracy());
+        v["wall"].push_back(r->wall_s());
+      }
+      p.step_ms = Median(v["step"]);
+      p.samples_per_sec = Median(v["sps"]);
+      p.speedup = base > 0 ? p.samples_per_sec / base : 0;
+      p.efficiency = p.speedup / p.workers;
+      p.compute_ms = Median(v["compute"]);
+      p.comm_ms = Median(v["comm"]);
+      p.wait_ms = Median(v["wait"]);
+      p.update_ms = Median(v["update"]);
+      p.busiest_bytes_in = Median(v["in"]);
+      p.busiest_bytes_out = Median(v["out"]);
+      p.test_accuracy = Median(v["acc"]);
+      p.wall_s = Median(v["wall"]);
+      points.push_back(p);
+    }
+  }
+  return points;
+}
+
+void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* points) {
+  std::vector<std::string> spec_order;
+  if (ExperimentSpec parsed; google::protobuf::TextFormat::ParseFromString(spec_text, &parsed)) {
+    for (const StrategySpec& s : parsed.strategies()) spec_order.push_back(StrategyLabel(s));
+  }
+  auto rank = [&](const std::string& label) {
+    return std::find(spec_order.begin(), spec_order.end(), label) - spec_order.begin();
+  };
+  std::stable_sort(points->begin(), points->end(), [&](const ReportPoint& a, const ReportPoint& b) {
+    return std::make_pair(rank(a.label), a.workers) < std::make_pair(rank(b.label), b.workers);
+  });
+}
+
+void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, int cores,
+                   std::vector<ReportPoint>* points) {
+  absl::StatusOr<NetworkProfile> profile = ParseNetworkProfile(spec.network());
+  double link = 0, master_link = 0;
+  if (profile.ok() && profile->enabled) {
+    link = profile->link.bits_per_sec / 8;
+    master_link = LinkForRole(*profile, "master").bits_per_sec / 8;
+  }
+  for (ReportPoint& p : *points) {
+    const StrategySpec* strategy = nullptr;
+    for (const StrategySpec& s : spec.strategies()) {
+      if (StrategyLabel(s) == p.label) strategy = &s;
+    }
+    if (strategy == nullptr || p.ok_repeats == 0) continue;
+    Calibration c = calibration;
+    // Workers compute at the same time under BSP; more of them than cores share.
+    c.compute_s *= std::max(1.0, static_cast<double>(p.workers) / std::max(1, cores));
+    c.backward_s *= std::max(1.0, static_cast<double>(p.workers) / std::max(1, cores));
+    if (p.kind == "single") {
+      p.predicted_step_ms = SingleProcessStepSeconds(c, calibration.model_bytes) * 1e3;
+      continue;
+    }
+    Scenario s;
+    s.workers = p.workers;
+    s.model_bytes = calibration.model_bytes;
+    s.link_bytes_per_s = link;
+    s.master_link_bytes_per_s = master_link != link ? master_link : 0;
+    if (p.kind == "ps") {
+      s.strategy = Strategy::kPs;
+      s.shards = std::max(1, strategy->ps_shards());
+      s.colocated = strategy->ps_colocated();
+      if (s.colocated) s.colocated_hosts = 1;  // --ps_colocated: every shard in worker 0.
+      s.chunk_bytes = 1 << 20;
+    } else {
+      // "auto" and "recursive-doubling" are predicted as the ring: at 2 ranks (where
+      // auto picks recursive doubling) both move M bytes each way per rank, and the
+      // ring's two latency terms make the prediction an upper bound.
+      s.strategy = strategy->allreduce() == "halving-doubling" ? Strategy::kHalvingDoubling
+                                                               : Strategy::kRing;
+      s.overlap = !strategy->no_overlap();
+    }
+    absl::StatusOr<Prediction> prediction = Predict(c, s);
+    if (prediction.ok()) p.predicted_step_ms = prediction->step_s * 1e3;
+  }
+}
+
+
+}  // namespace ringside

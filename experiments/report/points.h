@@ -1,0 +1,63 @@
+// The report's data: one point per (strategy, worker count), the median over the
+// repeats of a `ringside compare` directory's cells, with speedups against the
+// single-process baseline and the cost model's prediction beside each.
+#ifndef RINGSIDE_EXPERIMENTS_REPORT_POINTS_H_
+#define RINGSIDE_EXPERIMENTS_REPORT_POINTS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "experiments/costmodel/cost_model.h"
+#include "experiments/matrix/experiment.pb.h"
+
+namespace ringside {
+
+// One point of the report: the median over the repeats of a (strategy, workers) pair.
+struct ReportPoint {
+  std::string label;
+  std::string kind;
+  int workers = 0;
+  int ok_repeats = 0;
+  int failed_repeats = 0;
+  std::string failure;          // A failed repeat's reason.
+  double step_ms = 0;
+  double samples_per_sec = 0;
+  double speedup = 0;           // Throughput over the single-process baseline's.
+  double efficiency = 0;        // speedup / workers.
+  double compute_ms = 0, comm_ms = 0, wait_ms = 0, update_ms = 0;
+  double busiest_bytes_in = 0, busiest_bytes_out = 0;
+  double test_accuracy = 0;
+  double wall_s = 0;
+  std::vector<std::string> cells;  // Cell ids (for trace links).
+  double predicted_step_ms = 0;    // Cost model (0: no calibration or no prediction).
+};
+
+// Everything a report is rendered from (report.md, report.html, the plots).
+struct ReportData {
+  std::string name;        // The compare directory's name.
+  std::string spec_text;   // Its spec.textproto.
+  std::string network;     // In words: "loopback (no emulated links)", "emulated links `bw=1gbit`, ...".
+  std::vector<ReportPoint> points;  // In spec order.
+  int64_t num_params = 0;
+  bool predicted = false;  // calibration.json was there: points carry predictions.
+  std::string findings;    // Findings(points, num_params).
+};
+
+// Reads DIR/cells/*/result.textproto. NotFound if there are none.
+absl::StatusOr<std::vector<CellResult>> ReadCellResults(const std::string& dir);
+// Groups by (label, workers), medians over repeats, speedup against "single" (or the
+// strategy's own 1-worker point). Sorted by label order of first appearance, workers.
+std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results);
+// Orders points by the strategies' order in the spec (text format), then workers.
+void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* points);
+// Fills predicted_step_ms of every point from the cost model: `calibration` measured
+// on loopback, the spec's strategies and network, the compute time scaled by
+// max(1, processes computing at once / `cores`) for workers sharing one machine.
+void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, int cores,
+                   std::vector<ReportPoint>* points);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_EXPERIMENTS_REPORT_POINTS_H_

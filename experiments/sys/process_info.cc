@@ -1,0 +1,40 @@
+#include "experiments/sys/process_info.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace ringside {
+
+absl::StatusOr<std::string> SelfExePath() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return absl::InternalError(absl::StrCat("readlink /proc/self/exe: ", strerror(errno)));
+  return std::string(path, n);
+}
+
+absl::StatusOr<int> PickFreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const int err = errno;
+    close(fd);
+    return absl::InternalError(absl::StrCat("cannot pick a free port: ", strerror(err)));
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace ringside

@@ -1,0 +1,20 @@
+// Facts about this process and this host that the CLI needs to start others.
+#ifndef RINGSIDE_EXPERIMENTS_SYS_PROCESS_INFO_H_
+#define RINGSIDE_EXPERIMENTS_SYS_PROCESS_INFO_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace ringside {
+
+// This binary's path, resolved (commands run through `ip netns exec` cannot use
+// /proc/self/exe, which would name `ip`). Internal if /proc is unreadable.
+absl::StatusOr<std::string> SelfExePath();
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then closed).
+absl::StatusOr<int> PickFreePort();
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_EXPERIMENTS_SYS_PROCESS_INFO_H_

@@ -1,0 +1,305 @@
+#include "experiments/sys/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+extern char** environ;
+
+namespace ringside {
+namespace {
+
+constexpr size_t kMaxCapture = 1 << 20;
+
+// The variable name of a NAME=VALUE entry.
+absl::string_view EnvName(absl::string_view entry) {
+  return entry.substr(0, entry.find('='));
+}
+
+std::vector<std::string> ChildEnvironment(const SpawnOptions& o) {
+  std::vector<std::string> env;
+  auto dropped = [&](absl::string_view name) {
+    for (const std::string& u : o.env_unset) {
+      if (u == name) return true;
+    }
+    for (const std::string& s : o.env_set) {
+      if (EnvName(s) == name) return true;
+    }
+    return false;
+  };
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!dropped(EnvName(*e))) env.push_back(*e);
+  }
+  for (const std::string& s : o.env_set) {
+    // A later entry for the same name wins.
+    env.erase(std::remove_if(env.begin(), env.end(),
+                             [&](const std::string& x) { return EnvName(x) == EnvName(s); }),
+              env.end());
+    env.push_back(s);
+  }
+  return env;
+}
+
+std::vector<char*> CStrings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// Closes both ends of the pipes opened so far.
+struct Pipes {
+  int out[2] = {-1, -1};
+  int err[2] = {-1, -1};
+  ~Pipes() {
+    for (int fd : {out[0], out[1], err[0], err[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  }
+};
+
+}  // namespace
+
+std::string DescribeWaitStatus(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat("killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)),
+                        ")");
+  }
+  return "stopped";
+}
+
+absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions& o) {
+  if (o.argv.empty()) return absl::InvalidArgumentError("Subprocess::Spawn: empty argv");
+  if (o.out == ChildStream::kStdout) {
+    return absl::InvalidArgumentError("Subprocess::Spawn: stdout cannot follow stdout");
+  }
+  if (struct stat st {}; !o.cwd.empty() && (stat(o.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+    return absl::NotFoundError(absl::StrCat("cannot run ", o.argv[0], " in ", o.cwd, ": no such directory"));
+  }
+  Pipes pipes;
+  if (o.out == ChildStream::kPipe && pipe2(pipes.out, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+  }
+  if (o.err == ChildStream::kPipe && pipe2(pipes.err, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+  }
+  // Output files are opened here, not in the child, so that a bad path is this
+  // process's error rather than a child that dies silently.
+  int out_file = -1, err_file = -1;
+  auto open_file = [](const std::string& path, int* fd) -> absl::Status {
+    *fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (*fd < 0) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
+    return absl::OkStatus();
+  };
+  if (o.out == ChildStream::kFile) {
+    if (absl::Status s = open_file(o.out_path, &out_file); !s.ok()) return s;
+  }
+  if (o.err == ChildStream::kFile) {
+    if (absl::Status s = open_file(o.err_path, &err_file); !s.ok()) {
+      if (out_file >= 0) close(out_file);
+      return s;
+    }
+  }
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (o.stdin_null) posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  auto route = [&](ChildStream how, int target, int pipe_write, int file) {
+    switch (how) {
+      case ChildStream::kInherit: break;
+      case ChildStream::kNull:
+        posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0);
+        break;
+      case ChildStream::kPipe: posix_spawn_file_actions_adddup2(&actions, pipe_write, target); break;
+      case ChildStream::kFile: posix_spawn_file_actions_adddup2(&actions, file, target); break;
+      case ChildStream::kStdout: posix_spawn_file_actions_adddup2(&actions, 1, target); break;
+    }
+  };
+  route(o.out, 1, pipes.out[1], out_file);
+  route(o.err, 2, pipes.err[1], err_file);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+#endif
+  if (!o.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, o.cwd.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t empty, defaults;
+  sigemptyset(&empty);
+  sigemptyset(&defaults);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM}) {
+    sigaddset(&defaults, sig);
+  }
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (o.own_process_group) {
+    posix_spawnattr_setpgroup(&attr, 0);
+    flags |= POSIX_SPAWN_SETPGROUP;
+  }
+  posix_spawnattr_setflags(&attr, flags);
+
+  std::vector<std::string> args = o.argv;
+  std::vector<std::string> env = ChildEnvironment(o);
+  std::vector<char*> argv = CStrings(args);
+  std::vector<char*> envp = CStrings(env);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (out_file >= 0) close(out_file);
+  if (err_file >= 0) close(err_file);
+  if (rc != 0) {
+    // EACCES from a PATH search: no directory we may read has an executable of it.
+    if (rc == ENOENT || (rc == EACCES && !absl::StrContains(o.argv[0], '/'))) {
+      return absl::NotFoundError(absl::StrCat(o.argv[0], ": not found (", strerror(rc), ")"));
+    }
+    return absl::InternalError(absl::StrCat("cannot start ", o.argv[0], ": ", strerror(rc)));
+  }
+  const int out_fd = pipes.out[0], err_fd = pipes.err[0];
+  pipes.out[0] = pipes.err[0] = -1;  // Owned by the Subprocess from here.
+  return std::unique_ptr<Subprocess>(new Subprocess(pid, o.own_process_group, out_fd, err_fd));
+}
+
+Subprocess::~Subprocess() {
+  if (!exited_) {
+    Signal(SIGKILL);
+    Wait();
+  }
+  CloseOut();
+  CloseErr();
+}
+
+void Subprocess::CloseOut() {
+  if (out_fd_ >= 0) close(out_fd_);
+  out_fd_ = -1;
+}
+
+void Subprocess::CloseErr() {
+  if (err_fd_ >= 0) close(err_fd_);
+  err_fd_ = -1;
+}
+
+void Subprocess::Signal(int sig) {
+  if (exited_) return;
+  kill(group_ ? -pid_ : pid_, sig);
+}
+
+bool Subprocess::Poll() {
+  if (exited_) return true;
+  int status = 0;
+  const pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    exited_ = true;
+    wait_status_ = status;
+  } else if (r < 0 && errno == ECHILD) {
+    // Reaped elsewhere (a SIGCHLD of SIG_IGN): report it as lost rather than spin.
+    exited_ = true;
+    wait_status_ = W_EXITCODE(255, 0);
+  }
+  return exited_;
+}
+
+absl::Status Subprocess::WaitUntil(absl::Time deadline) {
+  while (!Poll()) {
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat("pid ", pid_, " still running"));
+    }
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return absl::OkStatus();
+}
+
+void Subprocess::Wait() {
+  while (!exited_) {
+    int status = 0;
+    const pid_t r = waitpid(pid_, &status, 0);
+    if (r == pid_) {
+      exited_ = true;
+      wait_status_ = status;
+    } else if (r < 0 && errno != EINTR) {
+      exited_ = true;
+      wait_status_ = W_EXITCODE(255, 0);
+    }
+  }
+}
+
+bool Subprocess::succeeded() const {
+  return exited_ && WIFEXITED(wait_status_) && WEXITSTATUS(wait_status_) == 0;
+}
+
+std::string Subprocess::ExitDescription() const {
+  return exited_ ? DescribeWaitStatus(wait_status_) : "still running";
+}
+
+absl::StatusOr<CommandOutput> RunCommand(const std::vector<std::string>& argv,
+                                         absl::Duration timeout) {
+  SpawnOptions o;
+  o.argv = argv;
+  o.stdin_null = true;
+  o.out = ChildStream::kPipe;
+  o.err = ChildStream::kPipe;
+  o.own_process_group = true;
+  absl::StatusOr<std::unique_ptr<Subprocess>> child = Subprocess::Spawn(o);
+  if (!child.ok()) return child.status();
+  Subprocess& c = **child;
+  const absl::Time deadline = absl::Now() + timeout;
+  CommandOutput result;
+  bool timed_out = false;
+  char buf[8192];
+  // Read both streams until they close (the command and whatever it started exited).
+  while (c.out_fd() >= 0 || c.err_fd() >= 0) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      timed_out = true;
+      break;
+    }
+    pollfd fds[2];
+    int n = 0;
+    if (c.out_fd() >= 0) fds[n++] = {c.out_fd(), POLLIN, 0};
+    if (c.err_fd() >= 0) fds[n++] = {c.err_fd(), POLLIN, 0};
+    const int ms = static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1000));
+    if (poll(fds, n, ms) < 0 && errno != EINTR) break;
+    for (int i = 0; i < n; ++i) {
+      if (fds[i].revents == 0) continue;
+      const bool is_out = fds[i].fd == c.out_fd();
+      std::string* text = is_out ? &result.stdout_text : &result.stderr_text;
+      const ssize_t got = read(fds[i].fd, buf, sizeof(buf));
+      if (got > 0) {
+        if (text->size() < kMaxCapture) {
+          text->append(buf, std::min<size_t>(got, kMaxCapture - text->size()));
+        }
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        is_out ? c.CloseOut() : c.CloseErr();
+      }
+    }
+  }
+  if (!timed_out && !c.WaitUntil(deadline).ok()) timed_out = true;
+  if (timed_out) {
+    c.Signal(SIGKILL);  // The command and whatever it started.
+    c.Wait();
+    return absl::DeadlineExceededError(absl::StrCat(argv[0], " did not finish within ",
+                                                    absl::FormatDuration(timeout), " (killed)"));
+  }
+  const int status = c.wait_status();
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.term_signal = WTERMSIG(status);
+  }
+  return result;
+}
+
+}  // namespace ringside
