@@ -164,33 +164,6 @@ absl::Status NeedBandwidth(const EffectiveLink& link, const char* what) {
       " path: calibrate it or give a link speed (link_bytes_per_s)"));
 }
 
-absl::Status ValidateCalibration(const Calibration& c) {
-  const std::pair<const char*, double> fields[] = {
-      {"compute_s", c.compute_s},
-      {"backward_s", c.backward_s},
-      {"update_s_per_byte", c.update_s_per_byte},
-      {"reduce_s_per_byte", c.reduce_s_per_byte},
-      {"model_bytes", c.model_bytes},
-      {"push_pull_per_call_s", c.push_pull_per_call_s},
-      {"push_pull.alpha_s", c.push_pull.alpha_s},
-      {"push_pull.bytes_per_s", c.push_pull.bytes_per_s},
-      {"allreduce.alpha_s", c.allreduce.alpha_s},
-      {"allreduce.bytes_per_s", c.allreduce.bytes_per_s},
-      {"halving_doubling.alpha_s", c.halving_doubling.alpha_s},
-      {"halving_doubling.bytes_per_s", c.halving_doubling.bytes_per_s},
-  };
-  for (const auto& [name, value] : fields) {
-    if (!IsFiniteNonNegative(value)) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("calibration: %s = %g, must be finite and >= 0", name, value));
-    }
-  }
-  if (c.backward_s > c.compute_s) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "calibration: backward_s (%g) exceeds compute_s (%g)", c.backward_s, c.compute_s));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status ValidateScenario(const Scenario& s) {
   if (s.workers < 1) {
@@ -372,125 +345,35 @@ absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
   return p;
 }
 
-// ----- JSON -----
+}  // namespace
 
-class JsonReader {
- public:
-  explicit JsonReader(absl::string_view text) : text_(text) {}
-
-  // Parses one object; calls on_key(key) with the reader positioned at the value, which
-  // on_key must consume. Rejects duplicate keys.
-  absl::Status ParseObject(const std::function<absl::Status(const std::string&)>& on_key) {
-    if (!Consume('{')) return Error("expected '{'");
-    std::set<std::string> seen;
-    SkipSpace();
-    if (Consume('}')) return absl::OkStatus();
-    while (true) {
-      absl::StatusOr<std::string> key = ParseString();
-      if (!key.ok()) return key.status();
-      if (!seen.insert(*key).second) return Error(absl::StrCat("duplicate key \"", *key, "\""));
-      if (!Consume(':')) return Error("expected ':'");
-      absl::Status st = on_key(*key);
-      if (!st.ok()) return st;
-      if (Consume(',')) continue;
-      if (Consume('}')) return absl::OkStatus();
-      return Error("expected ',' or '}'");
+absl::Status ValidateCalibration(const Calibration& c) {
+  const std::pair<const char*, double> fields[] = {
+      {"compute_s", c.compute_s},
+      {"backward_s", c.backward_s},
+      {"update_s_per_byte", c.update_s_per_byte},
+      {"reduce_s_per_byte", c.reduce_s_per_byte},
+      {"model_bytes", c.model_bytes},
+      {"push_pull_per_call_s", c.push_pull_per_call_s},
+      {"push_pull.alpha_s", c.push_pull.alpha_s},
+      {"push_pull.bytes_per_s", c.push_pull.bytes_per_s},
+      {"allreduce.alpha_s", c.allreduce.alpha_s},
+      {"allreduce.bytes_per_s", c.allreduce.bytes_per_s},
+      {"halving_doubling.alpha_s", c.halving_doubling.alpha_s},
+      {"halving_doubling.bytes_per_s", c.halving_doubling.bytes_per_s},
+  };
+  for (const auto& [name, value] : fields) {
+    if (!IsFiniteNonNegative(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("calibration: %s = %g, must be finite and >= 0", name, value));
     }
   }
-
-  absl::StatusOr<double> ParseNumber() {
-    SkipSpace();
-    const size_t start = pos_;
-    while (pos_ < text_.size() &&
-           (std::isdigit(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '-' ||
-            text_[pos_] == '+' || text_[pos_] == '.' || text_[pos_] == 'e' ||
-            text_[pos_] == 'E')) {
-      ++pos_;
-    }
-    double value = 0;
-    if (pos_ == start || !absl::SimpleAtod(text_.substr(start, pos_ - start), &value)) {
-      pos_ = start;
-      return Error("expected a number");
-    }
-    return value;
+  if (c.backward_s > c.compute_s) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "calibration: backward_s (%g) exceeds compute_s (%g)", c.backward_s, c.compute_s));
   }
-
-  absl::Status ExpectEnd() {
-    SkipSpace();
-    if (pos_ != text_.size()) return Error("trailing characters");
-    return absl::OkStatus();
-  }
-
-  absl::Status Error(absl::string_view what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat("calibration JSON: ", what, " at offset ", pos_));
-  }
-
- private:
-  void SkipSpace() {
-    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
-  }
-
-  bool Consume(char c) {
-    SkipSpace();
-    if (pos_ < text_.size() && text_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-
-  // Keys are plain ASCII; escapes other than \" \\ \/ are rejected.
-  absl::StatusOr<std::string> ParseString() {
-    if (!Consume('"')) return Error("expected a string");
-    std::string out;
-    while (pos_ < text_.size() && text_[pos_] != '"') {
-      char ch = text_[pos_++];
-      if (ch == '\\') {
-        if (pos_ >= text_.size()) break;
-        ch = text_[pos_++];
-        if (ch != '"' && ch != '\\' && ch != '/') return Error("unsupported escape");
-      }
-      out += ch;
-    }
-    if (pos_ >= text_.size()) return Error("unterminated string");
-    ++pos_;
-    return out;
-  }
-
-  absl::string_view text_;
-  size_t pos_ = 0;
-};
-
-absl::Status ParsePath(JsonReader& reader, PathCalibration* path) {
-  bool has_alpha = false, has_bandwidth = false;
-  absl::Status st = reader.ParseObject([&](const std::string& key) -> absl::Status {
-    double* field = nullptr;
-    if (key == "alpha_s") {
-      field = &path->alpha_s;
-      has_alpha = true;
-    } else if (key == "bytes_per_s") {
-      field = &path->bytes_per_s;
-      has_bandwidth = true;
-    } else {
-      return reader.Error(absl::StrCat("unknown key \"", key, "\" in a path"));
-    }
-    absl::StatusOr<double> v = reader.ParseNumber();
-    if (!v.ok()) return v.status();
-    *field = *v;
-    return absl::OkStatus();
-  });
-  if (!st.ok()) return st;
-  if (!has_alpha || !has_bandwidth) return reader.Error("a path needs alpha_s and bytes_per_s");
   return absl::OkStatus();
 }
-
-std::string PathToJson(const PathCalibration& p) {
-  return absl::StrFormat("{\"alpha_s\": %.17g, \"bytes_per_s\": %.17g}", p.alpha_s,
-                         p.bytes_per_s);
-}
-
-}  // namespace
 
 const char* StrategyName(Strategy strategy) {
   switch (strategy) {
@@ -721,59 +604,6 @@ absl::StatusOr<std::vector<Crossover>> FindCrossovers(const Calibration& calibra
   absl::StatusOr<std::vector<Curve>> curves = PredictCurves(calibration, options);
   if (!curves.ok()) return curves.status();
   return FindCrossovers(*curves);
-}
-
-std::string CalibrationToJson(const Calibration& c) {
-  return absl::StrFormat(
-      "{\n"
-      "  \"compute_s\": %.17g,\n"
-      "  \"backward_s\": %.17g,\n"
-      "  \"update_s_per_byte\": %.17g,\n"
-      "  \"reduce_s_per_byte\": %.17g,\n"
-      "  \"model_bytes\": %.17g,\n"
-      "  \"push_pull_per_call_s\": %.17g,\n"
-      "  \"push_pull\": %s,\n"
-      "  \"allreduce\": %s,\n"
-      "  \"halving_doubling\": %s\n"
-      "}\n",
-      c.compute_s, c.backward_s, c.update_s_per_byte, c.reduce_s_per_byte, c.model_bytes,
-      c.push_pull_per_call_s, PathToJson(c.push_pull), PathToJson(c.allreduce), PathToJson(c.halving_doubling));
-}
-
-absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json) {
-  Calibration c;
-  JsonReader reader(json);
-  std::set<std::string> keys;
-  absl::Status st = reader.ParseObject([&](const std::string& key) -> absl::Status {
-    keys.insert(key);
-    if (key == "push_pull") return ParsePath(reader, &c.push_pull);
-    if (key == "allreduce") return ParsePath(reader, &c.allreduce);
-    if (key == "halving_doubling") return ParsePath(reader, &c.halving_doubling);
-    double* field = nullptr;
-    if (key == "compute_s") field = &c.compute_s;
-    if (key == "backward_s") field = &c.backward_s;
-    if (key == "update_s_per_byte") field = &c.update_s_per_byte;
-    if (key == "reduce_s_per_byte") field = &c.reduce_s_per_byte;
-    if (key == "model_bytes") field = &c.model_bytes;
-    if (key == "push_pull_per_call_s") field = &c.push_pull_per_call_s;
-    if (field == nullptr) return reader.Error(absl::StrCat("unknown key \"", key, "\""));
-    absl::StatusOr<double> v = reader.ParseNumber();
-    if (!v.ok()) return v.status();
-    *field = *v;
-    return absl::OkStatus();
-  });
-  if (!st.ok()) return st;
-  st = reader.ExpectEnd();
-  if (!st.ok()) return st;
-  for (const char* required : {"compute_s", "push_pull", "allreduce"}) {
-    if (keys.count(required) == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("calibration JSON: missing \"", required, "\""));
-    }
-  }
-  st = ValidateCalibration(c);
-  if (!st.ok()) return st;
-  return c;
 }
 
 }  // namespace ringside

@@ -24,8 +24,8 @@ struct PathCalibration {
   double bytes_per_s = 0;  // Per-direction bandwidth; 0 means "not calibrated".
 };
 
-// What `ringside calibrate` measures on the real code path. Serialised with
-// CalibrationToJson / CalibrationFromJson.
+// What `ringside calibrate` measures on the real code path. Its file is JSON
+// (calibration_json.h, calibration.proto).
 struct Calibration {
   // Forward + backward of one step on one worker's batch (single process, no
   // communication), seconds.
@@ -62,6 +62,10 @@ struct Calibration {
 // A negative intercept (noise) is clamped to 0. InvalidArgument for fewer than 2
 // distinct sizes, a negative or non-finite sample, a non-positive time, or a fitted
 // slope <= 0 (no positive bandwidth).
+// OK if every constant is finite and >= 0 and backward_s <= compute_s; otherwise
+// InvalidArgument naming the field.
+absl::Status ValidateCalibration(const Calibration& calibration);
+
 absl::StatusOr<PathCalibration> FitLatencyBandwidth(
     const std::vector<std::pair<double, double>>& samples);
 
@@ -221,14 +225,6 @@ std::vector<Crossover> FindCrossovers(const std::vector<Curve>& curves);
 // PredictCurves, then FindCrossovers.
 absl::StatusOr<std::vector<Crossover>> FindCrossovers(const Calibration& calibration,
                                                       const SweepOptions& options);
-
-// Hand-written JSON: one object with the fields of Calibration (numbers printed to 17
-// significant digits, so a round trip is exact) and nested objects for the paths.
-std::string CalibrationToJson(const Calibration& calibration);
-// Parses what CalibrationToJson writes (any key order and whitespace). compute_s,
-// push_pull and allreduce are required, the rest default to 0. InvalidArgument for
-// malformed JSON, an unknown key, a non-number value or a failing sanity check.
-absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json);
 
 }  // namespace ringside
 

@@ -1,6 +1,7 @@
 // Tests of the cost model against hand-computed closed forms (docs/cost_model.md), the
 // fits against synthetic sweeps, the known asymptotics (master bottleneck, colocated PS =
 // ring traffic, BytePS's M/B), crossovers, and the JSON and bandwidth parsers.
+#include "experiments/costmodel/calibration_json.h"
 #include "experiments/costmodel/cost_model.h"
 
 #include <cmath>

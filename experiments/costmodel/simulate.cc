@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "experiments/costmodel/calibration_json.h"
 #include "experiments/costmodel/cost_model.h"
 #include "experiments/netem/bandwidth.h"
 #include "experiments/sys/files.h"

@@ -1,0 +1,24 @@
+// The calibration file's JSON: cost_model.h's Calibration as a CalibrationMessage
+// (calibration.proto), written and read with protobuf's JSON support.
+#ifndef RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATION_JSON_H_
+#define RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATION_JSON_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "experiments/costmodel/cost_model.h"
+
+namespace ringside {
+
+// One JSON object, fields in calibration.proto's order and names, every number printed
+// so that a round trip is exact.
+std::string CalibrationToJson(const Calibration& calibration);
+// Parses JSON in that mapping (any key order and whitespace). compute_s, push_pull and
+// allreduce (each with both fields) are required, the rest default to 0.
+// InvalidArgument for malformed JSON, an unknown key, a non-number value, a missing
+// required field or a failing sanity check (ValidateCalibration).
+absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATION_JSON_H_
