@@ -11,10 +11,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 
 extern char** environ;
 
@@ -59,15 +61,97 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
   return out;
 }
 
-// Closes both ends of the pipes opened so far.
-struct Pipes {
-  int out[2] = {-1, -1};
-  int err[2] = {-1, -1};
-  ~Pipes() {
-    for (int fd : {out[0], out[1], err[0], err[1]}) {
+// Everything a spawn is made of: the pipes, the output files (opened here, not in the
+// child, so that a bad path is this process's error rather than a child that dies
+// silently), the file actions and the attributes. Releases all of it when destroyed,
+// except the pipes' read ends once taken.
+class SpawnPlan {
+ public:
+  SpawnPlan() {
+    posix_spawn_file_actions_init(&actions_);
+    posix_spawnattr_init(&attr_);
+  }
+  ~SpawnPlan() {
+    posix_spawn_file_actions_destroy(&actions_);
+    posix_spawnattr_destroy(&attr_);
+    for (int fd : {out_[0], out_[1], err_[0], err_[1], out_file_, err_file_}) {
       if (fd >= 0) close(fd);
     }
   }
+  SpawnPlan(const SpawnPlan&) = delete;
+  SpawnPlan& operator=(const SpawnPlan&) = delete;
+
+  // Opens the pipes and files `o` asks for and routes the child's streams.
+  absl::Status Streams(const SpawnOptions& o) {
+    if (o.out == ChildStream::kPipe && pipe2(out_, O_CLOEXEC) != 0) return Errno("pipe");
+    if (o.err == ChildStream::kPipe && pipe2(err_, O_CLOEXEC) != 0) return Errno("pipe");
+    if (o.out == ChildStream::kFile) RINGSIDE_RETURN_IF_ERROR(OpenFile(o.out_path, &out_file_));
+    if (o.err == ChildStream::kFile) RINGSIDE_RETURN_IF_ERROR(OpenFile(o.err_path, &err_file_));
+    if (o.stdin_null) posix_spawn_file_actions_addopen(&actions_, 0, "/dev/null", O_RDONLY, 0);
+    Route(o.out, 1, out_[1], out_file_);
+    Route(o.err, 2, err_[1], err_file_);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    posix_spawn_file_actions_addclosefrom_np(&actions_, 3);
+#endif
+    if (!o.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions_, o.cwd.c_str());
+    return absl::OkStatus();
+  }
+
+  // The child starts with no signal blocked, the usual signals at their defaults, and
+  // optionally as the leader of a new process group.
+  void Attributes(bool own_process_group) {
+    sigset_t empty, defaults;
+    sigemptyset(&empty);
+    sigemptyset(&defaults);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM}) {
+      sigaddset(&defaults, sig);
+    }
+    posix_spawnattr_setsigmask(&attr_, &empty);
+    posix_spawnattr_setsigdefault(&attr_, &defaults);
+    short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+    if (own_process_group) {
+      posix_spawnattr_setpgroup(&attr_, 0);
+      flags |= POSIX_SPAWN_SETPGROUP;
+    }
+    posix_spawnattr_setflags(&attr_, flags);
+  }
+
+  // posix_spawnp's error number (0: started).
+  int Spawn(char* const argv[], char* const envp[], pid_t* pid) {
+    return posix_spawnp(pid, argv[0], &actions_, &attr_, argv, envp);
+  }
+
+  // The read end of the stdout (or stderr) pipe, now the caller's (-1 if none).
+  int TakeOut() { return std::exchange(out_[0], -1); }
+  int TakeErr() { return std::exchange(err_[0], -1); }
+
+ private:
+  static absl::Status Errno(const char* what) {
+    return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
+  }
+  static absl::Status OpenFile(const std::string& path, int* fd) {
+    *fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (*fd < 0) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
+    return absl::OkStatus();
+  }
+  void Route(ChildStream how, int target, int pipe_write, int file) {
+    switch (how) {
+      case ChildStream::kInherit: break;
+      case ChildStream::kNull:
+        posix_spawn_file_actions_addopen(&actions_, target, "/dev/null", O_WRONLY, 0);
+        break;
+      case ChildStream::kPipe: posix_spawn_file_actions_adddup2(&actions_, pipe_write, target); break;
+      case ChildStream::kFile: posix_spawn_file_actions_adddup2(&actions_, file, target); break;
+      case ChildStream::kStdout: posix_spawn_file_actions_adddup2(&actions_, 1, target); break;
+    }
+  }
+
+  posix_spawn_file_actions_t actions_;
+  posix_spawnattr_t attr_;
+  int out_[2] = {-1, -1};  // stdout pipe: read end, write end.
+  int err_[2] = {-1, -1};
+  int out_file_ = -1;
+  int err_file_ = -1;
 };
 
 }  // namespace
@@ -89,88 +173,23 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions
   if (struct stat st {}; !o.cwd.empty() && (stat(o.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
     return absl::NotFoundError(absl::StrCat("cannot run ", o.argv[0], " in ", o.cwd, ": no such directory"));
   }
-  Pipes pipes;
-  if (o.out == ChildStream::kPipe && pipe2(pipes.out, O_CLOEXEC) != 0) {
-    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
-  }
-  if (o.err == ChildStream::kPipe && pipe2(pipes.err, O_CLOEXEC) != 0) {
-    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
-  }
-  // Output files are opened here, not in the child, so that a bad path is this
-  // process's error rather than a child that dies silently.
-  int out_file = -1, err_file = -1;
-  auto open_file = [](const std::string& path, int* fd) -> absl::Status {
-    *fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (*fd < 0) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
-    return absl::OkStatus();
-  };
-  if (o.out == ChildStream::kFile) {
-    if (absl::Status s = open_file(o.out_path, &out_file); !s.ok()) return s;
-  }
-  if (o.err == ChildStream::kFile) {
-    if (absl::Status s = open_file(o.err_path, &err_file); !s.ok()) {
-      if (out_file >= 0) close(out_file);
-      return s;
-    }
-  }
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (o.stdin_null) posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  auto route = [&](ChildStream how, int target, int pipe_write, int file) {
-    switch (how) {
-      case ChildStream::kInherit: break;
-      case ChildStream::kNull:
-        posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0);
-        break;
-      case ChildStream::kPipe: posix_spawn_file_actions_adddup2(&actions, pipe_write, target); break;
-      case ChildStream::kFile: posix_spawn_file_actions_adddup2(&actions, file, target); break;
-      case ChildStream::kStdout: posix_spawn_file_actions_adddup2(&actions, 1, target); break;
-    }
-  };
-  route(o.out, 1, pipes.out[1], out_file);
-  route(o.err, 2, pipes.err[1], err_file);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-#endif
-  if (!o.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, o.cwd.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t empty, defaults;
-  sigemptyset(&empty);
-  sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM}) {
-    sigaddset(&defaults, sig);
-  }
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-  if (o.own_process_group) {
-    posix_spawnattr_setpgroup(&attr, 0);
-    flags |= POSIX_SPAWN_SETPGROUP;
-  }
-  posix_spawnattr_setflags(&attr, flags);
-
+  SpawnPlan plan;
+  RINGSIDE_RETURN_IF_ERROR(plan.Streams(o));
+  plan.Attributes(o.own_process_group);
   std::vector<std::string> args = o.argv;
   std::vector<std::string> env = ChildEnvironment(o);
   std::vector<char*> argv = CStrings(args);
   std::vector<char*> envp = CStrings(env);
   pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (out_file >= 0) close(out_file);
-  if (err_file >= 0) close(err_file);
-  if (rc != 0) {
+  if (const int rc = plan.Spawn(argv.data(), envp.data(), &pid); rc != 0) {
     // EACCES from a PATH search: no directory we may read has an executable of it.
     if (rc == ENOENT || (rc == EACCES && !absl::StrContains(o.argv[0], '/'))) {
       return absl::NotFoundError(absl::StrCat(o.argv[0], ": not found (", strerror(rc), ")"));
     }
     return absl::InternalError(absl::StrCat("cannot start ", o.argv[0], ": ", strerror(rc)));
   }
-  const int out_fd = pipes.out[0], err_fd = pipes.err[0];
-  pipes.out[0] = pipes.err[0] = -1;  // Owned by the Subprocess from here.
-  return std::unique_ptr<Subprocess>(new Subprocess(pid, o.own_process_group, out_fd, err_fd));
+  return std::unique_ptr<Subprocess>(
+      new Subprocess(pid, o.own_process_group, plan.TakeOut(), plan.TakeErr()));
 }
 
 Subprocess::~Subprocess() {
