@@ -1,13 +1,19 @@
 // ddp_ring/: the all-reduce strategy, like PyTorch DDP. Start here.
 //   store.h           rendezvous key-value store: gRPC server/client, in-memory twin
-//   process_group.h   collectives (Gloo on CPU, NCCL on GPU), asynchronous, with timeouts
+//   process_group.h   collectives, asynchronous, with timeouts: the interface
+//     gloo_process_group.h      its CPU backend over TCP (always built)
+//     nccl_process_group.h      its GPU backend (--config=cuda builds only; not included
+//                               here, so that this door builds without CUDA)
+//     process_group_factory.h   a backend by name; says when the build lacks CUDA
 //   reducer.h         gradient buckets all-reduced during backward (a StepStrategy)
 //   ddp_worker.h      one rank end to end: env, rendezvous, config check, training
 #ifndef RINGSIDE_DDP_RING_DDP_RING_H_
 #define RINGSIDE_DDP_RING_DDP_RING_H_
 
 #include "ddp_ring/ddp_worker.h"
+#include "ddp_ring/gloo_process_group.h"
 #include "ddp_ring/process_group.h"
+#include "ddp_ring/process_group_factory.h"
 #include "ddp_ring/reducer.h"
 #include "ddp_ring/store.h"
 

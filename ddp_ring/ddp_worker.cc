@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/strings/match.h"
 #include "common/common.h"
+#include "ddp_ring/process_group_factory.h"
 #include "ddp_ring/store.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -89,9 +90,11 @@ absl::StatusOr<DdpEnv> ReadDdpEnv() {
 
 absl::StatusOr<DdpResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions& o) {
   const std::string me = absl::StrCat("rank ", env.rank);
+  // Before the rendezvous, so that every rank refuses at once and alike.
+  RINGSIDE_RETURN_IF_ERROR(CheckProcessGroupBackend(o.backend));
   if (o.backend != "gloo") {
     return absl::FailedPreconditionError(absl::StrCat(
-        "--backend=", o.backend, " is not available for training in this build: the model "
+        "--backend=", o.backend, " is not available for training yet: the model "
         "runs on the CPU ops backend, whose gradients live in host memory (use gloo)"));
   }
   RunConfig config = o.config;
@@ -159,7 +162,7 @@ absl::StatusOr<DdpResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions
   pg_options.algorithm = o.algorithm;
   pg_options.hostname = ListenAddress(env);
   absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
-      NewGlooProcessGroup(pg_store.get(), pg_options);
+      NewProcessGroup(o.backend, pg_store.get(), pg_options);
   if (!group.ok()) return Annotate(group.status(), me);
 
   // The model and the data, as in single-process training.

@@ -65,7 +65,7 @@
 #include "common/trace.h"
 #include "absl/time/time.h"
 #include "ddp_ring/gloo_store_adapter.h"
-#include "ddp_ring/process_group.h"
+#include "ddp_ring/gloo_process_group.h"
 #include "ddp_ring/tcp_pairs.h"
 
 namespace ringside {

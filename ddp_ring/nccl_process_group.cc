@@ -37,7 +37,7 @@
 #include "absl/time/time.h"
 #include "common/cuda_check.h"
 #include "common/device.h"
-#include "ddp_ring/process_group.h"
+#include "ddp_ring/nccl_process_group.h"
 #include "common/status_macros.h"
 
 namespace ringside {

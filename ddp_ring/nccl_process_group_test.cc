@@ -12,7 +12,7 @@
 
 #include "absl/time/time.h"
 #include "common/device.h"
-#include "ddp_ring/process_group.h"
+#include "ddp_ring/nccl_process_group.h"
 #include "ddp_ring/store.h"
 #include "gtest/gtest.h"
 

@@ -1,7 +1,8 @@
 // A process group: the collectives a DDP rank needs, asynchronous, each bounded by a
-// timeout. Backends: Gloo (CPU, TCP; gloo_process_group.cc) and NCCL (GPU, its own CUDA
-// stream; nccl_process_group.cc). Like PyTorch's c10d ProcessGroup, minus the parts
-// ringside does not use.
+// timeout. Backends, separate targets: Gloo (CPU, TCP; gloo_process_group.h) and NCCL
+// (GPU, its own CUDA stream; nccl_process_group.h, --config=cuda builds only); create
+// one by name with process_group_factory.h. Like PyTorch's c10d ProcessGroup, minus the
+// parts ringside does not use.
 #ifndef RINGSIDE_DDP_RING_PROCESS_GROUP_H_
 #define RINGSIDE_DDP_RING_PROCESS_GROUP_H_
 
@@ -81,17 +82,6 @@ class ProcessGroup {
 // InvalidArgument (naming the rank) for a null store, a rank outside [0, world_size)
 // or a non-positive timeout. Shared by the backends.
 absl::Status ValidateProcessGroupOptions(const Store* store, const ProcessGroupOptions& options);
-
-// Rendezvous through `store` (which must outlive the group; give each group its own
-// prefix). Blocks until all world_size ranks joined or options.timeout passed
-// (DeadlineExceeded naming the ranks that never arrived, where known).
-absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
-    Store* store, const ProcessGroupOptions& options);
-
-// NCCL: the unique id travels through `store`. Unavailable when there is no usable
-// GPU. Data pointers are device memory of options.cuda_device.
-absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
-    Store* store, const ProcessGroupOptions& options);
 
 }  // namespace ringside
 

@@ -24,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "ddp_ring/process_group.h"
+#include "ddp_ring/gloo_process_group.h"
 #include "ddp_ring/process_group_test_util.h"
 #include "ddp_ring/store.h"
 #include "gtest/gtest.h"

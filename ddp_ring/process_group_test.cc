@@ -1,6 +1,6 @@
 // The Gloo process group with its ranks as threads of one process, rendezvousing
 // through an in-memory store. Every collective is checked against its closed form.
-#include "ddp_ring/process_group.h"
+#include "ddp_ring/gloo_process_group.h"
 #include "ddp_ring/process_group_test_util.h"
 
 #include <algorithm>

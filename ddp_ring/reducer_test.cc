@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/common.h"
+#include "ddp_ring/gloo_process_group.h"
 #include "gtest/gtest.h"
 
 namespace ringside {

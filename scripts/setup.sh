@@ -40,6 +40,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Nothing here is NVIDIA software: the default build and the ringside binary need no
+# CUDA. Only the optional CUDA configuration (bazel build --config=cuda, docs/build.md)
+# uses a toolkit, which the user installs at /usr/local/cuda.
 if [ ! -d /usr/local/cuda/include ]; then
-  echo "setup: note: no CUDA toolkit at /usr/local/cuda; GPU code needs it to build" >&2
+  echo "setup: note: no CUDA toolkit at /usr/local/cuda: fine for the default build;" \
+       "only --config=cuda (the NCCL backend) needs one" >&2
 fi

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/common.h"
 #include "ddp_ring/ddp_worker.h"
+#include "ddp_ring/gloo_process_group.h"
 #include "ddp_ring/store.h"
 
 namespace ringside {
