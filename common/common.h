@@ -12,7 +12,9 @@
 //   trainer.h      the training loop and the StepStrategy hook the strategies implement
 //   checkpoint.h   atomic single-file checkpoints
 //   metrics.h      per-step JSON-lines records; trace.h Chrome trace events
-//   device.h       GPU detection; cuda_check.h checked-call macros for CUDA/cuBLAS/NCCL
+//   device.h       GPU detection (dlopen at run time; no CUDA at build time)
+//   cuda_check.h   checked-call macros for CUDA/cuBLAS/NCCL (--config=cuda only; not
+//                  included here)
 //   status_macros.h  RINGSIDE_RETURN_IF_ERROR / RINGSIDE_ASSIGN_OR_RETURN
 //   task_thread.h  a long-lived helper thread that runs one handed-over task at a time
 //   ringside.proto RunConfig, StepMetrics, CheckpointHeader
