@@ -187,5 +187,49 @@ TEST(TcpPairsTest, BadHostnameGivesInvalidArgument) {
   EXPECT_EQ(pairs.status().code(), absl::StatusCode::kInvalidArgument) << pairs.status();
 }
 
+// The payload counters against the kernel: across exchanges of several sizes (none,
+// one byte, odd, far above the socket buffers), what TCP_INFO says each rank's sockets
+// carried (written, read) grew by exactly the payload counted plus one 16-byte header
+// per direction that moved payload.
+TEST(TcpPairsTest, PayloadCountersMatchWhatTheKernelCarried) {
+  const size_t sizes[] = {0, 1, 4097, size_t{24} << 20};
+  RunRanks(2, [&](int rank, TcpPairs& pairs) {
+    const int peer = 1 - rank;
+    absl::StatusOr<std::pair<int64_t, int64_t>> kernel_before = pairs.KernelTraffic();
+    ASSERT_TRUE(kernel_before.ok()) << kernel_before.status();
+    const int64_t sent_before = pairs.payload_sent();
+    const int64_t received_before = pairs.payload_received();
+    int64_t headers_out = 0, headers_in = 0, payload_out = 0, payload_in = 0;
+    uint64_t tag = 0;
+    for (size_t out_n : sizes) {
+      for (size_t in_n : sizes) {
+        // Rank 0 sends out_n and receives in_n; rank 1 the mirror.
+        const size_t mine = rank == 0 ? out_n : in_n;
+        const size_t theirs = rank == 0 ? in_n : out_n;
+        std::vector<uint8_t> out = Pattern(rank, peer, mine);
+        std::vector<uint8_t> in(theirs);
+        ASSERT_TRUE(pairs.Exchange(peer, tag++, out.data(), mine, in.data(), theirs,
+                                   absl::Now() + kTimeout, [](size_t, size_t) {}).ok());
+        payload_out += mine;
+        payload_in += theirs;
+        headers_out += mine > 0 ? 16 : 0;
+        headers_in += theirs > 0 ? 16 : 0;
+      }
+    }
+    EXPECT_EQ(pairs.payload_sent() - sent_before, payload_out);
+    EXPECT_EQ(pairs.payload_received() - received_before, payload_in);
+    absl::StatusOr<std::pair<int64_t, int64_t>> kernel_after = pairs.KernelTraffic();
+    ASSERT_TRUE(kernel_after.ok()) << kernel_after.status();
+    EXPECT_EQ(kernel_after->first - kernel_before->first, payload_out + headers_out)
+        << "rank " << rank << ": written";
+    EXPECT_EQ(kernel_after->second - kernel_before->second, payload_in + headers_in)
+        << "rank " << rank << ": read";
+    // Keeps the peer's socket open until both measured (its FIN would count as a byte).
+    uint8_t one = 1, got = 0;
+    EXPECT_TRUE(pairs.Exchange(peer, tag, &one, 1, &got, 1, absl::Now() + kTimeout,
+                               [](size_t, size_t) {}).ok());
+  });
+}
+
 }  // namespace
 }  // namespace ringside
