@@ -114,6 +114,16 @@ class NotifyOnExit {
 
 using AllReduceParam = std::tuple<int, int64_t, AllReduceAlgorithm>;
 
+std::string AllReduceParamName(const testing::TestParamInfo<AllReduceParam>& info) {
+  return absl::StrCat("World", std::get<0>(info.param), "N", std::get<1>(info.param),
+                      AlgorithmName(std::get<2>(info.param)));
+}
+
+// The algorithms every all-reduce test runs.
+const auto kAllReduceAlgorithms =
+    testing::Values(AllReduceAlgorithm::kRing, AllReduceAlgorithm::kHalvingDoubling,
+                    AllReduceAlgorithm::kRecursiveDoubling, AllReduceAlgorithm::kAuto);
+
 class AllReduceTest : public testing::TestWithParam<AllReduceParam> {};
 
 TEST_P(AllReduceTest, SumAndAverageMatchClosedForm) {
@@ -142,14 +152,8 @@ TEST_P(AllReduceTest, SumAndAverageMatchClosedForm) {
 INSTANTIATE_TEST_SUITE_P(
     Gloo, AllReduceTest,
     testing::Combine(testing::Values(1, 2, 3, 4), testing::Values(0, 1, 7, 1000003),
-                     testing::Values(AllReduceAlgorithm::kRing,
-                                     AllReduceAlgorithm::kHalvingDoubling,
-                                     AllReduceAlgorithm::kRecursiveDoubling,
-                                     AllReduceAlgorithm::kAuto)),
-    [](const testing::TestParamInfo<AllReduceParam>& info) {
-      return absl::StrCat("World", std::get<0>(info.param), "N", std::get<1>(info.param),
-                          AlgorithmName(std::get<2>(info.param)));
-    });
+                     kAllReduceAlgorithms),
+    AllReduceParamName);
 
 // ---------------------------------------------------------------------------------
 // Bytes: what every collective reports having sent and received, per algorithm, against
@@ -197,14 +201,8 @@ INSTANTIATE_TEST_SUITE_P(
     Gloo, AllReduceBytesTest,
     testing::Combine(testing::Values(1, 2, 3, 4),
                      testing::Values(0, 1, 7, 4096, (int64_t{4} << 20) / 4 + 3),
-                     testing::Values(AllReduceAlgorithm::kRing,
-                                     AllReduceAlgorithm::kHalvingDoubling,
-                                     AllReduceAlgorithm::kRecursiveDoubling,
-                                     AllReduceAlgorithm::kAuto)),
-    [](const testing::TestParamInfo<AllReduceParam>& info) {
-      return absl::StrCat("World", std::get<0>(info.param), "N", std::get<1>(info.param),
-                          AlgorithmName(std::get<2>(info.param)));
-    });
+                     kAllReduceAlgorithms),
+    AllReduceParamName);
 
 // The other collectives: broadcast (binomial tree: a rank receives the vector once,
 // the root never, and sends it once per child), all-gather and reduce-scatter ((w - 1)

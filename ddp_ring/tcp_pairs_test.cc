@@ -82,9 +82,11 @@ TEST(TcpPairsTest, EveryPairSwapsUnequalMessagesBothWays) {
 }
 
 // Peers that disagree on the size or on the exchange get Internal, not each other's
-// bytes.
+// bytes. The receiving rank keeps its connection open until the sender is done (closing
+// a socket with unread bytes resets it, which would fail the sender's writes instead).
 TEST(TcpPairsTest, DisagreeingPeersGetInternal) {
-  RunRanks(2, [](int rank, TcpPairs& pairs) {
+  absl::Notification sent;
+  RunRanks(2, [&](int rank, TcpPairs& pairs) {
     std::vector<uint8_t> buffer(400, 1);
     auto ignore = [](size_t, size_t) {};
     const absl::Time deadline = absl::Now() + kTimeout;
@@ -92,23 +94,28 @@ TEST(TcpPairsTest, DisagreeingPeersGetInternal) {
       // Sends 200 bytes of exchange 7, then 100 bytes of exchange 8.
       EXPECT_TRUE(pairs.Exchange(0, 7, buffer.data(), 200, nullptr, 0, deadline, ignore).ok());
       EXPECT_TRUE(pairs.Exchange(0, 8, buffer.data(), 100, nullptr, 0, deadline, ignore).ok());
+      sent.Notify();
       return;
     }
     absl::Status status = pairs.Exchange(1, 7, nullptr, 0, buffer.data(), 100, deadline, ignore);
     EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
     EXPECT_NE(status.message().find("disagree"), std::string::npos) << status;
+    sent.WaitForNotificationWithTimeout(kTimeout);
   });
-  RunRanks(2, [](int rank, TcpPairs& pairs) {
+  absl::Notification sent_again;
+  RunRanks(2, [&](int rank, TcpPairs& pairs) {
     std::vector<uint8_t> buffer(100, 1);
     auto ignore = [](size_t, size_t) {};
     const absl::Time deadline = absl::Now() + kTimeout;
     if (rank == 1) {
       EXPECT_TRUE(pairs.Exchange(0, 8, buffer.data(), 100, nullptr, 0, deadline, ignore).ok());
+      sent_again.Notify();
       return;
     }
     absl::Status status = pairs.Exchange(1, 7, nullptr, 0, buffer.data(), 100, deadline, ignore);
     EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
     EXPECT_NE(status.message().find("exchange 8"), std::string::npos) << status;
+    sent_again.WaitForNotificationWithTimeout(kTimeout);
   });
 }
 
