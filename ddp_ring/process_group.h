@@ -21,12 +21,10 @@ namespace ringside {
 enum class ReduceOp { kSum, kAverage };
 
 // Bytes one rank moved through its transport: `sent` handed to it, `received` taken
-// from it. What a count covers depends on who drives the algorithm (see each backend):
-// for the Gloo group, the payload of ringside's own algorithms (ring all-reduce,
-// recursive doubling, ring reduce-scatter), and the bytes the kernel moved on Gloo's
-// sockets (payload plus Gloo's message headers) for the collectives Gloo runs itself
-// (halving-doubling, broadcast, all-gather, barrier); for NCCL, the bytes NCCL's ring
-// algorithm moves (NCCL exposes no counters).
+// from it. Gloo group: the payload, counted where ringside's own algorithms hand it to
+// the transport or take it from it (message headers excluded; the barrier, Gloo's,
+// moves none). NCCL group: what NCCL's ring algorithm moves for the collective, an
+// estimate, since NCCL exposes no counters.
 struct CollectiveBytes {
   int64_t sent = 0;
   int64_t received = 0;

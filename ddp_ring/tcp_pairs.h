@@ -1,5 +1,5 @@
 // Direct TCP connections between the ranks of a Gloo process group, for ringside's own
-// recursive-doubling all-reduce.
+// recursive-doubling and halving-doubling all-reduces.
 //
 // Why not Gloo's transport for this: Gloo's TCP pairs move every received byte on the
 // device's event-loop thread, which then wakes the waiting thread through a condition
@@ -7,8 +7,8 @@
 // the receiver first. On the 2-core machines this project is measured on, a swap of
 // 2.7 MB between two ranks took 3.0-3.3 ms that way; one thread driving both directions
 // of a non-blocking socket with poll(2) moved the same bytes in 1.7 ms
-// (docs/benchmarks.md). Gloo keeps the rendezvous, the other collectives and the
-// failure handling around them.
+// (docs/benchmarks.md). Gloo keeps the rendezvous, the transport of the other
+// collectives and the failure handling around them.
 //
 // Wire format of an exchange, per direction: a 16-byte header {tag, payload bytes}
 // (host byte order; both ends are the same program), then the payload. The receiver
