@@ -6,12 +6,19 @@
 //      reported by number, and a rank started with another world size is refused.
 //   2. Connect: a gloo::rendezvous::Context exchanges TCP addresses through the store
 //      (GlooStoreAdapter) and connects every pair of ranks (connectFullMesh).
-//   3. Only where recursive doubling will run: its own direct TCP connections
-//      (TcpPairs, tcp_pairs.h), through the same store.
+//   3. Only where recursive doubling or halving-doubling will run: its own direct TCP
+//      connections (TcpPairs, tcp_pairs.h), through the same store.
 //   4. Serve: one worker thread per group runs the queued collectives in FIFO order
 //      (Gloo's collectives block), each bounded by the timeout. Every rank issues the
 //      same collectives in the same order, so the n-th collective carries tag n on all
 //      ranks.
+//
+// Algorithms: the all-reduces (ring, halving-doubling, recursive doubling), broadcast,
+// all-gather and reduce-scatter are ringside's own, driven on Gloo's unbound buffers
+// (ring, broadcast, all-gather, reduce-scatter) or on the direct TCP pairs (the
+// doublings), so that every payload byte is counted where it is handed to the
+// transport or taken from it (Work::bytes, total_bytes). Only the barrier is Gloo's;
+// it moves no payload. Message headers are not counted.
 //
 // Failure model: any Gloo exception becomes a Status (DeadlineExceeded for timeouts,
 // Unavailable for a peer that went away, Internal for broken invariants) naming the
@@ -19,11 +26,7 @@
 // its connections are closed (so peers fail fast instead of waiting out their
 // timeouts, and no late message can land in a buffer its owner got back), and every
 // later collective fails at once with that first error.
-#include <gloo/allgather.h>
-#include <gloo/allreduce.h>
-#include <gloo/allreduce_halving_doubling.h>
 #include <gloo/barrier.h>
-#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 #include <gloo/math.h>
@@ -52,6 +55,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/numeric/bits.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
@@ -62,8 +66,8 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
-#include "common/trace.h"
 #include "absl/time/time.h"
+#include "common/trace.h"
 #include "ddp_ring/gloo_store_adapter.h"
 #include "ddp_ring/gloo_process_group.h"
 #include "ddp_ring/tcp_pairs.h"
@@ -71,9 +75,14 @@
 namespace ringside {
 namespace {
 
-// Slot prefix of ringside's own ring reduce-scatter. Gloo's built-in collectives use
-// prefixes 0x01..0x08 (gloo/types.h); any other value keeps the slots apart.
+// Slot prefixes of ringside's own collectives on unbound buffers. Gloo's built-in
+// collectives use prefixes 0x01..0x08 (gloo/types.h); any other value keeps the slots
+// apart.
 constexpr uint8_t kReduceScatterSlotPrefix = 0x52;
+constexpr uint8_t kRingReduceSlotPrefix = 0x53;
+constexpr uint8_t kRingGatherSlotPrefix = 0x54;
+constexpr uint8_t kBroadcastSlotPrefix = 0x55;
+constexpr uint8_t kAllGatherSlotPrefix = 0x56;
 
 // The longest a healthy group's destructor waits for its peers (shutdown step 2).
 constexpr absl::Duration kShutdownLinger = absl::Seconds(10);
@@ -132,10 +141,11 @@ class GlooWork : public Work {
   }
 
   // Called once, by the worker (or at issue time for trivial operations).
-  void Complete(absl::Status status) {
+  void Complete(absl::Status status, CollectiveBytes bytes = {}) {
     const int64_t now = NowMicros();
     absl::MutexLock lock(&mu_);
     status_ = std::move(status);
+    bytes_ = bytes;
     if (start_us_ == 0) start_us_ = now;
     end_us_ = now;
     done_ = true;
@@ -154,9 +164,14 @@ class GlooWork : public Work {
     absl::MutexLock lock(&mu_);
     return end_us_;
   }
+  CollectiveBytes bytes() const override {
+    absl::MutexLock lock(&mu_);
+    return bytes_;
+  }
 
  private:
   mutable absl::Mutex mu_;
+  CollectiveBytes bytes_ ABSL_GUARDED_BY(mu_);
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   int64_t start_us_ ABSL_GUARDED_BY(mu_) = 0;
@@ -286,31 +301,10 @@ class GlooProcessGroup : public ProcessGroup {
             algorithm_, world_size_, n * static_cast<int64_t>(sizeof(float)));
         if (algorithm == AllReduceAlgorithm::kRecursiveDoubling) {
           RINGSIDE_RETURN_IF_ERROR(RecursiveDoublingAllReduce(data, n, tag));
-        } else if (algorithm == AllReduceAlgorithm::kHalvingDoubling &&
-                   n <= static_cast<int64_t>(INT_MAX / sizeof(float))) {
-          // Recursive halving-doubling (Rabenseifner): reduce-scatter by recursive
-          // vector halving, then all-gather by recursive doubling; non-power-of-two
-          // world sizes run it in binary blocks. Gloo's (older) algorithm API: the
-          // instance allocates its slots and buffers, the same on every rank since
-          // every rank constructs it at the same point of the FIFO, and uses the
-          // context's timeout for every receive.
-          gloo::AllreduceHalvingDoubling<float> algorithm(
-              context_, std::vector<float*>{data}, static_cast<int>(n),
-              gloo::ReductionFunction<float>::sum);
-          algorithm.run();
+        } else if (algorithm == AllReduceAlgorithm::kHalvingDoubling) {
+          RINGSIDE_RETURN_IF_ERROR(HalvingDoublingAllReduce(data, n, tag));
         } else {
-          // Gloo's ring: reduce-scatter around the ring, then all-gather around it,
-          // pipelined in segments. Also the fallback for halving-doubling on more
-          // than INT_MAX bytes, which its int byte count cannot describe.
-          gloo::AllreduceOptions opts(context_);
-          opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-          opts.setOutput(data, static_cast<size_t>(n));
-          opts.setReduceFunction(
-              static_cast<void (*)(void*, const void*, const void*, size_t)>(
-                  &gloo::sum<float>));
-          opts.setTag(tag);
-          opts.setTimeout(timeout_ms_);
-          gloo::allreduce(opts);
+          RingAllReduce(data, n, tag);
         }
       }
       if (op == ReduceOp::kAverage) Scale(data, n, 1.0f / world_size_);
@@ -330,13 +324,7 @@ class GlooProcessGroup : public ProcessGroup {
     if (n == 0) return CompletedWork(absl::OkStatus());
     return Enqueue("broadcast", [this, data, n, root](uint32_t tag) {
       if (world_size_ == 1) return absl::OkStatus();
-      // Binomial tree rooted at `root`, in place on every rank.
-      gloo::BroadcastOptions opts(context_);
-      opts.setOutput(data, static_cast<size_t>(n));
-      opts.setRoot(root);
-      opts.setTag(tag);
-      opts.setTimeout(timeout_ms_);
-      gloo::broadcast(opts);
+      BinomialBroadcast(data, n, root, tag);
       return absl::OkStatus();
     });
   }
@@ -355,14 +343,8 @@ class GlooProcessGroup : public ProcessGroup {
         if (in != mine) std::memmove(mine, in, n * sizeof(float));
         return absl::OkStatus();
       }
-      // Ring all-gather; it first copies `in` into this rank's slice of `out` unless
-      // the input already is that slice.
-      gloo::AllgatherOptions opts(context_);
-      if (in != mine) opts.setInput(const_cast<float*>(in), static_cast<size_t>(n));
-      opts.setOutput(out, static_cast<size_t>(n) * world_size_);
-      opts.setTag(tag);
-      opts.setTimeout(timeout_ms_);
-      gloo::allgather(opts);
+      if (in != mine) std::memmove(mine, in, n * sizeof(float));
+      RingAllGather(out, n, tag);
       return absl::OkStatus();
     });
   }
@@ -383,10 +365,16 @@ class GlooProcessGroup : public ProcessGroup {
     });
   }
 
+  CollectiveBytes total_bytes() const override {
+    absl::MutexLock lock(&mu_);
+    return total_bytes_;
+  }
+
   std::shared_ptr<Work> Barrier() override {
     return Enqueue("barrier", [this](uint32_t tag) {
       if (world_size_ == 1) return absl::OkStatus();
-      // Dissemination barrier: log2(world) rounds of zero-byte messages.
+      // Gloo's dissemination barrier: log2(world) rounds of zero-byte messages (no
+      // payload to count).
       gloo::BarrierOptions opts(context_);
       opts.setTag(tag);
       opts.setTimeout(timeout_ms_);
@@ -450,7 +438,16 @@ class GlooProcessGroup : public ProcessGroup {
         queue_.pop_front();
       }
       op.work->MarkStarted();
-      op.work->Complete(RunOp(op));
+      op_bytes_ = {};
+      const CollectiveBytes pairs_before = PairsPayload();
+      absl::Status status = RunOp(op);
+      // A failed operation counts what moved before it failed.
+      op_bytes_ += PairsPayload() - pairs_before;
+      {
+        absl::MutexLock lock(&mu_);
+        total_bytes_ += op_bytes_;
+      }
+      op.work->Complete(std::move(status), op_bytes_);
     }
   }
 
@@ -586,7 +583,9 @@ class GlooProcessGroup : public ProcessGroup {
         send->send(right, slot);
       }
       recv->waitRecv(timeout_ms_);
+      op_bytes_.received += static_cast<int64_t>(chunk_bytes);
       send->waitSend(timeout_ms_);
+      op_bytes_.sent += static_cast<int64_t>(chunk_bytes);
       const float* mine = in + static_cast<int64_t>(chunk_index(s, 2)) * n;
       float* sum = acc[s % 2].data();
       if (s == w - 2) {
@@ -598,65 +597,229 @@ class GlooProcessGroup : public ProcessGroup {
     }
   }
 
-  // Recursive doubling, ringside's own, over the direct TCP pairs (tcp_pairs.h). With
-  // P the largest power of two <= world_size: ranks r >= P first hand their vector to
-  // rank r - P, which adds it; in round k = 0 .. lg P - 1 rank r < P swaps its running
-  // sum with rank r ^ 2^k and adds the partner's; ranks r < world_size - P finally send
-  // the result to rank r + P. Each rank < P sends and receives n floats per round, lg P
-  // rounds: at 2 ranks the ring's bytes in one exchange instead of two phases. Both
-  // sides of a swap add the same two values (a + b == b + a in IEEE arithmetic), so
-  // every rank ends with bit-identical sums. Worker thread only.
-  absl::Status RecursiveDoublingAllReduce(float* data, int64_t n, uint32_t tag) {
+  // The payload the direct TCP pairs moved so far (zero without them). Worker thread.
+  CollectiveBytes PairsPayload() const {
+    if (pairs_ == nullptr) return {};
+    return {pairs_->payload_sent(), pairs_->payload_received()};
+  }
+
+  // Chunk c (taken modulo the world size) of an n-float vector split over the ranks:
+  // [n c / w, n (c + 1) / w), as {offset, count}. Every rank computes the same split.
+  std::pair<int64_t, int64_t> Chunk(int64_t n, int c) const {
     const int w = world_size_;
-    int p2 = 1;
-    while (p2 * 2 <= w) p2 *= 2;
-    // Exchange tags: the collective's sequence number and the protocol step, the same
-    // on every rank.
-    uint64_t step = uint64_t{tag} << 8;
-    if (static_cast<int64_t>(scratch_.size()) < n) scratch_.resize(n);
-    // Step 1: fold the ranks beyond the largest power of two into the first ones.
-    if (rank_ >= p2) {
-      RINGSIDE_RETURN_IF_ERROR(Transfer(rank_ - p2, data, n, step, /*send=*/true, /*recv=*/false, /*add=*/false));
-    } else if (rank_ < w - p2) {
-      RINGSIDE_RETURN_IF_ERROR(Transfer(rank_ + p2, data, n, step, /*send=*/false, /*recv=*/true, /*add=*/true));
+    c = (c % w + w) % w;
+    const int64_t begin = n * c / w;
+    return {begin, n * (c + 1) / w - begin};
+  }
+
+  // Ring all-reduce on Gloo's unbound buffers, in place, in two phases of w - 1 steps
+  // over the chunks of Chunk():
+  //   reduce-scatter: in step s rank r sends its running sum of chunk r - s to r + 1 and
+  //     receives chunk r - s - 1 from r - 1 into scratch_, adding it in; afterwards it
+  //     holds the full sum of chunk r + 1;
+  //   all-gather: in step s rank r sends chunk r + 1 - s and receives chunk r - s,
+  //     straight into `data`.
+  // Each rank sends and receives 2 (n - its own chunk) floats, about 2 (w - 1) / w x n
+  // (the bandwidth optimum); every chunk's sum is computed once, so all ranks end with
+  // bit-identical sums. Worker thread only; throws Gloo's exceptions.
+  void RingAllReduce(float* data, int64_t n, uint32_t tag) {
+    const int w = world_size_;
+    const int right = (rank_ + 1) % w;
+    const int left = (rank_ + w - 1) % w;
+    const int64_t largest = (n + w - 1) / w;
+    if (static_cast<int64_t>(scratch_.size()) < largest) scratch_.resize(largest);
+    std::unique_ptr<gloo::transport::UnboundBuffer> data_buf =
+        context_->createUnboundBuffer(data, n * sizeof(float));
+    std::unique_ptr<gloo::transport::UnboundBuffer> scratch_buf =
+        context_->createUnboundBuffer(scratch_.data(), largest * sizeof(float));
+    const uint64_t reduce_slot = gloo::Slot::build(kRingReduceSlotPrefix, tag);
+    const uint64_t gather_slot = gloo::Slot::build(kRingGatherSlotPrefix, tag);
+    for (int s = 0; s < w - 1; ++s) {
+      const auto [send_at, send_n] = Chunk(n, rank_ - s);
+      const auto [recv_at, recv_n] = Chunk(n, rank_ - s - 1);
+      if (recv_n > 0) scratch_buf->recv(left, reduce_slot, 0, recv_n * sizeof(float));
+      if (send_n > 0) data_buf->send(right, reduce_slot, send_at * sizeof(float), send_n * sizeof(float));
+      WaitUnbound(scratch_buf.get(), recv_n, data_buf.get(), send_n);
+      for (int64_t i = 0; i < recv_n; ++i) data[recv_at + i] += scratch_[i];
     }
-    ++step;
-    // Step 2: lg P rounds of pairwise swaps among ranks 0 .. P - 1.
-    for (int mask = 1; mask < p2; mask *= 2, ++step) {
-      if (rank_ < p2) {
-        RINGSIDE_RETURN_IF_ERROR(Transfer(rank_ ^ mask, data, n, step, /*send=*/true, /*recv=*/true, /*add=*/true));
+    for (int s = 0; s < w - 1; ++s) {
+      const auto [send_at, send_n] = Chunk(n, rank_ + 1 - s);
+      const auto [recv_at, recv_n] = Chunk(n, rank_ - s);
+      if (recv_n > 0) data_buf->recv(left, gather_slot, recv_at * sizeof(float), recv_n * sizeof(float));
+      if (send_n > 0) data_buf->send(right, gather_slot, send_at * sizeof(float), send_n * sizeof(float));
+      WaitUnbound(data_buf.get(), recv_n, data_buf.get(), send_n);
+    }
+  }
+
+  // Waits for the receive of recv_n floats on `recv` and the send of send_n floats on
+  // `send` posted by the caller (a zero count: none was posted), counting each in
+  // op_bytes_ once done. Worker thread only.
+  void WaitUnbound(gloo::transport::UnboundBuffer* recv, int64_t recv_n,
+                   gloo::transport::UnboundBuffer* send, int64_t send_n) {
+    if (recv_n > 0) {
+      recv->waitRecv(timeout_ms_);
+      op_bytes_.received += recv_n * static_cast<int64_t>(sizeof(float));
+    }
+    if (send_n > 0) {
+      send->waitSend(timeout_ms_);
+      op_bytes_.sent += send_n * static_cast<int64_t>(sizeof(float));
+    }
+  }
+
+  // Binomial-tree broadcast on an unbound buffer: with v = (rank - root) mod w, in round
+  // k = 0, 1, ... ranks v < 2^k send to v + 2^k and ranks 2^k <= v < 2^(k+1) receive
+  // from v - 2^k. A rank receives the vector once (the root never) and sends it once per
+  // child. Worker thread only; throws Gloo's exceptions.
+  void BinomialBroadcast(float* data, int64_t n, int root, uint32_t tag) {
+    const int w = world_size_;
+    const int v = (rank_ - root + w) % w;
+    std::unique_ptr<gloo::transport::UnboundBuffer> buf =
+        context_->createUnboundBuffer(data, n * sizeof(float));
+    const uint64_t slot = gloo::Slot::build(kBroadcastSlotPrefix, tag);
+    for (int mask = 1; mask < w; mask *= 2) {
+      if (v < mask && v + mask < w) {
+        buf->send((v + mask + root) % w, slot);
+        WaitUnbound(nullptr, 0, buf.get(), n);
+      } else if (v >= mask && v < 2 * mask) {
+        buf->recv((v - mask + root) % w, slot);
+        WaitUnbound(buf.get(), n, nullptr, 0);
       }
     }
-    // Step 3: the folded ranks get the result.
-    if (rank_ >= p2) {
-      return Transfer(rank_ - p2, data, n, step, /*send=*/false, /*recv=*/true, /*add=*/false);
+  }
+
+  // Ring all-gather on an unbound buffer over out [w * n], whose slice `rank` is already
+  // filled: in step s rank r sends slice r - s to r + 1 and receives slice r - s - 1 from
+  // r - 1. Each rank sends and receives (w - 1) n floats. Worker thread only; throws
+  // Gloo's exceptions.
+  void RingAllGather(float* out, int64_t n, uint32_t tag) {
+    const int w = world_size_;
+    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+    std::unique_ptr<gloo::transport::UnboundBuffer> buf =
+        context_->createUnboundBuffer(out, bytes * w);
+    const uint64_t slot = gloo::Slot::build(kAllGatherSlotPrefix, tag);
+    for (int s = 0; s < w - 1; ++s) {
+      const int send_slice = ((rank_ - s) % w + w) % w;
+      const int recv_slice = ((rank_ - s - 1) % w + w) % w;
+      buf->recv((rank_ + w - 1) % w, slot, recv_slice * bytes, bytes);
+      buf->send((rank_ + 1) % w, slot, send_slice * bytes, bytes);
+      WaitUnbound(buf.get(), n, buf.get(), n);
     }
-    if (rank_ < w - p2) {
-      return Transfer(rank_ + p2, data, n, step, /*send=*/true, /*recv=*/false, /*add=*/false);
-    }
+  }
+
+  // The largest power of two <= world_size: the ranks the doublings run on.
+  int PowerOfTwoRanks() const {
+    int p2 = 1;
+    while (p2 * 2 <= world_size_) p2 *= 2;
+    return p2;
+  }
+
+  // The doublings' first step at a non-power-of-two world size: ranks r >= P (P =
+  // PowerOfTwoRanks()) hand their vector to rank r - P, which adds it. `step` is the
+  // exchange tag. Worker thread only.
+  absl::Status FoldIn(float* data, int64_t n, uint64_t step) {
+    const int p2 = PowerOfTwoRanks();
+    if (rank_ >= p2) return Transfer(rank_ - p2, step, data, n, nullptr, 0, /*add=*/false);
+    if (rank_ < world_size_ - p2) return Transfer(rank_ + p2, step, nullptr, 0, data, n, /*add=*/true);
     return absl::OkStatus();
   }
 
-  // Sends `data` to `peer` and/or receives n floats from it, both directions at once.
-  // With `add` the received floats go to scratch_ and are added into `data` as they
-  // arrive, each float only once its own value has been sent; without, they land in
-  // `data` directly. Blocks; bounded by the timeout. Timeouts are worded like Gloo's.
-  absl::Status Transfer(int peer, float* data, int64_t n, uint64_t step, bool send, bool recv,
-                        bool add) {
-    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-    float* recv_into = add ? scratch_.data() : data;
+  // The doublings' last step: ranks r < world_size - P send the result to rank r + P.
+  absl::Status FoldOut(float* data, int64_t n, uint64_t step) {
+    const int p2 = PowerOfTwoRanks();
+    if (rank_ >= p2) return Transfer(rank_ - p2, step, nullptr, 0, data, n, /*add=*/false);
+    if (rank_ < world_size_ - p2) return Transfer(rank_ + p2, step, data, n, nullptr, 0, /*add=*/false);
+    return absl::OkStatus();
+  }
+
+  // Recursive doubling, ringside's own, over the direct TCP pairs (tcp_pairs.h): FoldIn;
+  // then in round k = 0 .. lg P - 1 rank r < P swaps its running sum with rank r ^ 2^k
+  // and adds the partner's; then FoldOut. Each rank < P sends and receives n floats per
+  // round, lg P rounds (plus n each way for a rank with a folded partner; a folded rank
+  // sends and receives n once): at 2 ranks the ring's bytes in one exchange instead of
+  // two phases. Both sides of a swap add the same two values (a + b == b + a in IEEE
+  // arithmetic), so every rank ends with bit-identical sums. Worker thread only.
+  absl::Status RecursiveDoublingAllReduce(float* data, int64_t n, uint32_t tag) {
+    const int p2 = PowerOfTwoRanks();
+    // Exchange tags: the collective's sequence number and the protocol step, the same
+    // on every rank.
+    uint64_t step = uint64_t{tag} << 8;
+    RINGSIDE_RETURN_IF_ERROR(FoldIn(data, n, step++));
+    for (int mask = 1; mask < p2; mask *= 2, ++step) {
+      if (rank_ < p2) {
+        RINGSIDE_RETURN_IF_ERROR(Transfer(rank_ ^ mask, step, data, n, data, n, /*add=*/true));
+      }
+    }
+    return FoldOut(data, n, step);
+  }
+
+  // Halving-doubling (Rabenseifner), ringside's own, over the direct TCP pairs: FoldIn;
+  // then among ranks r < P a reduce-scatter by recursive halving (round k, mask P/2^(k+1):
+  // rank r keeps one half of its current range, the lower one if r & mask == 0, sends
+  // the other half to r ^ mask and adds the partner's copy of the kept half), after
+  // which rank r holds the full sum of a 1/P slice; then an all-gather by recursive
+  // doubling that retraces the halvings (send the range held, receive the partner's
+  // half, straight into `data`); then FoldOut. A rank < P sends and receives about
+  // 2 (P - 1) / P x n floats (plus n each way for a folded partner). Each slice's sum is
+  // computed on one rank, so all ranks end bit-identical. Worker thread only.
+  absl::Status HalvingDoublingAllReduce(float* data, int64_t n, uint32_t tag) {
+    const int p2 = PowerOfTwoRanks();
+    uint64_t step = uint64_t{tag} << 8;
+    RINGSIDE_RETURN_IF_ERROR(FoldIn(data, n, step++));
+    if (rank_ < p2) {
+      std::vector<std::pair<int64_t, int64_t>> ranges;  // [lo, hi) before each halving.
+      int64_t lo = 0, hi = n;
+      for (int mask = p2 / 2; mask >= 1; mask /= 2, ++step) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        const bool lower = (rank_ & mask) == 0;
+        const int64_t keep_lo = lower ? lo : mid, keep_hi = lower ? mid : hi;
+        const int64_t give_lo = lower ? mid : lo, give_hi = lower ? hi : mid;
+        RINGSIDE_RETURN_IF_ERROR(Transfer(rank_ ^ mask, step, data + give_lo, give_hi - give_lo,
+                                          data + keep_lo, keep_hi - keep_lo, /*add=*/true));
+        ranges.emplace_back(lo, hi);
+        lo = keep_lo;
+        hi = keep_hi;
+      }
+      for (int mask = 1; mask < p2; mask *= 2, ++step) {
+        const auto [parent_lo, parent_hi] = ranges.back();
+        ranges.pop_back();
+        // The partner holds the other half of the parent range.
+        const int64_t mid = parent_lo + (parent_hi - parent_lo) / 2;
+        const bool lower = (rank_ & mask) == 0;
+        const int64_t other_lo = lower ? mid : parent_lo;
+        const int64_t other_hi = lower ? parent_hi : mid;
+        RINGSIDE_RETURN_IF_ERROR(Transfer(rank_ ^ mask, step, data + lo, hi - lo, data + other_lo,
+                                          other_hi - other_lo, /*add=*/false));
+        lo = parent_lo;
+        hi = parent_hi;
+      }
+    } else {
+      step += 2 * static_cast<uint64_t>(absl::bit_width(static_cast<unsigned>(p2)) - 1);
+    }
+    return FoldOut(data, n, step);
+  }
+
+  // Sends send [send_n] to `peer` while receiving recv_n floats from it, both directions
+  // at once (a zero count skips that direction; the peer makes the mirror call). With
+  // `add` the received floats go to scratch_ and are added into `recv` as they arrive
+  // (when `recv` is also the send buffer, each float only once its own value has been
+  // sent); without, they land in `recv` directly. Blocks; bounded by the timeout.
+  // Timeouts are worded like Gloo's. The pairs count the payload (PairsPayload).
+  absl::Status Transfer(int peer, uint64_t step, const float* send, int64_t send_n, float* recv,
+                        int64_t recv_n, bool add) {
+    if (add && static_cast<int64_t>(scratch_.size()) < recv_n) scratch_.resize(recv_n);
+    float* recv_into = add ? scratch_.data() : recv;
+    const bool in_place = send_n > 0 && send == recv;  // Recursive doubling's swap.
     int64_t added = 0;
     auto on_progress = [&](size_t sent, size_t received) {
       if (!add) return;
-      const int64_t ready = static_cast<int64_t>((send ? std::min(sent, received) : received) /
-                                                 sizeof(float));
-      for (int64_t i = added; i < ready; ++i) data[i] += recv_into[i];
+      const int64_t ready =
+          static_cast<int64_t>((in_place ? std::min(sent, received) : received) / sizeof(float));
+      for (int64_t i = added; i < ready; ++i) recv[i] += recv_into[i];
       added = std::max(added, ready);
     };
-    const absl::Status status =
-        pairs_->Exchange(peer, step, send ? data : nullptr, send ? bytes : 0,
-                         recv ? recv_into : nullptr, recv ? bytes : 0, absl::Now() + timeout_,
-                         on_progress);
+    const absl::Status status = pairs_->Exchange(
+        peer, step, send, static_cast<size_t>(send_n) * sizeof(float), recv_into,
+        static_cast<size_t>(recv_n) * sizeof(float), absl::Now() + timeout_, on_progress);
     if (absl::IsDeadlineExceeded(status)) {
       return absl::DeadlineExceededError(
           absl::StrCat("timed out after ", absl::FormatDuration(timeout_), " (", status.message(), ")"));
@@ -678,12 +841,15 @@ class GlooProcessGroup : public ProcessGroup {
   std::shared_ptr<gloo::rendezvous::Context> context_;
 
   uint32_t next_tag_ = 0;  // Issuing thread only (and the destructor).
-  std::vector<float> scratch_;  // Worker thread only: recursive doubling's receive buffer.
-  // Recursive doubling's connections (null unless it runs); used by the worker thread.
+  std::vector<float> scratch_;  // Worker thread only: the all-reduces' receive buffer.
+  // The doublings' connections (null unless one may run); used by the worker thread.
   std::unique_ptr<TcpPairs> pairs_;
   absl::Status broken_;    // Worker thread only: the first failure.
 
-  absl::Mutex mu_;
+  CollectiveBytes op_bytes_;  // Worker thread only: the running operation's payload.
+
+  mutable absl::Mutex mu_;
+  CollectiveBytes total_bytes_ ABSL_GUARDED_BY(mu_);
   std::deque<Op> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_barrier_ ABSL_GUARDED_BY(mu_) = false;  // Shutdown step 2 wanted.
@@ -845,9 +1011,10 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
                                  "rendezvous (pair addresses)", options.timeout);
     }
   }
-  // Step 3: recursive doubling's own connections, only if it will run.
+  // Step 3: the doublings' own connections, only if one of them may run.
   std::unique_ptr<TcpPairs> pairs;
-  if (MayRunRecursiveDoubling(options.algorithm, options.world_size)) {
+  if (MayRunRecursiveDoubling(options.algorithm, options.world_size) ||
+      options.algorithm == AllReduceAlgorithm::kHalvingDoubling) {
     absl::StatusOr<std::unique_ptr<TcpPairs>> connected =
         TcpPairs::Connect(store, rank, options.world_size, options.hostname, options.timeout);
     if (!connected.ok()) {

@@ -18,9 +18,15 @@
 // (issue time + timeout); on failure or timeout the communicator is aborted
 // (ncclCommAbort), which breaks the group: later collectives fail at once with the
 // first error.
+//
+// Bytes (Work::bytes, total_bytes): NCCL exposes no traffic counters, so each collective
+// reports what NCCL's ring algorithm moves for it on this rank (NcclRingBytes), credited
+// to the group's total once the collective finished. An estimate, not a measurement:
+// NCCL may pick a tree or another channel layout.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -74,6 +80,9 @@ class NcclShared {
   NcclShared(int rank, ncclComm_t comm) : rank_(rank), comm_(comm) {}
 
   absl::Mutex mu;
+  // Bytes of the finished collectives (NcclWork adds them; total_bytes reads them).
+  std::atomic<int64_t> sent{0};
+  std::atomic<int64_t> received{0};
 
   ncclComm_t comm() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return comm_; }
   const absl::Status& broken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return broken_; }
@@ -127,8 +136,9 @@ class NcclWork : public Work {
 
   // Tracks `event`, recorded on the group's stream after the collective `name`.
   NcclWork(std::shared_ptr<NcclShared> shared, cudaEvent_t event, std::string name,
-           int rank, absl::Time deadline, absl::Duration timeout)
-      : shared_(std::move(shared)),
+           int rank, absl::Time deadline, absl::Duration timeout, CollectiveBytes bytes)
+      : bytes_(bytes),
+        shared_(std::move(shared)),
         event_(event),
         name_(std::move(name)),
         rank_(rank),
@@ -152,6 +162,8 @@ class NcclWork : public Work {
     absl::MutexLock lock(&mu_);
     return done_ || Poll();
   }
+
+  CollectiveBytes bytes() const override { return bytes_; }
 
  private:
   // One look at the collective; true (with done_ and status_ set) once it finished,
@@ -195,11 +207,16 @@ class NcclWork : public Work {
   }
 
   bool Finish(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (shared_ != nullptr) {
+      shared_->sent += bytes_.sent;
+      shared_->received += bytes_.received;
+    }
     status_ = std::move(status);
     done_ = true;
     return true;
   }
 
+  const CollectiveBytes bytes_;
   const std::shared_ptr<NcclShared> shared_;
   cudaEvent_t const event_ = nullptr;
   const std::string name_;
@@ -211,6 +228,23 @@ class NcclWork : public Work {
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
+
+// What NCCL's ring moves on `rank` for a collective of `kind` over n floats per rank
+// (n floats in total for broadcast), each direction: all-reduce 2 (w - 1) / w x n,
+// all-gather and reduce-scatter (w - 1) x n; broadcast n, except that the root receives
+// nothing and its ring predecessor sends nothing (rings assumed in rank order).
+CollectiveBytes NcclRingBytes(absl::string_view kind, int64_t n, int rank, int world, int root) {
+  const int64_t bytes = n * static_cast<int64_t>(sizeof(float));
+  if (world < 2) return {};
+  if (kind == "all_reduce" || kind == "barrier") {
+    const int64_t each = 2 * (world - 1) * bytes / world;
+    return {each, each};
+  }
+  if (kind == "broadcast") {
+    return {rank == (root + world - 1) % world ? 0 : bytes, rank == root ? 0 : bytes};
+  }
+  return {(world - 1) * bytes, (world - 1) * bytes};  // all_gather, reduce_scatter
+}
 
 std::shared_ptr<Work> CompletedWork(absl::Status status) {
   return std::make_shared<NcclWork>(std::move(status));
@@ -241,9 +275,12 @@ class NcclProcessGroup : public ProcessGroup {
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
   std::string backend() const override { return "nccl"; }
+  CollectiveBytes total_bytes() const override {
+    return {shared_->sent.load(), shared_->received.load()};
+  }
 
   std::shared_ptr<Work> AllReduce(float* data, int64_t n, ReduceOp op) override {
-    return Launch("all_reduce", data, n, [=](ncclComm_t comm, cudaStream_t stream) {
+    return Launch("all_reduce", data, n, /*root=*/0, [=](ncclComm_t comm, cudaStream_t stream) {
       return ncclAllReduce(data, data, n, ncclFloat, ToNccl(op), comm, stream);
     });
   }
@@ -254,14 +291,14 @@ class NcclProcessGroup : public ProcessGroup {
           absl::StrCat("rank ", rank_, ": broadcast root ", root, " is not in [0, ",
                        world_size_, ")")));
     }
-    return Launch("broadcast", data, n, [=](ncclComm_t comm, cudaStream_t stream) {
+    return Launch("broadcast", data, n, root, [=](ncclComm_t comm, cudaStream_t stream) {
       return ncclBroadcast(data, data, n, ncclFloat, root, comm, stream);
     });
   }
 
   std::shared_ptr<Work> AllGather(const float* in, int64_t n, float* out) override {
     if (n > 0 && out == nullptr) return NullBuffer("all_gather");
-    return Launch("all_gather", in, n, [=](ncclComm_t comm, cudaStream_t stream) {
+    return Launch("all_gather", in, n, /*root=*/0, [=](ncclComm_t comm, cudaStream_t stream) {
       return ncclAllGather(in, out, n, ncclFloat, comm, stream);
     });
   }
@@ -269,7 +306,7 @@ class NcclProcessGroup : public ProcessGroup {
   std::shared_ptr<Work> ReduceScatter(const float* in, float* out, int64_t n,
                                       ReduceOp op) override {
     if (n > 0 && out == nullptr) return NullBuffer("reduce_scatter");
-    return Launch("reduce_scatter", in, n, [=](ncclComm_t comm, cudaStream_t stream) {
+    return Launch("reduce_scatter", in, n, /*root=*/0, [=](ncclComm_t comm, cudaStream_t stream) {
       return ncclReduceScatter(in, out, n, ncclFloat, ToNccl(op), comm, stream);
     });
   }
@@ -277,7 +314,7 @@ class NcclProcessGroup : public ProcessGroup {
   std::shared_ptr<Work> Barrier() override {
     // An all-reduce of one float: completes only once every rank contributed.
     float* scratch = scratch_;
-    return Launch("barrier", scratch, 1, [=](ncclComm_t comm, cudaStream_t stream) {
+    return Launch("barrier", scratch, 1, /*root=*/0, [=](ncclComm_t comm, cudaStream_t stream) {
       return ncclAllReduce(scratch, scratch, 1, ncclFloat, ncclSum, comm, stream);
     });
   }
@@ -291,7 +328,7 @@ class NcclProcessGroup : public ProcessGroup {
   }
 
   // Validates, enqueues `call` on the stream and records the completion event.
-  std::shared_ptr<Work> Launch(absl::string_view kind, const float* ptr, int64_t n,
+  std::shared_ptr<Work> Launch(absl::string_view kind, const float* ptr, int64_t n, int root,
                                Call call) {
     if (n < 0) {
       return CompletedWork(absl::InvalidArgumentError(
@@ -307,7 +344,7 @@ class NcclProcessGroup : public ProcessGroup {
       return CompletedWork(status);
     }
     return std::make_shared<NcclWork>(shared_, event, name, rank_, absl::Now() + timeout_,
-                                      timeout_);
+                                      timeout_, NcclRingBytes(kind, n, rank_, world_size_, root));
   }
 
   absl::Status Enqueue(const std::string& name, const Call& call, cudaEvent_t* event) {

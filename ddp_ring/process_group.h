@@ -20,6 +20,30 @@ namespace ringside {
 
 enum class ReduceOp { kSum, kAverage };
 
+// Bytes one rank moved through its transport: `sent` handed to it, `received` taken
+// from it. Gloo group: the payload, counted where ringside's own algorithms hand it to
+// the transport or take it from it (message headers excluded; the barrier, Gloo's,
+// moves none). NCCL group: what NCCL's ring algorithm moves for the collective, an
+// estimate, since NCCL exposes no counters.
+struct CollectiveBytes {
+  int64_t sent = 0;
+  int64_t received = 0;
+
+  CollectiveBytes& operator+=(const CollectiveBytes& other) {
+    sent += other.sent;
+    received += other.received;
+    return *this;
+  }
+  friend CollectiveBytes operator-(CollectiveBytes a, const CollectiveBytes& b) {
+    a.sent -= b.sent;
+    a.received -= b.received;
+    return a;
+  }
+  friend bool operator==(const CollectiveBytes& a, const CollectiveBytes& b) {
+    return a.sent == b.sent && a.received == b.received;
+  }
+};
+
 // Handle of one asynchronous collective. Thread-safe.
 class Work {
  public:
@@ -34,6 +58,10 @@ class Work {
   // finished executing the operation; 0 while unknown. Valid after Wait() returned.
   virtual int64_t start_us() const { return 0; }
   virtual int64_t end_us() const { return 0; }
+  // What this rank sent and received for the operation (CollectiveBytes says how each
+  // backend counts). Final once Wait() returned; a failed operation reports what moved
+  // before it failed; a local one (world size 1, zero elements) reports zero.
+  virtual CollectiveBytes bytes() const { return {}; }
 };
 
 struct ProcessGroupOptions {
@@ -77,6 +105,10 @@ class ProcessGroup {
                                               ReduceOp op) = 0;
   // Completes once every rank has entered it.
   virtual std::shared_ptr<Work> Barrier() = 0;
+
+  // The sum of bytes() over every operation this group has finished (or failed), read
+  // at any time from any thread: the group's own traffic counter.
+  virtual CollectiveBytes total_bytes() const = 0;
 };
 
 // InvalidArgument (naming the rank) for a null store, a rank outside [0, world_size)

@@ -114,6 +114,16 @@ class NotifyOnExit {
 
 using AllReduceParam = std::tuple<int, int64_t, AllReduceAlgorithm>;
 
+std::string AllReduceParamName(const testing::TestParamInfo<AllReduceParam>& info) {
+  return absl::StrCat("World", std::get<0>(info.param), "N", std::get<1>(info.param),
+                      AlgorithmName(std::get<2>(info.param)));
+}
+
+// The algorithms every all-reduce test runs.
+const auto kAllReduceAlgorithms =
+    testing::Values(AllReduceAlgorithm::kRing, AllReduceAlgorithm::kHalvingDoubling,
+                    AllReduceAlgorithm::kRecursiveDoubling, AllReduceAlgorithm::kAuto);
+
 class AllReduceTest : public testing::TestWithParam<AllReduceParam> {};
 
 TEST_P(AllReduceTest, SumAndAverageMatchClosedForm) {
@@ -142,14 +152,100 @@ TEST_P(AllReduceTest, SumAndAverageMatchClosedForm) {
 INSTANTIATE_TEST_SUITE_P(
     Gloo, AllReduceTest,
     testing::Combine(testing::Values(1, 2, 3, 4), testing::Values(0, 1, 7, 1000003),
-                     testing::Values(AllReduceAlgorithm::kRing,
-                                     AllReduceAlgorithm::kHalvingDoubling,
-                                     AllReduceAlgorithm::kRecursiveDoubling,
-                                     AllReduceAlgorithm::kAuto)),
-    [](const testing::TestParamInfo<AllReduceParam>& info) {
-      return absl::StrCat("World", std::get<0>(info.param), "N", std::get<1>(info.param),
-                          AlgorithmName(std::get<2>(info.param)));
-    });
+                     kAllReduceAlgorithms),
+    AllReduceParamName);
+
+// ---------------------------------------------------------------------------------
+// Bytes: what every collective reports having sent and received, per algorithm, against
+// the algorithm's known traffic (testing_util::ExpectedAllReduceBytes), and the group's
+// running total against the sum of its operations.
+
+class AllReduceBytesTest : public testing::TestWithParam<AllReduceParam> {};
+
+TEST_P(AllReduceBytesTest, EachRankReportsTheAlgorithmsTraffic) {
+  const auto [world, n, algorithm] = GetParam();
+  std::vector<CollectiveBytes> reported(world);
+  RunRanks(world, algorithm, kTimeout, [&, world = world, n = n, algorithm = algorithm](ProcessGroup& pg) {
+    const int r = pg.rank();
+    std::vector<float> data(n, 1.0f);
+    const CollectiveBytes before = pg.total_bytes();
+    std::shared_ptr<Work> work = pg.AllReduce(data.data(), n, ReduceOp::kSum);
+    ASSERT_TRUE(work->Wait().ok()) << work->Wait();
+    const CollectiveBytes bytes = work->bytes();
+    reported[r] = bytes;
+    EXPECT_EQ(pg.total_bytes() - before, bytes) << "rank " << r;
+    const AllReduceAlgorithm ran = ResolveAllReduceAlgorithm(
+        algorithm, world, n * static_cast<int64_t>(sizeof(float)));
+    const CollectiveBytes want = testing_util::ExpectedAllReduceBytes(ran, world, r, n);
+    const int p2 = testing_util::PowerOfTwoRanks(world);
+    if (ran == AllReduceAlgorithm::kHalvingDoubling && r < p2 && n % p2 != 0) {
+      // Uneven halvings: each rank receives what it sends, within one float per halving
+      // of the even split.
+      EXPECT_EQ(bytes.sent, bytes.received) << "rank " << r;
+      EXPECT_NEAR(bytes.sent, want.sent, 2 * 4 * world) << "rank " << r;
+    } else {
+      EXPECT_EQ(bytes.sent, want.sent) << "rank " << r << " ran " << AllReduceAlgorithmName(ran);
+      EXPECT_EQ(bytes.received, want.received) << "rank " << r << " ran " << AllReduceAlgorithmName(ran);
+    }
+  });
+  // Whatever one rank sends, another receives.
+  int64_t sent = 0, received = 0;
+  for (const CollectiveBytes& b : reported) {
+    sent += b.sent;
+    received += b.received;
+  }
+  EXPECT_EQ(sent, received);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Gloo, AllReduceBytesTest,
+    testing::Combine(testing::Values(1, 2, 3, 4),
+                     testing::Values(0, 1, 7, 4096, (int64_t{4} << 20) / 4 + 3),
+                     kAllReduceAlgorithms),
+    AllReduceParamName);
+
+// The other collectives: broadcast (binomial tree: a rank receives the vector once,
+// the root never, and sends it once per child), all-gather and reduce-scatter ((w - 1)
+// x n each way), barrier (no payload).
+class CollectiveBytesTest : public testing::TestWithParam<int> {};
+
+TEST_P(CollectiveBytesTest, BroadcastAllGatherReduceScatterBarrier) {
+  const int world = GetParam();
+  constexpr int64_t kN = 1001;
+  constexpr int64_t kBytes = kN * 4;
+  RunRanks(world, AllReduceAlgorithm::kRing, kTimeout, [&](ProcessGroup& pg) {
+    const int r = pg.rank();
+    const CollectiveBytes start = pg.total_bytes();
+    CollectiveBytes sum;
+    for (int root : {0, world - 1}) {
+      std::vector<float> data(kN, 1.0f);
+      std::shared_ptr<Work> work = pg.Broadcast(data.data(), kN, root);
+      ASSERT_TRUE(work->Wait().ok());
+      const int v = (r - root + world) % world;
+      int children = 0;
+      for (int mask = 1; mask < world; mask *= 2) children += v < mask && v + mask < world;
+      EXPECT_EQ(work->bytes(), (CollectiveBytes{children * kBytes, v > 0 ? kBytes : 0}))
+          << "rank " << r << " root " << root;
+      sum += work->bytes();
+    }
+    std::vector<float> in(kN * world, 1.0f), out(kN * world);
+    std::shared_ptr<Work> work = pg.AllGather(in.data(), kN, out.data());
+    ASSERT_TRUE(work->Wait().ok());
+    const CollectiveBytes each = {(world - 1) * kBytes, (world - 1) * kBytes};
+    EXPECT_EQ(work->bytes(), each) << "all-gather, rank " << r;
+    sum += work->bytes();
+    work = pg.ReduceScatter(in.data(), out.data(), kN, ReduceOp::kSum);
+    ASSERT_TRUE(work->Wait().ok());
+    EXPECT_EQ(work->bytes(), each) << "reduce-scatter, rank " << r;
+    sum += work->bytes();
+    work = pg.Barrier();
+    ASSERT_TRUE(work->Wait().ok());
+    EXPECT_EQ(work->bytes(), CollectiveBytes{}) << "barrier, rank " << r;
+    EXPECT_EQ(pg.total_bytes() - start, sum) << "rank " << r;
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Gloo, CollectiveBytesTest, testing::Values(1, 2, 3, 4));
 
 // Every rank must end with the same bits, not merely close values: DDP replicas that
 // drift apart by rounding are no longer replicas. Inexact inputs make the order of the

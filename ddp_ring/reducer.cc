@@ -116,12 +116,12 @@ absl::Status Reducer::FinishStep(Model* model, StepMetrics* m, TraceWriter* trac
   // On failure the remaining all-reduces are waited for too (their buffers are the
   // model's gradients), then the error is returned.
   const int64_t end = NowMicros();
-  int64_t bytes = 0;
-  const int n = group_->world_size();
+  CollectiveBytes bytes;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     if (!status.ok() && work_[b] != nullptr) work_[b]->Wait().IgnoreError();
-    // Ring all-reduce: each rank sends (and receives) 2 (N-1)/N of the bucket.
-    bytes += 2 * (n - 1) * buckets_[b].size * static_cast<int64_t>(sizeof(float)) / n;
+    // What the process group counted for the bucket's all-reduce, whichever algorithm
+    // ran (ProcessGroup's CollectiveBytes).
+    if (work_[b] != nullptr) bytes += work_[b]->bytes();
     if (trace != nullptr && work_[b] != nullptr) {
       const int64_t start = work_[b]->start_us() > 0 ? work_[b]->start_us() : launch_us_[b];
       const int64_t stop = work_[b]->end_us() > 0 ? work_[b]->end_us() : end;
@@ -138,8 +138,8 @@ absl::Status Reducer::FinishStep(Model* model, StepMetrics* m, TraceWriter* trac
   m->set_comm_ms((wait_us + hook_us_) / 1e3);
   hook_us_ = 0;
   m->set_update_ms(update_us / 1e3);
-  m->set_bytes_sent(bytes);
-  m->set_bytes_received(bytes);
+  m->set_bytes_sent(bytes.sent);
+  m->set_bytes_received(bytes.received);
   return absl::OkStatus();
 }
 

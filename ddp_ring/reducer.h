@@ -56,8 +56,8 @@ class Reducer final : public StepStrategy {
   // SGD on each bucket's range as soon as its all-reduce is done. Fills
   // comm_ms (communication on the training thread: launching buckets during backward
   // plus the time blocked after backward waiting for them, i.e. the exposed
-  // communication), update_ms and the bytes each rank sends and receives in the ring
-  // (2 (N-1)/N x bucket bytes per bucket).
+  // communication), update_ms and the bytes this rank sent and received for the
+  // step's buckets, as the process group counted them (the sum of Work::bytes).
   absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;
   absl::StatusOr<EvalResult> ReduceEval(const EvalResult& local) override;
   absl::Status AfterCheckpoint() override { return group_->Barrier()->Wait(); }

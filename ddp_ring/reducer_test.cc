@@ -11,6 +11,7 @@
 
 #include "common/common.h"
 #include "ddp_ring/gloo_process_group.h"
+#include "ddp_ring/process_group_test_util.h"
 #include "gtest/gtest.h"
 
 namespace ringside {
@@ -104,13 +105,17 @@ std::vector<float> RunRank(const Setup& setup, Store* store, int rank, int world
     backward_end.push_back(NowMicros());
     StepMetrics m;
     EXPECT_TRUE((*reducer)->FinishStep(model->get(), &m, trace->get()).ok());
-    // Ring all-reduce: 2 (N-1)/N of every bucket leaves (and enters) each rank.
-    int64_t expected_bytes = 0;
+    // The measured bytes: per bucket, the traffic of the algorithm `auto` ran for it
+    // (recursive doubling for these small buckets: lg N x bucket bytes per rank at a
+    // power of two, not the ring's 2 (N-1)/N).
+    CollectiveBytes expected;
     for (const Bucket& bucket : (*reducer)->buckets()) {
-      expected_bytes += 2 * (world - 1) * bucket.size * 4 / world;
+      expected += testing_util::ExpectedAllReduceBytes(
+          ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, world, bucket.size * 4), world,
+          rank, bucket.size);
     }
-    EXPECT_EQ(m.bytes_sent(), expected_bytes);
-    EXPECT_EQ(m.bytes_received(), expected_bytes);
+    EXPECT_EQ(m.bytes_sent(), expected.sent);
+    EXPECT_EQ(m.bytes_received(), expected.received);
   }
   EXPECT_TRUE((*trace)->Close().ok());
   // Read the bucket spans back from the trace: did one start before backward ended?

@@ -4,14 +4,17 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>  // Not <netinet/tcp.h>: glibc's tcp_info lacks the byte counts.
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstring>
 #include <utility>
 
@@ -267,6 +270,32 @@ TcpPairs::~TcpPairs() {
   }
 }
 
+absl::StatusOr<std::pair<int64_t, int64_t>> KernelSocketTraffic(int fd) {
+  tcp_info info = {};
+  socklen_t length = sizeof(info);
+  int unsent = 0, unread = 0;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) < 0) return Errno("TCP_INFO");
+  // Older kernels fill a shorter struct: the byte counts must be in what came back.
+  if (length < offsetof(tcp_info, tcpi_bytes_received) + sizeof(info.tcpi_bytes_received)) {
+    return absl::UnavailableError("the kernel's TCP_INFO has no byte counts");
+  }
+  if (ioctl(fd, SIOCOUTQ, &unsent) < 0) return Errno("SIOCOUTQ");
+  if (ioctl(fd, SIOCINQ, &unread) < 0) return Errno("SIOCINQ");
+  return std::make_pair(static_cast<int64_t>(info.tcpi_bytes_acked) + unsent,
+                        static_cast<int64_t>(info.tcpi_bytes_received) - unread);
+}
+
+absl::StatusOr<std::pair<int64_t, int64_t>> TcpPairs::KernelTraffic() const {
+  std::pair<int64_t, int64_t> total = {0, 0};
+  for (int fd : fds_) {
+    if (fd < 0) continue;
+    RINGSIDE_ASSIGN_OR_RETURN(auto one, KernelSocketTraffic(fd));
+    total.first += one.first;
+    total.second += one.second;
+  }
+  return total;
+}
+
 void TcpPairs::Close() {
   for (int fd : fds_) {
     if (fd >= 0) shutdown(fd, SHUT_RDWR);
@@ -315,7 +344,9 @@ absl::Status TcpPairs::Exchange(int peer, uint64_t tag, const void* send, size_t
       message.msg_iovlen = count;
       const ssize_t k = sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (k > 0) {
+        const size_t before = payload(written);
         written += static_cast<size_t>(k);
+        payload_sent_ += static_cast<int64_t>(payload(written) - before);
         moved = true;
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
         return absl::UnavailableError(absl::StrCat("send failed: ", strerror(errno), " (", where(), ")"));
@@ -337,7 +368,9 @@ absl::Status TcpPairs::Exchange(int peer, uint64_t tag, const void* send, size_t
       }
       if (k > 0) {
         const bool had_header = read >= kHeaderBytes;
+        const size_t before = payload(read);
         read += static_cast<size_t>(k);
+        payload_received_ += static_cast<int64_t>(payload(read) - before);
         moved = true;
         // Protocol check: the peer is in the same collective, moving the same size.
         if (!had_header && read >= kHeaderBytes && (in.tag != tag || in.bytes != recv_bytes)) {

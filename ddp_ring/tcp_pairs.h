@@ -1,5 +1,5 @@
 // Direct TCP connections between the ranks of a Gloo process group, for ringside's own
-// recursive-doubling all-reduce.
+// recursive-doubling and halving-doubling all-reduces.
 //
 // Why not Gloo's transport for this: Gloo's TCP pairs move every received byte on the
 // device's event-loop thread, which then wakes the waiting thread through a condition
@@ -7,8 +7,8 @@
 // the receiver first. On the 2-core machines this project is measured on, a swap of
 // 2.7 MB between two ranks took 3.0-3.3 ms that way; one thread driving both directions
 // of a non-blocking socket with poll(2) moved the same bytes in 1.7 ms
-// (docs/benchmarks.md). Gloo keeps the rendezvous, the other collectives and the
-// failure handling around them.
+// (docs/benchmarks.md). Gloo keeps the rendezvous, the transport of the other
+// collectives and the failure handling around them.
 //
 // Wire format of an exchange, per direction: a 16-byte header {tag, payload bytes}
 // (host byte order; both ends are the same program), then the payload. The receiver
@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -69,12 +70,32 @@ class TcpPairs {
   int rank() const { return rank_; }
   int world_size() const { return static_cast<int>(fds_.size()); }
 
+  // Payload bytes Exchange handed to the sockets (sent) and took from them (received)
+  // since Connect, over every peer, counted as each sendmsg/readv returns (so a failed
+  // exchange counts what moved before it failed); wire headers not included.
+  // Thread-compatible, like Exchange.
+  int64_t payload_sent() const { return payload_sent_; }
+  int64_t payload_received() const { return payload_received_; }
+
+  // What the kernel counts on this object's sockets, summed over peers (see
+  // KernelSocketTraffic): payload plus headers plus the connect hellos.
+  absl::StatusOr<std::pair<int64_t, int64_t>> KernelTraffic() const;
+
  private:
   TcpPairs(int rank, std::vector<int> fds) : rank_(rank), fds_(std::move(fds)) {}
 
   const int rank_;
   std::vector<int> fds_;  // fds_[peer]: connected, non-blocking; -1 for this rank.
+  int64_t payload_sent_ = 0;
+  int64_t payload_received_ = 0;
 };
+
+// The bytes the application wrote into (first) and read from (second) the connected
+// TCP socket `fd`, as the Linux kernel counts them: TCP_INFO's tcpi_bytes_acked plus
+// the bytes still queued for sending (SIOCOUTQ), and tcpi_bytes_received minus the
+// bytes not yet read (SIOCINQ). Exact at any moment, whatever is still in flight.
+// Unavailable if the kernel does not answer (e.g. `fd` is not a TCP socket).
+absl::StatusOr<std::pair<int64_t, int64_t>> KernelSocketTraffic(int fd);
 
 }  // namespace ringside
 

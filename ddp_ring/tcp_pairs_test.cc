@@ -82,9 +82,11 @@ TEST(TcpPairsTest, EveryPairSwapsUnequalMessagesBothWays) {
 }
 
 // Peers that disagree on the size or on the exchange get Internal, not each other's
-// bytes.
+// bytes. The receiving rank keeps its connection open until the sender is done (closing
+// a socket with unread bytes resets it, which would fail the sender's writes instead).
 TEST(TcpPairsTest, DisagreeingPeersGetInternal) {
-  RunRanks(2, [](int rank, TcpPairs& pairs) {
+  absl::Notification sent;
+  RunRanks(2, [&](int rank, TcpPairs& pairs) {
     std::vector<uint8_t> buffer(400, 1);
     auto ignore = [](size_t, size_t) {};
     const absl::Time deadline = absl::Now() + kTimeout;
@@ -92,23 +94,28 @@ TEST(TcpPairsTest, DisagreeingPeersGetInternal) {
       // Sends 200 bytes of exchange 7, then 100 bytes of exchange 8.
       EXPECT_TRUE(pairs.Exchange(0, 7, buffer.data(), 200, nullptr, 0, deadline, ignore).ok());
       EXPECT_TRUE(pairs.Exchange(0, 8, buffer.data(), 100, nullptr, 0, deadline, ignore).ok());
+      sent.Notify();
       return;
     }
     absl::Status status = pairs.Exchange(1, 7, nullptr, 0, buffer.data(), 100, deadline, ignore);
     EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
     EXPECT_NE(status.message().find("disagree"), std::string::npos) << status;
+    sent.WaitForNotificationWithTimeout(kTimeout);
   });
-  RunRanks(2, [](int rank, TcpPairs& pairs) {
+  absl::Notification sent_again;
+  RunRanks(2, [&](int rank, TcpPairs& pairs) {
     std::vector<uint8_t> buffer(100, 1);
     auto ignore = [](size_t, size_t) {};
     const absl::Time deadline = absl::Now() + kTimeout;
     if (rank == 1) {
       EXPECT_TRUE(pairs.Exchange(0, 8, buffer.data(), 100, nullptr, 0, deadline, ignore).ok());
+      sent_again.Notify();
       return;
     }
     absl::Status status = pairs.Exchange(1, 7, nullptr, 0, buffer.data(), 100, deadline, ignore);
     EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
     EXPECT_NE(status.message().find("exchange 8"), std::string::npos) << status;
+    sent_again.WaitForNotificationWithTimeout(kTimeout);
   });
 }
 
@@ -185,6 +192,50 @@ TEST(TcpPairsTest, BadHostnameGivesInvalidArgument) {
   absl::StatusOr<std::unique_ptr<TcpPairs>> pairs =
       TcpPairs::Connect(store.get(), 0, 2, "no-such-host.invalid", absl::Seconds(1));
   EXPECT_EQ(pairs.status().code(), absl::StatusCode::kInvalidArgument) << pairs.status();
+}
+
+// The payload counters against the kernel: across exchanges of several sizes (none,
+// one byte, odd, far above the socket buffers), what TCP_INFO says each rank's sockets
+// carried (written, read) grew by exactly the payload counted plus one 16-byte header
+// per direction that moved payload.
+TEST(TcpPairsTest, PayloadCountersMatchWhatTheKernelCarried) {
+  const size_t sizes[] = {0, 1, 4097, size_t{24} << 20};
+  RunRanks(2, [&](int rank, TcpPairs& pairs) {
+    const int peer = 1 - rank;
+    absl::StatusOr<std::pair<int64_t, int64_t>> kernel_before = pairs.KernelTraffic();
+    ASSERT_TRUE(kernel_before.ok()) << kernel_before.status();
+    const int64_t sent_before = pairs.payload_sent();
+    const int64_t received_before = pairs.payload_received();
+    int64_t headers_out = 0, headers_in = 0, payload_out = 0, payload_in = 0;
+    uint64_t tag = 0;
+    for (size_t out_n : sizes) {
+      for (size_t in_n : sizes) {
+        // Rank 0 sends out_n and receives in_n; rank 1 the mirror.
+        const size_t mine = rank == 0 ? out_n : in_n;
+        const size_t theirs = rank == 0 ? in_n : out_n;
+        std::vector<uint8_t> out = Pattern(rank, peer, mine);
+        std::vector<uint8_t> in(theirs);
+        ASSERT_TRUE(pairs.Exchange(peer, tag++, out.data(), mine, in.data(), theirs,
+                                   absl::Now() + kTimeout, [](size_t, size_t) {}).ok());
+        payload_out += mine;
+        payload_in += theirs;
+        headers_out += mine > 0 ? 16 : 0;
+        headers_in += theirs > 0 ? 16 : 0;
+      }
+    }
+    EXPECT_EQ(pairs.payload_sent() - sent_before, payload_out);
+    EXPECT_EQ(pairs.payload_received() - received_before, payload_in);
+    absl::StatusOr<std::pair<int64_t, int64_t>> kernel_after = pairs.KernelTraffic();
+    ASSERT_TRUE(kernel_after.ok()) << kernel_after.status();
+    EXPECT_EQ(kernel_after->first - kernel_before->first, payload_out + headers_out)
+        << "rank " << rank << ": written";
+    EXPECT_EQ(kernel_after->second - kernel_before->second, payload_in + headers_in)
+        << "rank " << rank << ": read";
+    // Keeps the peer's socket open until both measured (its FIN would count as a byte).
+    uint8_t one = 1, got = 0;
+    EXPECT_TRUE(pairs.Exchange(peer, tag, &one, 1, &got, 1, absl::Now() + kTimeout,
+                               [](size_t, size_t) {}).ok());
+  });
 }
 
 }  // namespace

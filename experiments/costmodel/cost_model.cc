@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "ddp_ring/allreduce_algorithm.h"
 
 namespace ringside {
 namespace {
@@ -130,6 +131,37 @@ AllReduceCoefficients HalvingDoublingCoefficients(int n) {
   return c;
 }
 
+// Recursive doubling: lg p rounds, each swapping all M bytes with one partner and adding
+// them; a non-power-of-two n folds the extra ranks in and out as halving-doubling does.
+AllReduceCoefficients RecursiveDoublingCoefficients(int n) {
+  if (n <= 1) return {};
+  const int lg = FloorLog2(n);
+  AllReduceCoefficients c{double(lg), double(lg), double(lg), double(lg)};
+  if ((1 << lg) != n) {
+    c.latency += 2;
+    c.bandwidth += 2;
+    c.reduction += 1;
+    c.bytes += 1;
+  }
+  return c;
+}
+
+// The coefficients of the algorithm `strategy` runs for a bucket of `bytes` on n ranks
+// (kAuto: what the process group's auto picks for that size).
+AllReduceCoefficients CoefficientsFor(Strategy strategy, int n, double bytes) {
+  if (strategy == Strategy::kAuto) {
+    switch (ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, n,
+                                      static_cast<int64_t>(bytes))) {
+      case AllReduceAlgorithm::kRecursiveDoubling: return RecursiveDoublingCoefficients(n);
+      case AllReduceAlgorithm::kHalvingDoubling: return HalvingDoublingCoefficients(n);
+      default: return RingCoefficients(n);
+    }
+  }
+  if (strategy == Strategy::kHalvingDoubling) return HalvingDoublingCoefficients(n);
+  if (strategy == Strategy::kRecursiveDoubling) return RecursiveDoublingCoefficients(n);
+  return RingCoefficients(n);
+}
+
 // Network parameters a step sees on one path.
 struct EffectiveLink {
   double alpha_s = 0;
@@ -235,7 +267,6 @@ absl::StatusOr<Prediction> PredictAllReduce(const Calibration& c, const Scenario
       (hd && c.halving_doubling.bytes_per_s > 0) ? c.halving_doubling : c.allreduce;
   const EffectiveLink link = Effective(path, s.link_bytes_per_s, s.link_latency_s,
                                        s.path_limits, /*wire_trips=*/1);
-  const AllReduceCoefficients k = hd ? HalvingDoublingCoefficients(n) : RingCoefficients(n);
   const double m = s.model_bytes;
   if (n > 1 && m > 0) {
     absl::Status st = NeedBandwidth(link, hd ? "halving-doubling" : "all-reduce");
@@ -246,13 +277,15 @@ absl::StatusOr<Prediction> PredictAllReduce(const Calibration& c, const Scenario
                                                              : s.bucket_bytes;
   const double backward = c.backward_s;
   const double forward = c.compute_s - c.backward_s;
-  double latency_total = 0, wire_total = 0, reduce_total = 0;
+  double latency_total = 0, wire_total = 0, reduce_total = 0, busiest_bytes = 0;
   double produced = 0;
   double comm_free_at = 0;  // When the process group finishes its queue (from backward start).
   double rank_at = backward;  // The training thread, after backward.
   for (double b : buckets) {
     produced += b;
     const double ready = s.overlap ? backward * std::min(1.0, produced / m) : backward;
+    const AllReduceCoefficients k = CoefficientsFor(s.strategy, n, b);
+    busiest_bytes += k.bytes * b;
     const double lat = k.latency * link.alpha_s;
     const double wire = k.bandwidth > 0 ? k.bandwidth * b / link.bytes_per_s : 0;
     const double red = k.reduction * b * c.reduce_s_per_byte;
@@ -269,7 +302,7 @@ absl::StatusOr<Prediction> PredictAllReduce(const Calibration& c, const Scenario
   p.step_s = forward + rank_at;
   p.comm_s = std::max(0.0, p.step_s - p.compute_s - p.update_s);
   p.comm_total_s = latency_total + wire_total + reduce_total;
-  p.busiest_node_bytes_in = p.busiest_node_bytes_out = k.bytes * m;
+  p.busiest_node_bytes_in = p.busiest_node_bytes_out = busiest_bytes;
   p.bottleneck = Bottleneck(p, latency_total, wire_total, "worker link", reduce_total);
   return p;
 }
@@ -380,6 +413,8 @@ const char* StrategyName(Strategy strategy) {
     case Strategy::kPs: return "ps";
     case Strategy::kRing: return "ring";
     case Strategy::kHalvingDoubling: return "halving-doubling";
+    case Strategy::kRecursiveDoubling: return "recursive-doubling";
+    case Strategy::kAuto: return "auto";
   }
   return "unknown";
 }
@@ -414,6 +449,17 @@ absl::StatusOr<PathCalibration> FitAllReducePath(
       }
       k = HalvingDoublingCoefficients(ranks);
       break;
+    case Strategy::kRecursiveDoubling:
+      if (!IsPowerOfTwo(ranks)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "all-reduce fit: recursive-doubling sweeps need a power-of-two rank count, got ",
+            ranks));
+      }
+      k = RecursiveDoublingCoefficients(ranks);
+      break;
+    case Strategy::kAuto:
+      return absl::InvalidArgumentError(
+          "all-reduce fit: name the algorithm the sweep ran, not auto");
     case Strategy::kPs:
       return absl::InvalidArgumentError("all-reduce fit: kPs is not an all-reduce");
   }
@@ -474,6 +520,8 @@ absl::StatusOr<Prediction> Predict(const Calibration& calibration, const Scenari
       return PredictPs(calibration, scenario);
     case Strategy::kRing:
     case Strategy::kHalvingDoubling:
+    case Strategy::kRecursiveDoubling:
+    case Strategy::kAuto:
       return PredictAllReduce(calibration, scenario);
   }
   return absl::InvalidArgumentError("unknown strategy");

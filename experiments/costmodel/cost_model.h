@@ -1,6 +1,7 @@
 // The cost model behind `ringside calibrate` and `ringside simulate`: closed-form step
 // times for the parameter server (S shards, standalone or colocated in workers), the
-// ring all-reduce and halving-doubling, from a handful of calibrated constants.
+// ring all-reduce, halving-doubling and recursive doubling, from a handful of calibrated
+// constants.
 // Formulas, derivations and sources: docs/cost_model.md.
 //
 // Units everywhere: seconds, bytes, bytes per second (one direction of a full-duplex
@@ -69,9 +70,11 @@ absl::Status ValidateCalibration(const Calibration& calibration);
 absl::StatusOr<PathCalibration> FitLatencyBandwidth(
     const std::vector<std::pair<double, double>>& samples);
 
-enum class Strategy { kPs, kRing, kHalvingDoubling };
+// kAuto: per bucket, what the DDP process group's `--allreduce=auto` runs for it
+// (ResolveAllReduceAlgorithm in ddp_ring/allreduce_algorithm.h).
+enum class Strategy { kPs, kRing, kHalvingDoubling, kRecursiveDoubling, kAuto };
 
-// "ps", "ring", "halving-doubling".
+// "ps", "ring", "halving-doubling", "recursive-doubling", "auto".
 const char* StrategyName(Strategy strategy);
 
 // Converts an all-reduce sweep measured with `ranks` ranks (samples: bytes reduced,
@@ -166,7 +169,9 @@ struct Prediction {
 //
 // Halving-doubling at a non-power-of-two N: the N - p extra ranks (p the largest power
 // of two below N) first fold their whole vector into a partner and get the result back
-// at the end: T_hd(p) + 2 alpha + 2 M / B + M gamma.
+// at the end: T_hd(p) + 2 alpha + 2 M / B + M gamma. Recursive doubling: lg p alpha +
+// lg p M / B + lg p M gamma, with the same fold-in on top; it runs on the all-reduce
+// path's alpha and B (calibrated with the ring).
 absl::StatusOr<Prediction> Predict(const Calibration& calibration, const Scenario& scenario);
 
 // The single-process step the speedups are relative to: compute_s + update_s_per_byte *

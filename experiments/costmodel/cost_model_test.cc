@@ -116,6 +116,53 @@ TEST(PredictHalvingDoubling, NonPowerOfTwoFoldsExtraRanks) {
   EXPECT_NEAR(p.busiest_node_bytes_in, 1e8 + 1.5e8, 1e-3);
 }
 
+TEST(PredictRecursiveDoubling, MatchesClosedForm) {
+  // N = 4: lg N (alpha + M/B + M gamma) = 2 * (0.1 ms + 1 s + 0.05 s); every rank sends
+  // and receives lg N x M, a third more than the ring's 2 (N-1)/N x M.
+  Prediction p =
+      MustPredict(TestCalibration(), NoOverlap(Strategy::kRecursiveDoubling, 4, 1e8));
+  EXPECT_NEAR(p.comm_s, 2.1002, kTol);
+  EXPECT_NEAR(p.busiest_node_bytes_in, 2e8, 1e-3);
+  EXPECT_NEAR(p.busiest_node_bytes_out, 2e8, 1e-3);
+  // N = 3: one round on p = 2 plus the fold-in and hand-back of M: 3 alpha + 3 M/B + 2 M
+  // gamma; the folding partner moves 2 M each way.
+  p = MustPredict(TestCalibration(), NoOverlap(Strategy::kRecursiveDoubling, 3, 1e8));
+  EXPECT_NEAR(p.comm_s, 0.0003 + 3 + 0.1, kTol);
+  EXPECT_NEAR(p.busiest_node_bytes_out, 2e8, 1e-3);
+  // N = 2: the ring's bytes in one exchange, one latency instead of two.
+  p = MustPredict(TestCalibration(), NoOverlap(Strategy::kRecursiveDoubling, 2, 1e8));
+  EXPECT_NEAR(p.comm_s, 0.0001 + 1 + 0.05, kTol);
+  EXPECT_NEAR(p.busiest_node_bytes_out, 1e8, 1e-3);
+}
+
+TEST(PredictAuto, EachBucketPaysWhatAutoRunsForIt) {
+  // N = 4, a 1 MiB bucket (recursive doubling: 2 x 1 MiB each way) and a 16 MiB bucket
+  // (at or above 4 MiB: the ring, 1.5 x 16 MiB).
+  const double small = 1 << 20, large = 16 << 20;
+  Scenario s = Make(Strategy::kAuto, 4, small + large);
+  s.overlap = false;
+  s.bucket_bytes = {small, large};
+  const Prediction p = MustPredict(WireOnlyCalibration(), s);
+  EXPECT_NEAR(p.busiest_node_bytes_out, 2 * small + 1.5 * large, 1e-3);
+  EXPECT_NEAR(p.comm_total_s, (2 * small + 1.5 * large) / 1e8, kTol);
+  // One 1 MiB bucket is predicted exactly as recursive doubling; one 16 MiB as the ring.
+  for (double bytes : {small, large}) {
+    const Prediction a = MustPredict(TestCalibration(), NoOverlap(Strategy::kAuto, 4, bytes));
+    const Prediction want = MustPredict(
+        TestCalibration(),
+        NoOverlap(bytes < 4 << 20 ? Strategy::kRecursiveDoubling : Strategy::kRing, 4, bytes));
+    EXPECT_NEAR(a.step_s, want.step_s, kTol) << bytes;
+    EXPECT_NEAR(a.busiest_node_bytes_in, want.busiest_node_bytes_in, 1e-3) << bytes;
+  }
+  // At 2 ranks auto runs recursive doubling at every size.
+  const Prediction two = MustPredict(TestCalibration(), NoOverlap(Strategy::kAuto, 2, large));
+  EXPECT_NEAR(two.step_s,
+              MustPredict(TestCalibration(), NoOverlap(Strategy::kRecursiveDoubling, 2, large)).step_s,
+              kTol);
+  EXPECT_STREQ(StrategyName(Strategy::kAuto), "auto");
+  EXPECT_STREQ(StrategyName(Strategy::kRecursiveDoubling), "recursive-doubling");
+}
+
 TEST(PredictPs, SingleShardMatchesClosedForm) {
   // N = 4, S = 1: the master moves 4 M each way: max(1 s, 4 s) + 1 ms; the shard sums 4
   // pushes (4 * 1e8 * 0.5 ns = 0.2 s) and steps SGD on M (0.1 s).
@@ -497,6 +544,20 @@ TEST(Fit, AllReduceSweepGivesTheRingFormulasConstants) {
   EXPECT_FALSE(FitAllReducePath(samples, 3, Strategy::kHalvingDoubling, gamma).ok());
   EXPECT_FALSE(FitAllReducePath(samples, 4, Strategy::kPs, gamma).ok());
   EXPECT_FALSE(FitAllReducePath(samples, 4, Strategy::kRing, 1e-6).ok());  // gamma too big.
+}
+
+TEST(Fit, RecursiveDoublingSweepGivesItsFormulasConstants) {
+  // 4 ranks: time = 2 alpha + 2 m / B + 2 m gamma.
+  const double alpha = 2e-4, bw = 5e8, gamma = 0.5e-9;
+  std::vector<std::pair<double, double>> samples;
+  for (double m : {1e4, 1e5, 1e6, 1e7}) samples.push_back({m, 2 * alpha + 2 * m / bw + 2 * m * gamma});
+  absl::StatusOr<PathCalibration> p =
+      FitAllReducePath(samples, 4, Strategy::kRecursiveDoubling, gamma);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_NEAR(p->alpha_s, alpha, 1e-9);
+  EXPECT_NEAR(p->bytes_per_s / bw, 1.0, 1e-6);
+  EXPECT_FALSE(FitAllReducePath(samples, 3, Strategy::kRecursiveDoubling, gamma).ok());
+  EXPECT_FALSE(FitAllReducePath(samples, 4, Strategy::kAuto, gamma).ok());
 }
 
 TEST(Fit, PushPullSweepSubtractsTheShardsWork) {

@@ -107,8 +107,19 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
       }
     }
   } else if (cell.strategy.kind() == "ddp") {
-    r.set_busiest_bytes_in(MedianOf(steady, [](const StepMetrics& x) { return 1.0 * x.bytes_received(); }));
-    r.set_busiest_bytes_out(MedianOf(steady, [](const StepMetrics& x) { return 1.0 * x.bytes_sent(); }));
+    // The busiest rank (ranks differ, e.g. recursive doubling's fold-in ranks); rank 0's
+    // records are those read above.
+    for (int rank = 0;; ++rank) {
+      const std::string path = absl::StrCat(dir, "/metrics.jsonl.rank", rank);
+      if (rank > 0 && !fs::exists(path)) break;
+      const std::vector<StepMetrics> mine = rank == 0 ? steady : Steady(ReadMetrics(path));
+      const double in = MedianOf(mine, [](const StepMetrics& x) { return 1.0 * x.bytes_received(); });
+      const double out = MedianOf(mine, [](const StepMetrics& x) { return 1.0 * x.bytes_sent(); });
+      if (in + out > r.busiest_bytes_in() + r.busiest_bytes_out()) {
+        r.set_busiest_bytes_in(in);
+        r.set_busiest_bytes_out(out);
+      }
+    }
   }
   // "... N parameters" is printed by every strategy's start-up line.
   if (const size_t p = log.find(" parameters"); p != std::string::npos) {

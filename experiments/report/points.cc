@@ -150,11 +150,11 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
       if (s.colocated) s.colocated_hosts = 1;  // --ps_colocated: every shard in worker 0.
       s.chunk_bytes = 1 << 20;
     } else {
-      // "auto" and "recursive-doubling" are predicted as the ring: at 2 ranks (where
-      // auto picks recursive doubling) both move M bytes each way per rank, and the
-      // ring's two latency terms make the prediction an upper bound.
-      s.strategy = strategy->allreduce() == "halving-doubling" ? Strategy::kHalvingDoubling
-                                                               : Strategy::kRing;
+      const std::string& a = strategy->allreduce();
+      s.strategy = a == "halving-doubling"     ? Strategy::kHalvingDoubling
+                   : a == "recursive-doubling" ? Strategy::kRecursiveDoubling
+                   : a == "ring"               ? Strategy::kRing
+                                               : Strategy::kAuto;  // "auto" or unset.
       s.overlap = !strategy->no_overlap();
     }
     absl::StatusOr<Prediction> prediction = Predict(c, s);
