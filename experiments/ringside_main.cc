@@ -74,9 +74,6 @@ ABSL_FLAG(std::string, ps_servers, "",
 ABSL_FLAG(int32_t, worker_id, 0, "ps-worker: this worker's id in [0, --workers)");
 ABSL_FLAG(int32_t, shard, 0, "ps-server: the shard to host, in [0, --ps_shards)");
 ABSL_FLAG(std::string, listen, "0.0.0.0:0", "ps-server: host:port to listen on");
-ABSL_FLAG(int32_t, ps_debug_worker, -1, "ps test hook: the worker the next two flags apply to");
-ABSL_FLAG(int32_t, ps_debug_delay_ms, 0, "ps test hook: that worker sleeps this long every step");
-ABSL_FLAG(int64_t, ps_debug_crash_at_step, -1, "ps test hook: that worker dies at this step");
 ABSL_FLAG(int32_t, nproc_per_node, 1, "launch: processes on this node");
 ABSL_FLAG(int32_t, nnodes, 1, "launch: nodes in the job");
 ABSL_FLAG(int32_t, node_rank, 0, "launch: this node's index");
@@ -185,10 +182,6 @@ absl::Status RunPsWorkerRole(const ringside::RunConfig& c, int worker_id) {
   o.resume = absl::GetFlag(FLAGS_resume);
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
-  if (absl::GetFlag(FLAGS_ps_debug_worker) == worker_id) {
-    o.debug.step_delay = absl::Milliseconds(absl::GetFlag(FLAGS_ps_debug_delay_ms));
-    o.debug.crash_at_step = absl::GetFlag(FLAGS_ps_debug_crash_at_step);
-  }
   absl::StatusOr<ringside::PsResult> r = ringside::RunPsWorker(o);
   if (!r.ok()) return r.status();
   if (worker_id == 0) {
