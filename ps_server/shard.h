@@ -85,10 +85,10 @@ class Shard {
   absl::StatusOr<int64_t> CheckChunk(const ChunkHeader& header, size_t payload_bytes,
                                      int expected_worker) const;
 
-  // Takes a checked chunk. GRADIENTS are aggregated and applied per the consistency
-  // policy (FailedPrecondition for a step that is not the worker's current one, or a chunk
-  // pushed twice). PARAMS / OPTIMIZER_STATE initialise the shard (worker 0, before any
-  // gradient). `wire_bytes` is the serialised size, for the statistics. The payload
+  // Takes a checked chunk. GRADIENTS are aggregated and applied as the consistency
+  // policy says (FailedPrecondition for a step that is not the worker's current one, a
+  // chunk pushed twice, or one the policy refuses). PARAMS / OPTIMIZER_STATE initialise
+  // the shard (worker 0, before any gradient). `wire_bytes` is the serialised size, for the statistics. The payload
   // is only read.
   absl::Status Accept(ps::Chunk* chunk, int64_t wire_bytes);
   // Same for a checked header and its payload (the chunk's exact length, contiguous).
