@@ -27,15 +27,20 @@ uint32_t ConfigHash(const RunConfig& config) {
       crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
 }
 
+absl::StatusOr<SyncPolicy> SyncPolicyOf(const RunConfig& config) {
+  // The configuration keeps the mode's name and K apart; --ps_sync's text joins them.
+  return ParseSyncPolicy(config.ps_sync() == SyncModeName(SyncMode::kSsp)
+                             ? SyncPolicyText(SyncPolicy{SyncMode::kSsp, config.ps_staleness()})
+                             : config.ps_sync());
+}
+
 absl::StatusOr<PsShardOptions> ShardOptionsFor(const RunConfig& config, int shard,
                                              absl::Duration timeout) {
   PsShardOptions o;
   o.shard = shard;
   o.num_shards = config.ps_shards();
   o.num_workers = config.world_size();
-  std::string sync = config.ps_sync();
-  if (sync == "ssp") sync = absl::StrCat("ssp:", config.ps_staleness());
-  RINGSIDE_ASSIGN_OR_RETURN(o.sync, ParseSyncPolicy(sync));
+  RINGSIDE_ASSIGN_OR_RETURN(o.sync, SyncPolicyOf(config));
   o.chunk_bytes = config.ps_chunk_bytes();
   o.hyper.lr = config.lr();
   o.hyper.momentum = config.momentum();
@@ -76,9 +81,7 @@ absl::Status RunPsServer(const PsServerRoleOptions& o) {
                             HostShard(o.config, o.shard, o.address, o.timeout, o.out_dir));
   absl::FPrintF(stderr, "ps: shard %d of %d listening on port %d (%s, %d workers)\n", o.shard,
                 o.config.ps_shards(), hosted.server->port(),
-                o.config.ps_sync() == "ssp" ? absl::StrCat("ssp:", o.config.ps_staleness())
-                                            : o.config.ps_sync(),
-                o.config.world_size());
+                SyncPolicyText(hosted.server->shard()->options().sync), o.config.world_size());
   absl::Status status = hosted.server->Wait();
   // After an abort, keep answering a moment so that every worker hears why.
   hosted.server->Shutdown(status.ok() ? absl::Seconds(1) : absl::Seconds(2));

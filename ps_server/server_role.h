@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/ringside.pb.h"
+#include "ps_server/consistency_policy.h"
 #include "ps_server/ps_service.h"
 
 namespace ringside {
@@ -20,6 +21,10 @@ namespace ringside {
 // crc32 of the deterministic serialisation of `config`: every worker and every shard
 // of a job must compute the same value.
 uint32_t ConfigHash(const RunConfig& config);
+
+// The consistency mode of a job running `config` (ps_sync and ps_staleness): the one
+// place a RunConfig's mode is read. InvalidArgument for an unknown mode.
+absl::StatusOr<SyncPolicy> SyncPolicyOf(const RunConfig& config);
 
 // Shard `shard`'s options for a job running `config` (ps_shards, ps_sync,
 // ps_staleness, ps_chunk_bytes, world_size = workers, SGD hyper-parameters).

@@ -27,14 +27,17 @@ double MsSince(absl::Time t) { return absl::ToDoubleMilliseconds(absl::Now() - t
 
 }  // namespace
 
+// Everything of one chunk that its lock guards (besides its ranges of params_ and
+// accumulator_).
 struct Shard::ChunkState {
+  ChunkState(int num_workers, std::unique_ptr<Ops> chunk_ops)
+      : clock(num_workers, 0), ops(std::move(chunk_ops)) {}
   absl::Mutex mu;
-  // BSP: the step the chunk's parameters belong to (its updates so far).
-  int64_t version ABSL_GUARDED_BY(mu) = 0;
-  // BSP: workers whose gradient for step `version` has been added.
-  int count ABSL_GUARDED_BY(mu) = 0;
-  // Per worker: the last step whose gradient of this chunk it pushed (-1: none).
-  std::vector<int64_t> pushed_step ABSL_GUARDED_BY(mu);
+  ChunkClock clock ABSL_GUARDED_BY(mu);  // Changed only by the policy (and the start).
+  // This chunk's own backend and optimizer (over the chunk's floats): neither is
+  // thread-safe, and chunks are stepped in parallel.
+  const std::unique_ptr<Ops> ops;
+  std::optional<Sgd> sgd ABSL_GUARDED_BY(mu);
 };
 
 struct Shard::StepRecord {
@@ -66,7 +69,9 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const PsShardOptions& optio
 }
 
 Shard::Shard(const PsShardOptions& options, int64_t chunk_floats)
-    : options_(options), chunk_floats_(chunk_floats), ops_(NewCpuOps(0)) {
+    : options_(options),
+      chunk_floats_(chunk_floats),
+      policy_(ConsistencyPolicy::Create(options.sync, options.num_workers)) {
   last_activity_us_.store(NowUs());
   totals_.set_shard(options.shard);
 }
@@ -129,15 +134,15 @@ absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse*
     num_params_ = r.num_params();
     slice_ = ShardSlice(num_params_, options_.shard, options_.num_shards);
     params_.assign(slice_.size, 0.0f);
-    accumulator_.assign(n > 1 ? slice_.size : 0, 0.0f);
-    absl::StatusOr<Sgd> sgd = Sgd::Create(options_.hyper, slice_.size, ops_.get());
-    if (!sgd.ok()) return sgd.status();
-    sgd_ = std::make_unique<Sgd>(std::move(*sgd));
+    accumulator_.assign(policy_->sums_pushes() ? slice_.size : 0, 0.0f);
     const int64_t k = NumChunks(slice_.size, chunk_floats_);
     for (int64_t i = 0; i < k; ++i) {
-      auto c = std::make_unique<ChunkState>();
+      auto c = std::make_unique<ChunkState>(n, NewCpuOps(0));
       absl::MutexLock cl(&c->mu);
-      c->pushed_step.assign(n, -1);
+      absl::StatusOr<Sgd> sgd =
+          Sgd::Create(options_.hyper, ChunkOf(slice_.size, chunk_floats_, i).size, c->ops.get());
+      if (!sgd.ok()) return sgd.status();
+      c->sgd.emplace(std::move(*sgd));
       chunks_.push_back(std::move(c));
     }
     registered_.assign(n, false);
@@ -156,8 +161,8 @@ absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse*
   response->set_offset(slice_.offset);
   response->set_size(slice_.size);
   response->set_chunk_floats(chunk_floats_);
-  response->set_sync(SyncModeName(options_.sync.mode));
-  response->set_staleness(options_.sync.staleness);
+  response->set_sync(SyncModeName(policy_->sync().mode));
+  response->set_staleness(policy_->sync().staleness);
   response->set_initialized(initialized_);
   response->set_step(start_step_);
   return absl::OkStatus();
@@ -294,8 +299,8 @@ absl::Status Shard::AcceptInit(const ChunkHeader& h, const float* data, int64_t 
   const Slice c = ChunkOf(slice_.size, chunk_floats_, k);
   totals_.set_bytes_in(totals_.bytes_in() + wire_bytes);
   if (h.kind == ps::OPTIMIZER_STATE) {
-    RINGSIDE_RETURN_IF_ERROR(sgd_->LoadStateRange(c.offset, absl::MakeConstSpan(data, c.size)));
-    return absl::OkStatus();
+    absl::MutexLock cl(&chunks_[k]->mu);
+    return chunks_[k]->sgd->LoadStateRange(0, absl::MakeConstSpan(data, c.size));
   }
   if (init_chunks_ > 0 && h.step != init_step_) {
     return absl::InvalidArgumentError(absl::StrCat("initial parameters of step ", h.step,
@@ -314,7 +319,7 @@ absl::Status Shard::AcceptInit(const ChunkHeader& h, const float* data, int64_t 
     start_step_ = h.step;
     for (auto& ch : chunks_) {
       absl::MutexLock cl(&ch->mu);
-      ch->version = start_step_;
+      ch->clock.version = start_step_;
     }
     std::fill(clock_.begin(), clock_.end(), start_step_);
     initialized_ = true;
@@ -326,8 +331,6 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, BlockSource next, int64
                                    int64_t wire_bytes) {
   const int w = h.worker_id;
   const int64_t step = h.step;
-  const int n = options_.num_workers;
-  const bool bsp = options_.sync.mode == SyncMode::kBsp;
   {
     absl::MutexLock l(&mu_);
     if (!initialized_) {
@@ -347,15 +350,7 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, BlockSource next, int64
   double aggregate_ms = 0, update_ms = 0;
   {
     absl::MutexLock cl(&cs.mu);
-    if (cs.pushed_step[w] == step) {
-      return absl::FailedPreconditionError(absl::StrCat("worker ", w, " pushed chunk ", k,
-                                                        " of step ", step, " twice"));
-    }
-    if (bsp && step != cs.version) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "worker ", w, " pushed step ", step, " but chunk ", k, " is at step ", cs.version));
-    }
-    cs.pushed_step[w] = step;
+    RINGSIDE_ASSIGN_OR_RETURN(const PushAction action, policy_->OnPush(w, step, k, &cs.clock));
     // The gradient arrives in blocks that stay in L1 (the received payload is never
     // copied whole); each block is stepped or summed where it belongs. SGD is
     // element-wise, so stepping block by block equals stepping the chunk at once.
@@ -370,37 +365,28 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, BlockSource next, int64
         done += got;
       }
     };
-    if (!bsp || n == 1) {
-      // ASP / SSP, or BSP with one worker: the push is the update. Workers scale their
-      // loss by 1/N (the mean over the global batch, see Trainer), so ASP / SSP undo
-      // that: each push steps with its worker's own batch-mean gradient (Downpour).
-      const absl::Time t = absl::Now();
+    absl::Time t = absl::Now();
+    if (!action.sum) {
+      // The push is the update.
       for_each_block([&](int64_t at, int64_t len) {
-        if (!bsp && n > 1) ops_->Scale(block, len, static_cast<float>(n));
-        sgd_->StepRange(c.offset + at, len, params + at, block);
+        if (action.scale != 1.0f) cs.ops->Scale(block, len, action.scale);
+        cs.sgd->StepRange(at, len, params + at, block);
       });
       update_ms = MsSince(t);
-      if (bsp) ++cs.version;
     } else {
-      // BSP: sum into the accumulator (each worker's gradient is already scaled by
-      // 1/N: the sum is the mean over the global batch); the last push steps.
       float* acc = accumulator_.data() + c.offset;
-      absl::Time t = absl::Now();
-      const bool first = cs.count == 0;
       for_each_block([&](int64_t at, int64_t len) {
-        if (first) {
+        if (action.first) {
           std::memcpy(acc + at, block, len * sizeof(float));
         } else {
-          ops_->Axpy(len, 1.0f, block, acc + at);
+          cs.ops->Axpy(len, 1.0f, block, acc + at);
         }
       });
       aggregate_ms = MsSince(t);
-      if (++cs.count == n) {
+      if (action.complete) {
         t = absl::Now();
-        sgd_->StepRange(c.offset, c.size, params, acc);
+        cs.sgd->StepRange(0, c.size, params, acc);
         update_ms = MsSince(t);
-        cs.count = 0;
-        ++cs.version;
       }
     }
   }
@@ -422,13 +408,7 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, BlockSource next, int64
   return absl::OkStatus();
 }
 
-std::string Shard::LateWorkers(int64_t step) {
-  std::vector<int> late;
-  for (int w = 0; w < options_.num_workers; ++w) {
-    if (clock_[w] < step) late.push_back(w);
-  }
-  return absl::StrJoin(late, ", ");
-}
+int64_t Shard::MinClock() const { return *std::min_element(clock_.begin(), clock_.end()); }
 
 absl::StatusOr<bool> Shard::ServeIfReadyWith(int worker, int64_t step, ps::TensorKind kind,
                                              int64_t k, const FillFn& fill) {
@@ -436,29 +416,29 @@ absl::StatusOr<bool> Shard::ServeIfReadyWith(int worker, int64_t step, ps::Tenso
   {
     absl::MutexLock l(&mu_);
     if (!initialized_) return false;
-    if (kind == ps::PARAMS && options_.sync.mode == SyncMode::kSsp &&
-        step > start_step_ &&
-        *std::min_element(clock_.begin(), clock_.end()) < step - options_.sync.staleness) {
-      return false;
+    if (k < 0 || k >= static_cast<int64_t>(chunks_.size())) {
+      return absl::OutOfRangeError(absl::StrCat("chunk ", k, " does not exist"));
     }
-  }
-  if (k < 0 || k >= static_cast<int64_t>(chunks_.size())) {
-    return absl::OutOfRangeError(absl::StrCat("chunk ", k, " does not exist"));
+    if (kind == ps::PARAMS && MinClock() < policy_->StepsNeeded(step)) return false;
   }
   ChunkState& cs = *chunks_[k];
   absl::MutexLock cl(&cs.mu);
-  if (kind == ps::PARAMS && options_.sync.mode == SyncMode::kBsp) {
-    if (cs.version < step) return false;
-    if (cs.version > step) {
-      return absl::FailedPreconditionError(absl::StrCat("worker ", worker, " asked for step ", step,
-                                                        " of chunk ", k, ", which is at step ",
-                                                        cs.version));
+  if (kind == ps::PARAMS) {
+    switch (policy_->ReleaseOf(cs.clock, step)) {
+      case ChunkRelease::kNow:
+        break;
+      case ChunkRelease::kWait:
+        return false;
+      case ChunkRelease::kStale:
+        return absl::FailedPreconditionError(absl::StrCat("worker ", worker, " asked for step ",
+                                                          step, " of chunk ", k,
+                                                          ", which is at step ", cs.clock.version));
     }
   }
   const Slice c = ChunkOf(static_cast<int64_t>(params_.size()), chunk_floats_, k);
   if (kind == ps::OPTIMIZER_STATE) {
     std::vector<float> state(c.size);
-    RINGSIDE_RETURN_IF_ERROR(sgd_->SaveStateRange(c.offset, absl::MakeSpan(state)));
+    RINGSIDE_RETURN_IF_ERROR(cs.sgd->SaveStateRange(0, absl::MakeSpan(state)));
     fill(state.data(), c);
   } else {
     fill(params_.data() + c.offset, c);
@@ -479,7 +459,7 @@ Shard::FillFn Shard::ChunkFiller(int worker, int64_t step, ps::TensorKind kind,
 
 Shard::FillFn Shard::WireFiller(int worker, int64_t step, ps::TensorKind kind,
                                 WireChunk* out) const {
-  const bool borrow = kind == ps::PARAMS && options_.sync.mode == SyncMode::kBsp;
+  const bool borrow = kind == ps::PARAMS && policy_->replies_borrow();
   return [=](const float* data, const Slice& c) {
     out->worker_id = worker;
     out->step = step;
@@ -521,52 +501,50 @@ absl::Status Shard::ServeWith(int worker, int64_t step, ps::TensorKind kind, int
     RINGSIDE_ASSIGN_OR_RETURN(bool ready, ServeIfReadyWith(worker, step, kind, k, fill));
     if (ready) return absl::OkStatus();
     // Sleep until something changes (or the poll interval passes), then look again.
-    bool initialized;
-    std::string late;
-    {
-      absl::MutexLock l(&mu_);
-      initialized = initialized_;
-      if (!initialized) {
-        mu_.AwaitWithTimeout(absl::Condition(&initialized_), kPoll);
-        initialized = initialized_;
-      } else if (options_.sync.mode == SyncMode::kSsp) {
-        const int64_t need = step - options_.sync.staleness;
-        auto caught_up = [this, need]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return *std::min_element(clock_.begin(), clock_.end()) >= need || aborted_.load();
-        };
-        mu_.AwaitWithTimeout(absl::Condition(&caught_up), kPoll);
-        late = LateWorkers(need);
-      } else {
-        late = LateWorkers(step);
-      }
-    }
-    if (initialized && options_.sync.mode == SyncMode::kBsp) {
-      ChunkState& cs = *chunks_[k];
-      absl::MutexLock cl(&cs.mu);
-      auto updated = [&cs, step]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(cs.mu) {
-        return cs.version >= step;
-      };
-      cs.mu.AwaitWithTimeout(absl::Condition(&updated), kPoll);
-      std::vector<int> missing;
-      for (int w = 0; w < options_.num_workers; ++w) {
-        if (cs.pushed_step[w] < step - 1) missing.push_back(w);
-      }
-      late = absl::StrJoin(missing, ", ");
-    }
+    const bool initialized = AwaitRelease(step, k);
     if (absl::Now() > deadline) {
       if (!initialized) {
         return Abort(absl::StrCat("worker 0 did not initialise the parameters within ",
                                   absl::FormatDuration(options_.timeout)));
       }
-      if (options_.sync.mode == SyncMode::kSsp) {
-        return Abort(absl::StrCat("worker(s) ", late, " stayed more than ",
-                                  options_.sync.staleness, " steps behind worker ", worker,
-                                  " for ", absl::FormatDuration(options_.timeout)));
-      }
-      return Abort(absl::StrCat("worker(s) ", late.empty() ? "?" : late, " did not push step ",
-                                step - 1, " within ", absl::FormatDuration(options_.timeout)));
+      return Abort(policy_->LateReason(worker, step, LateWorkers(step, k), options_.timeout));
     }
   }
+}
+
+bool Shard::AwaitRelease(int64_t step, int64_t k) {
+  const int64_t need = policy_->StepsNeeded(step);
+  {
+    absl::MutexLock l(&mu_);
+    if (!initialized_) {
+      mu_.AwaitWithTimeout(absl::Condition(&initialized_), kPoll);
+      return initialized_;
+    }
+    // The policy's bound on the workers' clocks (SSP); met at once without one.
+    auto caught_up = [this, need]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return MinClock() >= need || aborted_.load();
+    };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&caught_up), kPoll)) return true;
+  }
+  // The policy's condition on the chunk (BSP: its update); met at once without one.
+  ChunkState& cs = *chunks_[k];
+  absl::MutexLock cl(&cs.mu);
+  auto released = [this, &cs, step]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(cs.mu) {
+    return policy_->ReleaseOf(cs.clock, step) != ChunkRelease::kWait || aborted_.load();
+  };
+  cs.mu.AwaitWithTimeout(absl::Condition(&released), kPoll);
+  return true;
+}
+
+std::vector<int> Shard::LateWorkers(int64_t step, int64_t k) {
+  std::vector<int64_t> clocks;
+  {
+    absl::MutexLock l(&mu_);
+    clocks = clock_;
+  }
+  ChunkState& cs = *chunks_[k];
+  absl::MutexLock cl(&cs.mu);
+  return policy_->LateWorkers(step, clocks, cs.clock);
 }
 
 void Shard::CountServed(int worker, int64_t step, ps::TensorKind kind, int64_t wire_bytes) {

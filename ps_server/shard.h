@@ -1,12 +1,15 @@
 // One parameter-server shard without the RPC layer: its slice of the parameters, the
-// SGD state for it, gradient aggregation under BSP / SSP / ASP, registration,
-// barriers, fault bookkeeping and per-step statistics. The gRPC service (ps_service.h)
-// is a thin translation of streams onto these calls, so the consistency logic is tested
-// here without sockets.
+// SGD state for it, gradient aggregation, registration, barriers, fault bookkeeping
+// and per-step statistics. What a push does and when a pull is served under BSP / SSP
+// / ASP is the ConsistencyPolicy's answer (consistency_policy.h); the shard keeps the
+// state it reads and the locks. The gRPC service (ps_service.h) is a thin translation
+// of streams onto these calls, so the consistency logic is tested here without sockets.
 //
 // Thread-safety: every method may be called from any number of RPC threads at once.
 // Gradient arithmetic holds only the lock of the chunk it touches, so workers pushing
-// different chunks aggregate in parallel.
+// different chunks aggregate in parallel. Each chunk has its own Ops and Sgd (over
+// the chunk's floats), used only under that chunk's lock: ops.h and sgd.h promise no
+// thread safety, so no two threads ever share one.
 #ifndef RINGSIDE_PS_SERVER_SHARD_H_
 #define RINGSIDE_PS_SERVER_SHARD_H_
 
@@ -28,6 +31,7 @@
 #include "common/metrics.h"
 #include "common/ops.h"
 #include "common/sgd.h"
+#include "ps_server/consistency_policy.h"
 #include "ps_server/ps.pb.h"
 #include "ps_server/sharding.h"
 #include "ps_server/wire_chunk.h"
@@ -46,7 +50,7 @@ struct PsShardOptions {
   int shard = 0;
   int num_shards = 1;
   int num_workers = 1;
-  SyncPolicy sync;
+  SyncPolicy sync;  // Becomes the shard's ConsistencyPolicy.
   int64_t chunk_bytes = 1 << 20;
   SgdHyper hyper;
   uint32_t config_hash = 0;  // Workers must register with the same hash...
@@ -81,10 +85,10 @@ class Shard {
   absl::StatusOr<int64_t> CheckChunk(const ChunkHeader& header, size_t payload_bytes,
                                      int expected_worker) const;
 
-  // Takes a checked chunk. GRADIENTS are aggregated and applied per the sync mode
-  // (FailedPrecondition for a step that is not the worker's current one, or a chunk
-  // pushed twice). PARAMS / OPTIMIZER_STATE initialise the shard (worker 0, before any
-  // gradient). `wire_bytes` is the serialised size, for the statistics. The payload
+  // Takes a checked chunk. GRADIENTS are aggregated and applied as the consistency
+  // policy says (FailedPrecondition for a step that is not the worker's current one, a
+  // chunk pushed twice, or one the policy refuses). PARAMS / OPTIMIZER_STATE initialise
+  // the shard (worker 0, before any gradient). `wire_bytes` is the serialised size, for the statistics. The payload
   // is only read.
   absl::Status Accept(ps::Chunk* chunk, int64_t wire_bytes);
   // Same for a checked header and its payload (the chunk's exact length, contiguous).
@@ -95,18 +99,19 @@ class Shard {
   absl::Status Accept(const ChunkHeader& header, const WireChunk& chunk);
 
   // Fills `out` with chunk k of `kind` for `worker`, who is about to run `step`, once
-  // the sync mode allows: BSP waits for the step's update of the chunk, SSP for the
-  // slowest worker to be within the bound. Blocks; after waiting options().timeout
-  // it aborts the job (naming the late workers) and returns Aborted. Also
-  // Aborted once the job was aborted by anyone.
+  // the consistency policy releases it (PARAMS; OPTIMIZER_STATE at once): BSP waits
+  // for the step's update of the chunk, SSP for the slowest worker to be within the
+  // bound. Blocks; after waiting options().timeout it aborts the job (naming the late
+  // workers, ConsistencyPolicy::LateReason) and returns Aborted. Also Aborted once the
+  // job was aborted by anyone.
   absl::Status Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k, ps::Chunk* out);
   // Same, but returns false at once instead of waiting.
   absl::StatusOr<bool> ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                                     ps::Chunk* out);
-  // The zero-copy forms: under BSP, `out` borrows the shard's parameter memory, which
-  // stays unchanged until every worker has received it (the next update of the chunk
-  // needs every worker's next push, which needs this reply). Under SSP / ASP the
-  // payload is copied, since other workers' pushes may update the chunk meanwhile.
+  // The zero-copy forms: when the policy says replies_borrow() (BSP), `out` borrows the
+  // shard's parameter memory, which stays unchanged until every worker has received
+  // it. Otherwise (SSP / ASP) the payload is copied, since other workers' pushes may
+  // update the chunk meanwhile.
   // `cancelled` (optional, polled while waiting): returns Cancelled soon after it
   // returns true.
   absl::Status Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k, WireChunk* out,
@@ -177,11 +182,17 @@ class Shard {
   // Statistics of step `step`; created on first use.
   StepRecord& Record(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFinishRecord(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string LateWorkers(int64_t step) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The slowest worker's clock.
+  int64_t MinClock() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Sleeps until the pull of `step`'s chunk k may have been released (or the shard
+  // initialised, or aborted), at most kPoll. Returns whether the shard is initialised.
+  bool AwaitRelease(int64_t step, int64_t k);
+  // The policy's late workers for a pull of `step`'s chunk k (initialised shard).
+  std::vector<int> LateWorkers(int64_t step, int64_t k);
 
   const PsShardOptions options_;
   const int64_t chunk_floats_;
-  std::unique_ptr<Ops> ops_;
+  const std::unique_ptr<const ConsistencyPolicy> policy_;
   std::atomic<bool> aborted_{false};
   std::atomic<int> active_streams_{0};
   std::atomic<int> calls_in_flight_{0};
@@ -215,11 +226,10 @@ class Shard {
   std::map<int64_t, StepRecord> records_ ABSL_GUARDED_BY(mu_);
   ps::ShardStats totals_ ABSL_GUARDED_BY(mu_);
 
-  // Parameters, SGD state and per-chunk aggregation; sized by the first registration.
+  // Parameters, per-chunk SGD state and aggregation; sized by the first registration.
   // Element ranges of chunk k are guarded by chunks_[k]->mu.
   std::vector<float> params_;
-  std::vector<float> accumulator_;
-  std::unique_ptr<Sgd> sgd_;
+  std::vector<float> accumulator_;  // Only when the policy sums_pushes().
   std::vector<std::unique_ptr<ChunkState>> chunks_;
 };
 

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace ringside {
@@ -64,31 +62,6 @@ absl::StatusOr<int64_t> ChunkFloats(int64_t chunk_bytes) {
         "chunk size must be a positive multiple of 4 bytes up to 64 MiB, got ", chunk_bytes));
   }
   return chunk_bytes / 4;
-}
-
-absl::StatusOr<SyncPolicy> ParseSyncPolicy(const std::string& text) {
-  SyncPolicy p;
-  if (text == "bsp") return p;
-  if (text == "asp") {
-    p.mode = SyncMode::kAsp;
-    return p;
-  }
-  if (absl::StartsWith(text, "ssp:") && absl::SimpleAtoi(text.substr(4), &p.staleness) &&
-      p.staleness >= 0) {
-    p.mode = SyncMode::kSsp;
-    return p;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--ps_sync must be bsp, ssp:K (K >= 0) or asp, got '", text, "'"));
-}
-
-std::string SyncModeName(SyncMode mode) {
-  switch (mode) {
-    case SyncMode::kBsp: return "bsp";
-    case SyncMode::kSsp: return "ssp";
-    case SyncMode::kAsp: return "asp";
-  }
-  return "?";
 }
 
 }  // namespace ringside

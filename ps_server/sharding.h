@@ -1,5 +1,6 @@
 // How the flat parameters are split over parameter-server shards, how a shard's slice
-// is cut into stream chunks, and the consistency modes. Shared by servers and workers.
+// is cut into stream chunks. Shared by servers and workers. (The consistency modes:
+// consistency_policy.h.)
 #ifndef RINGSIDE_PS_SERVER_SHARDING_H_
 #define RINGSIDE_PS_SERVER_SHARDING_H_
 
@@ -43,17 +44,6 @@ int64_t ChunkHolding(int64_t size, int64_t chunk_floats, int64_t offset);
 // positive multiple of 4 no larger than 64 MiB (under gRPC's receive cap set by both
 // ends).
 absl::StatusOr<int64_t> ChunkFloats(int64_t chunk_bytes);
-
-enum class SyncMode { kBsp, kSsp, kAsp };
-
-struct SyncPolicy {
-  SyncMode mode = SyncMode::kBsp;
-  int staleness = 0;  // SSP bound K: no worker starts step s before all pushed s - K.
-};
-
-// "bsp", "ssp:K" (K >= 0) or "asp". InvalidArgument otherwise.
-absl::StatusOr<SyncPolicy> ParseSyncPolicy(const std::string& text);
-std::string SyncModeName(SyncMode mode);  // "bsp", "ssp", "asp".
 
 }  // namespace ringside
 

@@ -152,40 +152,5 @@ TEST(ChunkFloatsTest, RejectsZeroNegativeUnalignedAndHuge) {
   }
 }
 
-TEST(ParseSyncPolicyTest, AcceptsBspAspAndSspWithBound) {
-  absl::StatusOr<SyncPolicy> bsp = ParseSyncPolicy("bsp");
-  ASSERT_TRUE(bsp.ok()) << bsp.status();
-  EXPECT_EQ(bsp->mode, SyncMode::kBsp);
-
-  absl::StatusOr<SyncPolicy> asp = ParseSyncPolicy("asp");
-  ASSERT_TRUE(asp.ok()) << asp.status();
-  EXPECT_EQ(asp->mode, SyncMode::kAsp);
-
-  absl::StatusOr<SyncPolicy> ssp0 = ParseSyncPolicy("ssp:0");
-  ASSERT_TRUE(ssp0.ok()) << ssp0.status();
-  EXPECT_EQ(ssp0->mode, SyncMode::kSsp);
-  EXPECT_EQ(ssp0->staleness, 0);
-
-  absl::StatusOr<SyncPolicy> ssp3 = ParseSyncPolicy("ssp:3");
-  ASSERT_TRUE(ssp3.ok()) << ssp3.status();
-  EXPECT_EQ(ssp3->mode, SyncMode::kSsp);
-  EXPECT_EQ(ssp3->staleness, 3);
-}
-
-TEST(ParseSyncPolicyTest, RejectsEverythingElse) {
-  for (const std::string text :
-       {"ssp", "ssp:", "ssp:-1", "ssp:x", "ssp:1x", "foo", "", "BSP", "bsp:1", "asp:2"}) {
-    absl::StatusOr<SyncPolicy> p = ParseSyncPolicy(text);
-    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << "'" << text << "'";
-  }
-}
-
-TEST(ParseSyncPolicyTest, ModeNamesRoundTrip) {
-  EXPECT_EQ(SyncModeName(SyncMode::kBsp), "bsp");
-  EXPECT_EQ(SyncModeName(SyncMode::kSsp), "ssp");
-  EXPECT_EQ(SyncModeName(SyncMode::kAsp), "asp");
-  EXPECT_EQ(ParseSyncPolicy(SyncModeName(SyncMode::kAsp))->mode, SyncMode::kAsp);
-}
-
 }  // namespace
 }  // namespace ringside

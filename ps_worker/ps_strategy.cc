@@ -1,7 +1,5 @@
 #include "ps_worker/ps_strategy.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -72,10 +70,6 @@ bool PsStrategy::WaitForZero(const std::vector<std::vector<int64_t>>* counts, in
 }
 
 void PsStrategy::StartPushPull() {
-  if (options_.crash_at_step >= 0 && step_ == options_.crash_at_step) {
-    _exit(3);  // Test hook: die like a killed process, without saying goodbye.
-  }
-  if (options_.step_delay > absl::ZeroDuration()) absl::SleepFor(options_.step_delay);
   // The last step's push-pulls are normally over (this step's forward waited for
   // every chunk); a failure among them is reported by this step's FinishStep.
   if (absl::Status s = Settle(); !s.ok() && deferred_.ok()) deferred_ = s;

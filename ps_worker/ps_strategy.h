@@ -24,8 +24,6 @@ struct PsStrategyOptions {
   int worker_id = 0;
   int num_workers = 1;
   bool has_momentum = true;            // Whether checkpoints carry a momentum buffer.
-  absl::Duration step_delay;           // Test hook: a deliberately slow worker.
-  int64_t crash_at_step = -1;          // Test hook: _exit(3) when this step starts.
   // True: FinishStep returns at once and the next forward waits for each chunk it
   // reads (see params_arrive_late()); false: FinishStep waits for every chunk.
   bool params_arrive_late = true;

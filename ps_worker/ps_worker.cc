@@ -60,7 +60,7 @@ absl::StatusOr<PsResult> RunPsWorker(const PsWorkerOptions& o) {
     }
     clients.push_back(std::move(client));
   }
-  PsStrategyOptions sopts = o.debug;
+  PsStrategyOptions sopts;
   sopts.worker_id = o.worker_id;
   sopts.num_workers = config.world_size();
   sopts.has_momentum = config.momentum() != 0;

@@ -29,7 +29,6 @@ struct PsWorkerOptions {
   bool resume = false;
   int64_t checkpoint_every = 0;
   int eval_batch = 1000;
-  PsStrategyOptions debug;           // Test hooks (step_delay, crash_at_step).
 };
 
 struct PsResult {

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The parameter server never hangs: a worker that dies under BSP (through the local
-# launcher, and with the roles started by hand so that the survivors' own failure
-# detection is what is tested), a shard killed mid-training, a worker whose flags differ
-# from the servers', and bad flags all end with non-zero exits and one clear error line,
-# within bounded time. Every process runs under timeout(1).
+# The parameter server never hangs: a worker killed (SIGKILL, from this script) mid-
+# training under BSP (through the local launcher, and with the roles started by hand so
+# that the survivors' own failure detection is what is tested), a shard killed
+# mid-training, a worker whose flags differ from the servers', and bad flags all end
+# with non-zero exits and one clear error line, within bounded time. Every process runs
+# under timeout(1); faults are injected from outside, the binary has no test hooks.
 set -uo pipefail
 RINGSIDE="$1"
+source "$(dirname "$0")/proc_util.sh"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 TIMEOUT=5
 failures=0
@@ -53,34 +55,39 @@ expect_error() {
   tail -n 1 "$log" | grep -qE "$regex" || { fail "$name: /$regex/ not in: $(tail -n 1 "$log")"; return; }
   echo "ok   $name (exit $rc): $(tail -n 1 "$log")"
 }
-wait_for() {  # wait_for FILE REGEX: up to 30 s.
-  for _ in $(seq 150); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done
-  fail "never saw /$2/ in $1: $(tail -n 2 "$1" 2>/dev/null)"; return 1
-}
 within() {  # within NAME T0 SECONDS
   local e; e=$(elapsed_since "$2")
   (( $(echo "$e < $3" | bc) )) || fail "$1: took ${e}s, more than $3s"
   echo "     $1: ${e}s"
 }
 
-# a1. Through the launcher: worker 1 of 3 dies at step 5 under BSP; the job fails within
-#     ~30 s, its one error line naming the failed process.
-t0=$(now)
-timeout 60 "$RINGSIDE" train --strategy=ps --workers=3 --ps_shards=2 --timeout_s=$TIMEOUT \
-  --ps_debug_worker=1 --ps_debug_crash_at_step=5 "${job[@]}" >"$T/launch.out" 2>"$T/launch.err"
-rc=$?
-if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
-  fail "launched job with a crashing worker: exit status $rc"; tail -n 5 "$T/launch.out" "$T/launch.err"
-elif [ "$(wc -l <"$T/launch.err")" -ne 1 ] || ! grep -qE '^ringside: error: worker 1 failed: exited with status 3' "$T/launch.err"; then
-  fail "launched job: stderr is not one line naming worker 1: $(cat "$T/launch.err")"
+# a1. Through the launcher: worker 1 of 3 (rank 3 after shards 0 and 1) is killed once
+#     worker 0 is past step 2 under BSP (its forward of step 2 had every worker's push
+#     of step 1; the progress line says "step 3/..."); the job
+#     fails within ~30 s, its one error line naming the killed process.
+timeout 90 "$RINGSIDE" train --strategy=ps --workers=3 --ps_shards=2 --timeout_s=$TIMEOUT \
+  "${job[@]}" >"$T/launch.out" 2>"$T/launch.err" &
+launched=$!
+if wait_for_step "$T/launch.out" 3 && victim=$(pid_of_rank "$launched" 3); then
+  kill -KILL "$victim"; t0=$(now)
+  bounded_wait "$launched" 30; rc=$?
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$rc" -eq 254 ]; then
+    fail "launched job with a killed worker: exit status $rc"; tail -n 5 "$T/launch.out" "$T/launch.err"
+  elif [ "$(wc -l <"$T/launch.err")" -ne 1 ] || ! grep -qE '^ringside: error: worker 1 failed: killed by signal 9' "$T/launch.err"; then
+    fail "launched job: stderr is not one line naming worker 1: $(cat "$T/launch.err")"
+  else
+    echo "ok   launched_kill (exit $rc): $(cat "$T/launch.err")"
+  fi
+  within launched_kill "$t0" 30
 else
-  echo "ok   launched_crash (exit $rc): $(cat "$T/launch.err")"
+  fail "launched job: never saw worker 0 past step 2 with worker 1 (rank 3) running: $(tail -n 2 "$T/launch.out" "$T/launch.err")"
+  kill "$launched" 2>/dev/null; wait "$launched" 2>/dev/null
 fi
-within launched_crash "$t0" 30
 
-# a2. The same by hand: 2 shards, 3 workers, worker 1 dies at step 5 (exit 3, no
-#     goodbye). The other workers and both shards fail within the timeout plus a margin,
-#     naming worker 1.
+# a2. The same by hand: 2 shards, 3 workers, worker 1 killed (SIGKILL, no goodbye)
+#     once worker 0 is past step 2 (as in a1). The other workers and both shards fail
+#     within the timeout plus a margin; the workers and the shard they wait on name
+#     worker 1.
 P0=$(free_port); P1=$(free_port)
 while [ "$P1" = "$P0" ]; do P1=$(free_port); done
 SERVERS="127.0.0.1:$P0,127.0.0.1:$P1"
@@ -88,36 +95,49 @@ ps_job=(--workers=3 --ps_shards=2)
 server 0 "$P0" "$T/a_s0.log" "${ps_job[@]}"; s0=$!
 server 1 "$P1" "$T/a_s1.log" "${ps_job[@]}"; s1=$!
 worker 0 "$SERVERS" "$T/a_w0.log" "${ps_job[@]}"; w0=$!
-worker 1 "$SERVERS" "$T/a_w1.log" "${ps_job[@]}" --ps_debug_worker=1 --ps_debug_crash_at_step=5; w1=$!
+worker 1 "$SERVERS" "$T/a_w1.log" "${ps_job[@]}"; w1=$!
 worker 2 "$SERVERS" "$T/a_w2.log" "${ps_job[@]}"; w2=$!
-bounded_wait "$w1" 30; rc=$?; t0=$(now)
-[ "$rc" -eq 3 ] || { fail "crashing worker 1 exited $rc, expected 3"; tail -n 3 "$T/a_w1.log"; }
+wait_for_step "$T/a_w0.log" 3 || fail "worker 0 never got past step 2: $(tail -n 2 "$T/a_w0.log")"
+pkill -KILL -P "$w1"; t0=$(now)  # SIGKILL worker 1 itself (the child of timeout)
+bounded_wait "$w1" 30; rc=$?
+# timeout(1) reports its child's death by SIGKILL as 128 + 9.
+[ "$rc" -eq 137 ] || { fail "killed worker 1 exited $rc, expected 137"; tail -n 3 "$T/a_w1.log"; }
 lost='worker 1 lost|worker\(s\) 1 did not push'
 expect_error crash_worker0 "$w0" "$T/a_w0.log" "^ringside: error: worker 0: .*($lost)"
 expect_error crash_worker2 "$w2" "$T/a_w2.log" "^ringside: error: worker 2: .*($lost)"
-expect_error crash_shard0 "$s0" "$T/a_s0.log" "^ringside: error: shard 0: ($lost).*job aborted"
-expect_error crash_shard1 "$s1" "$T/a_s1.log" "^ringside: error: shard 1: ($lost).*job aborted"
+# The kill lands anywhere in a step: a shard that worker 1 had already sent its step's
+# chunks to has nobody waiting on it and gives up as idle, but the shard the others
+# wait on names worker 1 (under BSP they cannot go on without it).
+idle='no worker has called for'
+expect_error crash_shard0 "$s0" "$T/a_s0.log" "^ringside: error: shard 0: ($lost|$idle).*job aborted"
+expect_error crash_shard1 "$s1" "$T/a_s1.log" "^ringside: error: shard 1: ($lost|$idle).*job aborted"
+tail -q -n 1 "$T/a_s0.log" "$T/a_s1.log" | grep -qE "$lost" || fail "crash: no shard named worker 1"
 within crash_survivors "$t0" $((TIMEOUT + 8))
 
-# b. Shard 1 of 2 is killed (SIGKILL) mid-training: every worker fails within the timeout
-#    plus a margin, naming the shard and its address. Worker 0 is slowed so that the
-#    kill lands mid-run.
+# b. Shard 1 of 2 is killed (SIGKILL) mid-training, once worker 0 is past step 2 and
+#    slowed down from here (SIGSTOP / SIGCONT, so that it is mostly between calls, as a
+#    slow worker is): every worker fails within the timeout plus a margin, naming the
+#    shard and its address.
 P0=$(free_port); P1=$(free_port)
 while [ "$P1" = "$P0" ]; do P1=$(free_port); done
 SERVERS="127.0.0.1:$P0,127.0.0.1:$P1"
 ps_job=(--workers=2 --ps_shards=2)
 server 0 "$P0" "$T/b_s0.log" "${ps_job[@]}"; s0=$!
 server 1 "$P1" "$T/b_s1.log" "${ps_job[@]}"; s1=$!
-worker 0 "$SERVERS" "$T/b_w0.log" "${ps_job[@]}" --ps_debug_worker=0 --ps_debug_delay_ms=50; w0=$!
+worker 0 "$SERVERS" "$T/b_w0.log" "${ps_job[@]}"; w0=$!
 worker 1 "$SERVERS" "$T/b_w1.log" "${ps_job[@]}"; w1=$!
-if wait_for "$T/b_w0.log" 'step [0-9]+/'; then
-  sleep 0.5  # ~10 steps in
+if wait_for_step "$T/b_w0.log" 3; then
+  throttle "$(pgrep -P "$w0")" & slow=$!
+  sleep 0.5
   pkill -KILL -P "$s1"; t0=$(now)  # SIGKILL the shard itself (the child of timeout)
   expect_error kill_worker0 "$w0" "$T/b_w0.log" "^ringside: error: worker 0: .*shard 1 at 127\.0\.0\.1:$P1"
   expect_error kill_worker1 "$w1" "$T/b_w1.log" "^ringside: error: worker 1: .*shard 1 at 127\.0\.0\.1:$P1"
   within kill_workers "$t0" $((TIMEOUT + 8))
   # The surviving shard hears of it too (its workers lost or late) and stops.
   expect_error kill_shard0 "$s0" "$T/b_s0.log" "^ringside: error: shard 0: .*job aborted" $((TIMEOUT + 8))
+  bounded_wait "$slow" 10 || fail "throttling worker 0 did not end with it"
+else
+  fail "worker 0 never got past step 2: $(tail -n 2 "$T/b_w0.log")"
 fi
 for p in "$s0" "$s1" "$w0" "$w1"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 
@@ -156,7 +176,9 @@ done
 bad_flags servers_empty "--ps_servers is empty" ps-worker --ps_servers=
 bad_flags servers_count "--ps_servers lists 1 addresses for --ps_shards=2" ps-worker --ps_shards=2 --ps_servers=127.0.0.1:5
 # More shards than parameters: a 10-parameter model (mlp:4-2 over 2x2 inputs, 2 classes).
-tiny=(--model=mlp:4-2 --dataset=synthetic:train=64,test=16,shape=1x2x2,classes=2 --workers=1 --timeout_s=$TIMEOUT)
+# The shards' registration wait (--timeout_s) is long enough for the worker's refusal to
+# come first even when 12 processes start at once on a loaded machine.
+tiny=(--model=mlp:4-2 --dataset=synthetic:train=64,test=16,shape=1x2x2,classes=2 --workers=1 --timeout_s=20)
 eleven=$(for i in $(seq 11); do echo -n "127.0.0.1:$((40000 + i)),"; done)
 bad_flags shards_gt_params "--ps_shards=11 exceeds the model's 10 parameters" \
   ps-worker --ps_shards=11 --ps_servers="${eleven%,}" "${tiny[@]}"

@@ -1,32 +1,42 @@
 #!/usr/bin/env bash
-# Parameter server, bounded staleness: 3 workers on 1 shard, worker 2 slowed by 40 ms a
-# step, 30 steps. From the workers' per-step start times: under --ps_sync=ssp:2 no fast
+# Parameter server, bounded staleness: 3 workers on 1 shard, 30 steps, worker 2 slowed
+# from outside by this script (SIGSTOP / SIGCONT, stopped 40 ms of every 50 ms). From the workers' per-step start times: under --ps_sync=ssp:2 no fast
 # worker ever starts step s before the slow one has started s - 2 (lead <= K), and the
 # bound is reached (max lead K or K-1); under ssp:0 the lead never exceeds 0; under asp
 # the lead exceeds 2 (the check can fail).
 set -uo pipefail
 RINGSIDE="$1"; CHECK="$2"
+source "$(dirname "$0")/proc_util.sh"
 PY=/usr/bin/python3
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 common=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5
         --epochs=1 --steps=30 --batch=8 --lr=0.05 --momentum=0.9 --seed=3 --threads=1
-        --eval_batch=240 --workers=3 --ps_shards=1 --timeout_s=30
-        --ps_debug_worker=2 --ps_debug_delay_ms=40)
+        --eval_batch=240 --workers=3 --ps_shards=1 --timeout_s=30)
+# The launcher's ranks: shard 0 is rank 0, worker w is rank w + 1.
+SLOW_WORKER=2
+SLOW_RANK=3
 failures=0
+# Whatever is left in the background (after a failed check) is stopped on the way out.
+trap 'for j in $(jobs -p); do kill "$j" 2>/dev/null; done' EXIT
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # run NAME SYNC K EXPECT: one job, then the staleness check on its worker metrics.
 run() {
   local name=$1 sync=$2 k=$3 expect=$4 rc
+  local job slow throttle_rc
   timeout 120 "$RINGSIDE" train --strategy=ps --ps_sync="$sync" "${common[@]}" --out="$T/$name" \
-    >"$T/$name.log" 2>&1
-  rc=$?
+    >"$T/$name.log" 2>&1 &
+  job=$!
+  (pid=$(wait_for_rank "$job" "$SLOW_RANK") && throttle "$pid") & slow=$!
+  wait "$job"; rc=$?
+  wait "$slow"; throttle_rc=$?
+  if [ "$throttle_rc" -ne 0 ]; then fail "$name: worker $SLOW_WORKER (rank $SLOW_RANK) was never found to slow down"; fi
   if [ "$rc" -ne 0 ]; then fail "$name: --ps_sync=$sync exited $rc"; tail -5 "$T/$name.log"; return; fi
   for w in 0 1 2; do
     [ "$(wc -l <"$T/$name/metrics.jsonl.rank$w")" -eq 30 ] || { fail "$name: worker $w metrics"; return; }
   done
   echo -n "$sync: "
-  $PY "$CHECK" --slow=2 --bound="$k" --expect="$expect" "$T/$name"/metrics.jsonl.rank{0,1,2} \
+  $PY "$CHECK" --slow="$SLOW_WORKER" --bound="$k" --expect="$expect" "$T/$name"/metrics.jsonl.rank{0,1,2} \
     || fail "$name: --ps_sync=$sync staleness check ($expect, K=$k)"
 }
 

@@ -49,9 +49,6 @@ ABSL_FLAG(std::string, ps_servers, "",
 ABSL_FLAG(int32_t, worker_id, 0, "ps-worker: this worker's id in [0, --workers)");
 ABSL_FLAG(int32_t, shard, 0, "ps-server: the shard to host, in [0, --ps_shards)");
 ABSL_FLAG(std::string, listen, "0.0.0.0:0", "ps-server: host:port to listen on");
-ABSL_FLAG(int32_t, ps_debug_worker, -1, "ps test hook: the worker the next two flags apply to");
-ABSL_FLAG(int32_t, ps_debug_delay_ms, 0, "ps test hook: that worker sleeps this long every step");
-ABSL_FLAG(int64_t, ps_debug_crash_at_step, -1, "ps test hook: that worker dies at this step");
 ABSL_FLAG(int32_t, nproc_per_node, 1, "launch: processes on this node");
 ABSL_FLAG(int32_t, nnodes, 1, "launch: nodes in the job");
 ABSL_FLAG(int32_t, node_rank, 0, "launch: this node's index");

@@ -28,10 +28,6 @@ absl::Status RunPsWorkerRole(const RunConfig& c, int worker_id) {
   o.resume = absl::GetFlag(FLAGS_resume);
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
-  if (absl::GetFlag(FLAGS_ps_debug_worker) == worker_id) {
-    o.debug.step_delay = absl::Milliseconds(absl::GetFlag(FLAGS_ps_debug_delay_ms));
-    o.debug.crash_at_step = absl::GetFlag(FLAGS_ps_debug_crash_at_step);
-  }
   absl::StatusOr<PsResult> r = RunPsWorker(o);
   if (!r.ok()) return r.status();
   if (worker_id == 0) {
