@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/cpu_ops.h"
+#include "common/sgd.h"
 #include "common/status_macros.h"
 
 namespace ringside {

@@ -30,7 +30,6 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/ops.h"
-#include "common/sgd.h"
 #include "ps_server/consistency_policy.h"
 #include "ps_server/ps.pb.h"
 #include "ps_server/sharding.h"
