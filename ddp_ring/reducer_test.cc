@@ -87,7 +87,8 @@ std::vector<float> RunRank(const Setup& setup, Store* store, int rank, int world
   auto reducer = Reducer::Create(group->get(), model->get(), ops.get(), kHyper, ro);
   EXPECT_TRUE(reducer.ok());
   EXPECT_GE((*reducer)->buckets().size(), 3u);
-  EXPECT_TRUE((*reducer)->BroadcastParameters().ok());
+  EXPECT_TRUE((*reducer)->Start(0).ok());  // Broadcasts rank 0's parameters.
+  const StepHooks hooks = (*reducer)->hooks();
   const std::string trace_path =
       std::string(std::getenv("TEST_TMPDIR")) + "/trace" + std::to_string(rank) +
       (overlap ? "o" : "n") + ".json";
@@ -97,12 +98,11 @@ std::vector<float> RunRank(const Setup& setup, Store* store, int rank, int world
   for (int step = 0; step < kSteps; ++step) {
     const Batch b = MakeBatch(kDim, kClasses, kPerRank, 1000 * step + rank);
     EXPECT_TRUE((*model)->Forward(b.x.data(), b.y.data(), kPerRank).ok());
-    const GradReadyFn hook = [&](const ParamRange& r) { (*reducer)->OnGradientReady(r); };
-    EXPECT_TRUE((*model)->Backward(1.0f / (kPerRank * world), hook,
-                                   (*reducer)->accumulates_gradients()).ok());
+    EXPECT_TRUE((*model)->Backward(1.0f / (kPerRank * world), hooks.backward,
+                                   hooks.accumulate_gradients).ok());
     backward_end.push_back(NowMicros());
     StepMetrics m;
-    EXPECT_TRUE((*reducer)->FinishStep(model->get(), &m, trace->get()).ok());
+    EXPECT_TRUE((*reducer)->FinishStep(HookTimes(), &m, trace->get()).ok());
     // Ring all-reduce: 2 (N-1)/N of every bucket leaves (and enters) each rank.
     int64_t expected_bytes = 0;
     for (const Bucket& bucket : (*reducer)->buckets()) {
@@ -111,6 +111,7 @@ std::vector<float> RunRank(const Setup& setup, Store* store, int rank, int world
     EXPECT_EQ(m.bytes_sent(), expected_bytes);
     EXPECT_EQ(m.bytes_received(), expected_bytes);
   }
+  EXPECT_TRUE((*reducer)->Finish().ok());  // The final barrier.
   EXPECT_TRUE((*trace)->Close().ok());
   // Read the bucket spans back from the trace: did one start before backward ended?
   std::ifstream in(trace_path);

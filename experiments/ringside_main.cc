@@ -172,7 +172,7 @@ absl::Status CheckPsFlags(const ringside::RunConfig& c) {
 
 absl::Status RunPsWorkerRole(const ringside::RunConfig& c, int worker_id) {
   ringside::PsWorkerOptions o;
-  o.config = c;
+  o.run.config = c;
   o.worker_id = worker_id;
   if (worker_id < 0 || worker_id >= c.world_size()) {
     return absl::InvalidArgumentError(absl::StrFormat("--worker_id=%d is outside [0, --workers=%d)", worker_id, c.world_size()));
@@ -181,18 +181,18 @@ absl::Status RunPsWorkerRole(const ringside::RunConfig& c, int worker_id) {
   if (!servers.ok()) return servers.status();
   o.servers = *servers;
   o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
-  o.out_dir = absl::GetFlag(FLAGS_out);
-  o.resume = absl::GetFlag(FLAGS_resume);
-  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
-  o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
+  o.run.out_dir = absl::GetFlag(FLAGS_out);
+  o.run.resume = absl::GetFlag(FLAGS_resume);
+  o.run.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.run.eval_batch = absl::GetFlag(FLAGS_eval_batch);
   if (absl::GetFlag(FLAGS_ps_debug_worker) == worker_id) {
     o.debug.step_delay = absl::Milliseconds(absl::GetFlag(FLAGS_ps_debug_delay_ms));
     o.debug.crash_at_step = absl::GetFlag(FLAGS_ps_debug_crash_at_step);
   }
-  absl::StatusOr<ringside::PsResult> r = ringside::RunPsWorker(o);
+  absl::StatusOr<ringside::TrainResult> r = ringside::RunPsWorker(o);
   if (!r.ok()) return r.status();
   if (worker_id == 0) {
-    absl::PrintF("steps: %d, %.0f samples/s (all workers)\n", r->steps, r->samples_per_sec);
+    absl::PrintF("steps: %d, %.0f samples/s (all workers)\n", r->steps, r->job_samples_per_sec);
     absl::PrintF("test loss: %.4f\n", r->test_loss);
     absl::PrintF("test accuracy: %.4f\n", r->test_accuracy);
   }
@@ -296,7 +296,7 @@ absl::Status RunDdp(int argc, char** argv) {
   absl::StatusOr<ringside::DdpEnv> env = ringside::ReadDdpEnv();
   if (!env.ok()) return env.status();
   ringside::DdpWorkerOptions o;
-  o.config = c;
+  o.run.config = c;
   o.backend = c.backend();
   o.reducer.bucket_cap_bytes = c.bucket_cap_bytes();
   o.reducer.first_bucket_bytes = c.first_bucket_bytes();
@@ -308,16 +308,16 @@ absl::Status RunDdp(int argc, char** argv) {
   const int timeout_s = absl::GetFlag(FLAGS_timeout_s);
   if (timeout_s < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
   o.timeout = absl::Seconds(timeout_s);
-  o.out_dir = absl::GetFlag(FLAGS_out);
-  o.resume = absl::GetFlag(FLAGS_resume);
-  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
-  o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
+  o.run.out_dir = absl::GetFlag(FLAGS_out);
+  o.run.resume = absl::GetFlag(FLAGS_resume);
+  o.run.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.run.eval_batch = absl::GetFlag(FLAGS_eval_batch);
   if (c.batch() < 1) return absl::InvalidArgumentError(absl::StrFormat("--batch must be >= 1, got %d", c.batch()));
   if (!(c.lr() >= 0)) return absl::InvalidArgumentError(absl::StrFormat("--lr must be >= 0, got %g", c.lr()));
-  absl::StatusOr<ringside::DdpResult> r = ringside::RunDdpWorker(*env, o);
+  absl::StatusOr<ringside::TrainResult> r = ringside::RunDdpWorker(*env, o);
   if (!r.ok()) return r.status();
   if (env->rank == 0) {
-    absl::PrintF("steps: %d, %.0f samples/s (all ranks)\n", r->steps, r->samples_per_sec);
+    absl::PrintF("steps: %d, %.0f samples/s (all ranks)\n", r->steps, r->job_samples_per_sec);
     absl::PrintF("test loss: %.4f\n", r->test_loss);
     absl::PrintF("test accuracy: %.4f\n", r->test_accuracy);
   }
@@ -335,7 +335,7 @@ absl::Status Dispatch(const std::vector<char*>& args, int argc, char** argv) {
     }
     if (absl::GetFlag(FLAGS_strategy) == "ddp") return RunDdp(argc, argv);
     if (absl::GetFlag(FLAGS_strategy) == "ps") return RunPs(argc, argv);
-    ringside::TrainCommandOptions o;
+    ringside::RunOptions o;
     o.config = ConfigFromFlags();
     o.out_dir = absl::GetFlag(FLAGS_out);
     o.resume = absl::GetFlag(FLAGS_resume);
