@@ -21,6 +21,7 @@
 //   device.h       GPU detection; cuda_check.h checked-call macros for CUDA/cuBLAS/NCCL
 //   status_macros.h  RINGSIDE_RETURN_IF_ERROR / RINGSIDE_ASSIGN_OR_RETURN
 //   task_thread.h  a long-lived helper thread that runs one handed-over task at a time
+//   test_util.h    (testonly) MaxRelativeDifference for the equivalence tests
 //   ringside.proto RunConfig, StepMetrics, CheckpointHeader
 #ifndef RINGSIDE_COMMON_COMMON_H_
 #define RINGSIDE_COMMON_COMMON_H_

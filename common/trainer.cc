@@ -108,17 +108,11 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
                                                          const DatasetSplits* data,
                                                          StepStrategy* strategy) {
   const RunConfig& c = options.config;
-  if (c.batch() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("batch must be >= 1, got ", c.batch()));
-  }
-  if (c.grad_accum() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("grad_accum must be >= 1, got ", c.grad_accum()));
-  }
-  if (c.epochs() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("epochs must be >= 1, got ", c.epochs()));
-  }
-  if (c.max_steps() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("steps must be >= 0, got ", c.max_steps()));
+  {
+    // The checks every strategy runs; a grad_accum of 0 (proto3's default) means none.
+    RunConfig checked = c;
+    if (checked.grad_accum() == 0) checked.set_grad_accum(1);
+    RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(checked));
   }
   if (options.eval_batch < 1) {
     return absl::InvalidArgumentError("eval batch must be >= 1");

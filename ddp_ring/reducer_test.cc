@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/common.h"
+#include "common/test_util.h"
 #include "gtest/gtest.h"
 
 namespace ringside {
@@ -157,15 +158,6 @@ std::vector<float> RunReference(const Setup& setup, int world) {
     sgd->Step((*model)->params(), (*model)->grads());
   }
   return std::vector<float>((*model)->params(), (*model)->params() + (*model)->num_params());
-}
-
-double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& ref) {
-  double max_diff = 0, max_ref = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - ref[i])));
-    max_ref = std::max(max_ref, static_cast<double>(std::fabs(ref[i])));
-  }
-  return max_diff / max_ref;
 }
 
 class ReducerEquivalenceTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/common.h"
+#include "common/test_util.h"
 #include "gtest/gtest.h"
 #include "ps_server/server_role.h"
 #include "ps_worker/ps_worker.h"
@@ -115,15 +116,6 @@ std::vector<float> RunReference(int workers) {
   EXPECT_TRUE(r.ok()) << r.status();
   const Model& m = *replica->model;
   return std::vector<float>(m.params(), m.params() + m.num_params());
-}
-
-double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& ref) {
-  double max_diff = 0, max_ref = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - ref[i])));
-    max_ref = std::max(max_ref, static_cast<double>(std::fabs(ref[i])));
-  }
-  return max_diff / max_ref;
 }
 
 // (workers, shards, prefetch)
