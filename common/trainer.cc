@@ -238,6 +238,38 @@ void Trainer::PrintProgress(const StepMetrics& m, int64_t steps_total, double ra
   fflush(options_.progress);
 }
 
+absl::Status Trainer::RunMicroBatches(absl::Span<const int64_t> samples,
+                                      const StepHooks& hooks, StepMetrics* m,
+                                      HookTimes* hook_times) {
+  const int batch = options_.config.batch();
+  const int64_t n = static_cast<int64_t>(samples.size());
+  // Every rank has the same count per step, so this is the mean over the global batch.
+  const float loss_scale = 1.0f / static_cast<float>(n * options_.world_size);
+  // Micro-batches: gradients accumulate; only the last one announces readiness, so
+  // the strategy syncs and steps once per step.
+  double loss_sum = 0;
+  for (int64_t off = 0; off < n; off += batch) {
+    const int64_t mn = std::min<int64_t>(batch, n - off);
+    const bool last = off + mn >= n;
+    StepMetrics part;
+    RINGSIDE_RETURN_IF_ERROR(train_step_.Run(
+        samples.subspan(off, mn), loss_scale, hooks.forward,
+        last ? hooks.backward : BackwardHooks(), hooks.accumulate_gradients || off > 0, &part,
+        trace_.get(), hook_times));
+    m->set_data_ms(m->data_ms() + part.data_ms());
+    m->set_forward_ms(m->forward_ms() + part.forward_ms());
+    m->set_backward_ms(m->backward_ms() + part.backward_ms());
+    m->set_samples(m->samples() + part.samples());
+    m->set_correct(m->correct() + part.correct());
+    loss_sum += static_cast<double>(part.loss()) * mn;
+  }
+  m->set_loss(static_cast<float>(loss_sum / n));
+  return absl::OkStatus();
+}
+
+// Run keeps the whole loop in one piece (about 90 lines) so that the position
+// (step_, epoch_, batch_in_epoch_) and the order of lifecycle calls, evaluation and
+// checkpoints are read in one place.
 absl::StatusOr<TrainResult> Trainer::Run() {
   const RunConfig& c = options_.config;
   // One optimizer step consumes grad_accum micro-batches of `batch` samples.
@@ -267,28 +299,9 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       m.set_role(strategy_->role());
       const int64_t t0 = NowMicros();
       m.set_start_us(t0);
-      // Every rank has the same count per step, so this is the mean over the global batch.
-      const float loss_scale = 1.0f / static_cast<float>(n * options_.world_size);
-      // Micro-batches: gradients accumulate; only the last one announces readiness, so
-      // the strategy syncs and steps once per step.
-      double loss_sum = 0;
       HookTimes hook_times;
-      for (int64_t off = 0; off < n; off += c.batch()) {
-        const int64_t mn = std::min<int64_t>(c.batch(), n - off);
-        const bool last = off + mn >= n;
-        StepMetrics part;
-        RINGSIDE_RETURN_IF_ERROR(train_step_.Run(
-            absl::MakeConstSpan(order).subspan(begin + off, mn), loss_scale, hooks.forward,
-            last ? hooks.backward : BackwardHooks(), hooks.accumulate_gradients || off > 0,
-            &part, trace_.get(), &hook_times));
-        m.set_data_ms(m.data_ms() + part.data_ms());
-        m.set_forward_ms(m.forward_ms() + part.forward_ms());
-        m.set_backward_ms(m.backward_ms() + part.backward_ms());
-        m.set_samples(m.samples() + part.samples());
-        m.set_correct(m.correct() + part.correct());
-        loss_sum += static_cast<double>(part.loss()) * mn;
-      }
-      m.set_loss(static_cast<float>(loss_sum / n));
+      RINGSIDE_RETURN_IF_ERROR(RunMicroBatches(
+          absl::MakeConstSpan(order).subspan(begin, n), hooks, &m, &hook_times));
       if (c.prefetch() && batch_in_epoch_ + 1 < per_epoch && step_ + 1 < steps_total) {
         // Backward is done with this batch: gather the next step's first micro-batch
         // while the strategy's communication finishes. (The first step of an epoch

@@ -165,6 +165,11 @@ class Trainer {
   Trainer(const TrainerOptions& options, Model* model, Ops* ops, const DatasetSplits* data,
           StepStrategy* strategy, Sharder train_shard, Sharder test_shard);
   absl::Status Restore();
+  // Forward and backward of one step's `samples` in micro-batches of config.batch
+  // (only the last announces through hooks.backward); fills m's phase times, loss,
+  // samples and correct, and adds the hooks' time to `hook_times`.
+  absl::Status RunMicroBatches(absl::Span<const int64_t> samples, const StepHooks& hooks,
+                               StepMetrics* m, HookTimes* hook_times);
   absl::Status WriteCheckpointNow();
   absl::StatusOr<EvalResult> EvaluateTest();
   void PrintProgress(const StepMetrics& m, int64_t steps_total, double rate, bool force);
