@@ -2,6 +2,7 @@
 //
 //   ops.h          the ops interface (GEMM, bias, ReLU, softmax-xent, im2col, pool,
 //                  fused SGD, BLAS-1) and DeviceArray; cpu_ops.h is its OpenBLAS backend
+//   ops_factory.h  NewOps(kind, device, threads): the backend production code uses
 //   layers.h       layers written once against the ops
 //   model.h        Model: layers over one flat parameter/gradient buffer, backward that
 //                  announces ready gradient ranges; specs "mlp:..." and "cnn:lenet"
@@ -9,7 +10,12 @@
 //   dataset.h      IDX (Fashion-MNIST) and synthetic datasets
 //   sharder.h      DistributedSampler-style sharding
 //   local_step.h   one forward + backward step, timed; evaluation
-//   trainer.h      the training loop and the StepStrategy hook the strategies implement
+//   trainer.h      the training loop and the StepStrategy lifecycle the strategies
+//                  implement (Start, hooks, FinishStep, Finish)
+//   run_config.h   RunConfig validation, RunOptions, SGD settings, the same-configuration
+//                  check that names the differing field; shared defaults
+//   replica.h      one replica set-up (ops, dataset, model, SGD) and its training,
+//                  used by single, DDP and PS
 //   checkpoint.h   atomic single-file checkpoints
 //   metrics.h      per-step JSON-lines records; trace.h Chrome trace events
 //   device.h       GPU detection (dlopen at run time; no CUDA at build time)
@@ -17,6 +23,7 @@
 //                  included here)
 //   status_macros.h  RINGSIDE_RETURN_IF_ERROR / RINGSIDE_ASSIGN_OR_RETURN
 //   task_thread.h  a long-lived helper thread that runs one handed-over task at a time
+//   test_util.h    (testonly) MaxRelativeDifference for the equivalence tests
 //   ringside.proto RunConfig, StepMetrics, CheckpointHeader
 #ifndef RINGSIDE_COMMON_COMMON_H_
 #define RINGSIDE_COMMON_COMMON_H_
@@ -29,6 +36,9 @@
 #include "common/metrics.h"
 #include "common/model.h"
 #include "common/ops.h"
+#include "common/ops_factory.h"
+#include "common/replica.h"
+#include "common/run_config.h"
 #include "common/sgd.h"
 #include "common/sharder.h"
 #include "common/status_macros.h"

@@ -27,7 +27,8 @@ absl::Status LocalStep::Load(absl::Span<const int64_t> indices) {
 
 absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
                             const ForwardHooks& forward_hooks, const BackwardHooks& hooks,
-                            bool accumulate_grads, StepMetrics* m, TraceWriter* trace) {
+                            bool accumulate_grads, StepMetrics* m, TraceWriter* trace,
+                            HookTimes* hook_times) {
   const bool on_cpu = ops_->kind() == DeviceKind::kCpu;
   const int64_t t0 = NowMicros();
   const bool staged = !prefetched_.empty() &&
@@ -56,12 +57,14 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
   RINGSIDE_ASSIGN_OR_RETURN(ForwardResult fwd, model_->Forward(x, y, batch, fh));
   const int64_t t2 = NowMicros();
   int64_t hook_us = 0;
-  auto timed = [&hook_us](const GradReadyFn& hook) -> GradReadyFn {
+  auto timed = [&hook_us, hook_times](const GradReadyFn& hook) -> GradReadyFn {
     if (!hook) return nullptr;
-    return [&hook, &hook_us](const ParamRange& range) {
+    return [&hook, &hook_us, hook_times](const ParamRange& range) {
       const int64_t h0 = NowMicros();
       hook(range);
-      hook_us += NowMicros() - h0;
+      const int64_t dur = NowMicros() - h0;
+      hook_us += dur;
+      hook_times->backward_calls.emplace_back(h0, dur);
     };
   };
   RINGSIDE_RETURN_IF_ERROR(model_->Backward(
@@ -69,6 +72,8 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
       BackwardHooks{timed(hooks.grads_ready), timed(hooks.params_free), hooks.split_at},
       accumulate_grads));
   const int64_t t3 = NowMicros();
+  hook_times->forward_us += wait_us;
+  hook_times->backward_us += hook_us;
   m->set_data_ms((t1 - t0) / 1e3);
   m->set_forward_ms((t2 - t1 - wait_us) / 1e3);
   m->set_backward_ms((t3 - t2 - hook_us) / 1e3);

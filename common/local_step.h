@@ -6,6 +6,7 @@
 #define RINGSIDE_COMMON_LOCAL_STEP_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,6 +22,31 @@ namespace ringside {
 // Trace tracks every process uses.
 inline constexpr int kComputeTrack = 0;
 inline constexpr int kCommTrack = 1;
+
+// What a strategy hands the local step: its hooks and whether backward accumulates.
+struct StepHooks {
+  // Empty unless parameters may still be arriving when forward starts: then forward
+  // asks for each piece before reading it (params_needed blocks until it is in place;
+  // its error stops the step).
+  ForwardHooks forward;
+  // Announcements during backward: grads_ready (the range's gradients are final; the
+  // parameters must not change yet), params_free (backward no longer reads the range's
+  // parameters), split_at (where to cut the announcements, e.g. chunk boundaries).
+  BackwardHooks backward;
+  // True: backward adds into model->grads() instead of overwriting them, and the
+  // strategy leaves them zeroed once it has consumed them.
+  bool accumulate_gradients = false;
+};
+
+// Time the training thread spent inside a strategy's hooks during one step. LocalStep
+// measures it (once, for every strategy) and takes it out of forward_ms / backward_ms;
+// the trainer hands it to StepStrategy::FinishStep, which books it as its own phase.
+struct HookTimes {
+  int64_t forward_us = 0;   // In StepHooks::forward.params_needed (waiting for parameters).
+  int64_t backward_us = 0;  // In StepHooks::backward's grads_ready and params_free.
+  // (start, duration) of every backward hook call, NowMicros() clock, for the trace.
+  std::vector<std::pair<int64_t, int64_t>> backward_calls;
+};
 
 struct EvalResult {
   double loss_sum = 0;
@@ -38,12 +64,13 @@ class LocalStep {
   // loss_scale * (sum of the batch's losses) end up in model->grads(). Fills the data,
   // forward and backward times, loss (mean over the batch), samples and correct of `m`
   // and adds those spans to `trace` (may be nullptr). forward_ms and backward_ms
-  // exclude the time spent inside the hooks (the strategy accounts for its own work
-  // and waits). With `accumulate_grads` backward adds into model->grads() (see
-  // Model::Backward).
+  // exclude the time spent inside the hooks, which is added to `hook_times` instead
+  // (the strategy books it as its own work and waits). With `accumulate_grads`
+  // backward adds into model->grads() (see Model::Backward).
   absl::Status Run(absl::Span<const int64_t> indices, float loss_scale,
                    const ForwardHooks& forward_hooks, const BackwardHooks& hooks,
-                   bool accumulate_grads, StepMetrics* m, TraceWriter* trace);
+                   bool accumulate_grads, StepMetrics* m, TraceWriter* trace,
+                   HookTimes* hook_times);
 
   // Gathers `indices` now and copies them to the device, so that the next Run on the
   // same indices starts at forward (Run gathers anything else as usual). Call it after

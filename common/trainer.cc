@@ -56,32 +56,38 @@ absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> LocalSgdStrategy::Create(
   return std::unique_ptr<LocalSgdStrategy>(new LocalSgdStrategy(std::move(sgd), model, ops));
 }
 
-void LocalSgdStrategy::OnParamsFree(const ParamRange& range) {
-  const int64_t t0 = NowMicros();
+StepHooks LocalSgdStrategy::hooks() {
+  StepHooks h;
+  h.backward.params_free = [this](const ParamRange& range) { Step(range); };
+  h.accumulate_gradients = true;
+  return h;
+}
+
+void LocalSgdStrategy::Step(const ParamRange& range) {
   sgd_.StepRange(range.offset, range.size, model_->params() + range.offset,
                  model_->grads() + range.offset, /*zero_grads=*/true);
   stepped_ += range.size;
-  spans_.emplace_back(t0, NowMicros() - t0);
 }
 
-absl::Status LocalSgdStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) {
-  if (model != model_) return absl::FailedPreconditionError("strategy attached to another model");
+absl::Status LocalSgdStrategy::FinishStep(const HookTimes& hook_times, StepMetrics* m,
+                                          TraceWriter* trace) {
+  int64_t update_us = hook_times.backward_us;
+  if (trace != nullptr) {
+    for (const auto& [start, dur] : hook_times.backward_calls) {
+      trace->Span("update", kComputeTrack, start, dur);
+    }
+  }
   // Ranges nobody announced (none for a full backward) are stepped now.
-  if (stepped_ != model->num_params()) {
-    stepped_ = 0;
-    spans_.clear();
-    OnParamsFree({0, model->num_params()});
-  }
-  const absl::Status status = ops_->Synchronize();
-  int64_t update_us = 0;
-  for (const auto& [start, dur] : spans_) {
+  if (stepped_ != model_->num_params()) {
+    const int64_t t0 = NowMicros();
+    Step({0, model_->num_params()});
+    const int64_t dur = NowMicros() - t0;
     update_us += dur;
-    if (trace != nullptr) trace->Span("update", kComputeTrack, start, dur);
+    if (trace != nullptr) trace->Span("update", kComputeTrack, t0, dur);
   }
-  m->set_update_ms(update_us / 1e3);
   stepped_ = 0;
-  spans_.clear();
-  return status;
+  m->set_update_ms(update_us / 1e3);
+  return ops_->Synchronize();
 }
 
 Trainer::Trainer(const TrainerOptions& options, Model* model, Ops* ops,
@@ -102,17 +108,11 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
                                                          const DatasetSplits* data,
                                                          StepStrategy* strategy) {
   const RunConfig& c = options.config;
-  if (c.batch() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("batch must be >= 1, got ", c.batch()));
-  }
-  if (c.grad_accum() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("grad_accum must be >= 1, got ", c.grad_accum()));
-  }
-  if (c.epochs() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("epochs must be >= 1, got ", c.epochs()));
-  }
-  if (c.max_steps() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("steps must be >= 0, got ", c.max_steps()));
+  {
+    // The checks every strategy runs; a grad_accum of 0 (proto3's default) means none.
+    RunConfig checked = c;
+    if (checked.grad_accum() == 0) checked.set_grad_accum(1);
+    RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(checked));
   }
   if (options.eval_batch < 1) {
     return absl::InvalidArgumentError("eval batch must be >= 1");
@@ -238,6 +238,38 @@ void Trainer::PrintProgress(const StepMetrics& m, int64_t steps_total, double ra
   fflush(options_.progress);
 }
 
+absl::Status Trainer::RunMicroBatches(absl::Span<const int64_t> samples,
+                                      const StepHooks& hooks, StepMetrics* m,
+                                      HookTimes* hook_times) {
+  const int batch = options_.config.batch();
+  const int64_t n = static_cast<int64_t>(samples.size());
+  // Every rank has the same count per step, so this is the mean over the global batch.
+  const float loss_scale = 1.0f / static_cast<float>(n * options_.world_size);
+  // Micro-batches: gradients accumulate; only the last one announces readiness, so
+  // the strategy syncs and steps once per step.
+  double loss_sum = 0;
+  for (int64_t off = 0; off < n; off += batch) {
+    const int64_t mn = std::min<int64_t>(batch, n - off);
+    const bool last = off + mn >= n;
+    StepMetrics part;
+    RINGSIDE_RETURN_IF_ERROR(train_step_.Run(
+        samples.subspan(off, mn), loss_scale, hooks.forward,
+        last ? hooks.backward : BackwardHooks(), hooks.accumulate_gradients || off > 0, &part,
+        trace_.get(), hook_times));
+    m->set_data_ms(m->data_ms() + part.data_ms());
+    m->set_forward_ms(m->forward_ms() + part.forward_ms());
+    m->set_backward_ms(m->backward_ms() + part.backward_ms());
+    m->set_samples(m->samples() + part.samples());
+    m->set_correct(m->correct() + part.correct());
+    loss_sum += static_cast<double>(part.loss()) * mn;
+  }
+  m->set_loss(static_cast<float>(loss_sum / n));
+  return absl::OkStatus();
+}
+
+// Run keeps the whole loop in one piece (about 90 lines) so that the position
+// (step_, epoch_, batch_in_epoch_) and the order of lifecycle calls, evaluation and
+// checkpoints are read in one place.
 absl::StatusOr<TrainResult> Trainer::Run() {
   const RunConfig& c = options_.config;
   // One optimizer step consumes grad_accum micro-batches of `batch` samples.
@@ -246,16 +278,9 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   int64_t steps_total = per_epoch * c.epochs();
   if (c.max_steps() > 0) steps_total = std::min<int64_t>(steps_total, c.max_steps());
   TrainResult result;
-  const BackwardHooks hooks{[this](const ParamRange& r) { strategy_->OnGradientReady(r); },
-                            [this](const ParamRange& r) { strategy_->OnParamsFree(r); },
-                            strategy_->SplitAt()};
-  ForwardHooks forward_hooks;
-  if (strategy_->params_arrive_late()) {
-    forward_hooks.params_needed = [this](const ParamRange& r) {
-      return strategy_->OnParamsNeeded(r);
-    };
-    forward_hooks.split_at = hooks.split_at;
-  }
+  const StepHooks hooks = strategy_->hooks();
+  // Lifecycle start: every process joins and holds the job's parameters for step_.
+  RINGSIDE_RETURN_IF_ERROR(strategy_->Start(step_));
   const int64_t run_start = NowMicros();
   int64_t samples = 0;
   int64_t steps_run = 0;
@@ -274,27 +299,9 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       m.set_role(strategy_->role());
       const int64_t t0 = NowMicros();
       m.set_start_us(t0);
-      // Every rank has the same count per step, so this is the mean over the global batch.
-      const float loss_scale = 1.0f / static_cast<float>(n * options_.world_size);
-      // Micro-batches: gradients accumulate; only the last one announces readiness, so
-      // the strategy syncs and steps once per step.
-      double loss_sum = 0;
-      for (int64_t off = 0; off < n; off += c.batch()) {
-        const int64_t mn = std::min<int64_t>(c.batch(), n - off);
-        const bool last = off + mn >= n;
-        StepMetrics part;
-        RINGSIDE_RETURN_IF_ERROR(train_step_.Run(
-            absl::MakeConstSpan(order).subspan(begin + off, mn), loss_scale, forward_hooks,
-            last ? hooks : BackwardHooks(), strategy_->accumulates_gradients() || off > 0,
-            &part, trace_.get()));
-        m.set_data_ms(m.data_ms() + part.data_ms());
-        m.set_forward_ms(m.forward_ms() + part.forward_ms());
-        m.set_backward_ms(m.backward_ms() + part.backward_ms());
-        m.set_samples(m.samples() + part.samples());
-        m.set_correct(m.correct() + part.correct());
-        loss_sum += static_cast<double>(part.loss()) * mn;
-      }
-      m.set_loss(static_cast<float>(loss_sum / n));
+      HookTimes hook_times;
+      RINGSIDE_RETURN_IF_ERROR(RunMicroBatches(
+          absl::MakeConstSpan(order).subspan(begin, n), hooks, &m, &hook_times));
       if (c.prefetch() && batch_in_epoch_ + 1 < per_epoch && step_ + 1 < steps_total) {
         // Backward is done with this batch: gather the next step's first micro-batch
         // while the strategy's communication finishes. (The first step of an epoch
@@ -305,7 +312,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
             train_step_.Prefetch(absl::MakeConstSpan(order).subspan(next, nn), &m, trace_.get()));
       }
       RINGSIDE_RETURN_IF_ERROR(
-          Annotate(strategy_->FinishStep(model_, &m, trace_.get()), absl::StrCat("step ", step_)));
+          Annotate(strategy_->FinishStep(hook_times, &m, trace_.get()), absl::StrCat("step ", step_)));
       const int64_t t1 = NowMicros();
       m.set_step_ms((t1 - t0) / 1e3);
       if (metrics_ != nullptr) RINGSIDE_RETURN_IF_ERROR(metrics_->Write(m));
@@ -343,12 +350,16 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   result.steps = step_;
   result.steps_this_run = steps_run;
   result.samples_per_sec = result.seconds > 0 ? samples / result.seconds : 0;
+  // Every rank runs the same number of samples per step.
+  result.job_samples_per_sec = result.samples_per_sec * options_.world_size;
   if (evaluated_at != step_) {
     RINGSIDE_ASSIGN_OR_RETURN(eval, EvaluateTest());
   }
   result.test_loss = eval.loss_sum / std::max<int64_t>(1, eval.count);
   result.test_accuracy = static_cast<double>(eval.correct) / std::max<int64_t>(1, eval.count);
   RINGSIDE_RETURN_IF_ERROR(SaveCheckpoint());
+  // Lifecycle end: every process is done.
+  RINGSIDE_RETURN_IF_ERROR(strategy_->Finish());
   if (metrics_ != nullptr) RINGSIDE_RETURN_IF_ERROR(metrics_->Close());
   if (trace_ != nullptr) RINGSIDE_RETURN_IF_ERROR(trace_->Close());
   return result;

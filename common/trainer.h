@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,46 +20,47 @@
 #include "common/model.h"
 #include "common/ops.h"
 #include "common/ringside.pb.h"
+#include "common/run_config.h"
 #include "common/sgd.h"
 #include "common/sharder.h"
 #include "common/trace.h"
 
 namespace ringside {
 
-// What a strategy does with the gradients of a step. Called from the training thread.
+// What a strategy does with a job, driven by Trainer::Run on the training thread:
+//
+//   Start(step)                       every process joins; parameters agree
+//   per step: forward and backward with hooks(), then FinishStep
+//   between steps: SettleParams, ReduceEval (epoch ends), AfterCheckpoint
+//   Finish()                          every process done; say goodbye
+//
+// Trainer::Create calls LoadOptimizerState when resuming, before Start.
 class StepStrategy {
  public:
   virtual ~StepStrategy() = default;
 
   // Role written into metric records ("single", "worker", "rank").
   virtual std::string role() const = 0;
-  // True: backward adds into model->grads() instead of overwriting them, and the
-  // strategy leaves them zeroed once it has consumed them.
-  virtual bool accumulates_gradients() const { return false; }
-  // Called during backward with each range whose gradients are final
-  // (BackwardHooks::grads_ready: the parameters must not change yet) ...
-  virtual void OnGradientReady(const ParamRange& range) {}
-  // ... and again once backward no longer reads the range's parameters
-  // (BackwardHooks::params_free: they may change now).
-  virtual void OnParamsFree(const ParamRange& range) {}
-  // Flat parameter offsets where backward should split its announcements when it can
-  // (BackwardHooks::split_at), e.g. the boundaries of the pieces the strategy sends.
-  virtual std::vector<int64_t> SplitAt() const { return {}; }
-  // True: FinishStep may return before the next step's parameters are all in place;
-  // the next forward then asks for each piece through OnParamsNeeded
-  // (ForwardHooks, split at SplitAt()) and computes what has arrived meanwhile.
-  virtual bool params_arrive_late() const { return false; }
-  // Blocks until `range` holds the parameters the coming forward must use; an error
-  // (a failed transfer) stops the step. Called from the training thread.
-  virtual absl::Status OnParamsNeeded(const ParamRange& range) { return absl::OkStatus(); }
+
+  // Lifecycle. Start is called once the model holds the parameters of `step` (the
+  // seed's or the checkpoint's) and before the first step; afterwards every process
+  // must hold the job's parameters for `step` (e.g. rank 0's, or the shards'). Finish
+  // is called after the last checkpoint; it blocks until every process is done.
+  virtual absl::Status Start(int64_t step) { return absl::OkStatus(); }
+  virtual absl::Status Finish() { return absl::OkStatus(); }
+
+  // The hooks LocalStep passes to forward and backward. Called once by Run, before
+  // Start; the hooks stay valid as long as the strategy.
+  virtual StepHooks hooks() = 0;
+  // After backward: brings model->params() up to date for the next step (or, with
+  // forward hooks, starts to). Books `hook_times` and its own communication, wait and
+  // update times and byte counts into `m`, and spans into `trace` (may be nullptr).
+  virtual absl::Status FinishStep(const HookTimes& hook_times, StepMetrics* m,
+                                  TraceWriter* trace) = 0;
   // Blocks until every parameter is in place; the transfer's error, if any. The
   // trainer calls it before evaluating, checkpointing and returning.
   virtual absl::Status SettleParams() { return absl::OkStatus(); }
-  // After backward: brings model->params() up to date for the next step (or, with
-  // params_arrive_late(), starts to). Adds its
-  // communication, wait and update times and byte counts to `m`, and spans to `trace`
-  // (may be nullptr).
-  virtual absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) = 0;
+
   // Combines evaluation counts over all workers (identity for one process).
   virtual absl::StatusOr<EvalResult> ReduceEval(const EvalResult& local) { return local; }
   // Optimizer state to checkpoint, and its restore.
@@ -82,12 +84,14 @@ class LocalSgdStrategy final : public StepStrategy {
   static absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> Create(const SgdHyper& hyper,
                                                                    Model* model, Ops* ops);
   std::string role() const override { return "single"; }
-  // Backward adds into model->grads(), which hold the momentum state between steps
-  // (or, with Nesterov, zeros: the update consumes them). Create overwrites them.
-  bool accumulates_gradients() const override { return true; }
-  // Steps the range (the update needs backward to be done with its parameters).
-  void OnParamsFree(const ParamRange& range) override;
-  absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;
+  // Steps each range from params_free (the update needs backward to be done with its
+  // parameters). Backward adds into model->grads(), which hold the momentum state
+  // between steps (or, with Nesterov, zeros: the update consumes them). Create
+  // overwrites them.
+  StepHooks hooks() override;
+  // Steps what backward did not announce; update_ms is the hooks' time plus that.
+  absl::Status FinishStep(const HookTimes& hook_times, StepMetrics* m,
+                          TraceWriter* trace) override;
   absl::StatusOr<std::vector<float>> SaveOptimizerState() override { return sgd_.SaveState(); }
   absl::Status LoadOptimizerState(absl::Span<const float> state) override {
     return sgd_.LoadState(state);
@@ -96,12 +100,13 @@ class LocalSgdStrategy final : public StepStrategy {
  private:
   LocalSgdStrategy(Sgd sgd, Model* model, Ops* ops)
       : sgd_(std::move(sgd)), model_(model), ops_(ops) {}
+  // One optimizer step of `range` (params_free).
+  void Step(const ParamRange& range);
 
   Sgd sgd_;
   Model* const model_;
   Ops* const ops_;
   int64_t stepped_ = 0;  // Parameters stepped during this step's backward.
-  std::vector<std::pair<int64_t, int64_t>> spans_;  // (start, duration) of each update.
 };
 
 struct TrainerOptions {
@@ -112,7 +117,7 @@ struct TrainerOptions {
   bool resume = false;          // Continue from out_dir/checkpoint.bin.
   int64_t checkpoint_every = 0; // Also checkpoint every N steps (0: epoch ends only).
   bool write_checkpoints = true;  // Rank 0 of a job writes; the others read.
-  int eval_batch = 1000;
+  int eval_batch = kDefaultEvalBatch;
   FILE* progress = stderr;      // Progress lines; nullptr for silence.
   double progress_interval_s = 2.0;
 };
@@ -122,6 +127,7 @@ struct TrainResult {
   int64_t steps_this_run = 0;
   double seconds = 0;           // Wall time of this run's training steps.
   double samples_per_sec = 0;   // This process's training throughput.
+  double job_samples_per_sec = 0;  // All processes together (world_size x this one's).
   double last_loss = 0;         // Mean training loss of the last step.
   double test_loss = 0;
   double test_accuracy = 0;
@@ -143,8 +149,9 @@ class Trainer {
                                                          const DatasetSplits* data,
                                                          StepStrategy* strategy);
 
-  // Trains until config.epochs are done or config.max_steps steps have run, then
-  // evaluates on the test set (exact sharding) and writes the final checkpoint.
+  // Starts the strategy at step(), trains until config.epochs are done or
+  // config.max_steps steps have run, evaluates on the test set (exact sharding), writes
+  // the final checkpoint and finishes the strategy (see StepStrategy). Call once.
   absl::StatusOr<TrainResult> Run();
 
   // Saves the checkpoint now (rank 0 with write_checkpoints writes it), then calls
@@ -158,6 +165,11 @@ class Trainer {
   Trainer(const TrainerOptions& options, Model* model, Ops* ops, const DatasetSplits* data,
           StepStrategy* strategy, Sharder train_shard, Sharder test_shard);
   absl::Status Restore();
+  // Forward and backward of one step's `samples` in micro-batches of config.batch
+  // (only the last announces through hooks.backward); fills m's phase times, loss,
+  // samples and correct, and adds the hooks' time to `hook_times`.
+  absl::Status RunMicroBatches(absl::Span<const int64_t> samples, const StepHooks& hooks,
+                               StepMetrics* m, HookTimes* hook_times);
   absl::Status WriteCheckpointNow();
   absl::StatusOr<EvalResult> EvaluateTest();
   void PrintProgress(const StepMetrics& m, int64_t steps_total, double rate, bool force);

@@ -16,7 +16,6 @@
 #include "common/common.h"
 #include "ddp_ring/process_group_factory.h"
 #include "ddp_ring/store.h"
-#include "google/protobuf/util/message_differencer.h"
 
 namespace ringside {
 namespace {
@@ -31,19 +30,6 @@ absl::StatusOr<int> IntFromEnv(const char* name) {
     return absl::InvalidArgumentError(absl::StrCat(name, "='", value, "' is not an integer"));
   }
   return parsed;
-}
-
-// Field-by-field comparison of two ranks' configurations, "" when equal.
-std::string ConfigDifference(const RunConfig& reference, const RunConfig& mine) {
-  google::protobuf::util::MessageDifferencer differ;
-  std::string report;
-  differ.ReportDifferencesToString(&report);
-  if (differ.Compare(reference, mine)) return "";
-  // One line: "modified: lr: 0.02 -> 0.05; ...".
-  std::string line;
-  for (char c : report) line += c == '\n' ? ';' : c;
-  while (!line.empty() && (line.back() == ';' || line.back() == ' ')) line.pop_back();
-  return line;
 }
 
 // This rank's listening address for Gloo: loopback for single-node jobs on loopback,
@@ -88,8 +74,59 @@ absl::StatusOr<DdpEnv> ReadDdpEnv() {
   return env;
 }
 
-absl::StatusOr<DdpResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions& o) {
+namespace {
+
+// Rendezvous step 2: every rank publishes its configuration through the store and
+// compares every rank's with rank 0's. All ranks report the same mismatch, naming the
+// differing fields. Blocks up to `timeout` for the ranks to arrive.
+absl::Status CheckSameConfigEverywhere(const DdpEnv& env, const RunConfig& config,
+                                       absl::Duration timeout, Store* job) {
   const std::string me = absl::StrCat("rank ", env.rank);
+  RINGSIDE_RETURN_IF_ERROR(job->Set(absl::StrCat("config/", env.rank), config.SerializeAsString()));
+  std::vector<std::string> keys;
+  for (int r = 0; r < env.world_size; ++r) keys.push_back(absl::StrCat("config/", r));
+  if (absl::Status s = job->Wait(keys, timeout); !s.ok()) {
+    if (!absl::IsDeadlineExceeded(s)) {
+      return Annotate(s, absl::StrCat(me, ": waiting for every rank to arrive (rank 0 hosts the store)"));
+    }
+    std::vector<std::string> missing;
+    for (int r = 0; r < env.world_size; ++r) {
+      if (!job->Get(keys[r], absl::ZeroDuration()).ok()) missing.push_back(absl::StrCat(r));
+    }
+    return absl::DeadlineExceededError(absl::StrCat(
+        me, ": rank(s) ", absl::StrJoin(missing, ", "), " never arrived within ",
+        absl::FormatDuration(timeout), " (store at ", env.master_addr, ":", env.master_port, ")"));
+  }
+  absl::Status mismatch;
+  RunConfig reference;
+  for (int r = 0; r < env.world_size && mismatch.ok(); ++r) {
+    RINGSIDE_ASSIGN_OR_RETURN(std::string blob, job->Get(keys[r], timeout));
+    RunConfig theirs;
+    if (!theirs.ParseFromString(blob)) {
+      return absl::DataLossError(absl::StrCat(me, ": rank ", r, " published an unreadable configuration"));
+    }
+    if (r == 0) {
+      reference = theirs;
+    } else {
+      mismatch = CheckSameConfig(reference, "rank 0", theirs, absl::StrCat("rank ", r));
+    }
+  }
+  // Everyone has read every configuration before rank 0 (which hosts the store) may
+  // leave, so that all ranks report the same mismatch.
+  RINGSIDE_RETURN_IF_ERROR(job->Set(absl::StrCat("config_read/", env.rank), "1"));
+  if (env.rank == 0) {
+    std::vector<std::string> read_keys;
+    for (int r = 0; r < env.world_size; ++r) read_keys.push_back(absl::StrCat("config_read/", r));
+    job->Wait(read_keys, timeout).IgnoreError();  // A rank that died is found later.
+  }
+  return mismatch;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions& o) {
+  const std::string me = absl::StrCat("rank ", env.rank);
+  RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(o.run.config));
   // Before the rendezvous, so that every rank refuses at once and alike.
   RINGSIDE_RETURN_IF_ERROR(CheckProcessGroupBackend(o.backend));
   if (o.backend != "gloo") {
@@ -97,8 +134,9 @@ absl::StatusOr<DdpResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions
         "--backend=", o.backend, " is not available for training yet: the model "
         "runs on the CPU ops backend, whose gradients live in host memory (use gloo)"));
   }
-  RunConfig config = o.config;
-  config.set_world_size(env.world_size);
+  RunOptions run = o.run;
+  run.config.set_world_size(env.world_size);
+  const RunConfig& config = run.config;
 
   // Rendezvous step 1: rank 0 hosts the store; everyone connects to it.
   std::unique_ptr<StoreServer> server;
@@ -112,46 +150,7 @@ absl::StatusOr<DdpResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions
       ConnectStore(env.master_addr, env.master_port, o.timeout, absl::Seconds(10));
   if (!store.ok()) return Annotate(store.status(), me);
   std::unique_ptr<Store> job = NewPrefixStore(absl::StrCat("ringside/", env.run_id), store->get());
-
-  // Rendezvous step 2: every rank publishes its configuration; all compare all.
-  RINGSIDE_RETURN_IF_ERROR(job->Set(absl::StrCat("config/", env.rank), config.SerializeAsString()));
-  std::vector<std::string> keys;
-  for (int r = 0; r < env.world_size; ++r) keys.push_back(absl::StrCat("config/", r));
-  if (absl::Status s = job->Wait(keys, o.timeout); !s.ok()) {
-    if (!absl::IsDeadlineExceeded(s)) {
-      return Annotate(s, absl::StrCat(me, ": waiting for every rank to arrive (rank 0 hosts the store)"));
-    }
-    std::vector<std::string> missing;
-    for (int r = 0; r < env.world_size; ++r) {
-      if (!job->Get(keys[r], absl::ZeroDuration()).ok()) missing.push_back(absl::StrCat(r));
-    }
-    return absl::DeadlineExceededError(absl::StrCat(
-        me, ": rank(s) ", absl::StrJoin(missing, ", "), " never arrived within ",
-        absl::FormatDuration(o.timeout), " (store at ", env.master_addr, ":", env.master_port, ")"));
-  }
-  std::string mismatch;
-  RunConfig reference;
-  for (int r = 0; r < env.world_size && mismatch.empty(); ++r) {
-    RINGSIDE_ASSIGN_OR_RETURN(std::string blob, job->Get(keys[r], o.timeout));
-    RunConfig theirs;
-    if (!theirs.ParseFromString(blob)) {
-      return absl::DataLossError(absl::StrCat(me, ": rank ", r, " published an unreadable configuration"));
-    }
-    if (r == 0) {
-      reference = theirs;
-    } else if (std::string diff = ConfigDifference(reference, theirs); !diff.empty()) {
-      mismatch = absl::StrCat("rank ", r, " runs a different configuration than rank 0: ", diff);
-    }
-  }
-  // Everyone has read every configuration before rank 0 (which hosts the store) may
-  // leave, so that all ranks report the same mismatch.
-  RINGSIDE_RETURN_IF_ERROR(job->Set(absl::StrCat("config_read/", env.rank), "1"));
-  if (env.rank == 0) {
-    std::vector<std::string> read_keys;
-    for (int r = 0; r < env.world_size; ++r) read_keys.push_back(absl::StrCat("config_read/", r));
-    job->Wait(read_keys, o.timeout).IgnoreError();  // A rank that died is found below.
-  }
-  if (!mismatch.empty()) return absl::FailedPreconditionError(mismatch);
+  RINGSIDE_RETURN_IF_ERROR(CheckSameConfigEverywhere(env, config, o.timeout, job.get()));
 
   // Rendezvous step 3: the process group (Gloo's full mesh, through the store).
   std::unique_ptr<Store> pg_store = NewPrefixStore("pg", job.get());
@@ -165,58 +164,26 @@ absl::StatusOr<DdpResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions
       NewProcessGroup(o.backend, pg_store.get(), pg_options);
   if (!group.ok()) return Annotate(group.status(), me);
 
-  // The model and the data, as in single-process training.
-  std::unique_ptr<Ops> ops = NewCpuOps(config.threads());
-  RINGSIDE_ASSIGN_OR_RETURN(DatasetSplits data, LoadDataset(config.dataset()));
-  const Dataset& train = *data.train;
-  RINGSIDE_ASSIGN_OR_RETURN(
-      std::unique_ptr<Model> model,
-      Model::Create(config.model(), Shape{train.channels(), train.height(), train.width()},
-                    train.num_classes(), ops.get()));
-  SgdHyper hyper;
-  hyper.lr = config.lr();
-  hyper.momentum = config.momentum();
-  hyper.weight_decay = config.weight_decay();
-  hyper.nesterov = config.nesterov();
+  // The replica, as in single-process training, and the reducer over it.
+  RINGSIDE_ASSIGN_OR_RETURN(Replica replica, NewReplica(config));
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Reducer> reducer,
-                            Reducer::Create(group->get(), model.get(), ops.get(), hyper, o.reducer));
+                            Reducer::Create(group->get(), replica.model.get(), replica.ops.get(),
+                                            replica.hyper, o.reducer));
   if (env.rank == 0) {
     absl::FPrintF(stderr, "ddp: %d ranks, backend %s, %d buckets, overlap %s, model %s (%d parameters)\n",
                   env.world_size, (*group)->backend(), reducer->buckets().size(),
-                  o.reducer.overlap ? "on" : "off", config.model(), model->num_params());
+                  o.reducer.overlap ? "on" : "off", config.model(), replica.model->num_params());
   }
-
-  TrainerOptions topts;
-  topts.config = config;
-  topts.rank = env.rank;
-  topts.world_size = env.world_size;
-  topts.out_dir = o.out_dir;
-  topts.resume = o.resume;
-  topts.checkpoint_every = o.checkpoint_every;
-  topts.write_checkpoints = true;  // The trainer lets rank 0 write.
-  topts.eval_batch = o.eval_batch;
-  topts.progress = env.rank == 0 ? stderr : nullptr;
-  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
-                            Trainer::Create(topts, model.get(), ops.get(), &data, reducer.get()));
-  // Start step: every rank continues from rank 0's parameters (initialised or restored).
-  if (absl::Status s = reducer->BroadcastParameters(); !s.ok()) return Annotate(s, me);
-  absl::StatusOr<TrainResult> result = trainer->Run();
+  // The reducer's lifecycle: broadcast of rank 0's parameters, training, final barrier.
+  absl::StatusOr<TrainResult> result =
+      TrainReplica(run, env.rank, env.world_size, &replica, reducer.get());
   if (!result.ok()) {
     // Rank 0 hosts the store: keep it up a moment so that the other survivors can
     // find out, through it, which rank was lost.
     if (env.rank == 0) absl::SleepFor(std::min(o.timeout, absl::Seconds(2)));
     return Annotate(result.status(), me);
   }
-  // Final step: nobody leaves (and rank 0 does not stop the store) before all are done.
-  if (absl::Status s = (*group)->Barrier()->Wait(); !s.ok()) {
-    return Annotate(s, absl::StrCat(me, ": final barrier"));
-  }
-  DdpResult out;
-  out.steps = result->steps;
-  out.samples_per_sec = result->samples_per_sec * env.world_size;
-  out.test_loss = result->test_loss;
-  out.test_accuracy = result->test_accuracy;
-  return out;
+  return result;
 }
 
 }  // namespace ringside

@@ -1,7 +1,8 @@
 // One DDP rank, end to end: reads its place in the job from torchrun's environment
 // variables, rendezvouses through the store that rank 0 hosts, checks that every rank
-// runs the same configuration, builds the process group, broadcasts rank 0's
-// parameters and trains its shard through the shared Trainer with the Reducer.
+// runs the same configuration, builds the process group and the replica
+// (common/replica.h) and trains its shard through the shared Trainer with the Reducer,
+// whose lifecycle broadcasts rank 0's parameters first and holds a barrier last.
 #ifndef RINGSIDE_DDP_RING_DDP_WORKER_H_
 #define RINGSIDE_DDP_RING_DDP_WORKER_H_
 
@@ -9,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/replica.h"
 #include "common/ringside.pb.h"
 #include "ddp_ring/process_group.h"
 #include "ddp_ring/reducer.h"
@@ -34,27 +36,17 @@ absl::StatusOr<DdpEnv> ReadDdpEnv();
 bool InLaunchedJob();
 
 struct DdpWorkerOptions {
-  RunConfig config;
+  RunOptions run;                // Configuration, outputs, resume: as every strategy.
   std::string backend = "gloo";  // "gloo" or "nccl".
   ReducerOptions reducer;
   AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto;  // Gloo only.
-  absl::Duration timeout = absl::Seconds(60);  // Rendezvous and every collective.
-  std::string out_dir;
-  bool resume = false;
-  int64_t checkpoint_every = 0;
-  int eval_batch = 1000;
-};
-
-struct DdpResult {
-  int64_t steps = 0;
-  double samples_per_sec = 0;  // Global: all ranks together.
-  double test_loss = 0;
-  double test_accuracy = 0;
+  absl::Duration timeout = kDefaultPeerTimeout;  // Rendezvous and every collective.
 };
 
 // Runs this rank's part of the job. Every failure (peer lost, timeout, configuration
-// mismatch, bad input) comes back as a status naming the rank and the step.
-absl::StatusOr<DdpResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions& options);
+// mismatch, bad input) comes back as a status naming the rank and the step. The
+// result's job_samples_per_sec counts all ranks together.
+absl::StatusOr<TrainResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions& options);
 
 }  // namespace ringside
 

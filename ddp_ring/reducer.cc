@@ -63,13 +63,14 @@ void Reducer::Launch(size_t b) {
                                ReduceOp::kSum);
 }
 
+StepHooks Reducer::hooks() {
+  StepHooks h;
+  h.backward.grads_ready = [this](const ParamRange& range) { OnGradientReady(range); };
+  h.accumulate_gradients = true;
+  return h;
+}
+
 void Reducer::OnGradientReady(const ParamRange& range) {
-  // Time spent here is communication work on the training thread (see FinishStep).
-  struct AddTime {
-    int64_t* total;
-    int64_t start;
-    ~AddTime() { *total += NowMicros() - start; }
-  } add_time{&hook_us_, NowMicros()};
   // Ranges arrive in reverse layer order and buckets hold whole layers, so the ranges
   // fill the buckets one after the other. (A mismatch is reported by FinishStep.)
   if (next_bucket_ >= buckets_.size()) return;
@@ -82,7 +83,8 @@ void Reducer::OnGradientReady(const ParamRange& range) {
   }
 }
 
-absl::Status Reducer::FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) {
+absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
+                                 TraceWriter* trace) {
   if (next_bucket_ != buckets_.size()) {
     return absl::InternalError(absl::StrCat("backward announced ", next_bucket_, " of ",
                                             buckets_.size(), " buckets"));
@@ -106,8 +108,8 @@ absl::Status Reducer::FinishStep(Model* model, StepMetrics* m, TraceWriter* trac
                                         " floats)"));
       break;
     }
-    sgd_.StepRange(buckets_[b].offset, buckets_[b].size, model->params() + buckets_[b].offset,
-                   model->grads() + buckets_[b].offset, /*zero_grads=*/true);
+    sgd_.StepRange(buckets_[b].offset, buckets_[b].size, model_->params() + buckets_[b].offset,
+                   model_->grads() + buckets_[b].offset, /*zero_grads=*/true);
     status = ops_->Synchronize();
     const int64_t u1 = NowMicros();
     update_us += u1 - w1;
@@ -135,8 +137,7 @@ absl::Status Reducer::FinishStep(Model* model, StepMetrics* m, TraceWriter* trac
   RINGSIDE_RETURN_IF_ERROR(status);
   // Communication on the training thread: launching buckets during backward (time
   // LocalStep took out of backward_ms) plus the exposed waits after it.
-  m->set_comm_ms((wait_us + hook_us_) / 1e3);
-  hook_us_ = 0;
+  m->set_comm_ms((wait_us + hook_times.backward_us) / 1e3);
   m->set_update_ms(update_us / 1e3);
   m->set_bytes_sent(bytes.sent);
   m->set_bytes_received(bytes.received);
@@ -155,9 +156,13 @@ absl::StatusOr<EvalResult> Reducer::ReduceEval(const EvalResult& local) {
   return total;
 }
 
-absl::Status Reducer::BroadcastParameters() {
+absl::Status Reducer::Start(int64_t step) {
   return Annotate(group_->Broadcast(model_->params(), model_->num_params(), 0)->Wait(),
                   "broadcast of rank 0's parameters");
+}
+
+absl::Status Reducer::Finish() {
+  return Annotate(group_->Barrier()->Wait(), "final barrier");
 }
 
 }  // namespace ringside

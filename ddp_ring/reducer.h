@@ -2,7 +2,7 @@
 //
 // Gradient buckets are contiguous ranges of the flat gradient buffer, formed in reverse
 // layer order (the order backward produces them): the first bucket is capped at
-// first_bucket_bytes (1 MB), the others at bucket_cap_bytes (25 MB); a layer is never
+// first_bucket_bytes (1 MiB), the others at bucket_cap_bytes (25 MiB); a layer is never
 // split. During backward, the moment the last layer of a bucket announces its gradients,
 // the bucket's all-reduce is launched on the process group, in place, and runs while
 // backward continues. After backward (FinishStep) the reducer waits for the buckets in
@@ -22,9 +22,14 @@
 
 namespace ringside {
 
+// PyTorch DDP's defaults (c10d reducer.hpp: kDefaultFirstBucketBytes,
+// kDefaultBucketBytesCap): a small first bucket starts communication early.
+inline constexpr int64_t kDefaultFirstBucketBytes = int64_t{1} << 20;
+inline constexpr int64_t kDefaultBucketCapBytes = int64_t{25} << 20;
+
 struct ReducerOptions {
-  int64_t bucket_cap_bytes = 25 << 20;
-  int64_t first_bucket_bytes = 1 << 20;
+  int64_t bucket_cap_bytes = kDefaultBucketCapBytes;
+  int64_t first_bucket_bytes = kDefaultFirstBucketBytes;
   // false: launch every bucket only after backward (the ablation without overlap).
   bool overlap = true;
 };
@@ -48,17 +53,24 @@ class Reducer final : public StepStrategy {
                                                          const ReducerOptions& options);
 
   std::string role() const override { return "rank"; }
-  // The SGD step zeroes each gradient as it consumes it, so backward accumulates into
+  // Lifecycle start: every rank continues from rank 0's parameters (broadcast). Blocks.
+  absl::Status Start(int64_t step) override;
+  // Lifecycle end: a barrier, so that nobody leaves (and rank 0 does not stop the
+  // store) before all are done. Blocks.
+  absl::Status Finish() override;
+  // grads_ready launches a bucket's all-reduce once its last layer is announced. The
+  // SGD step zeroes each gradient as it consumes it, so backward accumulates into
   // zeros and BLAS skips its zeroing pass (as in the single-process strategy).
-  bool accumulates_gradients() const override { return true; }
-  void OnGradientReady(const ParamRange& range) override;
+  StepHooks hooks() override;
   // Waits for the buckets in launch order (launching those not launched yet) and steps
   // SGD on each bucket's range as soon as its all-reduce is done. Fills
-  // comm_ms (communication on the training thread: launching buckets during backward
-  // plus the time blocked after backward waiting for them, i.e. the exposed
-  // communication), update_ms and the bytes this rank sent and received for the
-  // step's buckets, as the process group counted them (the sum of Work::bytes).
-  absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;
+  // comm_ms (communication on the training thread: launching buckets during backward,
+  // hook_times.backward_us, plus the time blocked after backward waiting for them,
+  // i.e. the exposed communication), update_ms and the bytes this rank sent and
+  // received for the step's buckets, as the process group counted them (the sum of
+  // Work::bytes).
+  absl::Status FinishStep(const HookTimes& hook_times, StepMetrics* m,
+                          TraceWriter* trace) override;
   absl::StatusOr<EvalResult> ReduceEval(const EvalResult& local) override;
   absl::Status AfterCheckpoint() override { return group_->Barrier()->Wait(); }
   absl::StatusOr<std::vector<float>> SaveOptimizerState() override { return sgd_.SaveState(); }
@@ -66,15 +78,14 @@ class Reducer final : public StepStrategy {
     return sgd_.LoadState(state);
   }
 
-  // Makes every rank start from rank 0's parameters. Blocks.
-  absl::Status BroadcastParameters();
-
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
  private:
   Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd, const ReducerOptions& options,
           std::vector<Bucket> buckets);
   void Launch(size_t bucket);
+  // Counts `range`'s gradients into its bucket; launches the bucket once complete.
+  void OnGradientReady(const ParamRange& range);
 
   ProcessGroup* const group_;
   Model* const model_;
@@ -86,8 +97,7 @@ class Reducer final : public StepStrategy {
   std::vector<int64_t> pending_;
   std::vector<std::shared_ptr<Work>> work_;
   std::vector<int64_t> launch_us_;
-  size_t next_bucket_ = 0;
-  int64_t hook_us_ = 0;  // Spent in OnGradientReady during this step.  // Buckets complete in order; the next one to complete.
+  size_t next_bucket_ = 0;  // Buckets complete in order; the next one to complete.
 };
 
 }  // namespace ringside

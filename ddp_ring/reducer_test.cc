@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/common.h"
+#include "common/test_util.h"
 #include "ddp_ring/gloo_process_group.h"
 #include "ddp_ring/process_group_test_util.h"
 #include "gtest/gtest.h"
@@ -89,7 +90,8 @@ std::vector<float> RunRank(const Setup& setup, Store* store, int rank, int world
   auto reducer = Reducer::Create(group->get(), model->get(), ops.get(), kHyper, ro);
   EXPECT_TRUE(reducer.ok());
   EXPECT_GE((*reducer)->buckets().size(), 3u);
-  EXPECT_TRUE((*reducer)->BroadcastParameters().ok());
+  EXPECT_TRUE((*reducer)->Start(0).ok());  // Broadcasts rank 0's parameters.
+  const StepHooks hooks = (*reducer)->hooks();
   const std::string trace_path =
       std::string(std::getenv("TEST_TMPDIR")) + "/trace" + std::to_string(rank) +
       (overlap ? "o" : "n") + ".json";
@@ -99,12 +101,11 @@ std::vector<float> RunRank(const Setup& setup, Store* store, int rank, int world
   for (int step = 0; step < kSteps; ++step) {
     const Batch b = MakeBatch(kDim, kClasses, kPerRank, 1000 * step + rank);
     EXPECT_TRUE((*model)->Forward(b.x.data(), b.y.data(), kPerRank).ok());
-    const GradReadyFn hook = [&](const ParamRange& r) { (*reducer)->OnGradientReady(r); };
-    EXPECT_TRUE((*model)->Backward(1.0f / (kPerRank * world), hook,
-                                   (*reducer)->accumulates_gradients()).ok());
+    EXPECT_TRUE((*model)->Backward(1.0f / (kPerRank * world), hooks.backward,
+                                   hooks.accumulate_gradients).ok());
     backward_end.push_back(NowMicros());
     StepMetrics m;
-    EXPECT_TRUE((*reducer)->FinishStep(model->get(), &m, trace->get()).ok());
+    EXPECT_TRUE((*reducer)->FinishStep(HookTimes(), &m, trace->get()).ok());
     // The measured bytes: per bucket, the traffic of the algorithm `auto` ran for it
     // (recursive doubling for these small buckets: lg N x bucket bytes per rank at a
     // power of two, not the ring's 2 (N-1)/N).
@@ -117,6 +118,7 @@ std::vector<float> RunRank(const Setup& setup, Store* store, int rank, int world
     EXPECT_EQ(m.bytes_sent(), expected.sent);
     EXPECT_EQ(m.bytes_received(), expected.received);
   }
+  EXPECT_TRUE((*reducer)->Finish().ok());  // The final barrier.
   EXPECT_TRUE((*trace)->Close().ok());
   // Read the bucket spans back from the trace: did one start before backward ended?
   std::ifstream in(trace_path);
@@ -162,15 +164,6 @@ std::vector<float> RunReference(const Setup& setup, int world) {
     sgd->Step((*model)->params(), (*model)->grads());
   }
   return std::vector<float>((*model)->params(), (*model)->params() + (*model)->num_params());
-}
-
-double MaxRelativeDifference(const std::vector<float>& a, const std::vector<float>& ref) {
-  double max_diff = 0, max_ref = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    max_diff = std::max(max_diff, static_cast<double>(std::fabs(a[i] - ref[i])));
-    max_ref = std::max(max_ref, static_cast<double>(std::fabs(ref[i])));
-  }
-  return max_diff / max_ref;
 }
 
 class ReducerEquivalenceTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};

@@ -2,24 +2,14 @@
 #ifndef RINGSIDE_EXPERIMENTS_TRAIN_COMMAND_H_
 #define RINGSIDE_EXPERIMENTS_TRAIN_COMMAND_H_
 
-#include <string>
-
 #include "absl/status/status.h"
-#include "common/ringside.pb.h"
+#include "common/run_config.h"
 
 namespace ringside {
 
-struct TrainCommandOptions {
-  RunConfig config;
-  std::string out_dir;
-  bool resume = false;
-  int64_t checkpoint_every = 0;
-  int eval_batch = 1000;
-};
-
-// Runs the training job to completion, printing progress to stderr and the summary
-// (ending in "test accuracy: 0.XXXX") to stdout.
-absl::Status RunTrainCommand(const TrainCommandOptions& options);
+// Runs the single-process training job to completion, printing progress to stderr and
+// the summary (ending in "test accuracy: 0.XXXX") to stdout.
+absl::Status RunTrainCommand(const RunOptions& options);
 
 }  // namespace ringside
 

@@ -33,8 +33,14 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr int kWorkers = 2;
-constexpr uint32_t kHash = 0xfeedbeef;
 constexpr char kModel[] = "mlp:4-2";
+// The configuration the shard and its workers run.
+RunConfig JobConfig() {
+  RunConfig c;
+  c.set_model(kModel);
+  c.set_lr(0.02f);
+  return c;
+}
 // One shard over 10 floats, 16-byte chunks: chunks of 2, 4 and 4 floats (the grid is
 // aligned on the slice's end).
 constexpr int64_t kFullAt = 2;  // Offset of chunk 1, a full one.
@@ -59,7 +65,7 @@ ps::RegisterRequest Registration(int worker) {
   ps::RegisterRequest r;
   r.set_worker_id(worker);
   r.set_num_workers(kWorkers);
-  r.set_config_hash(kHash);
+  *r.mutable_config() = JobConfig();
   r.set_model(kModel);
   r.set_num_params(kNumParams);
   return r;
@@ -203,7 +209,7 @@ class PsServiceTest : public ::testing::Test {
     options.sync = sync;
     options.chunk_bytes = kChunkBytes;
     options.hyper = hyper;
-    options.config_hash = kHash;
+    options.config = JobConfig();
     options.model = kModel;
     options.timeout = timeout;
     absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start("127.0.0.1:0", options);
@@ -382,10 +388,11 @@ TEST_F(PsServiceTest, RogueCallsGetTheRightCodesAndTheJobGoesOn) {
   ps::RegisterRequest bad = Registration(7);
   EXPECT_EQ(rogue.Register(bad).error_code(), StatusCode::INVALID_ARGUMENT);
   bad = Registration(1);
-  bad.set_config_hash(kHash + 1);
+  bad.mutable_config()->set_lr(0.5f);
   grpc::Status s = rogue.Register(bad);
   EXPECT_EQ(s.error_code(), StatusCode::FAILED_PRECONDITION);
-  EXPECT_THAT(s.error_message(), HasSubstr("configuration hash"));
+  EXPECT_EQ(s.error_message(),
+            "worker 1 runs a different configuration than shard 0: modified: lr: 0.02 -> 0.5");
   bad = Registration(1);
   bad.set_model("resnet");
   EXPECT_EQ(rogue.Register(bad).error_code(), StatusCode::FAILED_PRECONDITION);

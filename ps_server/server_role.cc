@@ -1,7 +1,5 @@
 #include "ps_server/server_role.h"
 
-#include <zlib.h>
-
 #include <filesystem>
 
 #include "absl/strings/numbers.h"
@@ -10,22 +8,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace ringside {
-
-uint32_t ConfigHash(const RunConfig& config) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream raw(&bytes);
-    google::protobuf::io::CodedOutputStream out(&raw);
-    out.SetSerializationDeterministic(true);
-    config.SerializeToCodedStream(&out);
-  }
-  return static_cast<uint32_t>(
-      crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
-}
 
 absl::StatusOr<SyncPolicy> SyncPolicyOf(const RunConfig& config) {
   // The configuration keeps the mode's name and K apart; --ps_sync's text joins them.
@@ -42,11 +26,8 @@ absl::StatusOr<PsShardOptions> ShardOptionsFor(const RunConfig& config, int shar
   o.num_workers = config.world_size();
   RINGSIDE_ASSIGN_OR_RETURN(o.sync, SyncPolicyOf(config));
   o.chunk_bytes = config.ps_chunk_bytes();
-  o.hyper.lr = config.lr();
-  o.hyper.momentum = config.momentum();
-  o.hyper.weight_decay = config.weight_decay();
-  o.hyper.nesterov = config.nesterov();
-  o.config_hash = ConfigHash(config);
+  o.hyper = SgdHyperFor(config);
+  o.config = config;
   o.model = config.model();
   o.timeout = timeout;
   if (o.num_shards < 1 || shard < 0 || shard >= o.num_shards) {

@@ -1,6 +1,6 @@
-// The server role of a parameter-server job: the shard options a RunConfig implies,
-// the configuration hash workers must match, and `ringside ps-server`, which hosts one
-// shard until every worker said goodbye.
+// The server role of a parameter-server job: the shard options a RunConfig implies
+// (including the configuration workers must match), and `ringside ps-server`, which
+// hosts one shard until every worker said goodbye.
 #ifndef RINGSIDE_PS_SERVER_SERVER_ROLE_H_
 #define RINGSIDE_PS_SERVER_SERVER_ROLE_H_
 
@@ -14,13 +14,10 @@
 #include "common/metrics.h"
 #include "common/ringside.pb.h"
 #include "ps_server/consistency_policy.h"
+#include "common/run_config.h"
 #include "ps_server/ps_service.h"
 
 namespace ringside {
-
-// crc32 of the deterministic serialisation of `config`: every worker and every shard
-// of a job must compute the same value.
-uint32_t ConfigHash(const RunConfig& config);
 
 // The consistency mode of a job running `config` (ps_sync and ps_staleness): the one
 // place a RunConfig's mode is read. InvalidArgument for an unknown mode.
@@ -47,7 +44,7 @@ struct PsServerRoleOptions {
   RunConfig config;
   int shard = 0;
   std::string address;  // host:port to listen on.
-  absl::Duration timeout = absl::Seconds(60);
+  absl::Duration timeout = kDefaultPeerTimeout;
   std::string out_dir;
 };
 

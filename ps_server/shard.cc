@@ -123,11 +123,8 @@ absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse*
                                                       r.model(), "', the server serves '",
                                                       options_.model, "'"));
   }
-  if (r.config_hash() != options_.config_hash) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "worker %d's configuration hash %08x differs from the server's %08x (same flags on every "
-        "process?)", r.worker_id(), r.config_hash(), options_.config_hash));
-  }
+  RINGSIDE_RETURN_IF_ERROR(CheckSameConfig(options_.config, absl::StrCat("shard ", options_.shard),
+                                           r.config(), absl::StrCat("worker ", r.worker_id())));
   RINGSIDE_RETURN_IF_ERROR(health());
   absl::MutexLock l(&mu_);
   if (num_params_ < 0) {

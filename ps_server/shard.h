@@ -31,6 +31,7 @@
 #include "common/metrics.h"
 #include "common/ops.h"
 #include "ps_server/consistency_policy.h"
+#include "common/run_config.h"
 #include "ps_server/ps.pb.h"
 #include "ps_server/sharding.h"
 #include "ps_server/wire_chunk.h"
@@ -45,18 +46,21 @@ struct ChunkHeader {
   int64_t offset = 0;
 };
 
+// Bytes of one chunk of a tensor stream (ps.proto), unless configured.
+inline constexpr int64_t kDefaultPsChunkBytes = int64_t{1} << 20;
+
 struct PsShardOptions {
   int shard = 0;
   int num_shards = 1;
   int num_workers = 1;
   SyncPolicy sync;  // Becomes the shard's ConsistencyPolicy.
-  int64_t chunk_bytes = 1 << 20;
+  int64_t chunk_bytes = kDefaultPsChunkBytes;
   SgdHyper hyper;
-  uint32_t config_hash = 0;  // Workers must register with the same hash...
+  RunConfig config;          // Workers must register with an equal configuration...
   std::string model;         // ...and model spec.
   // How long a worker may keep the others waiting (BSP push, SSP bound, barrier)
   // before the shard declares it lost and aborts the job.
-  absl::Duration timeout = absl::Seconds(60);
+  absl::Duration timeout = kDefaultPeerTimeout;
   MetricsWriter* metrics = nullptr;  // Per-step shard records; borrowed, may be null.
 };
 
@@ -69,7 +73,8 @@ class Shard {
   const PsShardOptions& options() const { return options_; }
 
   // Protocol step 0. InvalidArgument for an unknown worker id or a different worker
-  // count; FailedPrecondition for a different configuration hash, model or size.
+  // count; FailedPrecondition for a different model, size or configuration (naming
+  // the differing fields, see CheckSameConfig).
   absl::Status Register(const ps::RegisterRequest& request, ps::RegisterResponse* response);
 
   // InvalidArgument for an id outside [0, num_workers); FailedPrecondition if that

@@ -33,8 +33,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr uint32_t kHash = 0x5eed1234;
 constexpr char kModel[] = "mlp:8-4";
+// The configuration the shard and its workers run.
+RunConfig JobConfig() {
+  RunConfig c;
+  c.set_model(kModel);
+  c.set_lr(0.02f);
+  return c;
+}
 // The shard under test is shard 1 of 2 over 21 floats: slice [10, 21), 11 floats, cut
 // by 16-byte chunks into chunks of 3, 4 and 4 floats (the grid is aligned on the
 // slice's end, so chunk 0 is the short one).
@@ -59,7 +65,7 @@ PsShardOptions Options(int num_workers, SyncPolicy sync, SgdHyper hyper) {
   o.sync = sync;
   o.chunk_bytes = kChunkBytes;
   o.hyper = hyper;
-  o.config_hash = kHash;
+  o.config = JobConfig();
   o.model = kModel;
   o.timeout = absl::Seconds(5);
   return o;
@@ -81,7 +87,7 @@ ps::RegisterRequest Registration(int worker, int num_workers, int64_t num_params
   ps::RegisterRequest r;
   r.set_worker_id(worker);
   r.set_num_workers(num_workers);
-  r.set_config_hash(kHash);
+  *r.mutable_config() = JobConfig();
   r.set_model(kModel);
   r.set_num_params(num_params);
   return r;
@@ -294,10 +300,11 @@ TEST(ShardRegisterTest, RejectsMismatchedWorkersAndStaysUsable) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("expects 3 workers"));
   bad = Registration(0, 2);
-  bad.set_config_hash(kHash ^ 1);
+  bad.mutable_config()->set_lr(0.5f);
   s = shard.Register(bad, &r);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.message(), HasSubstr("configuration hash"));
+  EXPECT_EQ(s.message(),
+            "worker 0 runs a different configuration than shard 1: modified: lr: 0.02 -> 0.5");
   bad = Registration(0, 2);
   bad.set_model("mlp:9-9");
   s = shard.Register(bad, &r);

@@ -132,13 +132,24 @@ absl::Status PsStrategy::Settle() {
 absl::Status PsStrategy::SettleParams() {
   const int64_t t0 = NowUs();
   absl::Status s = Settle();
-  waited_us_ += NowUs() - t0;
+  settle_us_ += NowUs() - t0;
   return s;
+}
+
+StepHooks PsStrategy::hooks() {
+  StepHooks h;
+  h.backward.grads_ready = [this](const ParamRange& r) { OnGradientReady(r); };
+  h.backward.params_free = [this](const ParamRange& r) { OnParamsFree(r); };
+  h.backward.split_at = ChunkStarts();
+  if (options_.params_arrive_late) {
+    h.forward.params_needed = [this](const ParamRange& r) { return OnParamsNeeded(r); };
+    h.forward.split_at = h.backward.split_at;
+  }
+  return h;
 }
 
 absl::Status PsStrategy::OnParamsNeeded(const ParamRange& range) {
   if (!in_flight_) return absl::OkStatus();
-  const int64_t t0 = NowUs();
   bool missing = false;
   {
     absl::MutexLock l(&mu_);
@@ -151,7 +162,6 @@ absl::Status PsStrategy::OnParamsNeeded(const ParamRange& range) {
       return !missing;
     });
   }
-  waited_us_ += NowUs() - t0;
   // A chunk that cannot come: its push-pull failed (or was cancelled); its error.
   if (missing) {
     absl::Status s = Settle();
@@ -161,23 +171,18 @@ absl::Status PsStrategy::OnParamsNeeded(const ParamRange& range) {
 }
 
 void PsStrategy::OnGradientReady(const ParamRange& range) {
-  const int64_t h0 = NowUs();
   if (!started_) StartPushPull();
   absl::MutexLock l(&mu_);
   CountDown(range, &remaining_);
-  // The hook's time is taken out of backward_ms (see LocalStep); it is push time.
-  hook_us_ += NowUs() - h0;
 }
 
 void PsStrategy::OnParamsFree(const ParamRange& range) {
-  const int64_t h0 = NowUs();
   if (!started_) return;  // Nothing in flight can write yet; FinishStep frees all.
   absl::MutexLock l(&mu_);
   CountDown(range, &busy_);
-  hook_us_ += NowUs() - h0;
 }
 
-std::vector<int64_t> PsStrategy::SplitAt() const {
+std::vector<int64_t> PsStrategy::ChunkStarts() const {
   std::vector<int64_t> starts;
   for (size_t s = 0; s < clients_.size(); ++s) {
     const int64_t cf = clients_[s]->layout().chunk_floats();
@@ -217,10 +222,11 @@ void PsStrategy::CountDown(const ParamRange& range, std::vector<std::vector<int6
   });
 }
 
-absl::Status PsStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) {
+absl::Status PsStrategy::FinishStep(const HookTimes& hook_times, StepMetrics* m,
+                                    TraceWriter* trace) {
   if (!started_) {
     // No gradient was announced (an empty model range never is): all are final now.
-    OnGradientReady(ParamRange{0, model->num_params()});
+    OnGradientReady(ParamRange{0, model_->num_params()});
   }
   {
     // Backward is over: every updated chunk may be written now.
@@ -236,9 +242,9 @@ absl::Status PsStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* t
   // during backward (starting the senders, releasing chunks); pull_ms, the time this
   // step's forward (or a settle) waited for the last update's chunks. The push-pulls
   // themselves run on, behind the next step's data and forward.
-  m->set_push_ms(hook_us_ / 1e3);
+  m->set_push_ms(hook_times.backward_us / 1e3);
   m->set_wait_ms(0);
-  m->set_pull_ms(waited_us_ / 1e3);
+  m->set_pull_ms((hook_times.forward_us + settle_us_) / 1e3);
   m->set_comm_ms(m->push_ms() + m->pull_ms());
   if (trace != nullptr) {
     for (const CallSpan& c : spans_) {
@@ -249,8 +255,7 @@ absl::Status PsStrategy::FinishStep(Model* model, StepMetrics* m, TraceWriter* t
   spans_.clear();
   m->set_bytes_sent(settled_sent_);
   m->set_bytes_received(settled_received_);
-  hook_us_ = 0;
-  waited_us_ = 0;
+  settle_us_ = 0;
   settled_sent_ = 0;
   settled_received_ = 0;
   ++step_;
@@ -316,10 +321,10 @@ absl::Status PsStrategy::Start(int64_t step) {
 }
 
 absl::Status PsStrategy::Finish() {
-  RINGSIDE_RETURN_IF_ERROR(Settle());
-  RINGSIDE_RETURN_IF_ERROR(clients_[0]->Barrier("end", {}).status());
-  for (auto& c : clients_) RINGSIDE_RETURN_IF_ERROR(c->Shutdown());
-  return absl::OkStatus();
+  absl::Status s = Settle();
+  if (s.ok()) s = clients_[0]->Barrier("end", {}).status();
+  for (size_t i = 0; i < clients_.size() && s.ok(); ++i) s = clients_[i]->Shutdown();
+  return Annotate(s, "finishing");
 }
 
 }  // namespace ringside

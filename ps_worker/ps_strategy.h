@@ -25,7 +25,7 @@ struct PsStrategyOptions {
   int num_workers = 1;
   bool has_momentum = true;            // Whether checkpoints carry a momentum buffer.
   // True: FinishStep returns at once and the next forward waits for each chunk it
-  // reads (see params_arrive_late()); false: FinishStep waits for every chunk.
+  // reads (forward hooks); false: FinishStep waits for every chunk.
   bool params_arrive_late = true;
 };
 
@@ -41,31 +41,32 @@ class PsStrategy final : public StepStrategy {
   ~PsStrategy() override;
 
   std::string role() const override { return "worker"; }
-  // Starts this step's push-pulls (on the first call) and releases the range's chunks
-  // to them.
-  void OnGradientReady(const ParamRange& range) override;
-  // Lets the push-pulls write the range's updated parameters into the model.
-  void OnParamsFree(const ParamRange& range) override;
-  // Every chunk's start: backward then announces a chunk as soon as its own rows are
-  // computed, so it goes out while backward computes the chunks below it.
-  std::vector<int64_t> SplitAt() const override;
-  // With options.params_arrive_late, updated chunks arrive while the next step
-  // gathers its data and runs forward: FinishStep returns without waiting, and forward
-  // asks for each piece.
-  bool params_arrive_late() const override { return options_.params_arrive_late; }
-  // Blocks until every chunk overlapping `range` has come back (or its shard's
-  // push-pull failed: then that error).
-  absl::Status OnParamsNeeded(const ParamRange& range) override;
+  // Lifecycle start (protocol step 1): worker 0 pushes the optimizer state (if
+  // restored) and the parameters the model holds for `step`; then every worker pulls
+  // them. Blocks until the shards hold them.
+  absl::Status Start(int64_t step) override;
+  // Lifecycle end: settles, passes a barrier with every worker, then says goodbye to
+  // each shard.
+  absl::Status Finish() override;
+  // backward: grads_ready starts this step's push-pulls (on the first call) and
+  // releases the range's chunks to them; params_free lets the push-pulls write the
+  // range's updated parameters into the model; split_at is every chunk's start, so a
+  // chunk goes out while backward computes the chunks below it. forward (with
+  // options.params_arrive_late): params_needed blocks until every chunk overlapping
+  // the range has come back (or its shard's push-pull failed: then that error), split
+  // at the same chunk starts.
+  StepHooks hooks() override;
   // Waits for every shard's push-pull in flight; the model then holds the next step's
   // parameters.
   absl::Status SettleParams() override;
   // Ends backward's part of the step: starts the push-pulls if no gradient was
   // announced, lets every updated chunk be written, and returns at once (or, without
   // params_arrive_late, once every chunk is back). Records the exposed phases of this
-  // step: push_ms (the hooks during backward), pull_ms (waiting for updated chunks: in
-  // this step's forward for the last update, or here for this one) and the bytes of
-  // the push-pulls completed during the step.
-  absl::Status FinishStep(Model* model, StepMetrics* m, TraceWriter* trace) override;
+  // step: push_ms (hook_times.backward_us, the hooks during backward), pull_ms (waiting
+  // for updated chunks: hook_times.forward_us in this step's forward for the last
+  // update, plus any settle) and the bytes of the push-pulls completed during the step.
+  absl::Status FinishStep(const HookTimes& hook_times, StepMetrics* m,
+                          TraceWriter* trace) override;
   // Sums the counts over all workers through a barrier on shard 0.
   absl::StatusOr<EvalResult> ReduceEval(const EvalResult& local) override;
   // Pulls the shards' momentum (call on the worker that writes checkpoints).
@@ -74,18 +75,18 @@ class PsStrategy final : public StepStrategy {
   absl::Status LoadOptimizerState(absl::Span<const float> state) override;
   absl::Status AfterCheckpoint() override;
 
-  // Protocol start: worker 0 pushes the optimizer state (if restored) and the
-  // parameters the model holds for `step`; then every worker pulls them.
-  absl::Status Start(int64_t step);
-  // Protocol end: a barrier with every worker, then goodbye to each shard.
-  absl::Status Finish();
-
   const std::vector<std::unique_ptr<ShardClient>>& clients() const { return clients_; }
 
  private:
   PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model* model,
              const PsStrategyOptions& options);
   void StartPushPull();
+  // The hooks (see hooks()).
+  void OnGradientReady(const ParamRange& range);
+  void OnParamsFree(const ParamRange& range);
+  absl::Status OnParamsNeeded(const ParamRange& range);
+  // Every chunk's start, flat offsets.
+  std::vector<int64_t> ChunkStarts() const;
   // Calls fn(s, k, lo, hi) for each chunk k of shard s that overlaps `range` ([lo, hi)
   // the overlap, flat offsets), in ascending order, until fn returns false.
   void ForEachChunkIn(const ParamRange& range,
@@ -124,7 +125,7 @@ class PsStrategy final : public StepStrategy {
 
   bool started_ = false;       // Senders of this step are running.
   bool in_flight_ = false;     // Senders started and not yet settled.
-  int64_t waited_us_ = 0;      // Time forward spent in OnParamsNeeded this step.
+  int64_t settle_us_ = 0;      // Time spent in SettleParams since the last record.
   int64_t settled_sent_ = 0;   // Bytes of the push-pulls settled since the last record.
   int64_t settled_received_ = 0;
   absl::Status deferred_;      // A settled failure, for the next FinishStep.
@@ -133,7 +134,6 @@ class PsStrategy final : public StepStrategy {
     int64_t start_us, push_done_us, last_chunk_us;
   };
   std::vector<CallSpan> spans_;  // Settled calls not yet traced.
-  int64_t hook_us_ = 0;        // Time spent in the backward hooks this step.
   std::vector<std::unique_ptr<TaskThread>> senders_;  // Per shard.
   std::vector<absl::Status> results_;
   std::vector<PushPullTiming> timings_;

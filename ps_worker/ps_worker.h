@@ -3,46 +3,48 @@
 //   ps_strategy.h    the StepStrategy: push chunks as backward announces them, pull back
 //   ps_worker.h      (this) one worker end to end
 //
-// One parameter-server worker, end to end: connects to every shard (or hosts them
-// all, colocated, when it is worker 0), registers, takes the start parameters from the
-// shards and trains its shard of the data through the shared Trainer with the
-// PsStrategy.
+// One parameter-server worker, end to end: builds the replica (common/replica.h),
+// connects to every shard (or hosts them all, colocated, when it is worker 0),
+// registers, and trains its shard of the data through the shared Trainer with the
+// PsStrategy, whose lifecycle takes the start parameters from the shards first and
+// says goodbye last.
 #ifndef RINGSIDE_PS_WORKER_PS_WORKER_H_
 #define RINGSIDE_PS_WORKER_PS_WORKER_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/replica.h"
 #include "common/ringside.pb.h"
+#include "grpcpp/channel.h"
 #include "ps_worker/ps_strategy.h"
 
 namespace ringside {
 
 struct PsWorkerOptions {
-  RunConfig config;                  // world_size = workers; ps_* fields set.
+  RunOptions run;                    // config: world_size = workers; ps_* fields set.
   int worker_id = 0;
   std::vector<std::string> servers;  // host:port of shard 0..S-1.
-  absl::Duration timeout = absl::Seconds(60);
-  std::string out_dir;
-  bool resume = false;
-  int64_t checkpoint_every = 0;
-  int eval_batch = 1000;
-};
-
-struct PsResult {
-  int64_t steps = 0;
-  double samples_per_sec = 0;  // All workers together.
-  double test_loss = 0;
-  double test_accuracy = 0;
+  absl::Duration timeout = kDefaultPeerTimeout;
 };
 
 // Runs this worker's part of the job. With config.ps_colocated, worker 0 hosts every
 // shard on its address in `servers` and keeps them up until all workers said goodbye.
 // Every failure (shard lost, worker lost, mismatch, bad input) comes back as a status
-// naming the worker.
-absl::StatusOr<PsResult> RunPsWorker(const PsWorkerOptions& options);
+// naming the worker. The result's job_samples_per_sec counts all workers together.
+absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& options);
+
+// Protocol step 0: connects to shard s at `servers[s]` (through `channels[s]` when
+// given, e.g. in-process channels to hosted shards) and registers with each, sending
+// `config`, which every shard compares with its own. The clients in shard order, or
+// the first refusal (a different configuration names the differing field).
+absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> RegisterWithShards(
+    const RunConfig& config, int worker_id, const Model& model,
+    const std::vector<std::string>& servers,
+    const std::vector<std::shared_ptr<grpc::Channel>>& channels, absl::Duration timeout);
 
 }  // namespace ringside
 

@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 now() { date +%s.%N; }
 elapsed_since() { echo "$(now) - $1" | bc; }
-# Flags every process of a job shares (the configuration hash covers them).
+# Flags every process of a job shares (the shards compare the whole configuration).
 job=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5 --epochs=50
      --batch=8 --lr=0.05 --momentum=0.9 --seed=3 --threads=1 --eval_batch=240)
 server() {  # server SHARD PORT LOG ARGS...: one shard in the background.
@@ -141,7 +141,7 @@ else
 fi
 for p in "$s0" "$s1" "$w0" "$w1"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 
-# c. A worker whose --lr differs from the servers': one "configuration hash" line, exit 1.
+# c. A worker whose --lr differs from the servers': one line naming the field, exit 1.
 P0=$(free_port)
 ps_job=(--workers=1 --ps_shards=1)
 server 0 "$P0" "$T/c_s0.log" "${ps_job[@]}"; s0=$!
@@ -149,7 +149,7 @@ t0=$(now)
 timeout 60 "$RINGSIDE" ps-worker --worker_id=0 --ps_servers="127.0.0.1:$P0" --timeout_s=$TIMEOUT \
   "${job[@]}" "${ps_job[@]}" --lr=0.5 >"$T/c_w0.log" 2>&1 &
 expect_error config_mismatch $! "$T/c_w0.log" \
-  "^ringside: error: worker 0: shard 0 at 127\.0\.0\.1:$P0: .*configuration hash [0-9a-f]+ differs from the server's [0-9a-f]+"
+  "^ringside: error: worker 0: shard 0 at 127\.0\.0\.1:$P0: .*worker 0 runs a different configuration than shard 0: modified: lr: 0\.05 -> 0\.5$"
 within config_mismatch "$t0" $((TIMEOUT + 3))
 kill "$s0" 2>/dev/null; wait "$s0" 2>/dev/null
 

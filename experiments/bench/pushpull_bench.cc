@@ -53,7 +53,7 @@ absl::Status RunPushPullBenchWorker(const PushPullBenchOptions& o) {
   ps::RegisterRequest request;
   request.set_worker_id(0);
   request.set_num_workers(1);
-  request.set_config_hash(ConfigHash(config));
+  *request.mutable_config() = config;
   request.set_model(config.model());
   request.set_num_params(n);
   RINGSIDE_RETURN_IF_ERROR(client.Register(request).status());

@@ -57,12 +57,11 @@ absl::Status RunStepBench(const StepBenchOptions& o) {
   if (!model.ok()) return model.status();
   Model& m = **model;
 
-  // One resident batch, as a framework benchmark with a pre-loaded tensor would use.
+  // One resident batch, as a framework benchmark with a pre-loaded tensor would use:
+  // staged by LocalStep::Prefetch before each timed step, which then starts at forward.
   std::vector<int64_t> indices(o.batch);
   for (int i = 0; i < o.batch; ++i) indices[i] = i;
-  std::vector<float> x(static_cast<int64_t>(o.batch) * data->train->input_dim());
-  std::vector<int32_t> y(o.batch);
-  data->train->Gather(indices, x.data(), y.data());
+  LocalStep step(&m, ops.get(), data->train.get());
 
   // The training path itself: the single strategy steps each layer during backward.
   SgdHyper hyper;
@@ -71,7 +70,7 @@ absl::Status RunStepBench(const StepBenchOptions& o) {
   absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> strategy =
       LocalSgdStrategy::Create(hyper, &m, ops.get());
   if (!strategy.ok()) return strategy.status();
-  const BackwardHooks hooks{nullptr, [&](const ParamRange& r) { (*strategy)->OnParamsFree(r); }};
+  const StepHooks hooks = (*strategy)->hooks();
 
   const double flops = m.GemmFlops(o.batch);
   absl::PrintF("model %s  batch %d  threads %d  params %d  step GEMM work: %.1f MFLOP\n",
@@ -92,19 +91,24 @@ absl::Status RunStepBench(const StepBenchOptions& o) {
     }
     std::vector<double> times, fwd, bwd, upd;
     for (int s = 0; s < o.warmup + o.steps; ++s) {
-      const int64_t t0 = NowMicros();
-      absl::StatusOr<ForwardResult> f = m.Forward(x.data(), y.data(), o.batch);
-      if (!f.ok()) return f.status();
-      const int64_t t1 = NowMicros();
-      if (absl::Status st = m.Backward(1.0f / o.batch, hooks, (*strategy)->accumulates_gradients()); !st.ok()) return st;
       StepMetrics metrics;
-      if (absl::Status st = (*strategy)->FinishStep(&m, &metrics, nullptr); !st.ok()) return st;
+      if (absl::Status st = step.Prefetch(indices, &metrics, nullptr); !st.ok()) return st;
+      metrics.Clear();
+      HookTimes hook_times;
+      const int64_t t0 = NowMicros();
+      if (absl::Status st = step.Run(indices, 1.0f / o.batch, hooks.forward, hooks.backward,
+                                     hooks.accumulate_gradients, &metrics, nullptr, &hook_times);
+          !st.ok()) {
+        return st;
+      }
+      StepMetrics finish;
+      if (absl::Status st = (*strategy)->FinishStep(hook_times, &finish, nullptr); !st.ok()) return st;
       const int64_t t2 = NowMicros();
       if (s < o.warmup) continue;
       times.push_back((t2 - t0) / 1e3);
-      fwd.push_back((t1 - t0) / 1e3);
-      bwd.push_back((t2 - t1) / 1e3 - metrics.update_ms());
-      upd.push_back(metrics.update_ms());
+      fwd.push_back(metrics.forward_ms());
+      bwd.push_back(metrics.backward_ms());
+      upd.push_back(finish.update_ms());
     }
     if (absl::Status st = MeasureSgemmRates(ops.get(), kGemmSize, kRateReps, &rates); !st.ok()) {
       return st;

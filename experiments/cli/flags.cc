@@ -2,6 +2,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "common/run_config.h"
+#include "ddp_ring/reducer.h"
 #include "ps_server/ps_server.h"
 
 ABSL_FLAG(std::string, strategy, "single", "single, ps (parameter server) or ddp (all-reduce ring)");
@@ -22,19 +25,19 @@ ABSL_FLAG(bool, drop_last, false, "drop the tail of the shuffled data instead of
 ABSL_FLAG(std::string, out, "", "output directory: metrics.jsonl, trace.json, checkpoint.bin");
 ABSL_FLAG(bool, resume, false, "continue from OUT/checkpoint.bin");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "also checkpoint every N steps");
-ABSL_FLAG(int32_t, eval_batch, 1000, "batch size for evaluation");
+ABSL_FLAG(int32_t, eval_batch, ringside::kDefaultEvalBatch, "batch size for evaluation");
 ABSL_FLAG(int32_t, grad_accum, 1, "micro-batches of --batch accumulated per optimizer step");
 ABSL_FLAG(bool, prefetch, true,
           "gather the next batch right after backward, while communication finishes");
 ABSL_FLAG(int32_t, workers, 2, "ps/ddp: workers (ranks) in the job");
 ABSL_FLAG(std::string, backend, "gloo", "ddp: process-group backend, gloo (CPU) or nccl (GPU)");
-ABSL_FLAG(double, bucket_cap_mb, 25, "ddp: gradient bucket cap in MB");
-ABSL_FLAG(double, first_bucket_mb, 1, "ddp: cap of the first bucket (the last layers) in MB");
+ABSL_FLAG(double, bucket_cap_mb, ringside::kDefaultBucketCapBytes / double{1 << 20}, "ddp: gradient bucket cap in MB");
+ABSL_FLAG(double, first_bucket_mb, ringside::kDefaultFirstBucketBytes / double{1 << 20}, "ddp: cap of the first bucket (the last layers) in MB");
 ABSL_FLAG(bool, overlap, true, "ddp: all-reduce buckets during backward (false: after it)");
 ABSL_FLAG(std::string, allreduce, "auto",
           "ddp (gloo): auto (recursive-doubling at 2 ranks, else ring), ring, "
           "halving-doubling or recursive-doubling");
-ABSL_FLAG(int32_t, timeout_s, 60,
+ABSL_FLAG(int32_t, timeout_s, static_cast<int32_t>(absl::ToInt64Seconds(ringside::kDefaultPeerTimeout)),
           "ps/ddp: seconds a process may wait on its peers (rendezvous, collective, slowest "
           "worker) before the job fails");
 ABSL_FLAG(std::string, network, "",
@@ -43,7 +46,7 @@ ABSL_FLAG(std::string, network, "",
 ABSL_FLAG(int32_t, ps_shards, 1, "ps: server shards, each owning a contiguous slice of the parameters");
 ABSL_FLAG(std::string, ps_sync, "bsp", "ps: bsp, ssp:K (bounded staleness K) or asp");
 ABSL_FLAG(bool, ps_colocated, false, "ps: run every shard inside worker 0 (a DP-style master)");
-ABSL_FLAG(int32_t, ps_chunk_kb, 1024, "ps: chunk size of the tensor streams in KiB");
+ABSL_FLAG(int32_t, ps_chunk_kb, static_cast<int32_t>(ringside::kDefaultPsChunkBytes / 1024), "ps: chunk size of the tensor streams in KiB");
 ABSL_FLAG(std::string, ps_servers, "",
           "ps roles: host:port of shard 0,1,... (ps-worker; set by train --strategy=ps)");
 ABSL_FLAG(int32_t, worker_id, 0, "ps-worker: this worker's id in [0, --workers)");
@@ -108,6 +111,16 @@ RunConfig RunConfigFromFlags() {
   return c;
 }
 
+RunOptions RunOptionsFromFlags() {
+  RunOptions o;
+  o.config = RunConfigFromFlags();
+  o.out_dir = absl::GetFlag(FLAGS_out);
+  o.resume = absl::GetFlag(FLAGS_resume);
+  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
+  return o;
+}
+
 // Flag checks shared by every PS process, before anything is started or loaded.
 absl::Status CheckPsFlags(const RunConfig& c) {
   if (c.world_size() < 1) return absl::InvalidArgumentError(absl::StrFormat("--workers must be >= 1, got %d", c.world_size()));
@@ -116,8 +129,7 @@ absl::Status CheckPsFlags(const RunConfig& c) {
   if (absl::GetFlag(FLAGS_ps_chunk_kb) < 1 || absl::GetFlag(FLAGS_ps_chunk_kb) > 65536) {
     return absl::InvalidArgumentError(absl::StrFormat("--ps_chunk_kb must be in [1, 65536], got %d", absl::GetFlag(FLAGS_ps_chunk_kb)));
   }
-  if (c.batch() < 1) return absl::InvalidArgumentError(absl::StrFormat("--batch must be >= 1, got %d", c.batch()));
-  if (!(c.lr() >= 0)) return absl::InvalidArgumentError(absl::StrFormat("--lr must be >= 0, got %g", c.lr()));
+  if (absl::Status s = ValidateRunConfig(c); !s.ok()) return s;
   if (absl::GetFlag(FLAGS_timeout_s) < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 #include "absl/flags/declare.h"
 #include "absl/status/status.h"
 #include "common/ringside.pb.h"
+#include "common/run_config.h"
 
 ABSL_DECLARE_FLAG(std::string, strategy);
 ABSL_DECLARE_FLAG(std::string, model);
@@ -68,6 +69,10 @@ namespace ringside {
 // The training configuration the flags describe (strategy-specific fields only for
 // that strategy, so that ranks compare what matters to them).
 RunConfig RunConfigFromFlags();
+
+// RunConfigFromFlags() with the options every job takes besides it (--out, --resume,
+// --checkpoint_every, --eval_batch).
+RunOptions RunOptionsFromFlags();
 
 // Checks shared by every PS process, before anything is started or loaded.
 absl::Status CheckPsFlags(const RunConfig& config);

@@ -15,7 +15,8 @@ namespace ringside {
 
 absl::Status RunPsWorkerRole(const RunConfig& c, int worker_id) {
   PsWorkerOptions o;
-  o.config = c;
+  o.run = RunOptionsFromFlags();
+  o.run.config = c;
   o.worker_id = worker_id;
   if (worker_id < 0 || worker_id >= c.world_size()) {
     return absl::InvalidArgumentError(absl::StrFormat("--worker_id=%d is outside [0, --workers=%d)", worker_id, c.world_size()));
@@ -24,14 +25,10 @@ absl::Status RunPsWorkerRole(const RunConfig& c, int worker_id) {
   if (!servers.ok()) return servers.status();
   o.servers = *servers;
   o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
-  o.out_dir = absl::GetFlag(FLAGS_out);
-  o.resume = absl::GetFlag(FLAGS_resume);
-  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
-  o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
-  absl::StatusOr<PsResult> r = RunPsWorker(o);
+  absl::StatusOr<TrainResult> r = RunPsWorker(o);
   if (!r.ok()) return r.status();
   if (worker_id == 0) {
-    absl::PrintF("steps: %d, %.0f samples/s (all workers)\n", r->steps, r->samples_per_sec);
+    absl::PrintF("steps: %d, %.0f samples/s (all workers)\n", r->steps, r->job_samples_per_sec);
     absl::PrintF("test loss: %.4f\n", r->test_loss);
     absl::PrintF("test accuracy: %.4f\n", r->test_accuracy);
   }

@@ -45,7 +45,8 @@ absl::Status RunPs(const CommandArgs& args) {
 absl::Status RunDdpRank(const RunConfig& c) {
   RINGSIDE_ASSIGN_OR_RETURN(DdpEnv env, ReadDdpEnv());
   DdpWorkerOptions o;
-  o.config = c;
+  o.run = RunOptionsFromFlags();
+  o.run.config = c;
   o.backend = c.backend();
   o.reducer.bucket_cap_bytes = c.bucket_cap_bytes();
   o.reducer.first_bucket_bytes = c.first_bucket_bytes();
@@ -54,15 +55,9 @@ absl::Status RunDdpRank(const RunConfig& c) {
   const int timeout_s = absl::GetFlag(FLAGS_timeout_s);
   if (timeout_s < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
   o.timeout = absl::Seconds(timeout_s);
-  o.out_dir = absl::GetFlag(FLAGS_out);
-  o.resume = absl::GetFlag(FLAGS_resume);
-  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
-  o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
-  if (c.batch() < 1) return absl::InvalidArgumentError(absl::StrFormat("--batch must be >= 1, got %d", c.batch()));
-  if (!(c.lr() >= 0)) return absl::InvalidArgumentError(absl::StrFormat("--lr must be >= 0, got %g", c.lr()));
-  RINGSIDE_ASSIGN_OR_RETURN(DdpResult r, RunDdpWorker(env, o));
+  RINGSIDE_ASSIGN_OR_RETURN(TrainResult r, RunDdpWorker(env, o));
   if (env.rank == 0) {
-    absl::PrintF("steps: %d, %.0f samples/s (all ranks)\n", r.steps, r.samples_per_sec);
+    absl::PrintF("steps: %d, %.0f samples/s (all ranks)\n", r.steps, r.job_samples_per_sec);
     absl::PrintF("test loss: %.4f\n", r.test_loss);
     absl::PrintF("test accuracy: %.4f\n", r.test_accuracy);
   }
@@ -79,13 +74,7 @@ absl::Status RunTrainVerb(const CommandArgs& args) {
     if (!InLaunchedJob()) return LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), LocalJob(args));
     return RunDdpRank(RunConfigFromFlags());
   }
-  TrainCommandOptions o;
-  o.config = RunConfigFromFlags();
-  o.out_dir = absl::GetFlag(FLAGS_out);
-  o.resume = absl::GetFlag(FLAGS_resume);
-  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
-  o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
-  return RunTrainCommand(o);
+  return RunTrainCommand(RunOptionsFromFlags());
 }
 
 }  // namespace ringside

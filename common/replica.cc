@@ -1,0 +1,49 @@
+#include "common/replica.h"
+
+#include <cstdio>
+
+#include "common/ops_factory.h"
+#include "common/status_macros.h"
+
+namespace ringside {
+
+absl::StatusOr<Replica> NewReplica(const RunConfig& config) {
+  Replica replica;
+  RINGSIDE_ASSIGN_OR_RETURN(replica.ops, NewOps(kDefaultOpsKind, 0, config.threads()));
+  const int64_t load_start = NowMicros();
+  RINGSIDE_ASSIGN_OR_RETURN(replica.data, LoadDataset(config.dataset()));
+  replica.load_seconds = (NowMicros() - load_start) / 1e6;
+  const Dataset& train = *replica.data.train;
+  RINGSIDE_ASSIGN_OR_RETURN(
+      replica.model,
+      Model::Create(config.model(), Shape{train.channels(), train.height(), train.width()},
+                    train.num_classes(), replica.ops.get()));
+  replica.hyper = SgdHyperFor(config);
+  return replica;
+}
+
+TrainerOptions TrainerOptionsFor(const RunOptions& run, int rank, int world_size) {
+  TrainerOptions o;
+  o.config = run.config;
+  o.config.set_world_size(world_size);
+  o.rank = rank;
+  o.world_size = world_size;
+  o.out_dir = run.out_dir;
+  o.resume = run.resume;
+  o.checkpoint_every = run.checkpoint_every;
+  o.write_checkpoints = true;  // The trainer lets rank 0 write.
+  o.eval_batch = run.eval_batch;
+  o.progress = rank == 0 ? stderr : nullptr;
+  return o;
+}
+
+absl::StatusOr<TrainResult> TrainReplica(const RunOptions& run, int rank, int world_size,
+                                         Replica* replica, StepStrategy* strategy) {
+  RINGSIDE_ASSIGN_OR_RETURN(
+      std::unique_ptr<Trainer> trainer,
+      Trainer::Create(TrainerOptionsFor(run, rank, world_size), replica->model.get(),
+                      replica->ops.get(), &replica->data, strategy));
+  return trainer->Run();
+}
+
+}  // namespace ringside

@@ -1,0 +1,60 @@
+#include "common/run_config.h"
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace ringside {
+
+absl::Status ValidateRunConfig(const RunConfig& c) {
+  if (c.batch() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--batch must be >= 1, got ", c.batch()));
+  }
+  if (c.epochs() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--epochs must be >= 1, got ", c.epochs()));
+  }
+  if (c.max_steps() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--steps must be >= 0, got ", c.max_steps()));
+  }
+  if (!(c.lr() >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("--lr must be >= 0, got ", c.lr()));
+  }
+  if (c.grad_accum() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--grad_accum must be >= 1, got ", c.grad_accum()));
+  }
+  if (c.threads() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--threads must be >= 0, got ", c.threads()));
+  }
+  return absl::OkStatus();
+}
+
+SgdHyper SgdHyperFor(const RunConfig& c) {
+  SgdHyper hyper;
+  hyper.lr = c.lr();
+  hyper.momentum = c.momentum();
+  hyper.weight_decay = c.weight_decay();
+  hyper.nesterov = c.nesterov();
+  return hyper;
+}
+
+std::string ConfigDifference(const RunConfig& reference, const RunConfig& other) {
+  google::protobuf::util::MessageDifferencer differ;
+  std::string report;
+  differ.ReportDifferencesToString(&report);
+  if (differ.Compare(reference, other)) return "";
+  // One line: "modified: lr: 0.02 -> 0.05; ...".
+  std::string line;
+  for (char c : report) line += c == '\n' ? ';' : c;
+  while (!line.empty() && (line.back() == ';' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
+absl::Status CheckSameConfig(const RunConfig& reference, absl::string_view reference_name,
+                             const RunConfig& other, absl::string_view other_name) {
+  const std::string diff = ConfigDifference(reference, other);
+  if (diff.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      other_name, " runs a different configuration than ", reference_name, ": ", diff));
+}
+
+}  // namespace ringside

@@ -1,0 +1,61 @@
+#include "common/run_config.h"
+
+#include "gtest/gtest.h"
+
+namespace ringside {
+namespace {
+
+RunConfig Good() {
+  RunConfig c;
+  c.set_model("mlp:4-2");
+  c.set_epochs(1);
+  c.set_batch(8);
+  c.set_lr(0.02f);
+  c.set_grad_accum(1);
+  return c;
+}
+
+TEST(ValidateRunConfigTest, NamesTheFlag) {
+  EXPECT_TRUE(ValidateRunConfig(Good()).ok());
+  RunConfig c = Good();
+  c.set_batch(0);
+  EXPECT_EQ(ValidateRunConfig(c).message(), "--batch must be >= 1, got 0");
+  c = Good();
+  c.set_lr(-0.5f);
+  EXPECT_EQ(ValidateRunConfig(c).message(), "--lr must be >= 0, got -0.5");
+  c = Good();
+  c.set_grad_accum(0);
+  EXPECT_EQ(ValidateRunConfig(c).message(), "--grad_accum must be >= 1, got 0");
+  c = Good();
+  c.set_threads(-1);
+  EXPECT_EQ(ValidateRunConfig(c).message(), "--threads must be >= 0, got -1");
+  c = Good();
+  c.set_epochs(0);
+  EXPECT_EQ(ValidateRunConfig(c).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CheckSameConfigTest, NamesTheDifferingField) {
+  const RunConfig a = Good();
+  EXPECT_TRUE(CheckSameConfig(a, "rank 0", a, "rank 1").ok());
+  EXPECT_EQ(ConfigDifference(a, a), "");
+  RunConfig b = a;
+  b.set_lr(0.5f);
+  const absl::Status s = CheckSameConfig(a, "rank 0", b, "rank 1");
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "rank 1 runs a different configuration than rank 0: modified: lr: 0.02 -> 0.5");
+}
+
+TEST(SgdHyperForTest, CopiesTheSgdFields) {
+  RunConfig c = Good();
+  c.set_momentum(0.9f);
+  c.set_weight_decay(1e-4f);
+  c.set_nesterov(true);
+  const SgdHyper h = SgdHyperFor(c);
+  EXPECT_EQ(h.lr, 0.02f);
+  EXPECT_EQ(h.momentum, 0.9f);
+  EXPECT_EQ(h.weight_decay, 1e-4f);
+  EXPECT_TRUE(h.nesterov);
+}
+
+}  // namespace
+}  // namespace ringside

@@ -1,0 +1,172 @@
+// PsStrategy as a unit: N workers as threads, each training its shard of the data
+// through the shared Trainer with a PsStrategy, against S shards hosted in this process
+// (reached through gRPC's in-process channels; the servers listen on ports the OS
+// picks). Under BSP, N workers with batch b end where one process with batch N*b over
+// the same samples ends (up to float summation order), with and without prefetch; and
+// every worker ends with the very same parameters.
+#include "ps_worker/ps_strategy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/common.h"
+#include "common/test_util.h"
+#include "gtest/gtest.h"
+#include "ps_server/server_role.h"
+#include "ps_worker/ps_worker.h"
+
+namespace ringside {
+namespace {
+
+constexpr int kBatch = 8;
+constexpr int kSteps = 8;
+constexpr absl::Duration kTimeout = absl::Seconds(30);
+
+// mlp:64-16-4 has 1108 parameters: 1 KiB chunks cut each shard into several chunks.
+RunConfig JobConfig(int workers, int shards, bool prefetch) {
+  RunConfig c;
+  c.set_strategy("ps");
+  c.set_model("mlp:64-16-4");
+  c.set_dataset("synthetic:train=600,test=100,shape=1x8x8,classes=4,seed=3");
+  c.set_epochs(1);
+  c.set_max_steps(kSteps);
+  c.set_batch(kBatch);
+  c.set_lr(0.05f);
+  c.set_momentum(0.9f);
+  c.set_weight_decay(1e-4f);
+  c.set_seed(9);
+  c.set_threads(1);
+  c.set_grad_accum(1);
+  c.set_prefetch(prefetch);
+  c.set_world_size(workers);
+  c.set_ps_shards(shards);
+  c.set_ps_sync("bsp");
+  c.set_ps_chunk_bytes(1024);
+  return c;
+}
+
+// The job's shards, hosted here.
+struct Shards {
+  std::vector<HostedShard> hosted;
+  std::vector<std::string> addresses;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+};
+
+Shards HostShards(const RunConfig& config) {
+  Shards shards;
+  for (int s = 0; s < config.ps_shards(); ++s) {
+    absl::StatusOr<HostedShard> h = HostShard(config, s, "127.0.0.1:0", kTimeout, "");
+    EXPECT_TRUE(h.ok()) << h.status();
+    if (!h.ok()) break;
+    shards.addresses.push_back(absl::StrCat("127.0.0.1:", h->server->port()));
+    shards.channels.push_back(h->server->InProcessChannel());
+    shards.hosted.push_back(std::move(*h));
+  }
+  return shards;
+}
+
+// One worker: registers, trains through the Trainer (the strategy's lifecycle: start
+// parameters from the shards, steps, goodbye) and returns its final parameters.
+absl::StatusOr<std::vector<float>> RunWorker(const RunConfig& config, int worker,
+                                             const Shards& shards) {
+  RINGSIDE_ASSIGN_OR_RETURN(Replica replica, NewReplica(config));
+  RINGSIDE_ASSIGN_OR_RETURN(
+      std::vector<std::unique_ptr<ShardClient>> clients,
+      RegisterWithShards(config, worker, *replica.model, shards.addresses, shards.channels,
+                         kTimeout));
+  PsStrategyOptions so;
+  so.worker_id = worker;
+  so.num_workers = config.world_size();
+  so.has_momentum = true;
+  so.params_arrive_late = true;  // BSP: the next forward waits for each chunk.
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<PsStrategy> strategy,
+                            PsStrategy::Create(std::move(clients), replica.model.get(), so));
+  RunOptions run;
+  run.config = config;
+  RINGSIDE_ASSIGN_OR_RETURN(
+      TrainResult result,
+      TrainReplica(run, worker, config.world_size(), &replica, strategy.get()));
+  if (result.steps != kSteps) {
+    return absl::InternalError(absl::StrCat("ran ", result.steps, " steps"));
+  }
+  const Model& m = *replica.model;
+  return std::vector<float>(m.params(), m.params() + m.num_params());
+}
+
+// One process, the single strategy, batch workers * kBatch over the same samples.
+std::vector<float> RunReference(int workers) {
+  RunConfig c = JobConfig(1, 1, /*prefetch=*/false);
+  c.set_strategy("single");
+  c.set_batch(workers * kBatch);
+  absl::StatusOr<Replica> replica = NewReplica(c);
+  EXPECT_TRUE(replica.ok()) << replica.status();
+  if (!replica.ok()) return {};
+  auto strategy =
+      LocalSgdStrategy::Create(replica->hyper, replica->model.get(), replica->ops.get());
+  EXPECT_TRUE(strategy.ok()) << strategy.status();
+  RunOptions run;
+  run.config = c;
+  absl::StatusOr<TrainResult> r = TrainReplica(run, 0, 1, &*replica, strategy->get());
+  EXPECT_TRUE(r.ok()) << r.status();
+  const Model& m = *replica->model;
+  return std::vector<float>(m.params(), m.params() + m.num_params());
+}
+
+// (workers, shards, prefetch)
+class PsStrategyTest : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
+
+TEST_P(PsStrategyTest, WorkersAsThreadsMatchOneBigBatch) {
+  const auto [workers, num_shards, prefetch] = GetParam();
+  const RunConfig config = JobConfig(workers, num_shards, prefetch);
+  Shards shards = HostShards(config);
+  ASSERT_EQ(static_cast<int>(shards.hosted.size()), num_shards);
+  std::vector<absl::StatusOr<std::vector<float>>> params(workers, std::vector<float>());
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] { params[w] = RunWorker(config, w, shards); });
+  }
+  for (auto& t : threads) t.join();
+  // Every worker said goodbye: each shard is done, without an abort.
+  for (HostedShard& h : shards.hosted) EXPECT_TRUE(h.server->Wait().ok());
+  const std::vector<float> reference = RunReference(workers);
+  ASSERT_FALSE(reference.empty());
+  for (int w = 0; w < workers; ++w) {
+    ASSERT_TRUE(params[w].ok()) << "worker " << w << ": " << params[w].status();
+    ASSERT_EQ(params[w]->size(), reference.size()) << "worker " << w;
+    EXPECT_LT(MaxRelativeDifference(*params[w], reference), 1e-5) << "worker " << w;
+    EXPECT_EQ(*params[w], *params[0]) << "worker " << w;  // All pulled the same floats.
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorkersShardsPrefetch, PsStrategyTest,
+                         ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Values(1, 2),
+                                            ::testing::Bool()));
+
+// A worker whose configuration differs from the shards' is refused at registration,
+// and the refusal names the differing field.
+TEST(PsRegistrationTest, DifferentConfigurationNamesTheField) {
+  const RunConfig config = JobConfig(1, 1, true);
+  Shards shards = HostShards(config);
+  ASSERT_EQ(shards.hosted.size(), 1u);
+  RunConfig mine = config;
+  mine.set_lr(0.5f);
+  absl::StatusOr<Replica> replica = NewReplica(mine);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> clients = RegisterWithShards(
+      mine, 0, *replica->model, shards.addresses, shards.channels, kTimeout);
+  ASSERT_FALSE(clients.ok());
+  EXPECT_EQ(clients.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(clients.status().message().find(
+                "worker 0 runs a different configuration than shard 0: modified: lr: 0.05 -> 0.5"),
+            absl::string_view::npos)
+      << clients.status();
+}
+
+}  // namespace
+}  // namespace ringside
