@@ -16,6 +16,8 @@
 //                  check that names the differing field; shared defaults
 //   replica.h      one replica set-up (ops, dataset, model, SGD) and its training,
 //                  used by single, DDP and PS
+//   job_env.h      JobEnv: this process's place in a launched job (torchrun's RANK,
+//                  WORLD_SIZE, MASTER_ADDR, ...), read by every distributed role
 //   checkpoint.h   atomic single-file checkpoints
 //   metrics.h      per-step JSON-lines records; trace.h Chrome trace events
 //   device.h       GPU detection (dlopen at run time; no CUDA at build time)
@@ -32,6 +34,7 @@
 #include "common/cpu_ops.h"
 #include "common/dataset.h"
 #include "common/device.h"
+#include "common/job_env.h"
 #include "common/local_step.h"
 #include "common/metrics.h"
 #include "common/model.h"

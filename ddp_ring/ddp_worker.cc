@@ -20,21 +20,9 @@
 namespace ringside {
 namespace {
 
-absl::StatusOr<int> IntFromEnv(const char* name) {
-  const char* value = std::getenv(name);
-  int parsed = 0;
-  if (value == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(name, " is not set (launch with `ringside launch` or torchrun)"));
-  }
-  if (!absl::SimpleAtoi(value, &parsed)) {
-    return absl::InvalidArgumentError(absl::StrCat(name, "='", value, "' is not an integer"));
-  }
-  return parsed;
-}
-
 // This rank's listening address for Gloo: loopback for single-node jobs on loopback,
 // otherwise RINGSIDE_HOSTNAME or this host's name.
-std::string ListenAddress(const DdpEnv& env) {
+std::string ListenAddress(const JobEnv& env) {
   if (const char* h = std::getenv("RINGSIDE_HOSTNAME"); h != nullptr && *h != '\0') return h;
   if (absl::StartsWith(env.master_addr, "127.") || env.master_addr == "localhost") {
     return "127.0.0.1";
@@ -46,40 +34,12 @@ std::string ListenAddress(const DdpEnv& env) {
 
 }  // namespace
 
-bool InLaunchedJob() { return std::getenv("RANK") != nullptr; }
-
-absl::StatusOr<DdpEnv> ReadDdpEnv() {
-  DdpEnv env;
-  RINGSIDE_ASSIGN_OR_RETURN(env.rank, IntFromEnv("RANK"));
-  RINGSIDE_ASSIGN_OR_RETURN(env.world_size, IntFromEnv("WORLD_SIZE"));
-  RINGSIDE_ASSIGN_OR_RETURN(env.master_port, IntFromEnv("MASTER_PORT"));
-  // Optional in torchrun's contract for a single node.
-  env.local_rank = IntFromEnv("LOCAL_RANK").value_or(env.rank);
-  env.local_world_size = IntFromEnv("LOCAL_WORLD_SIZE").value_or(env.world_size);
-  const char* addr = std::getenv("MASTER_ADDR");
-  env.master_addr = addr != nullptr ? addr : "";
-  const char* run_id = std::getenv("RINGSIDE_RUN_ID");
-  env.run_id = run_id != nullptr && *run_id != '\0' ? run_id : "default";
-  if (env.world_size < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("WORLD_SIZE must be >= 1, got ", env.world_size));
-  }
-  if (env.rank < 0 || env.rank >= env.world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("RANK=", env.rank, " is outside [0, WORLD_SIZE=", env.world_size, ")"));
-  }
-  if (env.master_addr.empty()) return absl::InvalidArgumentError("MASTER_ADDR is not set");
-  if (env.master_port < 1 || env.master_port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("MASTER_PORT=", env.master_port, " is not a port"));
-  }
-  return env;
-}
-
 namespace {
 
 // Rendezvous step 2: every rank publishes its configuration through the store and
 // compares every rank's with rank 0's. All ranks report the same mismatch, naming the
 // differing fields. Blocks up to `timeout` for the ranks to arrive.
-absl::Status CheckSameConfigEverywhere(const DdpEnv& env, const RunConfig& config,
+absl::Status CheckSameConfigEverywhere(const JobEnv& env, const RunConfig& config,
                                        absl::Duration timeout, Store* job) {
   const std::string me = absl::StrCat("rank ", env.rank);
   RINGSIDE_RETURN_IF_ERROR(job->Set(absl::StrCat("config/", env.rank), config.SerializeAsString()));
@@ -124,7 +84,7 @@ absl::Status CheckSameConfigEverywhere(const DdpEnv& env, const RunConfig& confi
 
 }  // namespace
 
-absl::StatusOr<TrainResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions& o) {
+absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptions& o) {
   const std::string me = absl::StrCat("rank ", env.rank);
   RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(o.run.config));
   // Before the rendezvous, so that every rank refuses at once and alike.

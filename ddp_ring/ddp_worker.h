@@ -1,5 +1,5 @@
-// One DDP rank, end to end: reads its place in the job from torchrun's environment
-// variables, rendezvouses through the store that rank 0 hosts, checks that every rank
+// One DDP rank, end to end: given its place in the job (common/job_env.h, torchrun's
+// environment variables), rendezvouses through the store that rank 0 hosts, checks that every rank
 // runs the same configuration, builds the process group and the replica
 // (common/replica.h) and trains its shard through the shared Trainer with the Reducer,
 // whose lifecycle broadcasts rank 0's parameters first and holds a barrier last.
@@ -10,30 +10,13 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/job_env.h"
 #include "common/replica.h"
 #include "common/ringside.pb.h"
 #include "ddp_ring/process_group.h"
 #include "ddp_ring/reducer.h"
 
 namespace ringside {
-
-// The job-placement variables torchrun (and `ringside launch`) sets.
-struct DdpEnv {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  int local_world_size = 1;
-  std::string master_addr;
-  int master_port = 0;
-  std::string run_id;  // RINGSIDE_RUN_ID, or "default".
-};
-
-// Reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and
-// RINGSIDE_RUN_ID). InvalidArgument naming the variable if one is missing or bad.
-absl::StatusOr<DdpEnv> ReadDdpEnv();
-
-// True if RANK is set (this process is a rank of a launched job).
-bool InLaunchedJob();
 
 struct DdpWorkerOptions {
   RunOptions run;                // Configuration, outputs, resume: as every strategy.
@@ -46,7 +29,7 @@ struct DdpWorkerOptions {
 // Runs this rank's part of the job. Every failure (peer lost, timeout, configuration
 // mismatch, bad input) comes back as a status naming the rank and the step. The
 // result's job_samples_per_sec counts all ranks together.
-absl::StatusOr<TrainResult> RunDdpWorker(const DdpEnv& env, const DdpWorkerOptions& options);
+absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptions& options);
 
 }  // namespace ringside
 

@@ -16,7 +16,7 @@
 namespace ringside {
 
 absl::Status RunAllReduceBench(const AllReduceBenchOptions& o) {
-  RINGSIDE_ASSIGN_OR_RETURN(DdpEnv env, ReadDdpEnv());
+  RINGSIDE_ASSIGN_OR_RETURN(JobEnv env, ReadJobEnv());
   std::unique_ptr<StoreServer> server;
   if (env.rank == 0) {
     RINGSIDE_ASSIGN_OR_RETURN(server, StoreServer::Start(env.master_addr, env.master_port));

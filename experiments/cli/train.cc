@@ -28,7 +28,7 @@ absl::Status RunPs(const CommandArgs& args) {
   const RunConfig c = RunConfigFromFlags();
   RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
   if (!InLaunchedJob()) return LaunchLocalPsJob(c, LocalJob(args));
-  RINGSIDE_ASSIGN_OR_RETURN(DdpEnv env, ReadDdpEnv());
+  RINGSIDE_ASSIGN_OR_RETURN(JobEnv env, ReadJobEnv());
   const int shards = c.ps_shards();
   if (!c.ps_colocated() && env.rank < shards) {
     RINGSIDE_ASSIGN_OR_RETURN(std::vector<std::string> servers,
@@ -43,7 +43,7 @@ absl::Status RunPs(const CommandArgs& args) {
 
 // DDP: this process is one rank.
 absl::Status RunDdpRank(const RunConfig& c) {
-  RINGSIDE_ASSIGN_OR_RETURN(DdpEnv env, ReadDdpEnv());
+  RINGSIDE_ASSIGN_OR_RETURN(JobEnv env, ReadJobEnv());
   DdpWorkerOptions o;
   o.run = RunOptionsFromFlags();
   o.run.config = c;

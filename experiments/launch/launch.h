@@ -4,7 +4,7 @@
 //                        one failure stops all
 //   local_job.h          the PS and DDP process plans of `ringside train` on one machine
 //   network_placement.h  each local rank on its own emulated node (netem/)
-// The job variables a launched process reads are read by ddp_ring/ddp_worker.h.
+// The job variables a launched process reads: common/job_env.h (JobEnv).
 #ifndef RINGSIDE_EXPERIMENTS_LAUNCH_LAUNCH_H_
 #define RINGSIDE_EXPERIMENTS_LAUNCH_LAUNCH_H_
 
