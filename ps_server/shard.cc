@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "common/cpu_ops.h"
+#include "common/ops_factory.h"
 #include "common/sgd.h"
 #include "common/status_macros.h"
 
@@ -64,7 +64,8 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const PsShardOptions& optio
   }
   RINGSIDE_ASSIGN_OR_RETURN(int64_t chunk_floats, ChunkFloats(options.chunk_bytes));
   // The optimizer's hyper-parameters are checked now, not at the first registration.
-  auto probe_ops = NewCpuOps(0);
+  // The shard's slice lives in host memory: its ops are always the CPU backend.
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> probe_ops, NewOps("cpu", 0, 0));
   RINGSIDE_RETURN_IF_ERROR(Sgd::Create(options.hyper, 0, probe_ops.get()).status());
   return std::unique_ptr<Shard>(new Shard(options, chunk_floats));
 }
@@ -135,7 +136,8 @@ absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse*
     accumulator_.assign(policy_->sums_pushes() ? slice_.size : 0, 0.0f);
     const int64_t k = NumChunks(slice_.size, chunk_floats_);
     for (int64_t i = 0; i < k; ++i) {
-      auto c = std::make_unique<ChunkState>(n, NewCpuOps(0));
+      RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops, NewOps("cpu", 0, 0));
+      auto c = std::make_unique<ChunkState>(n, std::move(ops));
       absl::MutexLock cl(&c->mu);
       absl::StatusOr<Sgd> sgd =
           Sgd::Create(options_.hyper, ChunkOf(slice_.size, chunk_floats_, i).size, c->ops.get());

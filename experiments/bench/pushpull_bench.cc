@@ -84,7 +84,7 @@ absl::Status RunPushPullBenchWorker(const PushPullBenchOptions& o) {
   // stepped here as many times with the same constant gradient. Every parameter the
   // shard returned must equal it.
   RINGSIDE_ASSIGN_OR_RETURN(PsShardOptions shard_options, ShardOptionsFor(config, 0, kTimeout));
-  std::unique_ptr<Ops> ops = NewCpuOps(1);
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops, NewOps("cpu", 0, 1));
   constexpr int64_t kReferenceSize = 1024;
   RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(shard_options.hyper, kReferenceSize, ops.get()));
   std::vector<float> reference(kReferenceSize, 0.5f);

@@ -14,12 +14,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "ps_server/shard.h"
 
 namespace ringside {
 
 struct PushPullBenchOptions {
   int64_t bytes = 1 << 20;  // Model size.
-  int64_t chunk_bytes = 1 << 20;
+  int64_t chunk_bytes = kDefaultPsChunkBytes;
   int warmup = 3;
   int iters = 10;           // Timed push-pulls (the median is printed).
   bool print_header = false;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/common.h"
+#include "common/status_macros.h"
 
 namespace ringside {
 namespace {
@@ -45,7 +46,7 @@ absl::Status RunStepBench(const StepBenchOptions& o) {
     return absl::InvalidArgumentError(
         "bench needs --batch >= 1, --steps >= 1, --warmup >= 0, --threads >= 1, --repeats >= 1");
   }
-  std::unique_ptr<Ops> ops = NewCpuOps(o.threads);
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops, NewOps("cpu", 0, o.threads));
   SyntheticOptions synth;
   synth.train_size = o.batch;
   synth.test_size = 1;

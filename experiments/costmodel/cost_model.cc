@@ -1,5 +1,7 @@
 #include "experiments/costmodel/cost_model.h"
 
+#include "ddp_ring/reducer.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -22,8 +24,9 @@ namespace ringside {
 namespace {
 
 // The reducer's defaults (ddp_ring/reducer.h).
-constexpr double kFirstBucketBytes = 1 << 20;
-constexpr double kBucketCapBytes = 25 << 20;
+// The reducer's defaults (PyTorch's): the buckets the model assumes DDP uses.
+constexpr double kFirstBucketBytes = kDefaultFirstBucketBytes;
+constexpr double kBucketCapBytes = kDefaultBucketCapBytes;
 // Relative step-time differences below this are ties for FindCrossovers.
 constexpr double kTieTolerance = 1e-9;
 

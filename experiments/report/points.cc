@@ -9,6 +9,7 @@
 #include "experiments/matrix/summary.h"
 #include "experiments/netem/network_emulator.h"
 #include "experiments/sys/sys.h"
+#include "ps_server/shard.h"
 #include "google/protobuf/text_format.h"
 
 namespace ringside {
@@ -148,7 +149,7 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
       s.shards = std::max(1, strategy->ps_shards());
       s.colocated = strategy->ps_colocated();
       if (s.colocated) s.colocated_hosts = 1;  // --ps_colocated: every shard in worker 0.
-      s.chunk_bytes = 1 << 20;
+      s.chunk_bytes = kDefaultPsChunkBytes;  // The spec has no chunk size: the default.
     } else {
       const std::string& a = strategy->allreduce();
       s.strategy = a == "halving-doubling"     ? Strategy::kHalvingDoubling
