@@ -928,6 +928,9 @@ absl::Status Join(Store* store, const ProcessGroupOptions& options) {
 
 }  // namespace
 
+// The rendezvous is kept in one function (about 100 lines): its steps (context, full
+// mesh, address publication, direct pairs) must run in this order on every rank, and
+// each failure names the step it happened in.
 absl::StatusOr<std::unique_ptr<ProcessGroup>> NewGlooProcessGroup(
     Store* store, const ProcessGroupOptions& options) {
   const int rank = options.rank;

@@ -302,6 +302,8 @@ void TcpPairs::Close() {
   }
 }
 
+// Exchange is one poll loop (about 90 lines) driving both directions of one socket: the
+// header check, the send side and the receive side share the loop's state.
 absl::Status TcpPairs::Exchange(int peer, uint64_t tag, const void* send, size_t send_bytes,
                                 void* recv, size_t recv_bytes, absl::Time deadline,
                                 absl::FunctionRef<void(size_t, size_t)> progress) {

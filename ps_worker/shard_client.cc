@@ -107,6 +107,10 @@ absl::Status ShardClient::FinishPending() {
   return absl::OkStatus();
 }
 
+// PushPull is one function (about 100 lines) because it is one protocol exchange: the
+// sender loop, the reader loop and the deadline share the call's state, and splitting
+// them would spread the ordering rules (push highest first, write only once writable)
+// over several places.
 absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* params,
                                    const std::function<bool(int64_t)>& wait_ready,
                                    const std::function<bool(int64_t)>& wait_writable,

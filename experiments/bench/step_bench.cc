@@ -39,6 +39,37 @@ absl::Status MeasureSgemmRates(Ops* ops, int n, int reps, std::vector<double>* r
   return absl::OkStatus();
 }
 
+// Milliseconds per timed step, and of its phases.
+struct PhaseTimes {
+  std::vector<double> step, forward, backward, update;
+};
+
+// Runs o.warmup untimed then o.steps timed training steps on the resident batch
+// `indices` (staged by LocalStep::Prefetch before each, so the step starts at forward)
+// through the single strategy's hooks, appending each timed step's phases to `t`.
+absl::Status TimeSteps(const StepBenchOptions& o, const std::vector<int64_t>& indices,
+                       LocalStep* step, LocalSgdStrategy* strategy, PhaseTimes* t) {
+  const StepHooks hooks = strategy->hooks();
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    StepMetrics metrics;
+    RINGSIDE_RETURN_IF_ERROR(step->Prefetch(indices, &metrics, nullptr));
+    metrics.Clear();
+    HookTimes hook_times;
+    const int64_t t0 = NowMicros();
+    RINGSIDE_RETURN_IF_ERROR(step->Run(indices, 1.0f / o.batch, hooks.forward, hooks.backward,
+                                       hooks.accumulate_gradients, &metrics, nullptr, &hook_times));
+    StepMetrics finish;
+    RINGSIDE_RETURN_IF_ERROR(strategy->FinishStep(hook_times, &finish, nullptr));
+    const int64_t t1 = NowMicros();
+    if (s < o.warmup) continue;
+    t->step.push_back((t1 - t0) / 1e3);
+    t->forward.push_back(metrics.forward_ms());
+    t->backward.push_back(metrics.backward_ms());
+    t->update.push_back(finish.update_ms());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunStepBench(const StepBenchOptions& o) {
@@ -71,7 +102,6 @@ absl::Status RunStepBench(const StepBenchOptions& o) {
   absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> strategy =
       LocalSgdStrategy::Create(hyper, &m, ops.get());
   if (!strategy.ok()) return strategy.status();
-  const StepHooks hooks = (*strategy)->hooks();
 
   const double flops = m.GemmFlops(o.batch);
   absl::PrintF("model %s  batch %d  threads %d  params %d  step GEMM work: %.1f MFLOP\n",
@@ -90,31 +120,12 @@ absl::Status RunStepBench(const StepBenchOptions& o) {
     if (absl::Status st = MeasureSgemmRates(ops.get(), kGemmSize, kRateReps, &rates); !st.ok()) {
       return st;
     }
-    std::vector<double> times, fwd, bwd, upd;
-    for (int s = 0; s < o.warmup + o.steps; ++s) {
-      StepMetrics metrics;
-      if (absl::Status st = step.Prefetch(indices, &metrics, nullptr); !st.ok()) return st;
-      metrics.Clear();
-      HookTimes hook_times;
-      const int64_t t0 = NowMicros();
-      if (absl::Status st = step.Run(indices, 1.0f / o.batch, hooks.forward, hooks.backward,
-                                     hooks.accumulate_gradients, &metrics, nullptr, &hook_times);
-          !st.ok()) {
-        return st;
-      }
-      StepMetrics finish;
-      if (absl::Status st = (*strategy)->FinishStep(hook_times, &finish, nullptr); !st.ok()) return st;
-      const int64_t t2 = NowMicros();
-      if (s < o.warmup) continue;
-      times.push_back((t2 - t0) / 1e3);
-      fwd.push_back(metrics.forward_ms());
-      bwd.push_back(metrics.backward_ms());
-      upd.push_back(finish.update_ms());
-    }
+    PhaseTimes t;
+    RINGSIDE_RETURN_IF_ERROR(TimeSteps(o, indices, &step, strategy->get(), &t));
     if (absl::Status st = MeasureSgemmRates(ops.get(), kGemmSize, kRateReps, &rates); !st.ok()) {
       return st;
     }
-    const double med = Percentile(times, 0.5);
+    const double med = Percentile(t.step, 0.5);
     const double rate = Percentile(rates, 0.5);
     const double floor_ms = flops / (rate * 1e6);
     all_rates.insert(all_rates.end(), rates.begin(), rates.end());
@@ -125,8 +136,8 @@ absl::Status RunStepBench(const StepBenchOptions& o) {
         "step: median %.3f ms  p10 %.3f  p90 %.3f  (forward %.3f, backward %.3f, update in "
         "backward %.3f)  %.0f samples/s  |  sgemm %d^3 %.1f GFLOP/s (range %.1f-%.1f)  "
         "GEMM floor %.3f ms  %.2fx GEMM floor\n",
-        med, Percentile(times, 0.1), Percentile(times, 0.9), Percentile(fwd, 0.5),
-        Percentile(bwd, 0.5), Percentile(upd, 0.5), o.batch / (med / 1e3), kGemmSize, rate,
+        med, Percentile(t.step, 0.1), Percentile(t.step, 0.9), Percentile(t.forward, 0.5),
+        Percentile(t.backward, 0.5), Percentile(t.update, 0.5), o.batch / (med / 1e3), kGemmSize, rate,
         Percentile(rates, 0.0), Percentile(rates, 1.0), floor_ms, med / floor_ms);
   }
   const double peak = Percentile(all_rates, 1.0);

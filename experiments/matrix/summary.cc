@@ -47,6 +47,44 @@ double MedianOf(const std::vector<StepMetrics>& v, F f) {
   return Median(x);
 }
 
+// Raises r's busiest-node bytes to one process's medians if that process moved more.
+void KeepBusiest(const std::vector<StepMetrics>& steady, CellResult* r) {
+  const double in = MedianOf(steady, [](const StepMetrics& x) { return 1.0 * x.bytes_received(); });
+  const double out = MedianOf(steady, [](const StepMetrics& x) { return 1.0 * x.bytes_sent(); });
+  if (in + out > r->busiest_bytes_in() + r->busiest_bytes_out()) {
+    r->set_busiest_bytes_in(in);
+    r->set_busiest_bytes_out(out);
+  }
+}
+
+// Why a job failed: the first error line it printed (the root cause; the launcher's
+// summary of which process failed comes last), else how it ended.
+std::string FailureReason(const std::string& log, const std::string& exit_reason) {
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (absl::StrContains(line, "error:")) return std::string(line);
+  }
+  return exit_reason;
+}
+
+// What the job's log says besides its records: the parameter count (every strategy's
+// start-up line ends "... N parameters") and the final test accuracy.
+void ReadLogFacts(const std::string& log, CellResult* r) {
+  if (const size_t p = log.find(" parameters"); p != std::string::npos) {
+    size_t b = p;
+    while (b > 0 && absl::ascii_isdigit(log[b - 1])) --b;
+    int64_t n = 0;
+    if (absl::SimpleAtoi(log.substr(b, p - b), &n)) r->set_num_params(n);
+  }
+  const size_t at = log.rfind("test accuracy: ");
+  double acc = 0;
+  if (at != std::string::npos &&
+      absl::SimpleAtod(absl::StripAsciiWhitespace(
+                           absl::string_view(log).substr(at + 15, log.find('\n', at) - at - 15)),
+                       &acc)) {
+    r->set_test_accuracy(acc);
+  }
+}
+
 }  // namespace
 
 CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
@@ -61,17 +99,8 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
   r.set_global_batch(cell.global_batch);
   const std::string log = ReadFile(dir + "/log.txt").value_or("");
   if (!exit_ok) {
-    // The reason: the first error line the job printed (the root cause; the launcher's
-    // summary of which process failed comes last), else how it ended.
-    std::string reason = exit_reason;
-    for (absl::string_view line : absl::StrSplit(log, '\n')) {
-      if (absl::StrContains(line, "error:")) {
-        reason = std::string(line);
-        break;
-      }
-    }
     r.set_status("failed");
-    r.set_reason(reason);
+    r.set_reason(FailureReason(log, exit_reason));
     return r;
   }
   // Worker 0 / rank 0's records (one process: metrics.jsonl).
@@ -93,52 +122,21 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
   r.set_wait_ms(MedianOf(steady, [](const StepMetrics& s) { return s.wait_ms(); }));
   r.set_update_ms(MedianOf(steady, [](const StepMetrics& s) { return s.update_ms(); }));
   if (r.median_step_ms() > 0) r.set_samples_per_sec(cell.global_batch * 1e3 / r.median_step_ms());
+  // The busiest node: the busiest shard of a PS; the busiest rank of DDP (ranks differ,
+  // e.g. recursive doubling's fold-in ranks), rank 0's records being those read above.
   if (cell.strategy.kind() == "ps") {
-    // The busiest shard.
-    for (int s = 0;; ++s) {
-      const std::string path = absl::StrCat(dir, "/metrics.jsonl.shard", s);
-      if (!fs::exists(path)) break;
-      const std::vector<StepMetrics> shard = Steady(ReadMetrics(path));
-      const double in = MedianOf(shard, [](const StepMetrics& x) { return 1.0 * x.bytes_received(); });
-      const double out = MedianOf(shard, [](const StepMetrics& x) { return 1.0 * x.bytes_sent(); });
-      if (in + out > r.busiest_bytes_in() + r.busiest_bytes_out()) {
-        r.set_busiest_bytes_in(in);
-        r.set_busiest_bytes_out(out);
-      }
+    for (int s = 0; fs::exists(absl::StrCat(dir, "/metrics.jsonl.shard", s)); ++s) {
+      KeepBusiest(Steady(ReadMetrics(absl::StrCat(dir, "/metrics.jsonl.shard", s))), &r);
     }
   } else if (cell.strategy.kind() == "ddp") {
-    // The busiest rank (ranks differ, e.g. recursive doubling's fold-in ranks); rank 0's
-    // records are those read above.
-    for (int rank = 0;; ++rank) {
-      const std::string path = absl::StrCat(dir, "/metrics.jsonl.rank", rank);
-      if (rank > 0 && !fs::exists(path)) break;
-      const std::vector<StepMetrics> mine = rank == 0 ? steady : Steady(ReadMetrics(path));
-      const double in = MedianOf(mine, [](const StepMetrics& x) { return 1.0 * x.bytes_received(); });
-      const double out = MedianOf(mine, [](const StepMetrics& x) { return 1.0 * x.bytes_sent(); });
-      if (in + out > r.busiest_bytes_in() + r.busiest_bytes_out()) {
-        r.set_busiest_bytes_in(in);
-        r.set_busiest_bytes_out(out);
-      }
+    KeepBusiest(steady, &r);
+    for (int rank = 1; fs::exists(absl::StrCat(dir, "/metrics.jsonl.rank", rank)); ++rank) {
+      KeepBusiest(Steady(ReadMetrics(absl::StrCat(dir, "/metrics.jsonl.rank", rank))), &r);
     }
   }
-  // "... N parameters" is printed by every strategy's start-up line.
-  if (const size_t p = log.find(" parameters"); p != std::string::npos) {
-    size_t b = p;
-    while (b > 0 && absl::ascii_isdigit(log[b - 1])) --b;
-    int64_t n = 0;
-    if (absl::SimpleAtoi(log.substr(b, p - b), &n)) r.set_num_params(n);
-  }
-  const size_t at = log.rfind("test accuracy: ");
-  double acc = 0;
-  if (at != std::string::npos &&
-      absl::SimpleAtod(absl::StripAsciiWhitespace(
-                           absl::string_view(log).substr(at + 15, log.find('\n', at) - at - 15)),
-                       &acc)) {
-    r.set_test_accuracy(acc);
-  }
+  ReadLogFacts(log, &r);
   return r;
 }
-
 absl::Status WriteSummaryCsv(const std::vector<CellResult>& results, const std::string& path) {
   // Reference throughput: the single-process cell, else each strategy's 1-worker cell.
   std::map<std::string, std::vector<double>> one_worker;
