@@ -25,6 +25,8 @@
 //                  included here)
 //   status_macros.h  RINGSIDE_RETURN_IF_ERROR / RINGSIDE_ASSIGN_OR_RETURN
 //   task_thread.h  a long-lived helper thread that runs one handed-over task at a time
+//   random.h       the seeded, platform-independent generator of every initialisation
+//   json_escape.h  JSON string escaping for metrics and traces
 //   test_util.h    (testonly) MaxRelativeDifference for the equivalence tests
 //   ringside.proto RunConfig, StepMetrics, CheckpointHeader
 #ifndef RINGSIDE_COMMON_COMMON_H_

@@ -1,5 +1,5 @@
 // The all-reduce algorithms of the Gloo process group and their flag spellings. Its own
-// light library so that spec validation (experiments/compare_command.cc) can check a
+// light library so that spec validation (experiments/matrix/spec.cc) and the cost model can check a
 // name without linking Gloo.
 #ifndef RINGSIDE_DDP_RING_ALLREDUCE_ALGORITHM_H_
 #define RINGSIDE_DDP_RING_ALLREDUCE_ALGORITHM_H_

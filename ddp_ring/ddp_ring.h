@@ -5,6 +5,11 @@
 //     nccl_process_group.h      its GPU backend (--config=cuda builds only; not included
 //                               here, so that this door builds without CUDA)
 //     process_group_factory.h   a backend by name; says when the build lacks CUDA
+//     allreduce_algorithm.h     --allreduce: ring, halving-doubling, recursive doubling,
+//                               auto (by size); the byte counts each moves
+//     tcp_pairs.h               the direct full-duplex TCP pairs the doublings run on
+//     gloo_store_adapter.h      the store as Gloo's rendezvous store
+//     process_group_test_util.h (tests) ranks as threads, expected byte counts
 //   reducer.h         gradient buckets all-reduced during backward (a StepStrategy)
 //   ddp_worker.h      one rank end to end: env, rendezvous, config check, training
 #ifndef RINGSIDE_DDP_RING_DDP_RING_H_

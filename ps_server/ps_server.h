@@ -5,6 +5,7 @@
 //                     who is late; parses --ps_sync
 //   shard.h           one shard's state: aggregation, faults, statistics (asks the policy)
 //   ps_service.h      the gRPC service over a Shard, and the server hosting it
+//   wire_chunk.h      the zero-copy Chunk codec of the push-pull hot path
 //   server_role.h     `ringside ps-server`: one shard of a job, until all workers are done
 #ifndef RINGSIDE_PS_SERVER_PS_SERVER_H_
 #define RINGSIDE_PS_SERVER_PS_SERVER_H_
