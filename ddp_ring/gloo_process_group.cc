@@ -84,6 +84,13 @@ constexpr uint8_t kRingGatherSlotPrefix = 0x54;
 constexpr uint8_t kBroadcastSlotPrefix = 0x55;
 constexpr uint8_t kAllGatherSlotPrefix = 0x56;
 
+// The ring all-reduce's pipelining (RingAllReduce): the largest segment of a chunk, and
+// how many segment transfers are in flight at once (one of them being waited for and
+// added while the others move). Gloo's own ring's settings; smaller segments with more
+// in flight were slower at 4 ranks on 2 cores (docs/benchmarks.md, "Ring pipelining").
+constexpr int64_t kRingSegmentBytes = int64_t{1} << 20;
+constexpr int64_t kRingSegmentsInFlight = 2;
+
 // The longest a healthy group's destructor waits for its peers (shutdown step 2).
 constexpr absl::Duration kShutdownLinger = absl::Seconds(10);
 
@@ -612,6 +619,31 @@ class GlooProcessGroup : public ProcessGroup {
     return {begin, n * (c + 1) / w - begin};
   }
 
+  // One transfer of the pipelined ring all-reduce: segment k of the chunk sent to the
+  // right neighbour and segment k of the chunk received from the left one, as float
+  // offsets into `data` and counts (a count of 0: nothing moves that way).
+  struct RingTransfer {
+    bool reduce;  // Reduce-scatter (received into scratch_ and added) or all-gather.
+    int64_t send_at, send_n, recv_at, recv_n;
+  };
+
+  // Transfer t of RingAllReduce's flat schedule over `segments` segments per chunk:
+  // t = s * segments + k in the reduce-scatter (s < w - 1), then (w - 1 + s) * segments
+  // + k in the all-gather. Segment k of a chunk of `len` floats is
+  // [len k / segments, len (k + 1) / segments) of it; both ends of a transfer split the
+  // same chunk, so they agree on every segment's size.
+  RingTransfer RingSchedule(int64_t n, int64_t segments, int64_t t) const {
+    const int64_t reduce_steps = (world_size_ - 1) * segments;
+    const bool reduce = t < reduce_steps;
+    const int s = static_cast<int>((reduce ? t : t - reduce_steps) / segments);
+    const int64_t k = t % segments;
+    const auto [send_chunk_at, send_len] = Chunk(n, reduce ? rank_ - s : rank_ + 1 - s);
+    const auto [recv_chunk_at, recv_len] = Chunk(n, reduce ? rank_ - s - 1 : rank_ - s);
+    const int64_t send_lo = send_len * k / segments, recv_lo = recv_len * k / segments;
+    return {reduce, send_chunk_at + send_lo, send_len * (k + 1) / segments - send_lo,
+            recv_chunk_at + recv_lo, recv_len * (k + 1) / segments - recv_lo};
+  }
+
   // Ring all-reduce on Gloo's unbound buffers, in place, in two phases of w - 1 steps
   // over the chunks of Chunk():
   //   reduce-scatter: in step s rank r sends its running sum of chunk r - s to r + 1 and
@@ -619,35 +651,60 @@ class GlooProcessGroup : public ProcessGroup {
   //     holds the full sum of chunk r + 1;
   //   all-gather: in step s rank r sends chunk r + 1 - s and receives chunk r - s,
   //     straight into `data`.
+  // Pipelined like Gloo's ring and NCCL: each chunk is cut into the same number of
+  // segments of at most kRingSegmentBytes (RingSchedule), and the 2 (w - 1) x segments
+  // transfers run in order with `lag` of them still in flight while the oldest is
+  // waited for and added: post transfer t, then complete transfer t - lag. Sending,
+  // receiving (Gloo's event loop) and adding overlap. Transfer t sends what transfer
+  // t - segments received, so lag < segments keeps that one completed first. Matching
+  // is FIFO per peer and slot, so the oldest completion on a buffer is the oldest post.
   // Each rank sends and receives 2 (n - its own chunk) floats, about 2 (w - 1) / w x n
-  // (the bandwidth optimum); every chunk's sum is computed once, so all ranks end with
-  // bit-identical sums. Worker thread only; throws Gloo's exceptions.
+  // (the bandwidth optimum); every chunk's sum is computed once, in the same order as
+  // without segments, so all ranks end with bit-identical sums. Worker thread only;
+  // throws Gloo's exceptions.
   void RingAllReduce(float* data, int64_t n, uint32_t tag) {
     const int w = world_size_;
     const int right = (rank_ + 1) % w;
     const int left = (rank_ + w - 1) % w;
     const int64_t largest = (n + w - 1) / w;
-    if (static_cast<int64_t>(scratch_.size()) < largest) scratch_.resize(largest);
+    constexpr int64_t kSegmentFloats = kRingSegmentBytes / sizeof(float);
+    const int64_t segments = std::max<int64_t>(1, (largest + kSegmentFloats - 1) / kSegmentFloats);
+    const int64_t lag = std::min<int64_t>(kRingSegmentsInFlight - 1, segments - 1);
+    // Receive slots in scratch_: one per reduce-scatter transfer in flight.
+    const int64_t slot_floats = (largest + segments - 1) / segments;
+    const int64_t scratch_n = slot_floats * (lag + 1);
+    if (static_cast<int64_t>(scratch_.size()) < scratch_n) scratch_.resize(scratch_n);
     std::unique_ptr<gloo::transport::UnboundBuffer> data_buf =
         context_->createUnboundBuffer(data, n * sizeof(float));
     std::unique_ptr<gloo::transport::UnboundBuffer> scratch_buf =
-        context_->createUnboundBuffer(scratch_.data(), largest * sizeof(float));
+        context_->createUnboundBuffer(scratch_.data(), scratch_n * sizeof(float));
     const uint64_t reduce_slot = gloo::Slot::build(kRingReduceSlotPrefix, tag);
     const uint64_t gather_slot = gloo::Slot::build(kRingGatherSlotPrefix, tag);
-    for (int s = 0; s < w - 1; ++s) {
-      const auto [send_at, send_n] = Chunk(n, rank_ - s);
-      const auto [recv_at, recv_n] = Chunk(n, rank_ - s - 1);
-      if (recv_n > 0) scratch_buf->recv(left, reduce_slot, 0, recv_n * sizeof(float));
-      if (send_n > 0) data_buf->send(right, reduce_slot, send_at * sizeof(float), send_n * sizeof(float));
-      WaitUnbound(scratch_buf.get(), recv_n, data_buf.get(), send_n);
-      for (int64_t i = 0; i < recv_n; ++i) data[recv_at + i] += scratch_[i];
-    }
-    for (int s = 0; s < w - 1; ++s) {
-      const auto [send_at, send_n] = Chunk(n, rank_ + 1 - s);
-      const auto [recv_at, recv_n] = Chunk(n, rank_ - s);
-      if (recv_n > 0) data_buf->recv(left, gather_slot, recv_at * sizeof(float), recv_n * sizeof(float));
-      if (send_n > 0) data_buf->send(right, gather_slot, send_at * sizeof(float), send_n * sizeof(float));
-      WaitUnbound(data_buf.get(), recv_n, data_buf.get(), send_n);
+    const int64_t transfers = 2 * (w - 1) * segments;
+    for (int64_t t = 0; t < transfers + lag; ++t) {
+      if (t < transfers) {
+        const RingTransfer post = RingSchedule(n, segments, t);
+        const int64_t scratch_at = (t % (lag + 1)) * slot_floats;
+        if (post.recv_n > 0) {
+          if (post.reduce) {
+            scratch_buf->recv(left, reduce_slot, scratch_at * sizeof(float), post.recv_n * sizeof(float));
+          } else {
+            data_buf->recv(left, gather_slot, post.recv_at * sizeof(float), post.recv_n * sizeof(float));
+          }
+        }
+        if (post.send_n > 0) {
+          data_buf->send(right, post.reduce ? reduce_slot : gather_slot, post.send_at * sizeof(float),
+                         post.send_n * sizeof(float));
+        }
+      }
+      if (t < lag) continue;
+      const RingTransfer done = RingSchedule(n, segments, t - lag);
+      WaitUnbound(done.reduce ? scratch_buf.get() : data_buf.get(), done.recv_n, data_buf.get(),
+                  done.send_n);
+      if (!done.reduce) continue;
+      const float* received = scratch_.data() + ((t - lag) % (lag + 1)) * slot_floats;
+      float* sum = data + done.recv_at;
+      for (int64_t i = 0; i < done.recv_n; ++i) sum[i] += received[i];
     }
   }
 
