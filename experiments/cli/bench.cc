@@ -12,20 +12,17 @@
 #include "experiments/bench/bench.h"
 #include "experiments/cli/flags.h"
 #include "experiments/cli/verbs.h"
-#include "experiments/launch/launcher.h"
+#include "experiments/launch/local_job.h"
 
 namespace ringside {
 namespace {
 
 absl::Status RunAllReduce(const CommandArgs& args) {
   if (!InLaunchedJob()) {
-    // Launch --workers ranks of this very command.
-    LaunchOptions lo;
-    lo.nproc_per_node = absl::GetFlag(FLAGS_workers);
-    lo.master_port = 0;
-    lo.command.push_back("/proc/self/exe");
-    lo.command.insert(lo.command.end(), args.self_args.begin(), args.self_args.end());
-    return Launch(lo);
+    // --workers ranks of this very command, on loopback: the DDP job plan.
+    LocalJobOptions job;
+    job.self_args = args.self_args;
+    return LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), job);
   }
   AllReduceBenchOptions o;
   RINGSIDE_ASSIGN_OR_RETURN(o.algorithm, ParseAllReduceAlgorithm(absl::GetFlag(FLAGS_allreduce)));
