@@ -26,13 +26,15 @@ absl::StatusOr<ModelWeight> WeighModel(const std::string& spec, int batch) {
 }
 
 absl::Status CheckCalibrationFits(const Calibration& c, const std::string& model, int batch) {
-  const std::string fix = absl::StrCat("; re-run `ringside calibrate --model=", model, " --batch=",
-                                       batch, "`");
+  const std::string fix = absl::StrCat("; re-run `ringside calibrate",
+                                       model.empty() ? "" : absl::StrCat(" --model=", model),
+                                       batch > 0 ? absl::StrCat(" --batch=", batch) : "", "`");
   if (c.model.empty() || c.batch <= 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the calibration does not say which model and batch it was measured with (written by an "
-        "older ringside calibrate): its compute time may belong to another model than ",
-        model, " at batch ", batch, fix));
+        "older ringside calibrate): its compute time may belong to another model and batch than ",
+        model.empty() ? "this run's model" : model, batch > 0 ? absl::StrCat(" at batch ", batch) : "",
+        fix));
   }
   if (c.model == model && c.batch == batch) return absl::OkStatus();
   std::string error = absl::StrCat("the calibration was measured with ", c.model, " at batch ",

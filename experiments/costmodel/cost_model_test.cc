@@ -877,6 +877,43 @@ TEST(Simulate, PrintsATablePerLinkAndTheCrossovers) {
   EXPECT_THAT(text, HasSubstr("crossover: PS S=1 overtakes ring between N=1 and N=2"));
 }
 
+TEST(Simulate, SaysWhatTheCalibrationWasMeasuredWith) {
+  SimulateOptions o;
+  o.calibration = MeasuredWith("mlp:784-256-256-10", 64);
+  o.calibration.threads = 1;
+  absl::Status st;
+  std::string text = RunToString(o, &st);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_THAT(text, HasSubstr("calibration measured with mlp:784-256-256-10 at batch 64, 1 thread(s)\n"));
+  o.model = "mlp:784-256-256-10";  // The calibration's own: fine.
+  RunToString(o, &st);
+  EXPECT_TRUE(st.ok()) << st;
+  o.calibration = MeasuredWith("", 0);
+  o.model.clear();
+  text = RunToString(o, &st);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_THAT(text, HasSubstr("calibration of an unknown model and batch"));
+}
+
+TEST(Simulate, RefusesAnotherModelOrBatch) {
+  SimulateOptions o;
+  o.calibration = MeasuredWith("mlp:784-256-256-10", 64);
+  o.batch = 128;
+  absl::Status st;
+  std::string text = RunToString(o, &st);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(st.message(), HasSubstr("at batch 64, this run is mlp:784-256-256-10 at batch 128"));
+  EXPECT_EQ(text, "");
+  o.batch = 0;
+  o.model = "cnn:lenet";
+  RunToString(o, &st);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(st.message(), HasSubstr("this run is cnn:lenet at batch 64"));
+  o.calibration = MeasuredWith("", 0);  // An old file cannot vouch for any model.
+  RunToString(o, &st);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(Simulate, NeedsAModelSize) {
   SimulateOptions o;
   o.calibration.allreduce = {0, 1e9};
