@@ -147,7 +147,8 @@ absl::Status RunSimulate(const SimulateOptions& options, FILE* out) {
   }
   if (c.model.empty() || c.batch <= 0) {
     absl::FPrintF(out, "calibration of an unknown model and batch (written by an older ringside "
-                       "calibrate; re-run it to record them)\n");
+                       "calibrate; re-run `ringside calibrate --model=... --batch=...` to record "
+                       "them)\n");
   } else {
     absl::FPrintF(out, "calibration measured with %s at batch %d, %d thread(s)%s\n", c.model, c.batch,
                   c.threads, model_bytes != c.model_bytes
