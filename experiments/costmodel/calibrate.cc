@@ -108,6 +108,29 @@ double TransferSeconds(double messages, double bytes) {
   return messages * (kNominalMessageSeconds + bytes / kNominalLoopbackBytesPerS);
 }
 
+// (message bytes, seconds) samples of a sweep.
+using Samples = std::vector<std::pair<double, double>>;
+
+// A sweep whose times do not fit (e.g. do not grow with size: a busy machine's noise
+// swamped them) runs again, up to this many times in all.
+constexpr int kSweepAttempts = 3;
+
+// Runs `sweep` and fits its samples with `fit`, again while the fit fails (a failing
+// sweep ends it at once); sets `*sweeps` to the sweeps run. The last fit's result.
+template <typename Sweep, typename Fit>
+absl::StatusOr<PathCalibration> SweepAndFit(const Sweep& sweep, const Fit& fit, int* sweeps) {
+  for (*sweeps = 1;; ++*sweeps) {
+    RINGSIDE_ASSIGN_OR_RETURN(Samples samples, sweep());
+    absl::StatusOr<PathCalibration> path = fit(samples);
+    if (path.ok() || *sweeps == kSweepAttempts) return path;
+  }
+}
+
+// Said beside a result that took more than one sweep.
+std::string SweepsNote(int sweeps) {
+  return sweeps > 1 ? absl::StrFormat(" (%d sweeps: the earlier ones did not fit, noise)", sweeps) : "";
+}
+
 absl::Status CheckOptions(const CalibrateOptions& o) {
   if (o.batch < 1 || o.threads < 1 || o.steps < 1 || o.warmup_steps < 0 || o.repeats < 1) {
     return absl::InvalidArgumentError(
@@ -167,18 +190,18 @@ absl::Status MeasurePushPullPath(const CalibrateOptions& o, PhaseProgress* progr
                                      sizes.size(), Binary(sizes.front()), Binary(sizes.back()),
                                      po.warmup, po.iters),
                   expected);
-  absl::StatusOr<std::vector<PushPullRow>> rows = RunPushPullSweep(po, sizes);
-  if (!rows.ok()) {
-    return progress->Fail("calibrate: push-pull sweep", rows.status());
-  }
-  std::vector<std::pair<double, double>> samples;
-  for (const PushPullRow& r : *rows) samples.push_back({static_cast<double>(r.bytes), r.median_ms / 1e3});
-  absl::StatusOr<PathCalibration> path = FitPushPullPath(samples, c->update_s_per_byte);
-  if (!path.ok()) {
-    return progress->Fail("calibrate: push-pull sweep", path.status());
-  }
+  int sweeps = 0;
+  absl::StatusOr<PathCalibration> path = SweepAndFit(
+      [&]() -> absl::StatusOr<Samples> {
+        RINGSIDE_ASSIGN_OR_RETURN(std::vector<PushPullRow> rows, RunPushPullSweep(po, sizes));
+        Samples samples;
+        for (const PushPullRow& r : rows) samples.push_back({static_cast<double>(r.bytes), r.median_ms / 1e3});
+        return samples;
+      },
+      [&](const Samples& samples) { return FitPushPullPath(samples, c->update_s_per_byte); }, &sweeps);
+  if (!path.ok()) return progress->Fail("calibrate: push-pull sweep", path.status());
   c->push_pull = *path;
-  progress->Finish(PathText(c->push_pull));
+  progress->Finish(PathText(c->push_pull) + SweepsNote(sweeps));
   return absl::OkStatus();
 }
 
@@ -201,25 +224,26 @@ absl::Status MeasureAllReducePath(const CalibrateOptions& o, PhaseProgress* prog
                                      kAllReduceRanks, sizes, Binary(ao.min_bytes),
                                      Binary(ao.max_bytes), ao.warmup, ao.iters),
                   expected);
-  absl::StatusOr<AllReduceBenchResult> sweep = MeasureAllReduceInProcess(kAllReduceRanks, ao);
-  if (!sweep.ok()) {
-    return progress->Fail("calibrate: all-reduce sweep", sweep.status());
-  }
-  std::vector<std::pair<double, double>> samples;
-  for (const AllReduceRow& r : sweep->rows) {
-    if (r.wrong != 0) {
-      return progress->Fail("calibrate: all-reduce sweep", absl::InternalError(absl::StrCat(
-                                r.wrong, " wrong elements at ", r.bytes, " bytes")));
-    }
-    samples.push_back({static_cast<double>(r.bytes), r.us / 1e6});
-  }
-  absl::StatusOr<PathCalibration> path =
-      FitAllReducePath(samples, kAllReduceRanks, Strategy::kRing, c->reduce_s_per_byte);
-  if (!path.ok()) {
-    return progress->Fail("calibrate: all-reduce sweep", path.status());
-  }
+  int sweeps = 0;
+  absl::StatusOr<PathCalibration> path = SweepAndFit(
+      [&]() -> absl::StatusOr<Samples> {
+        RINGSIDE_ASSIGN_OR_RETURN(AllReduceBenchResult sweep, MeasureAllReduceInProcess(kAllReduceRanks, ao));
+        Samples samples;
+        for (const AllReduceRow& r : sweep.rows) {
+          if (r.wrong != 0) {
+            return absl::InternalError(absl::StrCat(r.wrong, " wrong elements at ", r.bytes, " bytes"));
+          }
+          samples.push_back({static_cast<double>(r.bytes), r.us / 1e6});
+        }
+        return samples;
+      },
+      [&](const Samples& samples) {
+        return FitAllReducePath(samples, kAllReduceRanks, Strategy::kRing, c->reduce_s_per_byte);
+      },
+      &sweeps);
+  if (!path.ok()) return progress->Fail("calibrate: all-reduce sweep", path.status());
   c->allreduce = *path;
-  progress->Finish(PathText(c->allreduce));
+  progress->Finish(PathText(c->allreduce) + SweepsNote(sweeps));
   return absl::OkStatus();
 }
 

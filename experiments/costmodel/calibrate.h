@@ -8,7 +8,8 @@
 //      this process (RunPushPullSweep), fitted;
 //   4. all-reduce alpha and bandwidth: a ring all-reduce sweep of 2 Gloo ranks as
 //      threads (MeasureAllReduceInProcess), fitted.
-// The result records the model, batch and threads it was measured with.
+// A sweep whose fit fails (noise: times that do not grow with size) is run again, up to
+// three sweeps. The result records the model, batch and threads it was measured with.
 #ifndef RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATE_H_
 #define RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATE_H_
 
