@@ -11,18 +11,14 @@
 set -uo pipefail
 RINGSIDE="$1"; COMPARE="$2"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-common=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5
-        --epochs=1 --steps=20 --lr=0.05 --momentum=0.9 --seed=3 --batch=8 --threads=1
-        --eval_batch=240 --timeout_s=60)
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# shellcheck source=tests/launcher_test_util.sh
+source "$(dirname "$0")/launcher_test_util.sh"
 
 # run_job NAME N ENV_FN REFERENCE TRAIN_ARGS...: starts N processes of `ringside train
 # TRAIN_ARGS --out=$T/NAME`, process r with the variables `ENV_FN r N` prints, waits for
 # each, checks its exit status, and compares the checkpoint with REFERENCE's.
 run_job() {
-  local name=$1 n=$2 env_fn=$3 reference=$4 r rc
+  local name=$1 n=$2 env_fn=$3 reference=$4 r
   shift 4
   local pids=()
   for r in $(seq 0 $((n - 1))); do
@@ -31,12 +27,8 @@ run_job() {
       >"$T/$name.$r.log" 2>&1 &
     pids+=($!)
   done
-  for r in $(seq 0 $((n - 1))); do
-    wait "${pids[$r]}"; rc=$?
-    [ "$rc" -eq 0 ] || { fail "$name: process $r exited $rc"; tail -5 "$T/$name.$r.log"; }
-  done
-  /usr/bin/python3 "$COMPARE" 1e-5 "$T/$reference/checkpoint.bin" "$T/$name/checkpoint.bin" \
-    || fail "$name: checkpoint differs from $reference's"
+  wait_all "$name" "${pids[@]}"
+  same_checkpoint "$name" "$reference"
 }
 
 # one_job NAME N: exactly one of the N processes reported the job (rank 0 of ONE job).
@@ -46,11 +38,8 @@ one_job() {
   [ "$found" -eq 1 ] || fail "$1: $found processes ran a job of their own (want 1 job)"
 }
 
-# References: the same jobs started by ringside itself.
-timeout 180 "$RINGSIDE" train --strategy=ddp --workers=2 "${common[@]}" --out="$T/ref_ddp" \
-  >"$T/ref_ddp.log" 2>&1 || fail "reference ddp run exited $?"
-timeout 180 "$RINGSIDE" train --strategy=ps --workers=2 --ps_shards=1 "${common[@]}" \
-  --out="$T/ref_ps" >"$T/ref_ps.log" 2>&1 || fail "reference ps run exited $?"
+reference ref_ddp --strategy=ddp --workers=2
+reference ref_ps --strategy=ps --workers=2 --ps_shards=1
 
 # Slurm: a free port that Slurm's derivation (20000 + SLURM_JOB_ID % 20000) can name.
 SLURM_PORT=0
@@ -79,34 +68,33 @@ pmix_env() {
   echo PMIX_RANK="$1" PMIX_NAMESPACE=ns-test WORLD_SIZE="$2" MASTER_ADDR=127.0.0.1 MASTER_PORT="$PORT"
 }
 
-[ "$SLURM_PORT" -gt 0 ] && { run_job slurm_ddp 2 slurm_env ref_ddp --strategy=ddp "${common[@]}"; one_job slurm_ddp 2; }
-run_job ompi_ddp 2 ompi_env ref_ddp --strategy=ddp "${common[@]}"
+[ "$SLURM_PORT" -gt 0 ] && { run_job slurm_ddp 2 slurm_env ref_ddp --strategy=ddp "${COMMON[@]}"; one_job slurm_ddp 2; }
+run_job ompi_ddp 2 ompi_env ref_ddp --strategy=ddp "${COMMON[@]}"
 one_job ompi_ddp 2
 PORT=$(free_port)
-run_job mpich_ddp 2 mpich_env ref_ddp --strategy=ddp "${common[@]}"
+run_job mpich_ddp 2 mpich_env ref_ddp --strategy=ddp "${COMMON[@]}"
 one_job mpich_ddp 2
 PORT=$(free_port)
-run_job pmix_ddp 2 pmix_env ref_ddp --strategy=ddp "${common[@]}"
+run_job pmix_ddp 2 pmix_env ref_ddp --strategy=ddp "${COMMON[@]}"
 one_job pmix_ddp 2
 # PS: one shard and two workers; the shard's address goes through the job's store.
 PORT=$(free_port)
-run_job ompi_ps 3 ompi_env ref_ps --strategy=ps --workers=2 --ps_shards=1 "${common[@]}"
+run_job ompi_ps 3 ompi_env ref_ps --strategy=ps --workers=2 --ps_shards=1 "${COMMON[@]}"
 if [ "$SLURM_PORT" -gt 0 ]; then
   for _ in $(seq 50); do  # A fresh port for the next job, again one Slurm can name.
     p=$(free_port)
     if [ "$p" -ge 20000 ] && [ "$p" -lt 40000 ]; then JOB=$((200000 + p - 20000)); break; fi
   done
-  run_job slurm_ps 3 slurm_env ref_ps --strategy=ps --workers=2 --ps_shards=1 "${common[@]}"
+  run_job slurm_ps 3 slurm_env ref_ps --strategy=ps --workers=2 --ps_shards=1 "${COMMON[@]}"
 fi
 
 # Open MPI does not say where rank 0 runs: without MASTER_ADDR, one clear error.
 env OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 timeout 60 "$RINGSIDE" train --strategy=ddp \
-  "${common[@]}" --out="$T/noaddr" >"$T/noaddr.log" 2>&1
+  "${COMMON[@]}" --out="$T/noaddr" >"$T/noaddr.log" 2>&1
 rc=$?
 [ "$rc" -ne 0 ] || fail "Open MPI without MASTER_ADDR exited 0"
 grep -q "MASTER_ADDR is not set (Open MPI does not say where rank 0 runs: export MASTER_ADDR and MASTER_PORT)" \
   "$T/noaddr.log" || { fail "no clear error without MASTER_ADDR"; cat "$T/noaddr.log"; }
 [ "$(wc -l <"$T/noaddr.log")" -eq 1 ] || { fail "the error is not one line"; cat "$T/noaddr.log"; }
 
-[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "PASS"
+finish_tests

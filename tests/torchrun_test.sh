@@ -16,17 +16,14 @@ if [ ! -x "$TORCHRUN" ] || ! /usr/bin/python3 -c 'import torch.distributed' 2>/d
   echo "SKIP: torchrun / python3-torch not installed (scripts/setup.sh installs python3-torch)"
   exit 0
 fi
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-common=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5
-        --epochs=1 --steps=20 --lr=0.05 --momentum=0.9 --seed=3 --batch=8 --threads=1
-        --eval_batch=240 --timeout_s=60)
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# shellcheck source=tests/launcher_test_util.sh
+source "$(dirname "$0")/launcher_test_util.sh"
 
 # torchrun_bg NAME NODE TORCHRUN_ARGS... -- TRAIN_ARGS...: one torchrun of
 # `ringside train TRAIN_ARGS --out=$T/NAME` in the background, logging to
-# $T/NAME.NODE.log; its pid goes to PIDS. torch 1.13 on Python 3.11 fails to parse --redirects/--tee of
-# 0 or 3 (its Std flag enum), so the runs ask for 1: stdout teed to the console.
+# $T/NAME.NODE.log; its pid goes to PIDS. torch 1.13 on Python 3.11 fails to parse
+# --redirects/--tee of 0 or 3 (its Std flag enum), so the runs ask for 1: stdout teed
+# to the console.
 PIDS=()
 torchrun_bg() {
   local name=$1 node=$2 launcher=()
@@ -37,30 +34,20 @@ torchrun_bg() {
     --no_python "$RINGSIDE" train "$@" --out="$T/$name" >"$T/$name.$node.log" 2>&1 &
   PIDS+=($!)
 }
-# finish NAME REFERENCE: waits for every torchrun of NAME, checks each exit status and
-# compares the checkpoint with REFERENCE's.
+# finish NAME REFERENCE: waits for every torchrun of NAME (each fails when any of its
+# workers fails) and compares the checkpoint with REFERENCE's.
 finish() {
-  local name=$1 reference=$2 pid node=0 rc
-  for pid in "${PIDS[@]}"; do
-    wait "$pid"; rc=$?
-    [ "$rc" -eq 0 ] || { fail "$name: torchrun of node $node exited $rc"; tail -5 "$T/$name.$node.log"; }
-    node=$((node + 1))
-  done
+  wait_all "$1" "${PIDS[@]}"
   PIDS=()
-  /usr/bin/python3 "$COMPARE" 1e-5 "$T/$reference/checkpoint.bin" "$T/$name/checkpoint.bin" \
-    || fail "$name: checkpoint differs from $reference's"
+  same_checkpoint "$1" "$2"
 }
 
-# The references: the same jobs started by ringside itself.
-timeout 180 "$RINGSIDE" train --strategy=ddp --workers=2 "${common[@]}" --out="$T/ref_ddp" \
-  >"$T/ref_ddp.log" 2>&1 || fail "reference ddp run exited $?"
-timeout 180 "$RINGSIDE" train --strategy=ps --workers=2 --ps_shards=1 "${common[@]}" \
-  --out="$T/ref_ps" >"$T/ref_ps.log" 2>&1 || fail "reference ps run exited $?"
-timeout 180 "$RINGSIDE" train --strategy=ps --workers=3 --ps_shards=1 "${common[@]}" \
-  --out="$T/ref_ps3" >"$T/ref_ps3.log" 2>&1 || fail "reference ps (3 workers) run exited $?"
-ddp=(--strategy=ddp "${common[@]}")
-ps=(--strategy=ps --workers=2 --ps_shards=1 "${common[@]}")
-ps3=(--strategy=ps --workers=3 --ps_shards=1 "${common[@]}")
+reference ref_ddp --strategy=ddp --workers=2
+reference ref_ps --strategy=ps --workers=2 --ps_shards=1
+reference ref_ps3 --strategy=ps --workers=3 --ps_shards=1
+ddp=(--strategy=ddp "${COMMON[@]}")
+ps=(--strategy=ps --workers=2 --ps_shards=1 "${COMMON[@]}")
+ps3=(--strategy=ps --workers=3 --ps_shards=1 "${COMMON[@]}")
 
 # DDP, one node: default (static), --standalone, c10d.
 p=$(free_port)
@@ -100,5 +87,4 @@ for node in 0 1; do
 done
 finish ps_static2 ref_ps3
 
-[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "PASS"
+finish_tests
