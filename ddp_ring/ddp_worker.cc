@@ -1,7 +1,6 @@
 #include "ddp_ring/ddp_worker.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -10,7 +9,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "absl/strings/match.h"
 #include "common/common.h"
 #include "ddp_ring/job_store.h"
 #include "ddp_ring/process_group_factory.h"
