@@ -103,8 +103,8 @@ absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptio
                             Reducer::Create(group->get(), replica.model.get(), replica.ops.get(),
                                             replica.hyper, o.reducer));
   if (env.rank == 0) {
-    absl::FPrintF(stderr, "ddp: %d ranks, backend %s, %d buckets, overlap %s, model %s (%d parameters)\n",
-                  env.world_size, (*group)->backend(), reducer->buckets().size(),
+    absl::FPrintF(stderr, "ddp: %d ranks (%s), backend %s, %d buckets, overlap %s, model %s (%d parameters)\n",
+                  env.world_size, env.launcher, (*group)->backend(), reducer->buckets().size(),
                   o.reducer.overlap ? "on" : "off", config.model(), replica.model->num_params());
   }
   // The reducer's lifecycle: broadcast of rank 0's parameters, training, final barrier.

@@ -31,11 +31,13 @@ run_job() {
   same_checkpoint "$name" "$reference"
 }
 
-# one_job NAME N: exactly one of the N processes reported the job (rank 0 of ONE job).
+# one_job NAME N LAUNCHER: exactly one of the N processes reported the job (rank 0 of
+# ONE job), naming the launcher it detected.
 one_job() {
   local found
   found=$(grep -l "ddp: $2 ranks" "$T/$1".*.log | wc -l)
   [ "$found" -eq 1 ] || fail "$1: $found processes ran a job of their own (want 1 job)"
+  grep -qF "ddp: $2 ranks ($3)" "$T/$1".*.log || fail "$1: the launcher was not detected as $3"
 }
 
 reference ref_ddp --strategy=ddp --workers=2
@@ -68,15 +70,15 @@ pmix_env() {
   echo PMIX_RANK="$1" PMIX_NAMESPACE=ns-test WORLD_SIZE="$2" MASTER_ADDR=127.0.0.1 MASTER_PORT="$PORT"
 }
 
-[ "$SLURM_PORT" -gt 0 ] && { run_job slurm_ddp 2 slurm_env ref_ddp --strategy=ddp "${COMMON[@]}"; one_job slurm_ddp 2; }
+[ "$SLURM_PORT" -gt 0 ] && { run_job slurm_ddp 2 slurm_env ref_ddp --strategy=ddp "${COMMON[@]}"; one_job slurm_ddp 2 "Slurm (srun)"; }
 run_job ompi_ddp 2 ompi_env ref_ddp --strategy=ddp "${COMMON[@]}"
-one_job ompi_ddp 2
+one_job ompi_ddp 2 "Open MPI"
 PORT=$(free_port)
 run_job mpich_ddp 2 mpich_env ref_ddp --strategy=ddp "${COMMON[@]}"
-one_job mpich_ddp 2
+one_job mpich_ddp 2 "MPICH (Hydra)"
 PORT=$(free_port)
 run_job pmix_ddp 2 pmix_env ref_ddp --strategy=ddp "${COMMON[@]}"
-one_job pmix_ddp 2
+one_job pmix_ddp 2 PMIx
 # PS: one shard and two workers; the shard's address goes through the job's store.
 PORT=$(free_port)
 run_job ompi_ps 3 ompi_env ref_ps --strategy=ps --workers=2 --ps_shards=1 "${COMMON[@]}"

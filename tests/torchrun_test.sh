@@ -53,6 +53,7 @@ ps3=(--strategy=ps --workers=3 --ps_shards=1 "${COMMON[@]}")
 p=$(free_port)
 torchrun_bg static1 0 --nnodes=1 --nproc_per_node=2 --master_addr=127.0.0.1 --master_port="$p" -- "${ddp[@]}"
 finish static1 ref_ddp
+grep -qF "ddp: 2 ranks (torchrun)" "$T"/static1.0.log || fail "static1: torchrun was not detected"
 torchrun_bg standalone 0 --standalone --nproc_per_node=2 -- "${ddp[@]}"
 finish standalone ref_ddp
 p=$(free_port)
