@@ -16,7 +16,9 @@
 // Where the store is (rank 0's host): MASTER_ADDR and MASTER_PORT from the environment
 // when set. Otherwise, under srun only, the first host of SLURM_STEP_NODELIST (or
 // SLURM_JOB_NODELIST; task 0 runs there under Slurm's default block distribution) and
-// port 20000 + SLURM_JOB_ID % 20000; under the others an error names what to export.
+// port 20000 + SLURM_JOB_ID % 20000 (so two ringside steps running at once in one
+// allocation need MASTER_PORT exported); under the others an error names what to
+// export.
 // The run id (the job's key space in the store): RINGSIDE_RUN_ID, else
 // TORCHELASTIC_RUN_ID (torchrun), else "slurm-<SLURM_JOB_ID>.<SLURM_STEP_ID>", else
 // PMIX_NAMESPACE, else "default".
