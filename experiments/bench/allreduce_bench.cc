@@ -13,25 +13,21 @@
 #include "common/common.h"
 #include "ddp_ring/ddp_worker.h"
 #include "ddp_ring/gloo_process_group.h"
+#include "ddp_ring/job_store.h"
 #include "ddp_ring/store.h"
 
 namespace ringside {
 
 absl::Status RunAllReduceBench(const AllReduceBenchOptions& o) {
   RINGSIDE_ASSIGN_OR_RETURN(JobEnv env, ReadJobEnv());
-  std::unique_ptr<StoreServer> server;
-  if (env.rank == 0) {
-    RINGSIDE_ASSIGN_OR_RETURN(server, StoreServer::Start(env.master_addr, env.master_port));
-  }
-  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store,
-                            ConnectStore(env.master_addr, env.master_port, o.timeout,
-                                         absl::Seconds(10)));
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, JoinJobStore(env, o.timeout));
   std::unique_ptr<Store> job = NewPrefixStore(absl::StrCat("bench/", env.run_id), store.get());
   ProcessGroupOptions po;
   po.rank = env.rank;
   po.world_size = env.world_size;
   po.timeout = o.timeout;
   po.algorithm = o.algorithm;
+  po.hostname = ReachableAddress(env);
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group,
                             NewGlooProcessGroup(job.get(), po));
   if (env.rank == 0) {
