@@ -91,8 +91,8 @@ TEST(TrainerTest, ResumeIsBitIdenticalToTrainingStraight) {
   EXPECT_EQ(0, memcmp(resumed.optimizer_state.data(), direct.optimizer_state.data(),
                       direct.optimizer_state.size() * sizeof(float)));
   // The resumed run appended its records to the first run's.
-  EXPECT_EQ(CountLines(split + "/" + kMetricsFile), 50);
-  EXPECT_EQ(CountLines(straight + "/" + kMetricsFile), 50);
+  EXPECT_EQ(CountLines(split + "/" + OutputFileName(OutputFile::kMetrics, OutputOwner::kSingle, 0)), 50);
+  EXPECT_EQ(CountLines(straight + "/" + OutputFileName(OutputFile::kMetrics, OutputOwner::kSingle, 0)), 50);
 }
 
 // Gradient accumulation over 4 micro-batches of 8 steps like one batch of 32 over the
@@ -171,8 +171,8 @@ TEST(TrainerTest, PrefetchingTheNextBatchIsBitIdentical) {
   ASSERT_EQ(with.optimizer_state.size(), without.optimizer_state.size());
   EXPECT_EQ(0, memcmp(with.optimizer_state.data(), without.optimizer_state.data(),
                       with.optimizer_state.size() * sizeof(float)));
-  EXPECT_EQ(CountOccurrences(on + "/" + kTraceFile, "data (next step)"), 42);
-  EXPECT_EQ(CountOccurrences(off + "/" + kTraceFile, "data (next step)"), 0);
+  EXPECT_EQ(CountOccurrences(on + "/" + OutputFileName(OutputFile::kTrace, OutputOwner::kSingle, 0), "data (next step)"), 42);
+  EXPECT_EQ(CountOccurrences(off + "/" + OutputFileName(OutputFile::kTrace, OutputOwner::kSingle, 0), "data (next step)"), 0);
 }
 
 TEST(TrainerTest, LearnsTheSyntheticTask) {

@@ -84,6 +84,8 @@ class Reducer final : public StepStrategy {
   Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd, const ReducerOptions& options,
           std::vector<Bucket> buckets);
   void Launch(size_t bucket);
+  // Draws this step's all-reduces (those still unfinished end at `end_us`).
+  void TraceAllReduces(int64_t end_us, TraceWriter* trace) const;
   // Counts `range`'s gradients into its bucket; launches the bucket once complete.
   void OnGradientReady(const ParamRange& range);
 
