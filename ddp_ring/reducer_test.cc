@@ -130,7 +130,8 @@ std::vector<float> RunRank(const Setup& setup, Store* store, int rank, int world
   while (std::getline(in, line)) {
     if (line.find("all-reduce bucket") == std::string::npos) continue;
     const size_t ts = line.find("\"ts\":");
-    earliest = std::min<int64_t>(earliest, std::stoll(line.substr(ts + 5)));
+    // A JSON number: the printer may write a round timestamp as 1.7639351234568e+15.
+    earliest = std::min<int64_t>(earliest, static_cast<int64_t>(std::stod(line.substr(ts + 5))));
     if (++spans % buckets == 0) {
       starts.push_back(earliest);
       earliest = INT64_MAX;
