@@ -65,7 +65,7 @@ struct SyntheticOptions {
 // the fly from (seed, split, index) by a counter-based hash, so any size costs no
 // memory and a sample does not depend on the rank, strategy or batch that gathers it;
 // label = argmax of a fixed random teacher MLP (at most 64 block sums of the input ->
-// 64 tanh -> classes) drawn from `seed`. Generating a sample costs a few microseconds
+// 64 softsign -> classes) drawn from `seed`. Generating a sample costs a few microseconds
 // (one hash per feature, no transcendental; about 4K multiply-adds to label it). The
 // same options always give the same samples. Errors: InvalidArgument for non-positive
 // sizes.

@@ -53,7 +53,12 @@ constexpr float kInvSumOfFourStd = 2.6428998e-5f;  // 1 / sqrt((2^32 - 1) / 3)
 // uniforms); one hash, integer adds and one float multiply per feature, no
 // transcendental (Box-Muller's log, sqrt and cos per feature made generating a batch
 // cost more than the small models' forward and backward). Feature i does not depend on
-// the others, and the same (seed, split, index) always gives the same bits.
+// the others, and the same (seed, split, index) always gives the same bits. Integer
+// arithmetic and one rounding per feature, so the AVX-512 clone (8 hashes at a time,
+// picked by the loader on CPUs that have it) gives the same bits as the baseline.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=skylake-avx512", "default")))
+#endif
 void GenerateFeatures(uint64_t seed, uint64_t split, int64_t index, int dim, float* x) {
   const uint64_t key = Mix64(seed ^ Mix64((split << 56) + static_cast<uint64_t>(index)));
   for (int i = 0; i < dim; ++i) {
@@ -64,7 +69,8 @@ void GenerateFeatures(uint64_t seed, uint64_t split, int64_t index, int dim, flo
   }
 }
 
-// The labelling network: logits = W2 tanh(W1 pool(x)) + b2, label = argmax (lowest
+// The labelling network: logits = W2 softsign(W1 pool(x)) + b2 (softsign(h) =
+// h / (1 + |h|)), label = argmax (lowest
 // index on ties), where pool(x) sums blocks of ceil(input_dim / kPooled) consecutive
 // features (scaled to unit variance). W1 and W2 are N(0, 1 / fan_in); W2's rows and b2 are then calibrated on
 // samples from a private stream so that every class has roughly the same frequency
@@ -114,7 +120,9 @@ class Teacher {
       const float* row = w1t_.data() + static_cast<size_t>(k) * kHidden;
       for (int j = 0; j < kHidden; ++j) hidden[j] += row[j] * xk;
     }
-    for (int j = 0; j < kHidden; ++j) hidden[j] = std::tanh(hidden[j]);
+    // Softsign, a tanh-like squashing without a transcendental (tanh was as costly as
+    // generating the features).
+    for (int j = 0; j < kHidden; ++j) hidden[j] = hidden[j] / (1.0f + std::fabs(hidden[j]));
     for (int c = 0; c < num_classes_; ++c) {
       const float* row = w2_.data() + static_cast<size_t>(c) * kHidden;
       float sum = b2_[c];
