@@ -390,15 +390,13 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, BlockSource next, int64
       }
     }
   }
-  const double aggregate_ms = (aggregate.end_us - aggregate.start_us) / 1e3;
-  const double update_ms = (update.end_us - update.start_us) / 1e3;
   if (options_.trace != nullptr) TraceChunk(w, step, k, wire_bytes, aggregate, update);
   absl::MutexLock l(&mu_);
   StepRecord& r = Record(step);
   r.bytes_in += wire_bytes;
   r.queue_depth = std::max(r.queue_depth, active_streams_.load());
-  r.aggregate_ms += aggregate_ms;
-  r.update_ms += update_ms;
+  r.aggregate_ms += (aggregate.end_us - aggregate.start_us) / 1e3;
+  r.update_ms += (update.end_us - update.start_us) / 1e3;
   if (++pushed_in_step_[w] == static_cast<int64_t>(chunks_.size())) {
     // Worker w's whole push of `step` is here: its clock advances.
     pushed_in_step_[w] = 0;
