@@ -1,10 +1,30 @@
 #include "common/local_step.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "common/status_macros.h"
 
 namespace ringside {
+namespace {
+
+using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+
+// Draws [start, end) as `name` pieces on the training track, cut around `cuts`
+// (ascending, disjoint, inside [start, end)), each cut drawn as `cut_name`.
+void DrawCut(TraceWriter* trace, const char* name, const char* cat, int64_t start,
+             int64_t end, const Intervals& cuts, const char* cut_name, const char* cut_cat) {
+  int64_t at = start;
+  for (const auto& [c0, c1] : cuts) {
+    if (c0 > at) trace->Span(name, cat, kTrainingTrack, at, c0 - at);
+    trace->Span(cut_name, cut_cat, kTrainingTrack, c0, c1 - c0);
+    at = c1;
+  }
+  if (end > at || cuts.empty()) trace->Span(name, cat, kTrainingTrack, at, end - at);
+}
+
+}  // namespace
 
 absl::Status LocalStep::Load(absl::Span<const int64_t> indices) {
   const int64_t n = static_cast<int64_t>(indices.size());
@@ -25,24 +45,6 @@ absl::Status LocalStep::Load(absl::Span<const int64_t> indices) {
   return absl::OkStatus();
 }
 
-namespace {
-
-using Intervals = std::vector<std::pair<int64_t, int64_t>>;
-
-// Draws [start, end) as `name` pieces on the training track, cut around `cuts`
-// (ascending, disjoint, inside [start, end)), each cut drawn as `cut_name`.
-void DrawCut(TraceWriter* trace, const char* name, const char* cat, int64_t start,
-             int64_t end, const Intervals& cuts, const char* cut_name, const char* cut_cat) {
-  int64_t at = start;
-  for (const auto& [c0, c1] : cuts) {
-    if (c0 > at) trace->Span(name, cat, kTrainingTrack, at, c0 - at);
-    trace->Span(cut_name, cut_cat, kTrainingTrack, c0, c1 - c0);
-    at = c1;
-  }
-  if (end > at || cuts.empty()) trace->Span(name, cat, kTrainingTrack, at, end - at);
-}
-
-}  // namespace
 
 absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
                             const StepHooks& hooks, bool announce, bool accumulate_grads,
@@ -97,7 +99,6 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
   const int64_t t3 = NowMicros();
   hook_times->forward_us += wait_us;
   hook_times->backward_us += hook_us;
-  for (const auto& [c0, c1] : calls) hook_times->backward_calls.emplace_back(c0, c1 - c0);
   m->set_data_ms((t1 - t0) / 1e3);
   m->set_forward_ms((t2 - t1 - wait_us) / 1e3);
   m->set_backward_ms((t3 - t2 - hook_us) / 1e3);

@@ -44,8 +44,6 @@ struct StepHooks {
 struct HookTimes {
   int64_t forward_us = 0;   // In StepHooks::forward.params_needed (waiting for parameters).
   int64_t backward_us = 0;  // In StepHooks::backward's grads_ready and params_free.
-  // (start, duration) of every backward hook call, NowMicros() clock.
-  std::vector<std::pair<int64_t, int64_t>> backward_calls;
 };
 
 struct EvalResult {
@@ -90,11 +88,6 @@ class LocalStep {
  private:
   // Gathers samples into host staging buffers and copies them to the device.
   absl::Status Load(absl::Span<const int64_t> indices);
-  // Forward with `hooks`; the (start, end) of every params_needed call that took time
-  // goes to `waits`.
-  absl::StatusOr<ForwardResult> TimedForward(const float* x, const int32_t* y, int batch,
-                                             const ForwardHooks& hooks,
-                                             std::vector<std::pair<int64_t, int64_t>>* waits);
 
   Model* const model_;
   Ops* const ops_;

@@ -66,6 +66,9 @@ class PsStrategy final : public StepStrategy {
   // step: push_ms (hook_times.backward_us, the hooks during backward), pull_ms (waiting
   // for updated chunks: hook_times.forward_us in this step's forward for the last
   // update, plus any settle) and the bytes of the push-pulls completed during the step.
+  // Trace: the settles as "wait for parameters" on the training track, and each
+  // settled push-pull per shard (a lane "push-pull shard S", with its "push" nested;
+  // args step, shard, bytes); LocalStep drew backward's hook calls as "push".
   absl::Status FinishStep(const HookTimes& hook_times, StepMetrics* m,
                           TraceWriter* trace) override;
   // Sums the counts over all workers through a barrier on shard 0.
