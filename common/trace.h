@@ -1,7 +1,7 @@
 // A Chrome trace-event writer (the JSON array format that chrome://tracing and
 // Perfetto open). One file per process: one process track (pid) holding thread
 // tracks (tid). Each event is a TraceEvent message (trace.proto) printed by
-// protobuf's JSON printer, one event per line inside the JSON array. Timestamps are
+// protobuf's JSON printer, a batch of events per line inside the JSON array. Timestamps are
 // wall-clock microseconds, so files of several processes of one run line up when
 // loaded together.
 //
@@ -32,12 +32,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "common/task_thread.h"
+#include "common/trace.pb.h"
+#include "google/protobuf/util/type_resolver.h"
 
 namespace ringside {
-namespace trace {
-class TraceEvent;
-}  // namespace trace
-
 // Wall-clock time in microseconds since the Unix epoch.
 int64_t NowMicros();
 
@@ -67,7 +66,15 @@ struct TraceInterval {
 // spans on one track may have).
 bool NestOrDisjoint(const TraceInterval& a, const TraceInterval& b);
 
-// Thread-safe.
+// The events of a trace file that a TraceWriter closed (parsed by protobuf's JSON
+// parser). NotFound / DataLoss naming the file otherwise.
+absl::StatusOr<trace::TraceEventBatch> ReadTraceFile(const std::string& path);
+
+// Thread-safe. Spans cost the caller building a small message: the events are
+// printed in batches of kBatchEvents on the writer's own thread, so the training
+// thread never waits for the JSON printer (a few microseconds per event). A process
+// that dies loses the batch not yet printed, and its file lacks the closing "]"
+// (which chrome://tracing and Perfetto tolerate).
 class TraceWriter {
  public:
   // Creates (truncates) `path` and names the process track `process_name` (pid =
@@ -91,29 +98,41 @@ class TraceWriter {
   // first call for a group allocates its tracks after every fixed track (tids from
   // kFirstLaneTid).
   int Lane(absl::string_view group, int64_t start_us, int64_t end_us);
-  // Terminates the JSON array and closes the file; returns the first write error.
+  // Prints what is pending, terminates the JSON array and closes the file; returns
+  // the first write error. Later spans are dropped.
   absl::Status Close();
 
   static constexpr int kFirstLaneTid = 100;
+  // Events per printed batch (one line of the file).
+  static constexpr int kBatchEvents = 256;
 
  private:
-  TraceWriter(std::string path, FILE* file, int pid)
-      : path_(std::move(path)), pid_(pid), file_(file) {}
-  void WriteMetadata(absl::string_view what, int tid, absl::string_view name)
+  TraceWriter(std::string path, FILE* file, int pid);
+  void AddMetadata(absl::string_view what, int tid, absl::string_view name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Prints `event` as one line of the array; a failure makes Close fail.
-  void WriteEvent(const trace::TraceEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands the pending events to the printer thread (after the previous batch is out).
+  void HandOver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs on printer_: prints `batch` as one line of the array.
+  void Print(const trace::TraceEventBatch& batch) ABSL_LOCKS_EXCLUDED(file_mu_);
 
   const std::string path_;
   const int pid_;
-  absl::Mutex mu_;
-  FILE* file_ ABSL_GUARDED_BY(mu_);
-  bool first_ ABSL_GUARDED_BY(mu_) = true;
-  bool failed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Mutex mu_;  // Before file_mu_.
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::unique_ptr<trace::TraceEventBatch> pending_ ABSL_GUARDED_BY(mu_);
   int64_t step_ ABSL_GUARDED_BY(mu_) = -1;
   // Lane groups: per group, (tid, latest end of any span drawn there) per lane.
   std::map<std::string, std::vector<std::pair<int, int64_t>>> lanes_ ABSL_GUARDED_BY(mu_);
   int next_lane_tid_ ABSL_GUARDED_BY(mu_) = kFirstLaneTid;
+  // Run and Wait are called with mu_ held (one caller at a time).
+  std::unique_ptr<TaskThread> printer_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex file_mu_;
+  FILE* file_ ABSL_GUARDED_BY(file_mu_);
+  bool first_ ABSL_GUARDED_BY(file_mu_) = true;
+  bool failed_ ABSL_GUARDED_BY(file_mu_) = false;
+  // Resolves TraceEventBatch for the JSON printer.
+  std::unique_ptr<google::protobuf::util::TypeResolver> resolver_ ABSL_GUARDED_BY(file_mu_);
 };
 
 }  // namespace ringside

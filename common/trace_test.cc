@@ -17,24 +17,19 @@ std::string TempPath(const std::string& name) {
   return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
 }
 
-// The events of a trace file written by TraceWriter (one per line between "[" and
-// "]"), each parsed by protobuf's JSON parser.
+// The events of a trace file, checking that it is the streamed array: "[", one line
+// per printed batch, "]".
 std::vector<trace::TraceEvent> ReadEvents(const std::string& path) {
   std::ifstream in(path);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  EXPECT_GE(lines.size(), 2u);
+  EXPECT_GE(lines.size(), 3u);
   EXPECT_EQ(lines.front(), "[");
   EXPECT_EQ(lines.back(), "]");
-  std::vector<trace::TraceEvent> events;
-  for (size_t i = 1; i + 1 < lines.size(); ++i) {
-    std::string json = lines[i];
-    if (!json.empty() && json.back() == ',') json.pop_back();
-    trace::TraceEvent e;
-    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &e).ok()) << json;
-    events.push_back(e);
-  }
-  return events;
+  absl::StatusOr<trace::TraceEventBatch> batch = ReadTraceFile(path);
+  EXPECT_TRUE(batch.ok()) << batch.status();
+  if (!batch.ok()) return {};
+  return std::vector<trace::TraceEvent>(batch->events().begin(), batch->events().end());
 }
 
 double Arg(const trace::TraceEvent& e, const std::string& key) {
@@ -123,6 +118,33 @@ TEST(TraceTest, LanesKeepConcurrentSpansApart) {
     if (e.name() == "thread_name") ++named;
   }
   EXPECT_EQ(named, 5);  // Four all-reduce lanes and one push-pull lane.
+}
+
+// More events than a batch: printed on the writer's thread, in order, one line per
+// batch.
+TEST(TraceTest, BatchesKeepTheOrder) {
+  const std::string path = TempPath("many.json");
+  auto trace = TraceWriter::Open(path, 0, "rank 0");
+  ASSERT_TRUE(trace.ok());
+  const int n = 3 * TraceWriter::kBatchEvents;
+  for (int i = 0; i < n; ++i) (*trace)->Span("s", kCatCompute, 0, 1000 + i, 1);
+  ASSERT_TRUE((*trace)->Close().ok());
+  (*trace)->Span("after close", kCatCompute, 0, 0, 1);  // Dropped.
+  const std::vector<trace::TraceEvent> events = ReadEvents(path);
+  ASSERT_EQ(events.size(), static_cast<size_t>(n + 1));
+  for (int i = 0; i < n; ++i) EXPECT_EQ(events[i + 1].ts(), 1000 + i);
+  std::ifstream in(path);
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  EXPECT_EQ(lines, 2 + 4);  // "[", "]", and 3 * kBatchEvents + 1 events in 4 batches.
+}
+
+TEST(TraceTest, ReadTraceFileRefusesOtherFiles) {
+  EXPECT_EQ(ReadTraceFile(TempPath("missing.json")).status().code(),
+            absl::StatusCode::kNotFound);
+  const std::string path = TempPath("garbage.json");
+  std::ofstream(path) << "[{\"name\": \"cut off";
+  EXPECT_EQ(ReadTraceFile(path).status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST(TraceTest, NestOrDisjoint) {

@@ -13,7 +13,6 @@
 #include "common/checkpoint.h"
 #include "common/cpu_ops.h"
 #include "common/trace.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 
 namespace ringside {
@@ -209,16 +208,10 @@ class WaitingStrategy final : public StepStrategy {
 };
 
 std::vector<trace::TraceEvent> ReadTrace(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<trace::TraceEvent> events;
-  for (std::string line; std::getline(in, line);) {
-    if (line == "[" || line == "]") continue;
-    if (line.back() == ',') line.pop_back();
-    trace::TraceEvent e;
-    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &e).ok()) << line;
-    events.push_back(e);
-  }
-  return events;
+  absl::StatusOr<trace::TraceEventBatch> batch = ReadTraceFile(path);
+  EXPECT_TRUE(batch.ok()) << batch.status();
+  if (!batch.ok()) return {};
+  return std::vector<trace::TraceEvent>(batch->events().begin(), batch->events().end());
 }
 
 // Waits are spans of their own, never inside forward: a step's "forward" spans add up
