@@ -1,9 +1,9 @@
 // A Chrome trace-event writer (the JSON array format that chrome://tracing and
 // Perfetto open). One file per process: one process track (pid) holding thread
 // tracks (tid). Each event is a TraceEvent message (trace.proto) printed by
-// protobuf's JSON printer, a batch of events per line inside the JSON array. Timestamps are
-// wall-clock microseconds, so files of several processes of one run line up when
-// loaded together.
+// protobuf's JSON printer, a batch of events per line inside the JSON array.
+// Timestamps are wall-clock microseconds, so files of several processes of one run
+// line up when loaded together.
 //
 // Tracks. Every span on one track must be disjoint from, or nested in, every other
 // span of that track (Perfetto cannot draw partial overlaps). Spans of one thread in
@@ -12,16 +12,16 @@
 // push-pulls in flight at once) go through Lane(), which gives each span a track of
 // its group where it overlaps nothing.
 //
-// Categories (`cat`): kCatData (gathering a batch), kCatCompute (forward, backward),
-// kCatUpdate (optimizer step), kCatComm (communication work), kCatWait (blocked on
-// peers, the network or a shard). Args carry `step` (by default the step set with
-// SetStep) and, where they apply, `bytes`, `bucket`, `chunk`, `worker`.
+// Categories (`cat`): kCatData (gathering a batch), kCatCompute (forward, backward,
+// a shard's aggregation), kCatUpdate (optimizer step), kCatComm (communication work),
+// kCatWait (blocked on peers, the network or a shard). Args carry `step` (by default
+// the step set with SetStep) and, where they apply, `bytes`, `bucket`, `shard`,
+// `chunk`, `worker`.
 #ifndef RINGSIDE_COMMON_TRACE_H_
 #define RINGSIDE_COMMON_TRACE_H_
 
 #include <cstdint>
 #include <cstdio>
-#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,6 +37,7 @@
 #include "google/protobuf/util/type_resolver.h"
 
 namespace ringside {
+
 // Wall-clock time in microseconds since the Unix epoch.
 int64_t NowMicros();
 

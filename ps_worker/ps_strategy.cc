@@ -116,17 +116,13 @@ absl::Status PsStrategy::Settle() {
   WaitForSenders();
   in_flight_ = false;
   absl::Status status;
-  int64_t push_done = call_start_us_, last = call_start_us_;
   for (size_t s = 0; s < clients_.size(); ++s) {
     if (status.ok() && !results_[s].ok()) status = results_[s];
     settled_sent_ += timings_[s].bytes_sent;
     settled_received_ += timings_[s].bytes_received;
-    push_done = std::max(push_done, timings_[s].push_done_us);
-    last = std::max(last, timings_[s].last_chunk_us);
   }
-  // Spans of the call, for the trace of the step that settles it: from the first
-  // announcement until the last gradient chunk was out, and until the last update was in.
-  spans_.push_back({call_step_, call_start_us_, push_done, last, timings_});
+  // The call's per-shard timings, for the trace of the step that settles it.
+  spans_.push_back({call_step_, call_start_us_, timings_});
   return status;
 }
 

@@ -138,8 +138,8 @@ class PsStrategy final : public StepStrategy {
   int64_t call_start_us_ = 0;  // When this step's push-pulls started.
   int64_t call_step_ = 0;      // The step they push.
   struct CallSpan {
-    int64_t step, start_us, push_done_us, last_chunk_us;
-    std::vector<PushPullTiming> shards;
+    int64_t step, start_us;               // The step pushed; when the calls started.
+    std::vector<PushPullTiming> shards;  // Per shard.
   };
   std::vector<CallSpan> spans_;  // Settled calls not yet traced.
   // (start, end) of the SettleParams calls since the last record that waited.
