@@ -43,8 +43,9 @@ absl::Status RunTrainCommand(const RunOptions& options) {
   absl::PrintF("test loss: %.4f\n", result->test_loss);
   absl::PrintF("test accuracy: %.4f\n", result->test_accuracy);
   if (!options.out_dir.empty()) {
-    absl::PrintF("outputs: %s/{%s,%s,%s}\n", options.out_dir, kMetricsFile, kTraceFile,
-                 kCheckpointFile);
+    absl::PrintF("outputs: %s/{%s,%s,%s}\n", options.out_dir,
+                 OutputFileName(OutputFile::kMetrics, OutputOwner::kSingle, 0),
+                 OutputFileName(OutputFile::kTrace, OutputOwner::kSingle, 0), kCheckpointFile);
   }
   return absl::OkStatus();
 }

@@ -71,10 +71,10 @@ csv="$T/mixed/summary.csv"
 [ "$(grep -c ',failed,' "$csv")" -eq 2 ] || fail "expected 2 failed cells: $(cat "$csv")"
 grep ',failed,' "$csv" | grep -q 'nccl' || fail "failed cells do not say why: $(grep failed "$csv")"
 for c in single-n1-r0 ps-s1-bsp-n2-r0 ddp-n2-r0; do
-  [ -s "$T/mixed/cells/$c/metrics.jsonl" ] || [ -s "$T/mixed/cells/$c/metrics.jsonl.rank0" ] \
+  [ -s "$T/mixed/cells/$c/metrics.jsonl" ] || [ -s "$T/mixed/cells/$c/metrics.rank0.jsonl" ] \
     || fail "$c kept no step records"
 done
-[ -s "$T/mixed/cells/ps-s1-bsp-n2-r0/metrics.jsonl.shard0" ] || fail "ps cell kept no shard records"
+[ -s "$T/mixed/cells/ps-s1-bsp-n2-r0/metrics.shard0.jsonl" ] || fail "ps cell kept no shard records"
 
 # Output that is not a terminal: plain lines (no carriage returns), one per cell as it
 # starts; it ends with the summary table (a row per cell, failed ones with their

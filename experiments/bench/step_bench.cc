@@ -56,7 +56,7 @@ absl::Status TimeSteps(const StepBenchOptions& o, const std::vector<int64_t>& in
     metrics.Clear();
     HookTimes hook_times;
     const int64_t t0 = NowMicros();
-    RINGSIDE_RETURN_IF_ERROR(step->Run(indices, 1.0f / o.batch, hooks.forward, hooks.backward,
+    RINGSIDE_RETURN_IF_ERROR(step->Run(indices, 1.0f / o.batch, hooks, /*announce=*/true,
                                        hooks.accumulate_gradients, &metrics, nullptr, &hook_times));
     StepMetrics finish;
     RINGSIDE_RETURN_IF_ERROR(strategy->FinishStep(hook_times, &finish, nullptr));

@@ -45,6 +45,7 @@ absl::Status RunPsServerRole(const RunConfig& c, int shard, const std::string& l
   o.address = listen;
   o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
   o.out_dir = absl::GetFlag(FLAGS_out);
+  o.resume = absl::GetFlag(FLAGS_resume);
   return RunPsServer(o);
 }
 

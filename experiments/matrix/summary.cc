@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/metrics.h"
+#include "common/output_files.h"
 #include "experiments/sys/sys.h"
 
 namespace ringside {
@@ -103,9 +104,12 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
     r.set_reason(FailureReason(log, exit_reason));
     return r;
   }
-  // Worker 0 / rank 0's records (one process: metrics.jsonl).
-  std::vector<StepMetrics> m = ReadMetrics(dir + "/metrics.jsonl.rank0");
-  if (m.empty()) m = ReadMetrics(dir + "/metrics.jsonl");
+  // Worker 0 / rank 0's records (one process: metrics.jsonl; output_files.h).
+  const auto metrics_file = [&dir](OutputOwner owner, int index) {
+    return absl::StrCat(dir, "/", OutputFileName(OutputFile::kMetrics, owner, index));
+  };
+  std::vector<StepMetrics> m = ReadMetrics(metrics_file(OutputOwner::kRank, 0));
+  if (m.empty()) m = ReadMetrics(metrics_file(OutputOwner::kSingle, 0));
   if (m.empty()) {
     r.set_status("failed");
     r.set_reason("the job wrote no step records");
@@ -125,13 +129,13 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
   // The busiest node: the busiest shard of a PS; the busiest rank of DDP (ranks differ,
   // e.g. recursive doubling's fold-in ranks), rank 0's records being those read above.
   if (cell.strategy.kind() == "ps") {
-    for (int s = 0; fs::exists(absl::StrCat(dir, "/metrics.jsonl.shard", s)); ++s) {
-      KeepBusiest(Steady(ReadMetrics(absl::StrCat(dir, "/metrics.jsonl.shard", s))), &r);
+    for (int s = 0; fs::exists(metrics_file(OutputOwner::kShard, s)); ++s) {
+      KeepBusiest(Steady(ReadMetrics(metrics_file(OutputOwner::kShard, s))), &r);
     }
   } else if (cell.strategy.kind() == "ddp") {
     KeepBusiest(steady, &r);
-    for (int rank = 1; fs::exists(absl::StrCat(dir, "/metrics.jsonl.rank", rank)); ++rank) {
-      KeepBusiest(Steady(ReadMetrics(absl::StrCat(dir, "/metrics.jsonl.rank", rank))), &r);
+    for (int rank = 1; fs::exists(metrics_file(OutputOwner::kRank, rank)); ++rank) {
+      KeepBusiest(Steady(ReadMetrics(metrics_file(OutputOwner::kRank, rank))), &r);
     }
   }
   ReadLogFacts(log, &r);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "common/output_files.h"
 #include "experiments/report/markdown.h"
 #include "experiments/report/plots.h"
 #include "experiments/sys/files.h"
@@ -51,9 +52,12 @@ std::string SummaryRows(const ReportData& data, const std::string& dir) {
   for (const ReportPoint& p : data.points) {
     std::string traces;
     for (const std::string& c : p.cells) {
-      const std::string rel = fs::exists(absl::StrCat(dir, "/cells/", c, "/trace.json.rank0"))
-                                  ? absl::StrCat("cells/", c, "/trace.json.rank0")
-                                  : absl::StrCat("cells/", c, "/trace.json");
+      const std::string rank0 = OutputFileName(OutputFile::kTrace, OutputOwner::kRank, 0);
+      const std::string rel =
+          fs::exists(absl::StrCat(dir, "/cells/", c, "/", rank0))
+              ? absl::StrCat("cells/", c, "/", rank0)
+              : absl::StrCat("cells/", c, "/",
+                             OutputFileName(OutputFile::kTrace, OutputOwner::kSingle, 0));
       absl::StrAppend(&traces, "<a href=\"", HtmlEscape(rel), "\">", HtmlEscape(c), "</a> ");
     }
     if (p.ok_repeats == 0) {
