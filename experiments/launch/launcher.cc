@@ -4,14 +4,17 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
-#include <algorithm>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "experiments/sys/sys.h"
@@ -44,10 +47,14 @@ void Emit(Child* c, const char* data, size_t n, bool flush) {
   fflush(stdout);
 }
 
-// Variables the launcher sets for every rank; inherited values are dropped.
-constexpr const char* kJobVariables[] = {"RANK",        "LOCAL_RANK",  "WORLD_SIZE",
-                                         "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                                         "GROUP_RANK",  "RINGSIDE_RUN_ID"};
+// Variables the launcher sets for every rank (torchrun's set, local_elastic_agent.py,
+// and ringside's run id); inherited values are dropped.
+constexpr const char* kJobVariables[] = {
+    "RANK",          "LOCAL_RANK",       "WORLD_SIZE",      "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",   "MASTER_PORT",      "GROUP_RANK",      "GROUP_WORLD_SIZE",
+    "ROLE_RANK",     "ROLE_NAME",        "ROLE_WORLD_SIZE", "RINGSIDE_RUN_ID",
+    "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
+    "TORCHELASTIC_USE_AGENT_STORE"};
 
 absl::Status CheckOptions(const LaunchOptions& o) {
   if (o.nproc_per_node < 1 || o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes) {
@@ -55,32 +62,76 @@ absl::Status CheckOptions(const LaunchOptions& o) {
         "launch needs --nproc_per_node >= 1, --nnodes >= 1 and 0 <= --node_rank < --nnodes (got ",
         o.nproc_per_node, ", ", o.nnodes, ", ", o.node_rank, ")"));
   }
+  if (o.max_restarts < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_restarts must be >= 0, got ", o.max_restarts));
+  }
+  if (o.max_restarts > 0 && o.nnodes > 1) {
+    // Each launcher would restart its own group on its own schedule; without an
+    // agent-level rendezvous the rounds of different nodes cannot be matched.
+    return absl::InvalidArgumentError(
+        "--max_restarts needs --nnodes=1: launchers on several nodes cannot restart their "
+        "groups together (re-run every node's launcher with the program's --resume instead)");
+  }
   if (o.command.empty()) return absl::InvalidArgumentError("launch needs a command after --");
   return absl::OkStatus();
 }
 
+// What every rank of one round of the group shares.
+struct Round {
+  int port = 0;
+  std::string run_id;
+  int restart_count = 0;               // TORCHELASTIC_RESTART_COUNT.
+  std::vector<std::string> extra_env;  // NAME=VALUE for every rank (BLAS threads).
+};
+
 // The spawn of local rank `lr`: its prefix and the command, the job's variables, its
 // output into one pipe.
-SpawnOptions RankSpawn(const LaunchOptions& o, int lr, int port, const std::string& run_id) {
+SpawnOptions RankSpawn(const LaunchOptions& o, int lr, const Round& round) {
   SpawnOptions so;
   if (lr < static_cast<int>(o.rank_prefix.size())) so.argv = o.rank_prefix[lr];
   so.argv.insert(so.argv.end(), o.command.begin(), o.command.end());
   for (const char* name : kJobVariables) so.env_unset.push_back(name);
   const int rank = o.node_rank * o.nproc_per_node + lr;
+  const int world_size = o.nnodes * o.nproc_per_node;
   so.env_set = {absl::StrCat("RANK=", rank),
                 absl::StrCat("LOCAL_RANK=", lr),
-                absl::StrCat("WORLD_SIZE=", o.nnodes * o.nproc_per_node),
+                absl::StrCat("WORLD_SIZE=", world_size),
                 absl::StrCat("LOCAL_WORLD_SIZE=", o.nproc_per_node),
                 absl::StrCat("MASTER_ADDR=", o.master_addr),
-                absl::StrCat("MASTER_PORT=", port),
+                absl::StrCat("MASTER_PORT=", round.port),
                 absl::StrCat("GROUP_RANK=", o.node_rank),
-                absl::StrCat("RINGSIDE_RUN_ID=", run_id)};
+                absl::StrCat("GROUP_WORLD_SIZE=", o.nnodes),
+                // One role ("default", as torchrun's): role ranks are the global ones.
+                absl::StrCat("ROLE_RANK=", rank),
+                "ROLE_NAME=default",
+                absl::StrCat("ROLE_WORLD_SIZE=", world_size),
+                absl::StrCat("RINGSIDE_RUN_ID=", round.run_id),
+                absl::StrCat("TORCHELASTIC_RUN_ID=", round.run_id),
+                absl::StrCat("TORCHELASTIC_RESTART_COUNT=", round.restart_count),
+                absl::StrCat("TORCHELASTIC_MAX_RESTARTS=", o.max_restarts),
+                // Rank 0 hosts the store; there is no agent store to join.
+                "TORCHELASTIC_USE_AGENT_STORE=False"};
+  so.env_set.insert(so.env_set.end(), round.extra_env.begin(), round.extra_env.end());
   if (lr < static_cast<int>(o.rank_env.size())) {
     so.env_set.insert(so.env_set.end(), o.rank_env[lr].begin(), o.rank_env[lr].end());
   }
   so.out = ChildStream::kPipe;
   so.err = ChildStream::kStdout;
   return so;
+}
+
+// torchrun's default: one BLAS/OpenMP thread per rank when several ranks share this
+// node's cores and the user set neither variable. Announced once on stderr.
+std::vector<std::string> BlasThreadEnv(const LaunchOptions& o) {
+  if (!o.one_blas_thread_per_rank || o.nproc_per_node < 2 ||
+      std::getenv("OMP_NUM_THREADS") != nullptr || std::getenv("OPENBLAS_NUM_THREADS") != nullptr) {
+    return {};
+  }
+  absl::FPrintF(stderr,
+                "ringside launch: %d processes on this node (%d cores): OMP_NUM_THREADS=1 and "
+                "OPENBLAS_NUM_THREADS=1 for each (set either variable to choose otherwise)\n",
+                o.nproc_per_node, std::thread::hardware_concurrency());
+  return {"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1"};
 }
 
 // Reads what the children printed (waits up to 100 ms for any) and prints it prefixed.
@@ -127,22 +178,15 @@ absl::Status Outcome(const std::vector<Child>& children, const Child* first_fail
   return absl::OkStatus();
 }
 
-}  // namespace
+// One round of the group: starts every local rank, relays their output, and blocks
+// until all exited. `restartable` when a rank failed on its own (not a signal to the
+// launcher, not a program that cannot be started).
+struct RoundResult {
+  absl::Status status;
+  bool restartable = false;
+};
 
-absl::Status Launch(const LaunchOptions& o) {
-  RINGSIDE_RETURN_IF_ERROR(CheckOptions(o));
-  int port = o.master_port;
-  if (port == 0) {
-    if (o.nnodes > 1) return absl::InvalidArgumentError("--master_port=0 needs --nnodes=1");
-    RINGSIDE_ASSIGN_OR_RETURN(port, PickFreePort());
-  }
-  if (port < 1 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("--master_port out of range: ", port));
-  }
-  const std::string run_id =
-      o.run_id.empty() ? absl::StrCat(getpid(), "-", absl::ToUnixMicros(absl::Now())) : o.run_id;
-
-  ScopedSignalCatcher signals;  // Forwarded to the children below.
+RoundResult RunRound(const LaunchOptions& o, const Round& round, ScopedSignalCatcher* signals) {
   fflush(stdout);
   fflush(stderr);
   std::vector<Child> children(o.nproc_per_node);
@@ -151,7 +195,7 @@ absl::Status Launch(const LaunchOptions& o) {
     Child& c = children[lr];
     c.rank = o.node_rank * o.nproc_per_node + lr;
     c.label = lr < static_cast<int>(o.labels.size()) ? o.labels[lr] : absl::StrCat("rank ", c.rank);
-    absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Spawn(RankSpawn(o, lr, port, run_id));
+    absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Spawn(RankSpawn(o, lr, round));
     if (!p.ok()) {
       spawn_error = absl::Status(p.status().code(), absl::StrCat("launch: ", p.status().message()));
     } else {
@@ -163,7 +207,7 @@ absl::Status Launch(const LaunchOptions& o) {
                  children.end());
 
   const Child* first_failed = nullptr;
-  bool stopping = false;
+  bool stopping = false, interrupted = false;
   absl::Time kill_at = absl::InfiniteFuture();
   // Protocol step: stop every rank still running, SIGKILL after the grace period.
   auto stop_all = [&](int sig) {
@@ -174,7 +218,10 @@ absl::Status Launch(const LaunchOptions& o) {
   if (!spawn_error.ok()) stop_all(SIGTERM);
   absl::Time all_exited_at = absl::InfiniteFuture();
   while (true) {
-    if (const int sig = signals.Take(); sig != 0) stop_all(sig);  // Forward ours.
+    if (const int sig = signals->Take(); sig != 0) {  // Forward ours.
+      interrupted = true;
+      stop_all(sig);
+    }
     PumpOutput(&children);
     bool all_exited = true, pipes_open = false;
     for (Child& c : children) {
@@ -197,8 +244,46 @@ absl::Status Launch(const LaunchOptions& o) {
       if (!pipes_open || stopping || absl::Now() - all_exited_at > absl::Seconds(2)) break;
     }
   }
-  if (!spawn_error.ok()) return spawn_error;
-  return Outcome(children, first_failed, o.nproc_per_node);
+  if (!spawn_error.ok()) return {spawn_error, false};
+  absl::Status outcome = Outcome(children, first_failed, o.nproc_per_node);
+  return {outcome, !outcome.ok() && !interrupted};
+}
+
+}  // namespace
+
+std::string RunIdFor(const std::string& master_addr, int master_port) {
+  return absl::StrCat("ringside-", master_addr, ":", master_port);
+}
+
+absl::Status Launch(const LaunchOptions& o) {
+  RINGSIDE_RETURN_IF_ERROR(CheckOptions(o));
+  if (o.master_port == 0 && o.nnodes > 1) {
+    return absl::InvalidArgumentError("--master_port=0 needs --nnodes=1");
+  }
+  if (o.master_port < 0 || o.master_port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--master_port out of range: ", o.master_port));
+  }
+  ScopedSignalCatcher signals;  // Forwarded to the children of every round.
+  Round round;
+  round.extra_env = BlasThreadEnv(o);
+  for (;; ++round.restart_count) {
+    round.port = o.master_port;
+    // A free port for each round: the last round's may not be free again yet.
+    if (round.port == 0) {
+      RINGSIDE_ASSIGN_OR_RETURN(round.port, PickFreePort());
+    }
+    // The first round's endpoint names the job for all of them.
+    if (round.run_id.empty()) round.run_id = o.run_id.empty() ? RunIdFor(o.master_addr, round.port) : o.run_id;
+    RoundResult result = RunRound(o, round, &signals);
+    if (result.status.ok() || !result.restartable || round.restart_count >= o.max_restarts) {
+      if (round.restart_count == 0 || result.status.ok()) return result.status;
+      return absl::Status(result.status.code(),
+                          absl::StrCat(result.status.message(), " (after ", round.restart_count,
+                                       " restart", round.restart_count == 1 ? "" : "s", ")"));
+    }
+    absl::FPrintF(stderr, "ringside launch: %s; restarting the group (restart %d of %d)\n",
+                  result.status.message(), round.restart_count + 1, o.max_restarts);
+  }
 }
 
 }  // namespace ringside
