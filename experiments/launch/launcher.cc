@@ -128,7 +128,7 @@ std::vector<std::string> BlasThreadEnv(const LaunchOptions& o) {
     return {};
   }
   absl::FPrintF(stderr,
-                "ringside launch: %d processes on this node (%d cores): OMP_NUM_THREADS=1 and "
+                "ringside: %d processes on this node (%d cores): OMP_NUM_THREADS=1 and "
                 "OPENBLAS_NUM_THREADS=1 for each (set either variable to choose otherwise)\n",
                 o.nproc_per_node, std::thread::hardware_concurrency());
   return {"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1"};
@@ -281,7 +281,7 @@ absl::Status Launch(const LaunchOptions& o) {
                           absl::StrCat(result.status.message(), " (after ", round.restart_count,
                                        " restart", round.restart_count == 1 ? "" : "s", ")"));
     }
-    absl::FPrintF(stderr, "ringside launch: %s; restarting the group (restart %d of %d)\n",
+    absl::FPrintF(stderr, "ringside: %s; restarting the group (restart %d of %d)\n",
                   result.status.message(), round.restart_count + 1, o.max_restarts);
   }
 }
