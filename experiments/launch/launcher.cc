@@ -121,16 +121,18 @@ SpawnOptions RankSpawn(const LaunchOptions& o, int lr, const Round& round) {
 }
 
 // torchrun's default: one BLAS/OpenMP thread per rank when several ranks share this
-// node's cores and the user set neither variable. Announced once on stderr.
+// node's cores and the user set neither variable. Announced once on stderr if asked.
 std::vector<std::string> BlasThreadEnv(const LaunchOptions& o) {
   if (!o.one_blas_thread_per_rank || o.nproc_per_node < 2 ||
       std::getenv("OMP_NUM_THREADS") != nullptr || std::getenv("OPENBLAS_NUM_THREADS") != nullptr) {
     return {};
   }
-  absl::FPrintF(stderr,
-                "ringside: %d processes on this node (%d cores): OMP_NUM_THREADS=1 and "
-                "OPENBLAS_NUM_THREADS=1 for each (set either variable to choose otherwise)\n",
-                o.nproc_per_node, std::thread::hardware_concurrency());
+  if (o.announce_blas_threads) {
+    absl::FPrintF(stderr,
+                  "ringside: %d processes on this node (%d cores): OMP_NUM_THREADS=1 and "
+                  "OPENBLAS_NUM_THREADS=1 for each (set either variable to choose otherwise)\n",
+                  o.nproc_per_node, std::thread::hardware_concurrency());
+  }
   return {"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1"};
 }
 

@@ -37,8 +37,10 @@ struct LaunchOptions {
   int max_restarts = 0;
   // With more than one rank on this node and neither OMP_NUM_THREADS nor
   // OPENBLAS_NUM_THREADS set, give every rank OMP_NUM_THREADS=1 and
-  // OPENBLAS_NUM_THREADS=1 (torchrun's default) and say so in one line on stderr.
+  // OPENBLAS_NUM_THREADS=1 (torchrun's default), and with `announce_blas_threads` say
+  // so in one line on stderr.
   bool one_blas_thread_per_rank = true;
+  bool announce_blas_threads = true;
   // After one rank fails: SIGTERM to the others, SIGKILL after this grace period.
   absl::Duration kill_grace = absl::Seconds(5);
   std::vector<std::string> command;  // Program and arguments (PATH is searched).
