@@ -110,7 +110,6 @@ refused --rdzv_backend=etcd -- "--rdzv_backend=etcd is not supported"
 refused --rdzv_endpoint=host:99999 -- "--rdzv_endpoint must be HOST or HOST:PORT"
 refused --rdzv_endpoint=a:1 --master_port=7 -- "either --rdzv_endpoint or --master_addr"
 refused --standalone --nnodes=2 -- "--standalone picks its own endpoint"
-refused --nnodes=2 --max_restarts=1 -- "--max_restarts needs --nnodes=1"
 refused --max_restarts=-1 -- "--max_restarts must be >= 0"
 
 # 7. --max_restarts: a rank that fails in the first attempt only; the job succeeds in the

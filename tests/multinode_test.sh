@@ -3,10 +3,13 @@
 # 2 nodes x 2 ranks; PS, 1 shard + 3 workers over the same nodes), run as written there
 # with the addresses, ports, binary and output directory substituted and a short
 # training appended, end with the parameters of the same job under one launcher
-# (compare_checkpoints.py: DDP bit for bit, PS within 1e-6). Run on 127.0.0.1 always, and on two network
-# namespaces joined by a veth pair, each with its own address, where root allows.
+# (compare_checkpoints.py: DDP bit for bit, PS within 1e-6). Run on 127.0.0.1 always,
+# and on two network namespaces joined by a veth pair, each with its own address,
+# where root allows. The README's DDP pair with --max_restarts survives a rank of node
+# 1 killed mid-run and ends where an undisturbed run does.
 set -uo pipefail
 RINGSIDE="$1"; COMPARE="$2"; README="$3"
+source "$(dirname "$0")/proc_util.sh"
 PY=/usr/bin/python3
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
@@ -14,44 +17,60 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 free_port() {  # free_port [NETNS]: a TCP port free a moment ago (in NETNS if given).
   ${1:+ip netns exec "$1"} $PY -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'
 }
-# A short training run that every command below ends with (later flags win).
+# A short training run that every command below ends with (later flags win), and a
+# longer one (3000 steps of about a millisecond) for the restarts, long enough to kill
+# a rank after the first checkpoint and before the end.
 SHORT=(--model=mlp:784-32-10 --dataset=synthetic:train=512,test=64,seed=5 --epochs=1
        --steps=12 --batch=8 --lr=0.05 --seed=3 --timeout_s=30)
+LONG=(--model=mlp:784-64-10 --dataset=synthetic:train=4000,test=100,seed=5 --epochs=100
+      --steps=3000 --batch=16 --seed=3 --timeout_s=20)
 
 # The README's commands: the launcher lines between its markers, continuations joined.
 mapfile -t COMMANDS < <(sed -n '/<!-- begin: commands run by tests\/multinode_test.sh -->/,/<!-- end: commands run by tests\/multinode_test.sh -->/p' "$README" \
   | sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | grep -E '^ringside launch ' | tr -s ' ')
-[ "${#COMMANDS[@]}" -eq 4 ] || { echo "FAIL: expected 4 launcher lines in the README, got ${#COMMANDS[@]}"; exit 1; }
+[ "${#COMMANDS[@]}" -eq 6 ] || { echo "FAIL: expected 6 launcher lines in the README, got ${#COMMANDS[@]}"; exit 1; }
 
-# readme_command STRATEGY NODE_RANK: the README's line for that strategy and node.
+# readme_command STRATEGY NODE_RANK: the README's line for that strategy and node
+# (STRATEGY "ddp-restarts": the DDP line with --max_restarts).
 readme_command() {
-  local c
+  local c want=no has
+  [[ "$1" == *-restarts ]] && want=yes
   for c in "${COMMANDS[@]}"; do
-    if [[ "$c" == *"--node_rank=$2 "* && "$c" == *"--strategy=$1 "* ]]; then echo "$c"; return 0; fi
+    has=no; [[ "$c" == *--max_restarts=* ]] && has=yes
+    if [[ "$c" == *"--node_rank=$2 "* && "$c" == *"--strategy=${1%-restarts} "* && "$has" == "$want" ]]; then
+      echo "$c"; return 0
+    fi
   done
   return 1
 }
+# flags_for WHICH: sets FLAGS to the training that WHICH's commands end with (LONG
+# for "restarts" and "ddp-restarts", else SHORT).
+flags_for() { if [[ "$1" == *restarts ]]; then FLAGS=("${LONG[@]}"); else FLAGS=("${SHORT[@]}"); fi; }
 
-# run_node VARIANT STRATEGY NODE_RANK ADDR P Q PREFIX...: runs the README's launcher line for
-# that node with 10.0.0.1 -> ADDR, 29400 -> P, 29401 -> Q, runs/ -> $T/VARIANT/, in the
-# background after the words PREFIX (e.g. ip netns exec NS env RINGSIDE_HOSTNAME=...).
+# run_node VARIANT WHICH NODE_RANK ADDR P Q PREFIX...: runs the README's launcher line
+# for that node (WHICH: ddp, ps or ddp-restarts) with 10.0.0.1 -> ADDR, 29400 -> P,
+# 29401 -> Q, runs/ -> $T/VARIANT/, in the background after the words PREFIX (e.g. ip
+# netns exec NS env RINGSIDE_HOSTNAME=...). Output: $T/VARIANT.WHICH.nodeN.log.
 run_node() {
   local variant=$1 strategy=$2 node_rank=$3 addr=$4 p=$5 q=$6 line word; shift 6
   line=$(readme_command "$strategy" "$node_rank") || { fail "no README line for $strategy node $node_rank"; return 1; }
+  flags_for "$strategy"
   line=${line//10.0.0.1/$addr}; line=${line//29400/$p}; line=${line//29401/$q}
   line=${line//runs\//$T/$variant/}
   local argv=()
   for word in $line; do
     if [ "$word" = ringside ]; then argv+=("$RINGSIDE"); else argv+=("$word"); fi
   done
-  timeout 120 "$@" "${argv[@]}" "${SHORT[@]}" >"$T/$variant.$strategy.node$node_rank.log" 2>&1 &
+  timeout 120 "$@" "${argv[@]}" "${FLAGS[@]}" >"$T/$variant.$strategy.node$node_rank.log" 2>&1 &
 }
 
-# reference STRATEGY OUT ARGS...: the same job under one launcher (4 ranks, 127.0.0.1).
+# reference WHICH STRATEGY OUT ARGS...: the same job under one launcher (4 ranks,
+# 127.0.0.1), with WHICH's training.
 reference() {
-  local strategy=$1 out=$2; shift 2
+  local strategy=$2 out=$3
+  flags_for "$1"; shift 3
   timeout 120 "$RINGSIDE" launch --standalone --nproc_per_node=4 -- "$RINGSIDE" train \
-    --strategy="$strategy" "$@" --out="$out" "${SHORT[@]}" >"$out.log" 2>&1 \
+    --strategy="$strategy" "$@" --out="$out" "${FLAGS[@]}" >"$out.log" 2>&1 \
     || { fail "$strategy: one-launcher reference exited $?"; tail -n 5 "$out.log"; return 1; }
 }
 
@@ -91,12 +110,48 @@ two_nodes() {
   done
 }
 
-# The references, once.
-reference ddp "$T/ref_ddp"
-reference ps "$T/ref_ps" --workers=3 --ps_servers=127.0.0.1:"$(free_port)"
+# restarts: the README's DDP pair with --max_restarts on 127.0.0.1; rank 3 (node 1)
+# killed from outside after the first checkpoint. Node 1's launcher sees it, node 0's
+# learns it through their rendezvous, both restart from the checkpoint (which the first
+# attempt had to write: it found none and started from step 0) and end where an
+# undisturbed run does.
+restarts() {
+  local p l0 l1 rc0 rc1 victim deadline log0="$T/loopback.ddp-restarts.node0.log"
+  local log1="$T/loopback.ddp-restarts.node1.log"
+  p=$(free_port)
+  run_node loopback ddp-restarts 0 127.0.0.1 "$p" 0; l0=$!
+  run_node loopback ddp-restarts 1 127.0.0.1 "$p" 0; l1=$!
+  deadline=$(($(date +%s) + 60))
+  until [ -s "$T/loopback/ddp2x2r/checkpoint.bin" ] || [ "$(date +%s)" -ge "$deadline" ]; do sleep 0.01; done
+  victim=$(pid_of_rank "$l1" 3) && kill -KILL "$victim" || fail "restarts: no rank 3 to kill"
+  wait "$l0"; rc0=$?
+  wait "$l1"; rc1=$?
+  if [ "$rc0" -ne 0 ] || [ "$rc1" -ne 0 ]; then
+    fail "restarts: launchers exited $rc0 (node 0) and $rc1 (node 1)"; tail -n 5 "$log0" "$log1"; return
+  fi
+  grep -q "^ringside: node 1: rank 3 failed: killed by signal 9 .*restarting the group (restart 1 of 3)" "$log0" \
+    || fail "restarts: node 0 did not restart for node 1's rank: $(grep ringside: "$log0")"
+  grep -q "^ringside: rank 3 failed: killed by signal 9 .*restarting the group (restart 1 of 3)" "$log1" \
+    || fail "restarts: node 1 did not restart: $(grep ringside: "$log1")"
+  [ "$(grep -c '^\[rank 0\] resume: no checkpoint in .* yet, starting from step 0' "$log0")" -eq 1 ] \
+    || fail "restarts: not exactly one fresh start"
+  [ "$(grep -c '^\[rank 0\] epoch .* step 1/3000 ' "$log0")" -eq 1 ] \
+    || fail "restarts: the second round began again at step 1: $(grep ' step ' "$log0")"
+  if $PY "$COMPARE" 0 "$T/ref_long/checkpoint.bin" "$T/loopback/ddp2x2r/checkpoint.bin"; then
+    echo "ok   restarts: two restarted launchers end where an undisturbed run does"
+  else
+    fail "restarts: the restarted job does not end where an undisturbed run does"
+  fi
+}
 
-# 1. Both launchers on 127.0.0.1.
+# The references, once.
+reference short ddp "$T/ref_ddp"
+reference short ps "$T/ref_ps" --workers=3 --ps_servers=127.0.0.1:"$(free_port)"
+reference restarts ddp "$T/ref_long"
+
+# 1. Both launchers on 127.0.0.1, then the restarts there.
 two_nodes loopback 127.0.0.1 "" ""
+restarts
 
 # 2. Two network namespaces, 10.213.0.1 and 10.213.0.2, joined by a veth pair.
 NS0="mn$$a"; NS1="mn$$b"; ADDR1=10.213.0.2

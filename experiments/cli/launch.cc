@@ -32,8 +32,8 @@ ABSL_FLAG(std::string, rdzv_id, "",
           "launch: the job's run id, the same on every node (default: RINGSIDE_RUN_ID or "
           "TORCHELASTIC_RUN_ID if set, else derived from the rendezvous endpoint)");
 ABSL_FLAG(int32_t, max_restarts, 0,
-          "launch: restart the group this many times after a rank fails (single node; "
-          "the program resumes with its own --resume)");
+          "launch: restart the group (on every node) this many times after a rank fails; "
+          "the program resumes with its own --resume");
 
 namespace ringside {
 namespace {

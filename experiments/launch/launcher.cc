@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "experiments/launch/node_rendezvous.h"
 #include "experiments/sys/sys.h"
 
 namespace ringside {
@@ -64,13 +66,6 @@ absl::Status CheckOptions(const LaunchOptions& o) {
   }
   if (o.max_restarts < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--max_restarts must be >= 0, got ", o.max_restarts));
-  }
-  if (o.max_restarts > 0 && o.nnodes > 1) {
-    // Each launcher would restart its own group on its own schedule; without an
-    // agent-level rendezvous the rounds of different nodes cannot be matched.
-    return absl::InvalidArgumentError(
-        "--max_restarts needs --nnodes=1: launchers on several nodes cannot restart their "
-        "groups together (re-run every node's launcher with the program's --resume instead)");
   }
   if (o.command.empty()) return absl::InvalidArgumentError("launch needs a command after --");
   return absl::OkStatus();
@@ -180,58 +175,30 @@ absl::Status Outcome(const std::vector<Child>& children, const Child* first_fail
   return absl::OkStatus();
 }
 
-// One round of the group: starts every local rank, relays their output, and blocks
-// until all exited. `restartable` when a rank failed on its own (not a signal to the
-// launcher, not a program that cannot be started).
-struct RoundResult {
-  absl::Status status;
-  bool restartable = false;
-};
-
-RoundResult RunRound(const LaunchOptions& o, const Round& round, ScopedSignalCatcher* signals) {
-  fflush(stdout);
-  fflush(stderr);
-  std::vector<Child> children(o.nproc_per_node);
-  absl::Status spawn_error;
-  for (int lr = 0; lr < o.nproc_per_node && spawn_error.ok(); ++lr) {
-    Child& c = children[lr];
-    c.rank = o.node_rank * o.nproc_per_node + lr;
-    c.label = lr < static_cast<int>(o.labels.size()) ? o.labels[lr] : absl::StrCat("rank ", c.rank);
-    absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Spawn(RankSpawn(o, lr, round));
-    if (!p.ok()) {
-      spawn_error = absl::Status(p.status().code(), absl::StrCat("launch: ", p.status().message()));
-    } else {
-      c.process = std::move(*p);
-    }
-  }
-  children.erase(std::remove_if(children.begin(), children.end(),
-                                [](const Child& c) { return c.process == nullptr; }),
-                 children.end());
-
+// One round's processes on this node, and the state of stopping them.
+struct Group {
+  std::vector<Child> children;
   const Child* first_failed = nullptr;
-  bool stopping = false, interrupted = false;
+  bool stopping = false;
   absl::Time kill_at = absl::InfiniteFuture();
-  // Protocol step: stop every rank still running, SIGKILL after the grace period.
-  auto stop_all = [&](int sig) {
-    for (Child& c : children) c.process->Signal(sig);
-    if (!stopping) kill_at = absl::Now() + o.kill_grace;
-    stopping = true;
-  };
-  if (!spawn_error.ok()) stop_all(SIGTERM);
   absl::Time all_exited_at = absl::InfiniteFuture();
-  while (true) {
-    if (const int sig = signals->Take(); sig != 0) {  // Forward ours.
-      interrupted = true;
-      stop_all(sig);
-    }
-    PumpOutput(&children);
+
+  // Protocol step: stop every rank still running, SIGKILL after the grace period.
+  void StopAll(int sig, absl::Duration grace) {
+    for (Child& c : children) c.process->Signal(sig);
+    if (!stopping) kill_at = absl::Now() + grace;
+    stopping = true;
+  }
+
+  // Reaps what exited; the first rank that fails stops the others (they would hang or
+  // fail). True once every rank exited and its output was drained.
+  bool Reap(absl::Duration grace) {
     bool all_exited = true, pipes_open = false;
     for (Child& c : children) {
       if (!c.process->exited() && c.process->Poll() && !c.process->succeeded() &&
           first_failed == nullptr && !stopping) {
-        // One rank failed: stop the others (they would hang or fail).
         first_failed = &c;
-        stop_all(SIGTERM);
+        StopAll(SIGTERM, grace);
       }
       all_exited &= c.process->exited();
       pipes_open |= c.process->out_fd() >= 0;
@@ -240,15 +207,72 @@ RoundResult RunRound(const LaunchOptions& o, const Round& round, ScopedSignalCat
       for (Child& c : children) c.process->Signal(SIGKILL);
       kill_at = absl::InfiniteFuture();
     }
-    if (all_exited) {
-      // Drain what is left, but never wait on a pipe some grandchild keeps open.
-      if (all_exited_at == absl::InfiniteFuture()) all_exited_at = absl::Now();
-      if (!pipes_open || stopping || absl::Now() - all_exited_at > absl::Seconds(2)) break;
-    }
+    if (!all_exited) return false;
+    // Drain what is left, but never wait on a pipe some grandchild keeps open.
+    if (all_exited_at == absl::InfiniteFuture()) all_exited_at = absl::Now();
+    return !pipes_open || stopping || absl::Now() - all_exited_at > absl::Seconds(2);
   }
-  if (!spawn_error.ok()) return {spawn_error, false};
-  absl::Status outcome = Outcome(children, first_failed, o.nproc_per_node);
-  return {outcome, !outcome.ok() && !interrupted};
+};
+
+// Starts every local rank of `round`; on a spawn failure, the ranks already started
+// are in `group` and the error is returned.
+absl::Status SpawnGroup(const LaunchOptions& o, const Round& round, Group* group) {
+  fflush(stdout);
+  fflush(stderr);
+  for (int lr = 0; lr < o.nproc_per_node; ++lr) {
+    Child c;
+    c.rank = o.node_rank * o.nproc_per_node + lr;
+    c.label = lr < static_cast<int>(o.labels.size()) ? o.labels[lr] : absl::StrCat("rank ", c.rank);
+    absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Spawn(RankSpawn(o, lr, round));
+    if (!p.ok()) return absl::Status(p.status().code(), absl::StrCat("launch: ", p.status().message()));
+    c.process = std::move(*p);
+    group->children.push_back(std::move(c));
+  }
+  return absl::OkStatus();
+}
+
+// One round of the group: starts every local rank, relays their output, and blocks
+// until all exited. With `nodes`, also stops when another node publishes a failure,
+// and publishes this node's. `restartable` when a rank failed on its own (not a
+// signal to the launcher, not a program that cannot be started).
+struct RoundResult {
+  absl::Status status;
+  bool restartable = false;
+};
+
+RoundResult RunRound(const LaunchOptions& o, const Round& round, ScopedSignalCatcher* signals,
+                     NodeRendezvous* nodes) {
+  Group group;
+  group.children.reserve(o.nproc_per_node);  // first_failed points into it.
+  const absl::Status spawn_error = SpawnGroup(o, round, &group);
+  if (!spawn_error.ok()) group.StopAll(SIGTERM, o.kill_grace);
+  bool interrupted = false;
+  std::optional<RoundFailure> peer;  // Another node's failure, which stopped ours.
+  absl::Time next_poll = absl::Now();
+  do {
+    if (const int sig = signals->Take(); sig != 0) {  // Forward ours.
+      interrupted = true;
+      group.StopAll(sig, o.kill_grace);
+    }
+    if (nodes != nullptr && !group.stopping && absl::Now() >= next_poll) {
+      peer = nodes->Failure(round.restart_count);
+      if (peer.has_value()) group.StopAll(SIGTERM, o.kill_grace);
+      next_poll = absl::Now() + absl::Milliseconds(200);
+    }
+    PumpOutput(&group.children);
+  } while (!group.Reap(o.kill_grace));
+
+  if (peer.has_value()) return {absl::AbortedError(peer->message), peer->restartable};
+  RoundResult result;
+  result.status = spawn_error.ok() ? Outcome(group.children, group.first_failed, o.nproc_per_node)
+                                   : spawn_error;
+  result.restartable = !result.status.ok() && spawn_error.ok() && !interrupted;
+  if (nodes != nullptr && !result.status.ok()) {
+    nodes->PublishFailure(round.restart_count,
+                          {absl::StrCat("node ", o.node_rank, ": ", result.status.message()),
+                           result.restartable});
+  }
+  return result;
 }
 
 }  // namespace
@@ -267,16 +291,28 @@ absl::Status Launch(const LaunchOptions& o) {
   }
   ScopedSignalCatcher signals;  // Forwarded to the children of every round.
   Round round;
+  round.run_id = o.run_id.empty() ? RunIdFor(o.master_addr, o.master_port) : o.run_id;
   round.extra_env = BlasThreadEnv(o);
+  // Restarts across nodes: the launchers agree on every round through node 0's
+  // launcher, which then holds the endpoint; rank 0 hosts its store on a fresh port.
+  std::unique_ptr<NodeRendezvous> nodes;
+  if (o.nnodes > 1 && o.max_restarts > 0) {
+    RINGSIDE_ASSIGN_OR_RETURN(nodes, NodeRendezvous::Join(o.master_addr, o.master_port, o.nnodes,
+                                                          o.node_rank, round.run_id, o.rdzv_timeout));
+  }
   for (;; ++round.restart_count) {
     round.port = o.master_port;
-    // A free port for each round: the last round's may not be free again yet.
-    if (round.port == 0) {
+    if (nodes != nullptr) {
+      RINGSIDE_ASSIGN_OR_RETURN(round.port, nodes->BeginRound(round.restart_count));
+    } else if (round.port == 0) {
+      // A free port for each round: the last round's may not be free again yet.
       RINGSIDE_ASSIGN_OR_RETURN(round.port, PickFreePort());
+      if (o.run_id.empty() && round.restart_count == 0) round.run_id = RunIdFor(o.master_addr, round.port);
     }
-    // The first round's endpoint names the job for all of them.
-    if (round.run_id.empty()) round.run_id = o.run_id.empty() ? RunIdFor(o.master_addr, round.port) : o.run_id;
-    RoundResult result = RunRound(o, round, &signals);
+    RoundResult result = RunRound(o, round, &signals, nodes.get());
+    if (result.status.ok() && nodes != nullptr) {
+      result.status = nodes->FinishRound(round.restart_count);  // Every node's group too.
+    }
     if (result.status.ok() || !result.restartable || round.restart_count >= o.max_restarts) {
       if (round.restart_count == 0 || result.status.ok()) return result.status;
       return absl::Status(result.status.code(),

@@ -32,9 +32,13 @@ struct LaunchOptions {
   std::string run_id;
   // Restarts of the whole group after a rank fails (torchrun's --max_restarts). Each
   // restart re-runs `command` unchanged with TORCHELASTIC_RESTART_COUNT one higher; a
-  // program continues from its checkpoint with its own --resume. Single node only
-  // (nnodes == 1): InvalidArgument otherwise.
+  // program continues from its checkpoint with its own --resume. With nnodes > 1 the
+  // launchers restart together (node_rendezvous.h): node 0's launcher then holds
+  // master_addr:master_port, and rank 0's store moves to a free port of each round.
   int max_restarts = 0;
+  // With restarts across nodes: how long a launcher waits for the others (to join the
+  // rendezvous or a round, or to finish a round).
+  absl::Duration rdzv_timeout = absl::Seconds(300);
   // With more than one rank on this node and neither OMP_NUM_THREADS nor
   // OPENBLAS_NUM_THREADS set, give every rank OMP_NUM_THREADS=1 and
   // OPENBLAS_NUM_THREADS=1 (torchrun's default), and with `announce_blas_threads` say
