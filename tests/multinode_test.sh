@@ -6,7 +6,8 @@
 # (compare_checkpoints.py: DDP bit for bit, PS within 1e-6). Run on 127.0.0.1 always,
 # and on two network namespaces joined by a veth pair, each with its own address,
 # where root allows. The README's DDP pair with --max_restarts survives a rank of node
-# 1 killed mid-run and ends where an undisturbed run does.
+# 1 killed mid-run and ends where an undisturbed run does; an interrupted launcher ends
+# both nodes' groups without a restart.
 set -uo pipefail
 RINGSIDE="$1"; COMPARE="$2"; README="$3"
 source "$(dirname "$0")/proc_util.sh"
@@ -144,6 +145,26 @@ restarts() {
   fi
 }
 
+# interrupt: SIGTERM to node 1's launcher (with restarts left) ends the job on both
+# nodes, promptly and without a restart; node 0's error names node 1's rank.
+interrupt() {
+  local p l0 l1 rc0 rc1
+  p=$(free_port)
+  timeout 60 "$RINGSIDE" launch --nnodes=2 --node_rank=0 --master_port="$p" --max_restarts=2 -- sleep 60 >"$T/int0.log" 2>&1 &
+  l0=$!
+  timeout 60 "$RINGSIDE" launch --nnodes=2 --node_rank=1 --master_port="$p" --max_restarts=2 -- sleep 60 >"$T/int1.log" 2>&1 &
+  l1=$!
+  wait_for_rank "$l0" 0 >/dev/null && wait_for_rank "$l1" 1 >/dev/null || fail "interrupt: ranks never started"
+  pkill -TERM -P "$l1"  # Node 1's launcher (the child of timeout).
+  wait "$l0"; rc0=$?
+  wait "$l1"; rc1=$?
+  [ "$rc0" -ne 0 ] && [ "$rc0" -ne 124 ] && [ "$rc1" -ne 0 ] && [ "$rc1" -ne 124 ] \
+    || fail "interrupt: launchers exited $rc0 (node 0) and $rc1 (node 1)"
+  ! grep -q restarting "$T/int0.log" "$T/int1.log" || fail "interrupt: restarted: $(cat "$T/int0.log" "$T/int1.log")"
+  grep -q "^ringside: error: node 1: rank 1 failed: killed by signal 15" "$T/int0.log" \
+    || fail "interrupt: node 0's error: $(cat "$T/int0.log")"
+}
+
 # The references, once.
 reference short ddp "$T/ref_ddp"
 reference short ps "$T/ref_ps" --workers=3 --ps_servers=127.0.0.1:"$(free_port)"
@@ -152,6 +173,7 @@ reference restarts ddp "$T/ref_long"
 # 1. Both launchers on 127.0.0.1, then the restarts there.
 two_nodes loopback 127.0.0.1 "" ""
 restarts
+interrupt
 
 # 2. Two network namespaces, 10.213.0.1 and 10.213.0.2, joined by a veth pair.
 NS0="mn$$a"; NS1="mn$$b"; ADDR1=10.213.0.2

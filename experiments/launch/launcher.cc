@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -296,6 +297,7 @@ absl::Status Launch(const LaunchOptions& o) {
   // Restarts across nodes: the launchers agree on every round through node 0's
   // launcher, which then holds the endpoint; rank 0 hosts its store on a fresh port.
   std::unique_ptr<NodeRendezvous> nodes;
+  const std::function<bool()> interrupted = [&signals] { return signals.caught() != 0; };
   if (o.nnodes > 1 && o.max_restarts > 0) {
     RINGSIDE_ASSIGN_OR_RETURN(nodes, NodeRendezvous::Join(o.master_addr, o.master_port, o.nnodes,
                                                           o.node_rank, round.run_id, o.rdzv_timeout));
@@ -303,7 +305,7 @@ absl::Status Launch(const LaunchOptions& o) {
   for (;; ++round.restart_count) {
     round.port = o.master_port;
     if (nodes != nullptr) {
-      RINGSIDE_ASSIGN_OR_RETURN(round.port, nodes->BeginRound(round.restart_count));
+      RINGSIDE_ASSIGN_OR_RETURN(round.port, nodes->BeginRound(round.restart_count, interrupted));
     } else if (round.port == 0) {
       // A free port for each round: the last round's may not be free again yet.
       RINGSIDE_ASSIGN_OR_RETURN(round.port, PickFreePort());
@@ -311,7 +313,7 @@ absl::Status Launch(const LaunchOptions& o) {
     }
     RoundResult result = RunRound(o, round, &signals, nodes.get());
     if (result.status.ok() && nodes != nullptr) {
-      result.status = nodes->FinishRound(round.restart_count);  // Every node's group too.
+      result.status = nodes->FinishRound(round.restart_count, interrupted);  // Every node's too.
     }
     if (result.status.ok() || !result.restartable || round.restart_count >= o.max_restarts) {
       if (round.restart_count == 0 || result.status.ok()) return result.status;

@@ -1,5 +1,6 @@
 #include "experiments/launch/node_rendezvous.h"
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,15 +51,39 @@ absl::StatusOr<std::unique_ptr<NodeRendezvous>> NodeRendezvous::Join(
 NodeRendezvous::~NodeRendezvous() {
   store_->Set(absl::StrCat("left/", node_rank_), "1").IgnoreError();  // Best effort.
   if (server_ == nullptr) return;
-  store_->Wait(NodeKeys("left/", nnodes_), kLeaveGrace).IgnoreError();
+  std::vector<std::string> left;  // Of the nodes that ever joined.
+  for (int n = 0; n < nnodes_; ++n) {
+    if (store_->Get(absl::StrCat("0/joined/", n), absl::ZeroDuration()).ok()) {
+      left.push_back(absl::StrCat("left/", n));
+    }
+  }
+  store_->Wait(left, kLeaveGrace).IgnoreError();
   server_->Shutdown();
 }
 
-absl::StatusOr<int> NodeRendezvous::BeginRound(int round) {
+absl::Status NodeRendezvous::WaitForKeys(int round, const std::vector<std::string>& keys,
+                                         const std::function<bool()>& interrupted) {
+  const absl::Time deadline = absl::Now() + timeout_;
+  while (true) {
+    if (interrupted()) {
+      PublishFailure(round, {absl::StrCat("node ", node_rank_, ": interrupted"), false});
+      return absl::CancelledError(absl::StrCat("launch: interrupted in round ", round));
+    }
+    if (std::optional<RoundFailure> f = Failure(round); f.has_value()) {
+      return absl::AbortedError(f->message);
+    }
+    absl::Status s = store_->Wait(keys, absl::Milliseconds(200));
+    if (!absl::IsDeadlineExceeded(s)) return s;
+    if (absl::Now() >= deadline) return s;
+  }
+}
+
+absl::StatusOr<int> NodeRendezvous::BeginRound(int round, const std::function<bool()>& interrupted) {
   const std::string r = absl::StrCat(round, "/");
   RINGSIDE_RETURN_IF_ERROR(store_->Set(absl::StrCat(r, "joined/", node_rank_), "1"));
   if (node_rank_ == 0) {
-    if (absl::Status s = store_->Wait(NodeKeys(r + "joined/", nnodes_), timeout_); !s.ok()) {
+    absl::Status joined = WaitForKeys(round, NodeKeys(r + "joined/", nnodes_), interrupted);
+    if (absl::IsDeadlineExceeded(joined)) {
       std::vector<int> missing;
       for (int n = 0; n < nnodes_; ++n) {
         if (!store_->Get(absl::StrCat(r, "joined/", n), absl::ZeroDuration()).ok()) missing.push_back(n);
@@ -67,15 +92,17 @@ absl::StatusOr<int> NodeRendezvous::BeginRound(int round) {
           "launch: node(s) ", absl::StrJoin(missing, ", "), " did not join round ", round,
           " within ", absl::FormatDuration(timeout_)));
     }
+    RINGSIDE_RETURN_IF_ERROR(joined);
     RINGSIDE_ASSIGN_OR_RETURN(const int port, PickFreePort());
     RINGSIDE_RETURN_IF_ERROR(store_->Set(r + "port", absl::StrCat(port)));
     return port;
   }
-  absl::StatusOr<std::string> port_text = store_->Get(r + "port", timeout_);
-  if (!port_text.ok()) return Annotate(port_text.status(), absl::StrCat("launch: round ", round));
+  absl::Status published = WaitForKeys(round, {r + "port"}, interrupted);
+  if (!published.ok()) return Annotate(published, absl::StrCat("launch: waiting for round ", round));
+  RINGSIDE_ASSIGN_OR_RETURN(const std::string port_text, store_->Get(r + "port", kRpcTimeout));
   int port = 0;
-  if (!absl::SimpleAtoi(*port_text, &port)) {
-    return absl::DataLossError(absl::StrCat("launch: round ", round, ": bad port '", *port_text, "'"));
+  if (!absl::SimpleAtoi(port_text, &port)) {
+    return absl::DataLossError(absl::StrCat("launch: round ", round, ": bad port '", port_text, "'"));
   }
   return port;
 }
@@ -102,23 +129,16 @@ void NodeRendezvous::PublishFailure(int round, const RoundFailure& failure) {
       .IgnoreError();
 }
 
-absl::Status NodeRendezvous::FinishRound(int round) {
+absl::Status NodeRendezvous::FinishRound(int round, const std::function<bool()>& interrupted) {
   const std::string r = absl::StrCat(round, "/");
   RINGSIDE_RETURN_IF_ERROR(store_->Set(absl::StrCat(r, "done/", node_rank_), "1"));
-  const absl::Time deadline = absl::Now() + timeout_;
-  while (true) {
-    if (std::optional<RoundFailure> f = Failure(round); f.has_value()) {
-      return absl::AbortedError(f->message);
-    }
-    absl::Status all = store_->Wait(NodeKeys(r + "done/", nnodes_), absl::Milliseconds(200));
-    if (all.ok()) return absl::OkStatus();
-    if (!absl::IsDeadlineExceeded(all)) return Annotate(all, "launch: waiting for the other nodes");
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "launch: the other nodes did not finish round ", round, " within ",
-          absl::FormatDuration(timeout_)));
-    }
+  absl::Status done = WaitForKeys(round, NodeKeys(r + "done/", nnodes_), interrupted);
+  if (absl::IsDeadlineExceeded(done)) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "launch: the other nodes did not finish round ", round, " within ",
+        absl::FormatDuration(timeout_)));
   }
+  return done;
 }
 
 }  // namespace ringside

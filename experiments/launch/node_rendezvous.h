@@ -13,9 +13,11 @@
 #ifndef RINGSIDE_EXPERIMENTS_LAUNCH_NODE_RENDEZVOUS_H_
 #define RINGSIDE_EXPERIMENTS_LAUNCH_NODE_RENDEZVOUS_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -39,15 +41,18 @@ class NodeRendezvous {
                                                               int nnodes, int node_rank,
                                                               const std::string& run_id,
                                                               absl::Duration timeout);
-  // Publishes that this node left; node 0 first waits (up to a few seconds) for every
-  // other node to leave, then stops serving.
+  // Publishes that this node left; node 0 first waits (up to 10 s) for every other
+  // node that joined to leave, then stops serving.
   ~NodeRendezvous();
   NodeRendezvous(const NodeRendezvous&) = delete;
   NodeRendezvous& operator=(const NodeRendezvous&) = delete;
 
   // Step 1. Blocks until every node joined `round`; returns rank 0's port for it.
-  // DeadlineExceeded naming the missing nodes after the timeout.
-  absl::StatusOr<int> BeginRound(int round);
+  // DeadlineExceeded naming the missing nodes after the timeout. Every blocking call
+  // here checks `interrupted` every 200 ms: then it publishes a failure nobody
+  // restarts from and returns Cancelled; a failure another node published for the
+  // round ends the wait too (Aborted with its message).
+  absl::StatusOr<int> BeginRound(int round, const std::function<bool()>& interrupted);
   // Step 2. Non-blocking (one short RPC): the failure some node published for `round`.
   // A lost store (node 0 gone) is a failure that is not restartable.
   std::optional<RoundFailure> Failure(int round);
@@ -55,9 +60,13 @@ class NodeRendezvous {
   void PublishFailure(int round, const RoundFailure& failure);
   // Step 3. Blocks until every node's group finished `round` (OK) or some node
   // published a failure for it (Aborted with its message), up to the timeout.
-  absl::Status FinishRound(int round);
+  absl::Status FinishRound(int round, const std::function<bool()>& interrupted);
 
  private:
+  // Blocks until all `keys` exist (OK), as BeginRound describes.
+  absl::Status WaitForKeys(int round, const std::vector<std::string>& keys,
+                           const std::function<bool()>& interrupted);
+
   NodeRendezvous(int nnodes, int node_rank, absl::Duration timeout)
       : nnodes_(nnodes), node_rank_(node_rank), timeout_(timeout) {}
 
