@@ -53,11 +53,10 @@ void Emit(Child* c, const char* data, size_t n, bool flush) {
 // Variables the launcher sets for every rank (torchrun's set, local_elastic_agent.py,
 // and ringside's run id); inherited values are dropped.
 constexpr const char* kJobVariables[] = {
-    "RANK",          "LOCAL_RANK",       "WORLD_SIZE",      "LOCAL_WORLD_SIZE",
-    "MASTER_ADDR",   "MASTER_PORT",      "GROUP_RANK",      "GROUP_WORLD_SIZE",
-    "ROLE_RANK",     "ROLE_NAME",        "ROLE_WORLD_SIZE", "RINGSIDE_RUN_ID",
-    "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
-    "TORCHELASTIC_USE_AGENT_STORE"};
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+    "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE",
+    "RINGSIDE_RUN_ID", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE"};
 
 absl::Status CheckOptions(const LaunchOptions& o) {
   if (o.nproc_per_node < 1 || o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes) {
