@@ -2,9 +2,9 @@
 # `ringside launch`: environment (torchrun's variables, the run id every launcher of a
 # job shares, one BLAS thread per rank), torchrun's flags and their refusals, output
 # prefixes, failure handling (one rank fails -> the others are stopped, the exit status
-# is non-zero and names the rank), and --max_restarts: a DDP rank killed from outside
-# mid-run, the group restarted from the last checkpoint, ends where an undisturbed run
-# does.
+# is non-zero and names the rank), and --max_restarts: a DDP rank, then a PS worker,
+# killed from outside mid-run, the group restarted from the last checkpoint, ends where
+# an undisturbed run does.
 set -uo pipefail
 RINGSIDE="$1"; COMPARE="$2"
 source "$(dirname "$0")/proc_util.sh"
@@ -168,4 +168,29 @@ grep -q "rank 1 failed: killed by signal 9 .*restarting the group (restart 1 of 
   || fail "the restarted group began again at step 1: $(grep ' step ' "$T/k.out")"
 /usr/bin/python3 "$COMPARE" 0 "$T/undisturbed/checkpoint.bin" "$T/restarted/checkpoint.bin" \
   || fail "the restarted run does not end where the undisturbed one does"
+
+# 9. The same for a PS job (shard 0 = rank 0, workers = ranks 1-2): worker 1 killed after
+# the first checkpoint; the restarted shard and workers go on from it (the shard's
+# momentum too) and end where an undisturbed run does.
+q=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+ps_train=("${train[@]/--strategy=ddp/--strategy=ps}" --workers=2 --ps_servers=127.0.0.1:"$q" --steps=2000)
+env -u RINGSIDE_RUN_ID -u TORCHELASTIC_RUN_ID timeout 120 "$RINGSIDE" launch --standalone \
+  --nproc_per_node=3 -- "$RINGSIDE" "${ps_train[@]}" --out="$T/ps_undisturbed" >"$T/pu.out" 2>&1 \
+  || fail "undisturbed PS run exited $?: $(tail -n 5 "$T/pu.out")"
+env -u RINGSIDE_RUN_ID -u TORCHELASTIC_RUN_ID timeout 120 "$RINGSIDE" launch --standalone \
+  --nproc_per_node=3 --max_restarts=2 -- "$RINGSIDE" "${ps_train[@]}" --out="$T/ps_restarted" --resume \
+  >"$T/pk.out" 2>"$T/pk.err" &
+l=$!
+deadline=$(($(date +%s) + 60))
+until [ -s "$T/ps_restarted/checkpoint.bin" ] || [ "$(date +%s)" -ge "$deadline" ]; do sleep 0.01; done
+victim=$(pid_of_rank "$l" 2) || fail "no PS worker 1 (rank 2) to kill"
+kill -KILL "$victim"
+wait "$l"; rc=$?
+[ "$rc" -eq 0 ] || fail "restarted PS run exited $rc: $(tail -n 5 "$T/pk.out" "$T/pk.err")"
+[ "$(grep -c 'restarting the group (restart 1 of 2)' "$T/pk.err")" -eq 1 ] \
+  || fail "the kill did not restart the PS group once: $(cat "$T/pk.err")"
+[ "$(grep -c '^\[rank 1\] epoch .* step 1/2000 ' "$T/pk.out")" -eq 1 ] \
+  || fail "the restarted PS group began again at step 1: $(grep ' step ' "$T/pk.out")"
+/usr/bin/python3 "$COMPARE" 0 "$T/ps_undisturbed/checkpoint.bin" "$T/ps_restarted/checkpoint.bin" \
+  || fail "the restarted PS run does not end where the undisturbed one does"
 echo PASS
