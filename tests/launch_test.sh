@@ -141,56 +141,44 @@ wait "$l"; rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "terminated launcher: exit $rc"
 ! grep -q 'restarting' "$T/r3.err" || fail "restarted after SIGTERM: $(cat "$T/r3.err")"
 
-# 8. Training: rank 1 of a DDP job killed from outside after the first checkpoint; the
-# group restarts from it (--resume; the first attempt found no checkpoint and started
-# from step 0) and ends with the parameters of an undisturbed run, bit for bit.
-train=(train --strategy=ddp --model=mlp:784-64-10 --dataset=synthetic:train=4000,test=100,seed=5
-       --epochs=100 --steps=3000 --batch=16 --seed=3 --checkpoint_every=100 --timeout_s=20)
-env -u RINGSIDE_RUN_ID -u TORCHELASTIC_RUN_ID timeout 120 "$RINGSIDE" launch --standalone \
-  --nproc_per_node=2 -- "$RINGSIDE" "${train[@]}" --out="$T/undisturbed" >"$T/u.out" 2>&1 \
-  || fail "undisturbed run exited $?: $(tail -n 5 "$T/u.out")"
-env -u RINGSIDE_RUN_ID -u TORCHELASTIC_RUN_ID timeout 120 "$RINGSIDE" launch --standalone \
-  --nproc_per_node=2 --max_restarts=2 -- "$RINGSIDE" "${train[@]}" --out="$T/restarted" --resume \
-  >"$T/k.out" 2>"$T/k.err" &
-l=$!
-deadline=$(($(date +%s) + 60))
-until [ -s "$T/restarted/checkpoint.bin" ] || [ "$(date +%s)" -ge "$deadline" ]; do sleep 0.01; done
-victim=$(pid_of_rank "$l" 1) || fail "no rank 1 to kill"
-kill -KILL "$victim"
-wait "$l"; rc=$?
-[ "$rc" -eq 0 ] || fail "restarted run exited $rc: $(tail -n 5 "$T/k.out" "$T/k.err")"
-grep -q "rank 1 failed: killed by signal 9 .*restarting the group (restart 1 of 2)" "$T/k.err" \
-  || fail "the kill did not restart the group: $(cat "$T/k.err")"
-[ "$(grep -c '^\[rank 0\] resume: no checkpoint in .* yet, starting from step 0' "$T/k.out")" -eq 1 ] \
-  || fail "not exactly one fresh start: $(grep resume "$T/k.out")"
-# The second attempt went on from the checkpoint: its first progress line is past step 1.
-[ "$(grep -c '^\[rank 0\] epoch .* step 1/3000 ' "$T/k.out")" -eq 1 ] \
-  || fail "the restarted group began again at step 1: $(grep ' step ' "$T/k.out")"
-/usr/bin/python3 "$COMPARE" 0 "$T/undisturbed/checkpoint.bin" "$T/restarted/checkpoint.bin" \
-  || fail "the restarted run does not end where the undisturbed one does"
-
-# 9. The same for a PS job (shard 0 = rank 0, workers = ranks 1-2): worker 1 killed after
-# the first checkpoint; the restarted shard and workers go on from it (the shard's
-# momentum too) and end where an undisturbed run does.
+# 8. Training under --max_restarts: a rank killed from outside after the first
+# checkpoint; the group restarts from it (--resume; the first attempt found no
+# checkpoint and started from step 0) and ends with the parameters of an undisturbed
+# run, bit for bit.
+# restart_case NAME NPROC VICTIM REPORTER STEPS TRAIN_ARGS...: REPORTER is the rank that
+# prints progress (DDP's rank 0, PS's worker 0).
+restart_case() {
+  local name=$1 nproc=$2 victim_rank=$3 reporter=$4 steps=$5 l rc victim deadline; shift 5
+  env -u RINGSIDE_RUN_ID -u TORCHELASTIC_RUN_ID timeout 120 "$RINGSIDE" launch --standalone \
+    --nproc_per_node="$nproc" -- "$RINGSIDE" "$@" --out="$T/$name.undisturbed" >"$T/$name.u.out" 2>&1 \
+    || fail "$name: undisturbed run exited $?: $(tail -n 5 "$T/$name.u.out")"
+  env -u RINGSIDE_RUN_ID -u TORCHELASTIC_RUN_ID timeout 120 "$RINGSIDE" launch --standalone \
+    --nproc_per_node="$nproc" --max_restarts=2 -- "$RINGSIDE" "$@" --out="$T/$name.restarted" --resume \
+    >"$T/$name.k.out" 2>"$T/$name.k.err" &
+  l=$!
+  deadline=$(($(date +%s) + 60))
+  until [ -s "$T/$name.restarted/checkpoint.bin" ] || [ "$(date +%s)" -ge "$deadline" ]; do sleep 0.01; done
+  victim=$(pid_of_rank "$l" "$victim_rank") || fail "$name: no rank $victim_rank to kill"
+  kill -KILL "$victim"
+  wait "$l"; rc=$?
+  [ "$rc" -eq 0 ] || fail "$name: restarted run exited $rc: $(tail -n 5 "$T/$name.k.out" "$T/$name.k.err")"
+  [ "$(grep -c 'restarting the group' "$T/$name.k.err")" -eq 1 ] &&
+    grep -q "rank $victim_rank failed: killed by signal 9 .*restarting the group (restart 1 of 2)" "$T/$name.k.err" \
+    || fail "$name: the kill did not restart the group once: $(cat "$T/$name.k.err")"
+  [ "$(grep -c "^\[rank $reporter\] resume: no checkpoint in .* yet, starting from step 0" "$T/$name.k.out")" -eq 1 ] \
+    || fail "$name: not exactly one fresh start: $(grep resume "$T/$name.k.out")"
+  # The second attempt went on from the checkpoint: its first progress line is past step 1.
+  [ "$(grep -c "^\[rank $reporter\] epoch .* step 1/$steps " "$T/$name.k.out")" -eq 1 ] \
+    || fail "$name: the restarted group began again at step 1: $(grep ' step ' "$T/$name.k.out")"
+  /usr/bin/python3 "$COMPARE" 0 "$T/$name.undisturbed/checkpoint.bin" "$T/$name.restarted/checkpoint.bin" \
+    || fail "$name: the restarted run does not end where the undisturbed one does"
+}
+short=(--model=mlp:784-64-10 --dataset=synthetic:train=4000,test=100,seed=5 --epochs=100
+       --batch=16 --seed=3 --checkpoint_every=100 --timeout_s=20)
+# DDP, 2 ranks: rank 1 killed (rank 0 hosts the store, so it reports second).
+restart_case ddp 2 1 0 3000 train --strategy=ddp --steps=3000 "${short[@]}"
+# PS, shard 0 = rank 0, workers = ranks 1-2: worker 1 killed; the shard's momentum
+# comes back from the checkpoint too.
 q=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-ps_train=("${train[@]/--strategy=ddp/--strategy=ps}" --workers=2 --ps_servers=127.0.0.1:"$q" --steps=2000)
-env -u RINGSIDE_RUN_ID -u TORCHELASTIC_RUN_ID timeout 120 "$RINGSIDE" launch --standalone \
-  --nproc_per_node=3 -- "$RINGSIDE" "${ps_train[@]}" --out="$T/ps_undisturbed" >"$T/pu.out" 2>&1 \
-  || fail "undisturbed PS run exited $?: $(tail -n 5 "$T/pu.out")"
-env -u RINGSIDE_RUN_ID -u TORCHELASTIC_RUN_ID timeout 120 "$RINGSIDE" launch --standalone \
-  --nproc_per_node=3 --max_restarts=2 -- "$RINGSIDE" "${ps_train[@]}" --out="$T/ps_restarted" --resume \
-  >"$T/pk.out" 2>"$T/pk.err" &
-l=$!
-deadline=$(($(date +%s) + 60))
-until [ -s "$T/ps_restarted/checkpoint.bin" ] || [ "$(date +%s)" -ge "$deadline" ]; do sleep 0.01; done
-victim=$(pid_of_rank "$l" 2) || fail "no PS worker 1 (rank 2) to kill"
-kill -KILL "$victim"
-wait "$l"; rc=$?
-[ "$rc" -eq 0 ] || fail "restarted PS run exited $rc: $(tail -n 5 "$T/pk.out" "$T/pk.err")"
-[ "$(grep -c 'restarting the group (restart 1 of 2)' "$T/pk.err")" -eq 1 ] \
-  || fail "the kill did not restart the PS group once: $(cat "$T/pk.err")"
-[ "$(grep -c '^\[rank 1\] epoch .* step 1/2000 ' "$T/pk.out")" -eq 1 ] \
-  || fail "the restarted PS group began again at step 1: $(grep ' step ' "$T/pk.out")"
-/usr/bin/python3 "$COMPARE" 0 "$T/ps_undisturbed/checkpoint.bin" "$T/ps_restarted/checkpoint.bin" \
-  || fail "the restarted PS run does not end where the undisturbed one does"
+restart_case ps 3 2 1 2000 train --strategy=ps --workers=2 --ps_servers=127.0.0.1:"$q" --steps=2000 "${short[@]}"
 echo PASS
