@@ -136,7 +136,7 @@ grep -q "rank 1 failed: exited with status 4 (the others were stopped) (after 2 
 launch --nproc_per_node=2 --master_port=0 --max_restarts=3 -- sleep 60 >/dev/null 2>"$T/r3.err" &
 l=$!
 wait_for_rank "$l" 1 >/dev/null || fail "ranks never started"
-pkill -TERM -P "$l"  # The launcher itself (the child of timeout).
+pkill -TERM -P "$l"  # timeout(1), which passes it on to the launcher and its ranks.
 wait "$l"; rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "terminated launcher: exit $rc"
 ! grep -q 'restarting' "$T/r3.err" || fail "restarted after SIGTERM: $(cat "$T/r3.err")"

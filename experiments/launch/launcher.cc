@@ -261,6 +261,9 @@ RoundResult RunRound(const LaunchOptions& o, const Round& round, ScopedSignalCat
     }
     PumpOutput(&group.children);
   } while (!group.Reap(o.kill_grace));
+  // A signal to the whole process group (a terminal's Ctrl-C, timeout(1)) reaches the
+  // ranks too: one may be reaped as failed before the launcher takes its own signal.
+  interrupted |= signals->caught() != 0;
 
   if (peer.has_value()) return {absl::AbortedError(peer->message), peer->restartable};
   RoundResult result;
