@@ -12,7 +12,7 @@ T="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*"; exit 1; }
 # Runs the launcher without inherited job or thread variables.
 launch() {
-  env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS -u RINGSIDE_RUN_ID -u TORCHELASTIC_RUN_ID \
+  env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS -u RINGSIDE_RUN_ID -u TORCHELASTIC_RUN_ID -u NCCL_ASYNC_ERROR_HANDLING \
     timeout 60 "$RINGSIDE" launch "$@"
 }
 
@@ -20,7 +20,7 @@ launch() {
 out="$(launch --nproc_per_node=3 --master_port=0 -- \
   sh -c 'echo "env $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MASTER_ADDR"; echo second line
          echo "group $GROUP_RANK $GROUP_WORLD_SIZE role $ROLE_NAME $ROLE_RANK $ROLE_WORLD_SIZE"
-         echo "elastic $TORCHELASTIC_RESTART_COUNT $TORCHELASTIC_MAX_RESTARTS $TORCHELASTIC_USE_AGENT_STORE"
+         echo "elastic $TORCHELASTIC_RESTART_COUNT $TORCHELASTIC_MAX_RESTARTS $TORCHELASTIC_USE_AGENT_STORE $NCCL_ASYNC_ERROR_HANDLING"
          echo "run ${TORCHELASTIC_RUN_ID:-unset} ${RINGSIDE_RUN_ID:-unset} port $MASTER_PORT"')"
 rc=$?
 [ "$rc" -eq 0 ] || fail "clean launch exited $rc: $out"
@@ -28,7 +28,7 @@ for r in 0 1 2; do
   echo "$out" | grep -qx "\[rank $r\] env $r $r 3 3 127.0.0.1" || fail "rank $r env line missing: $out"
   echo "$out" | grep -qx "\[rank $r\] second line" || fail "rank $r second line missing"
   echo "$out" | grep -qx "\[rank $r\] group 0 1 role default $r 3" || fail "rank $r group/role: $out"
-  echo "$out" | grep -qx "\[rank $r\] elastic 0 0 False" || fail "rank $r TORCHELASTIC_*: $out"
+  echo "$out" | grep -qx "\[rank $r\] elastic 0 0 False 1" || fail "rank $r TORCHELASTIC_*: $out"
 done
 # One run id for all, derived from the endpoint (RINGSIDE_RUN_ID == TORCHELASTIC_RUN_ID).
 port=$(echo "$out" | sed -n 's/^\[rank 0\] run .* port //p')

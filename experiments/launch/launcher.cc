@@ -76,7 +76,7 @@ struct Round {
   int port = 0;
   std::string run_id;
   int restart_count = 0;               // TORCHELASTIC_RESTART_COUNT.
-  std::vector<std::string> extra_env;  // NAME=VALUE for every rank (BLAS threads).
+  std::vector<std::string> extra_env;  // NAME=VALUE for every rank (BLAS threads, NCCL).
 };
 
 // The spawn of local rank `lr`: its prefix and the command, the job's variables, its
@@ -296,6 +296,10 @@ absl::Status Launch(const LaunchOptions& o) {
   Round round;
   round.run_id = o.run_id.empty() ? RunIdFor(o.master_addr, o.master_port) : o.run_id;
   round.extra_env = BlasThreadEnv(o);
+  // torchrun's default too: NCCL reports a failed peer as an error instead of hanging.
+  if (std::getenv("NCCL_ASYNC_ERROR_HANDLING") == nullptr) {
+    round.extra_env.push_back("NCCL_ASYNC_ERROR_HANDLING=1");
+  }
   // Restarts across nodes: the launchers agree on every round through node 0's
   // launcher, which then holds the endpoint; rank 0 hosts its store on a fresh port.
   std::unique_ptr<NodeRendezvous> nodes;

@@ -1,8 +1,8 @@
 // `ringside launch`: a torchrun-style launcher. Starts nproc_per_node copies of a
 // command on this node with torchrun's job variables (RANK, LOCAL_RANK, WORLD_SIZE,
 // LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_*,
-// TORCHELASTIC_RUN_ID / _RESTART_COUNT / _MAX_RESTARTS / _USE_AGENT_STORE=False) and
-// RINGSIDE_RUN_ID, prefixes every line they print with "[rank R] ", and when one of them
+// TORCHELASTIC_RUN_ID / _RESTART_COUNT / _MAX_RESTARTS / _USE_AGENT_STORE=False,
+// NCCL_ASYNC_ERROR_HANDLING=1 unless set) and RINGSIDE_RUN_ID, prefixes every line they print with "[rank R] ", and when one of them
 // fails stops the others, then restarts the group (up to max_restarts times) or reports
 // which rank failed and how.
 //
