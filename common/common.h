@@ -17,7 +17,8 @@
 //   replica.h      one replica set-up (ops, dataset, model, SGD) and its training,
 //                  used by single, DDP and PS
 //   job_env.h      JobEnv: this process's place in a launched job (torchrun's RANK,
-//                  WORLD_SIZE, MASTER_ADDR, ...), read by every distributed role
+//                  WORLD_SIZE, MASTER_ADDR, ...; Slurm, Open MPI, MPICH, PMIx), read
+//                  by every distributed role
 //   checkpoint.h   atomic single-file checkpoints
 //   metrics.h      per-step JSON-lines records; trace.h Chrome trace events
 //   device.h       GPU detection (dlopen at run time; no CUDA at build time)

@@ -137,7 +137,7 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
   ReadLogFacts(log, &r);
   return r;
 }
-absl::Status WriteSummaryCsv(const std::vector<CellResult>& results, const std::string& path) {
+std::vector<double> Speedups(const std::vector<CellResult>& results) {
   // Reference throughput: the single-process cell, else each strategy's 1-worker cell.
   std::map<std::string, std::vector<double>> one_worker;
   std::vector<double> single;
@@ -146,13 +146,23 @@ absl::Status WriteSummaryCsv(const std::vector<CellResult>& results, const std::
     if (r.kind() == "single") single.push_back(r.samples_per_sec());
     if (r.workers() == 1) one_worker[r.label()].push_back(r.samples_per_sec());
   }
+  std::vector<double> speedups;
+  for (const CellResult& r : results) {
+    const double base = !single.empty() ? Median(single) : Median(one_worker[r.label()]);
+    speedups.push_back(base > 0 && r.status() == "ok" ? r.samples_per_sec() / base : 0);
+  }
+  return speedups;
+}
+
+absl::Status WriteSummaryCsv(const std::vector<CellResult>& results, const std::string& path) {
+  const std::vector<double> speedups = Speedups(results);
   std::string csv =
       "cell,label,kind,workers,repeat,status,steps,median_step_ms,samples_per_sec,speedup,"
       "efficiency,compute_ms,comm_ms,wait_ms,update_ms,busiest_bytes_in,busiest_bytes_out,"
       "test_accuracy,wall_s,reason\n";
-  for (const CellResult& r : results) {
-    const double base = !single.empty() ? Median(single) : Median(one_worker[r.label()]);
-    const double speedup = base > 0 && r.status() == "ok" ? r.samples_per_sec() / base : 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const CellResult& r = results[i];
+    const double speedup = speedups[i];
     std::string reason = r.reason();
     std::replace(reason.begin(), reason.end(), '"', '\'');
     absl::StrAppendFormat(&csv, "%s,%s,%s,%d,%d,%s,%d,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.0f,%.0f,%.4f,%.1f,\"%s\"\n",
@@ -163,6 +173,25 @@ absl::Status WriteSummaryCsv(const std::vector<CellResult>& results, const std::
                           r.test_accuracy(), r.wall_s(), reason);
   }
   return WriteFileAtomically(path, csv);
+}
+
+std::string SummaryTable(const std::vector<CellResult>& results) {
+  const std::vector<double> speedups = Speedups(results);
+  std::string table = absl::StrFormat("%-24s %7s %6s %9s %11s %8s %10s %10s %8s %8s\n", "cell", "workers",
+                                      "repeat", "step ms", "samples/s", "speedup", "efficiency",
+                                      "compute ms", "comm ms", "wait ms");
+  for (size_t i = 0; i < results.size(); ++i) {
+    const CellResult& r = results[i];
+    absl::StrAppendFormat(&table, "%-24s %7d %6d ", r.cell(), r.workers(), r.repeat());
+    if (r.status() != "ok") {
+      absl::StrAppend(&table, "failed: ", r.reason(), "\n");
+      continue;
+    }
+    absl::StrAppendFormat(&table, "%9.2f %11.0f %8.2f %9.0f%% %10.2f %8.2f %8.2f\n", r.median_step_ms(),
+                          r.samples_per_sec(), speedups[i], 100 * speedups[i] / std::max(1, r.workers()),
+                          r.compute_ms(), r.comm_ms(), r.wait_ms());
+  }
+  return table;
 }
 
 }  // namespace ringside

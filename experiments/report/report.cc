@@ -5,7 +5,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "experiments/costmodel/calibration_check.h"
 #include "experiments/costmodel/simulate.h"
 #include "experiments/report/findings.h"
 #include "experiments/report/html.h"
@@ -34,7 +36,15 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
   }
   if (fs::exists(dir + "/calibration.json")) {
     absl::StatusOr<Calibration> calibration = ReadCalibrationFile(dir + "/calibration.json");
-    if (calibration.ok() && spec_ok) {
+    // A calibration of another model or batch is left out, loudly (strong scaling: the
+    // global batch, which its 1-worker cells run).
+    const int batch = spec.batch_per_worker() > 0 ? spec.batch_per_worker() : spec.global_batch();
+    absl::Status fits = calibration.ok() && spec_ok
+                            ? CheckCalibrationFits(*calibration, spec.model(), batch)
+                            : absl::OkStatus();
+    if (!fits.ok()) {
+      absl::FPrintF(stderr, "ringside: warning: %s/calibration.json left out: %s\n", dir, fits.message());
+    } else if (calibration.ok() && spec_ok) {
       PredictPoints(*calibration, spec, static_cast<int>(std::thread::hardware_concurrency()),
                     &data.points);
       data.predicted = true;
