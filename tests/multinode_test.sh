@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Two launchers as two nodes form one job: the README's multi-node command lines (DDP,
-# 2 nodes x 2 ranks; PS, 1 shard + 3 workers over the same nodes), run as written there
+# 2 nodes x 2 ranks; PS, 1 shard + 3 workers over the same nodes, the shard's address
+# found through the job's store), run as written there
 # with the addresses, ports, binary and output directory substituted and a short
 # training appended, end with the parameters of the same job under one launcher
 # (compare_checkpoints.py: DDP bit for bit, PS within 1e-6). Run on 127.0.0.1 always,
@@ -48,15 +49,15 @@ readme_command() {
 # for "restarts" and "ddp-restarts", else SHORT).
 flags_for() { if [[ "$1" == *restarts ]]; then FLAGS=("${LONG[@]}"); else FLAGS=("${SHORT[@]}"); fi; }
 
-# run_node VARIANT WHICH NODE_RANK ADDR P Q PREFIX...: runs the README's launcher line
-# for that node (WHICH: ddp, ps or ddp-restarts) with 10.0.0.1 -> ADDR, 29400 -> P,
-# 29401 -> Q, runs/ -> $T/VARIANT/, in the background after the words PREFIX (e.g. ip
-# netns exec NS env RINGSIDE_HOSTNAME=...). Output: $T/VARIANT.WHICH.nodeN.log.
+# run_node VARIANT WHICH NODE_RANK ADDR P PREFIX...: runs the README's launcher line for
+# that node (WHICH: ddp, ps or ddp-restarts) with 10.0.0.1 -> ADDR, 29400 -> P, runs/ ->
+# $T/VARIANT/, in the background after the words PREFIX (e.g. ip netns exec NS env
+# RINGSIDE_HOSTNAME=...). Output: $T/VARIANT.WHICH.nodeN.log.
 run_node() {
-  local variant=$1 strategy=$2 node_rank=$3 addr=$4 p=$5 q=$6 line word; shift 6
+  local variant=$1 strategy=$2 node_rank=$3 addr=$4 p=$5 line word; shift 5
   line=$(readme_command "$strategy" "$node_rank") || { fail "no README line for $strategy node $node_rank"; return 1; }
   flags_for "$strategy"
-  line=${line//10.0.0.1/$addr}; line=${line//29400/$p}; line=${line//29401/$q}
+  line=${line//10.0.0.1/$addr}; line=${line//29400/$p}
   line=${line//runs\//$T/$variant/}
   local argv=()
   for word in $line; do
@@ -79,15 +80,14 @@ reference() {
 # namespaces if given, "" for none), each launcher's exit status checked, the result
 # compared with the reference.
 two_nodes() {
-  local variant=$1 addr=$2 ns0=$3 ns1=$4 strategy p q pid0 pid1 rc0 rc1
+  local variant=$1 addr=$2 ns0=$3 ns1=$4 strategy p pid0 pid1 rc0 rc1
   local pre0=() pre1=()
   [ -n "$ns0" ] && pre0=(ip netns exec "$ns0" env "RINGSIDE_HOSTNAME=$addr")
   [ -n "$ns1" ] && pre1=(ip netns exec "$ns1" env "RINGSIDE_HOSTNAME=$ADDR1")
   for strategy in ddp ps; do
-    p=$(free_port "$ns0"); q=$(free_port "$ns0")
-    while [ "$q" = "$p" ]; do q=$(free_port "$ns0"); done
-    run_node "$variant" "$strategy" 0 "$addr" "$p" "$q" "${pre0[@]}"; pid0=$!
-    run_node "$variant" "$strategy" 1 "$addr" "$p" "$q" "${pre1[@]}"; pid1=$!
+    p=$(free_port "$ns0")
+    run_node "$variant" "$strategy" 0 "$addr" "$p" "${pre0[@]}"; pid0=$!
+    run_node "$variant" "$strategy" 1 "$addr" "$p" "${pre1[@]}"; pid1=$!
     wait "$pid0"; rc0=$?
     wait "$pid1"; rc1=$?
     local log0="$T/$variant.$strategy.node0.log" log1="$T/$variant.$strategy.node1.log"
@@ -120,8 +120,8 @@ restarts() {
   local p l0 l1 rc0 rc1 victim deadline log0="$T/loopback.ddp-restarts.node0.log"
   local log1="$T/loopback.ddp-restarts.node1.log"
   p=$(free_port)
-  run_node loopback ddp-restarts 0 127.0.0.1 "$p" 0; l0=$!
-  run_node loopback ddp-restarts 1 127.0.0.1 "$p" 0; l1=$!
+  run_node loopback ddp-restarts 0 127.0.0.1 "$p"; l0=$!
+  run_node loopback ddp-restarts 1 127.0.0.1 "$p"; l1=$!
   deadline=$(($(date +%s) + 60))
   until [ -s "$T/loopback/ddp2x2r/checkpoint.bin" ] || [ "$(date +%s)" -ge "$deadline" ]; do sleep 0.01; done
   victim=$(pid_of_rank "$l1" 3) && kill -KILL "$victim" || fail "restarts: no rank 3 to kill"
@@ -172,7 +172,7 @@ interrupt() {
 
 # The references, once.
 reference short ddp "$T/ref_ddp"
-reference short ps "$T/ref_ps" --workers=3 --ps_servers=127.0.0.1:"$(free_port)"
+reference short ps "$T/ref_ps" --workers=3
 reference restarts ddp "$T/ref_long"
 
 # 1. Both launchers on 127.0.0.1, then the restarts there.
