@@ -19,8 +19,10 @@
 ABSL_FLAG(int32_t, nproc_per_node, 1, "launch: processes on this node");
 ABSL_FLAG(std::string, nnodes, "1", "launch: nodes in the job, N (or MIN:MAX with MIN == MAX)");
 ABSL_FLAG(int32_t, node_rank, 0, "launch: this node's index in [0, --nnodes)");
-ABSL_FLAG(std::string, master_addr, "127.0.0.1", "launch: address of rank 0 (hosts the store)");
-ABSL_FLAG(int32_t, master_port, 29500, "launch: port of rank 0's store (0: pick a free one)");
+ABSL_FLAG(std::string, master_addr, ringside::LaunchOptions().master_addr,
+          "launch: address of rank 0 (hosts the store)");
+ABSL_FLAG(int32_t, master_port, ringside::LaunchOptions().master_port,
+          "launch: port of rank 0's store (0: pick a free one)");
 ABSL_FLAG(bool, standalone, false,
           "launch: a single-node job on 127.0.0.1, a free port and a new run id (as torchrun)");
 ABSL_FLAG(std::string, rdzv_backend, "static",
@@ -84,8 +86,9 @@ absl::Status ApplyRendezvous(LaunchOptions* lo) {
         "--rdzv_backend=", backend, " is not supported by ringside launch (static or c10d)"));
   }
   const std::string endpoint = absl::GetFlag(FLAGS_rdzv_endpoint);
-  const bool master_given = absl::GetFlag(FLAGS_master_addr) != "127.0.0.1" ||
-                            absl::GetFlag(FLAGS_master_port) != 29500;
+  const LaunchOptions defaults;
+  const bool master_given = absl::GetFlag(FLAGS_master_addr) != defaults.master_addr ||
+                            absl::GetFlag(FLAGS_master_port) != defaults.master_port;
   lo->run_id = absl::GetFlag(FLAGS_rdzv_id);
   if (absl::GetFlag(FLAGS_standalone)) {
     if (!endpoint.empty() || master_given || lo->nnodes != 1) {
