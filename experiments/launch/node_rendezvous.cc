@@ -49,6 +49,7 @@ absl::StatusOr<std::unique_ptr<NodeRendezvous>> NodeRendezvous::Join(
 }
 
 NodeRendezvous::~NodeRendezvous() {
+  if (store_ == nullptr) return;  // Join failed before connecting.
   store_->Set(absl::StrCat("left/", node_rank_), "1").IgnoreError();  // Best effort.
   if (server_ == nullptr) return;
   std::vector<std::string> left;  // Of the nodes that ever joined.

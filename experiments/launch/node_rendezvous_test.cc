@@ -121,5 +121,15 @@ TEST(NodeRendezvousTest, AMissingNodeIsNamedAfterTheTimeout) {
       << port.status();
 }
 
+TEST(NodeRendezvousTest, ANodeWithoutItsRendezvousFailsCleanly) {
+  // Nothing listens on the port: node 1 gives up after its timeout, naming the store.
+  absl::StatusOr<int> free = PickFreePort();
+  ASSERT_TRUE(free.ok());
+  auto node1 = NodeRendezvous::Join("127.0.0.1", *free, 2, 1, "test", absl::Milliseconds(300));
+  EXPECT_TRUE(absl::IsUnavailable(node1.status())) << node1.status();
+  EXPECT_NE(node1.status().message().find("joining the nodes' rendezvous"), std::string::npos)
+      << node1.status();
+}
+
 }  // namespace
 }  // namespace ringside
