@@ -134,14 +134,23 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
 
   std::unique_ptr<Trainer> trainer(new Trainer(options, model, ops, data, strategy,
                                                std::move(train_shard), std::move(test_shard)));
+  bool resumed = false;
   if (options.resume) {
     if (options.out_dir.empty()) {
       return absl::InvalidArgumentError("--resume needs an output directory");
     }
-    RINGSIDE_RETURN_IF_ERROR(trainer->Restore());
-  } else {
-    RINGSIDE_RETURN_IF_ERROR(model->InitParams(c.seed()));
+    // No checkpoint yet (a first run, or a restart before the first checkpoint): start
+    // fresh, so that one command line serves every attempt of a restarted job.
+    // Restore is NotFound only when the file is missing (ReadCheckpoint).
+    const absl::Status restored = trainer->Restore();
+    if (!restored.ok() && !absl::IsNotFound(restored)) return restored;
+    resumed = restored.ok();
+    if (!resumed && options.progress != nullptr) {
+      absl::FPrintF(options.progress, "resume: no checkpoint in %s yet, starting from step 0\n",
+                    options.out_dir);
+    }
   }
+  if (!resumed) RINGSIDE_RETURN_IF_ERROR(model->InitParams(c.seed()));
   if (!options.out_dir.empty()) {
     RINGSIDE_RETURN_IF_ERROR(MakeDirs(options.out_dir));
     // Metrics of a resumed run continue the file; its trace goes to a new one

@@ -304,9 +304,15 @@ TEST(TrainerTest, ResumeRejectsAnotherModelAndCorruptCheckpoints) {
   t = Trainer::Create(o, model->get(), ops.get(), &*data, s2->get());
   EXPECT_EQ(t.status().code(), absl::StatusCode::kDataLoss) << t.status();
 
+  // No checkpoint yet: --resume starts from step 0 with the seed's parameters.
   o.out_dir = TempDir("empty-dir");
   t = Trainer::Create(o, model->get(), ops.get(), &*data, s2->get());
-  EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound) << t.status();
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->step(), 0);
+  auto fresh = Model::Create(c.model(), {1, 8, 8}, 4, ops.get());
+  ASSERT_TRUE(fresh.ok() && (*fresh)->InitParams(c.seed()).ok());
+  EXPECT_EQ(std::vector<float>((*model)->params(), (*model)->params() + (*model)->num_params()),
+            std::vector<float>((*fresh)->params(), (*fresh)->params() + (*fresh)->num_params()));
 }
 
 }  // namespace

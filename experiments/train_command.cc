@@ -1,18 +1,33 @@
 #include "experiments/train_command.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/common.h"
 
 namespace ringside {
+namespace {
+
+// What --threads=0 means here: OpenBLAS reads OPENBLAS_NUM_THREADS, then
+// OMP_NUM_THREADS (which `ringside launch` and torchrun set), else uses every core.
+std::string LibraryDefaultThreads() {
+  for (const char* name : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return absl::StrCat("library default (", name, "=", value, ")");
+  }
+  return "library default";
+}
+
+}  // namespace
 
 absl::Status RunTrainCommand(const RunOptions& options) {
   const RunConfig& c = options.config;
   if (c.strategy() != "single") {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown strategy '", c.strategy(), "' (expected single or ddp)"));
+        absl::StrCat("unknown strategy '", c.strategy(), "' (expected single, ps or ddp)"));
   }
   // Cheap checks first, so bad flags fail before the dataset is loaded.
   RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(c));
@@ -24,7 +39,7 @@ absl::Status RunTrainCommand(const RunOptions& options) {
   absl::FPrintF(stderr, "device: cpu (%s), OpenBLAS threads: %s\n",
                 device.gpu_count > 0 ? absl::StrCat(device.gpu_count, " GPU(s) present, CUDA backend not built")
                                      : device.detail,
-                c.threads() > 0 ? absl::StrCat(c.threads()) : "library default");
+                c.threads() > 0 ? absl::StrCat(c.threads()) : LibraryDefaultThreads());
   const Dataset& train = *replica->data.train;
   absl::FPrintF(stderr, "dataset: %s: %d train, %d test samples of %dx%dx%d, %d classes (%.1f s)\n",
                 c.dataset(), train.size(), replica->data.test->size(), train.channels(),
