@@ -11,6 +11,9 @@ namespace {
 
 using PointsByLabel = std::map<std::string, std::vector<const ReportPoint*>>;
 
+// "1 worker", "4 workers".
+std::string Workers(int n) { return absl::StrCat(n, n == 1 ? " worker" : " workers"); }
+
 // Why the step takes what it takes at `w`'s worker count: compute against
 // communication, the textbook traffic on the emulated link, and what dominates.
 std::string Why(const ReportPoint& w, const FindingsContext& c, bool scales) {
@@ -103,9 +106,9 @@ std::string Verdict(const std::vector<std::string>& order, const PointsByLabel& 
                           best->label, best->speedup, best->workers, 100 * best->efficiency,
                           c.strong_scaling ? "strong" : "weak");
   } else {
-    absl::StrAppendFormat(&out, "No configuration scales: the best, **%s** at %d workers, reaches %.2fx the "
+    absl::StrAppendFormat(&out, "No configuration scales: the best, **%s** at %s, reaches %.2fx the "
                           "single process's throughput (%s scaling).\n\n",
-                          best->label, best->workers, best->speedup, c.strong_scaling ? "strong" : "weak");
+                          best->label, Workers(best->workers), best->speedup, c.strong_scaling ? "strong" : "weak");
   }
   absl::StrAppend(&out, Why(winner, c, scales));
   return out;
@@ -118,8 +121,8 @@ std::string StrategyParagraph(const std::vector<const ReportPoint*>& v, double m
     if (p->speedup > best->speedup) best = p;
   }
   const ReportPoint* last = v.back();
-  std::string out = absl::StrFormat("**%s**: speedup %.2fx at %d worker(s) (efficiency %.0f%%)", last->label,
-                                    last->speedup, last->workers, 100 * last->efficiency);
+  std::string out = absl::StrFormat("**%s**: speedup %.2fx at %s (efficiency %.0f%%)", last->label,
+                                    last->speedup, Workers(last->workers), 100 * last->efficiency);
   if (best != last) {
     absl::StrAppendFormat(&out, "; it peaks at %.2fx with %d and then falls by %.0f%%", best->speedup,
                           best->workers, 100 * (1 - last->speedup / best->speedup));
