@@ -2,7 +2,10 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "common/json_escape.h"
 #include "absl/strings/str_cat.h"
@@ -69,6 +72,34 @@ absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::st
         absl::StrCat("cannot open metrics file ", path, ": ", strerror(errno)));
   }
   return std::unique_ptr<MetricsWriter>(new MetricsWriter(path, f));
+}
+
+absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::OpenResumed(const std::string& path,
+                                                                         int64_t first_step) {
+  std::ifstream in(path);
+  if (in) {
+    std::string kept, line;
+    int64_t dropped = 0;
+    while (std::getline(in, line)) {
+      StepMetrics record;
+      if (FromJsonLine(line, &record).ok() && record.step() < first_step) {
+        absl::StrAppend(&kept, line, "\n");
+      } else {
+        ++dropped;
+      }
+    }
+    in.close();
+    if (dropped > 0) {
+      const std::string tmp = path + ".tmp";
+      FILE* f = fopen(tmp.c_str(), "w");
+      const bool written = f != nullptr && fwrite(kept.data(), 1, kept.size(), f) == kept.size();
+      if (f != nullptr && fclose(f) != 0 && written) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+      if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
+        return absl::InternalError(absl::StrCat("cannot rewrite metrics file ", path, ": ", strerror(errno)));
+      }
+    }
+  }
+  return Open(path, /*append=*/true);
 }
 
 MetricsWriter::~MetricsWriter() { Close().IgnoreError(); }

@@ -28,6 +28,12 @@ class MetricsWriter {
   // Creates (truncates) `path`, or appends when `append` (resumed runs).
   static absl::StatusOr<std::unique_ptr<MetricsWriter>> Open(const std::string& path,
                                                              bool append);
+  // For a run resumed at step `first_step` (its checkpoint's): keeps the records of
+  // `path` for steps before it and drops the rest (steps a failed attempt ran past the
+  // checkpoint, which this run repeats, and a line cut short by a kill), replacing the
+  // file atomically, then appends to it. A missing file is created.
+  static absl::StatusOr<std::unique_ptr<MetricsWriter>> OpenResumed(const std::string& path,
+                                                                    int64_t first_step);
   ~MetricsWriter();
 
   absl::Status Write(const StepMetrics& record);

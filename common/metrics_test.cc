@@ -63,6 +63,37 @@ TEST(MetricsTest, AppendKeepsEarlierRecords) {
   EXPECT_EQ(Lines(path).size(), 2u);
 }
 
+// A restarted attempt resumes at its checkpoint's step: the records a failed attempt
+// wrote past it (and a line a kill cut short) go, the earlier ones stay.
+TEST(MetricsTest, OpenResumedDropsStepsPastTheCheckpoint) {
+  const std::string path = TempPath("r.jsonl");
+  {
+    auto writer = MetricsWriter::Open(path, false);
+    ASSERT_TRUE(writer.ok());
+    for (int step = 0; step < 7; ++step) {
+      StepMetrics m;
+      m.set_step(step);
+      ASSERT_TRUE((*writer)->Write(m).ok());
+    }
+  }
+  { std::ofstream(path, std::ios::app) << "{\"step\":7,\"ra"; }  // Cut short by a kill.
+  auto writer = MetricsWriter::OpenResumed(path, 5);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  StepMetrics m;
+  m.set_step(5);
+  ASSERT_TRUE((*writer)->Write(m).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  std::vector<int64_t> steps;
+  for (const std::string& line : Lines(path)) {
+    StepMetrics back;
+    ASSERT_TRUE(FromJsonLine(line, &back).ok()) << line;
+    steps.push_back(back.step());
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  // A missing file is created.
+  EXPECT_TRUE(MetricsWriter::OpenResumed(TempPath("new.jsonl"), 3).ok());
+}
+
 TEST(MetricsTest, UnwritablePathFails) {
   EXPECT_EQ(MetricsWriter::Open("/nonexistent-dir/m.jsonl", false).status().code(),
             absl::StatusCode::kPermissionDenied);

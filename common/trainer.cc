@@ -153,15 +153,15 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
   if (!resumed) RINGSIDE_RETURN_IF_ERROR(model->InitParams(c.seed()));
   if (!options.out_dir.empty()) {
     RINGSIDE_RETURN_IF_ERROR(MakeDirs(options.out_dir));
-    // Metrics of a resumed run continue the file; its trace goes to a new one
-    // (output_files.h).
+    // Metrics of a resumed run continue the file from the checkpoint's step (records of
+    // steps a failed attempt ran past it are dropped: this run repeats them); its trace
+    // goes to a new one (output_files.h).
     const OutputOwner owner = options.world_size > 1 ? OutputOwner::kRank : OutputOwner::kSingle;
-    RINGSIDE_ASSIGN_OR_RETURN(
-        trainer->metrics_,
-        MetricsWriter::Open(
-            absl::StrCat(options.out_dir, "/",
-                         OutputFileName(OutputFile::kMetrics, owner, options.rank)),
-            options.resume));
+    const std::string metrics_path =
+        absl::StrCat(options.out_dir, "/", OutputFileName(OutputFile::kMetrics, owner, options.rank));
+    RINGSIDE_ASSIGN_OR_RETURN(trainer->metrics_,
+                              options.resume ? MetricsWriter::OpenResumed(metrics_path, trainer->step_)
+                                             : MetricsWriter::Open(metrics_path, false));
     RINGSIDE_ASSIGN_OR_RETURN(
         trainer->trace_,
         TraceWriter::Open(TraceFileForNewRun(options.out_dir, owner, options.rank, options.resume),
