@@ -153,11 +153,11 @@ expect_error config_mismatch $! "$T/c_w0.log" \
 within config_mismatch "$t0" $((TIMEOUT + 3))
 kill "$s0" 2>/dev/null; wait "$s0" 2>/dev/null
 
-# d. Bad flags: exit 1 with exactly one line on stderr, "ringside: error: ...", at once.
+# d. Bad flags: exit 2 (a usage error) with exactly one line on stderr, "ringside: error: ...", at once.
 bad_flags() {  # bad_flags NAME REGEX ARGS...
   local name=$1 regex=$2 rc; shift 2
   timeout 30 "$RINGSIDE" "$@" >"$T/$name.out" 2>"$T/$name.err"; rc=$?
-  if [ "$rc" -ne 1 ]; then fail "$name: exit status $rc, expected 1"; cat "$T/$name.err"; return; fi
+  if [ "$rc" -ne 2 ]; then fail "$name: exit status $rc, expected 2"; cat "$T/$name.err"; return; fi
   if [ "$(wc -l <"$T/$name.err")" -ne 1 ] || ! grep -qE "^ringside: error: .*$regex" "$T/$name.err"; then
     fail "$name: stderr is not one 'ringside: error:' line matching /$regex/:"; cat "$T/$name.err"; return
   fi

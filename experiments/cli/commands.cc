@@ -26,7 +26,8 @@ namespace {
 absl::Status CheckedUsage(absl::Status status) { return AsUsageError(std::move(status)); }
 
 absl::Status CheckTrain(const CommandArgs&) { return CheckedUsage(CheckTrainFlags()); }
-absl::Status CheckPsRole(const CommandArgs&) { return CheckedUsage(CheckPsRoleFlags()); }
+absl::Status CheckPsServer(const CommandArgs&) { return CheckedUsage(CheckPsServerFlags()); }
+absl::Status CheckPsWorker(const CommandArgs&) { return CheckedUsage(CheckPsWorkerFlags()); }
 
 absl::Status CheckBench(const CommandArgs& args) {
   const std::string& which = args.positional[0];
@@ -73,11 +74,11 @@ absl::Span<const Command> Commands() {
       {"ps-server", "host one parameter-server shard by hand (train --strategy=ps does this for you)",
        "  ringside ps-server --shard=I --listen=HOST:PORT --workers=N --ps_shards=S ...\n",
        "shard listen " RINGSIDE_PS_FLAGS RINGSIDE_RUN_CONFIG_FLAGS "out", "", 0, 0, false,
-       CheckPsRole, RunPsServerVerb},
+       CheckPsServer, RunPsServerVerb},
       {"ps-worker", "run one parameter-server worker by hand, against running shards",
        "  ringside ps-worker --worker_id=I --ps_servers=H0:P0,H1:P1,... --workers=N ...\n",
        "worker_id ps_servers " RINGSIDE_PS_FLAGS RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS,
-       "", 0, 0, false, CheckPsRole, RunPsWorkerVerb},
+       "", 0, 0, false, CheckPsWorker, RunPsWorkerVerb},
       {"launch", "start a program's ranks on this node, torchrun-style (RANK, WORLD_SIZE, ...)",
        "  ringside launch --nproc_per_node=N [--nnodes --node_rank --master_addr --master_port]\n"
        "                  PROGRAM ARGS...    (or -- PROGRAM ARGS...; torchrun's --nproc-per-node too)\n",

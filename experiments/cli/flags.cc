@@ -158,6 +158,26 @@ absl::Status CheckTrainFlags() {
   return absl::OkStatus();
 }
 
-absl::Status CheckPsRoleFlags() { return CheckPsFlags(RunConfigFromFlags("ps")); }
+absl::Status CheckPsServerFlags() {
+  const RunConfig c = RunConfigFromFlags("ps");
+  RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
+  const int shard = absl::GetFlag(FLAGS_shard);
+  if (shard < 0 || shard >= c.ps_shards()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--shard=%d is outside [0, --ps_shards=%d)", shard, c.ps_shards()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPsWorkerFlags() {
+  const RunConfig c = RunConfigFromFlags("ps");
+  RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
+  const int worker_id = absl::GetFlag(FLAGS_worker_id);
+  if (worker_id < 0 || worker_id >= c.world_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--worker_id=%d is outside [0, --workers=%d)", worker_id, c.world_size()));
+  }
+  return ParseServerList(absl::GetFlag(FLAGS_ps_servers)).status();
+}
 
 }  // namespace ringside

@@ -85,8 +85,10 @@ absl::Status CheckPsFlags(const RunConfig& config);
 // RunConfig is valid, and the strategy's own flags are. Errors name the flag.
 absl::Status CheckTrainFlags();
 
-// `ps-server`'s and `ps-worker`'s flag checks (CheckPsFlags of a "ps" RunConfig).
-absl::Status CheckPsRoleFlags();
+// `ps-server`'s and `ps-worker`'s flag checks: CheckPsFlags of a "ps" RunConfig, and
+// --shard, or --worker_id and --ps_servers.
+absl::Status CheckPsServerFlags();
+absl::Status CheckPsWorkerFlags();
 
 }  // namespace ringside
 
