@@ -12,7 +12,7 @@ absl::Status RunTrainCommand(const RunOptions& options) {
   const RunConfig& c = options.config;
   if (c.strategy() != "single") {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown strategy '", c.strategy(), "' (expected single or ddp)"));
+        absl::StrCat("unknown strategy '", c.strategy(), "' (expected single, ps or ddp)"));
   }
   // Cheap checks first, so bad flags fail before the dataset is loaded.
   RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(c));

@@ -59,7 +59,8 @@ expect_usage_error missing_value "--out needs a value" "${common[@]}" --out
 expect_usage_error unknown_command "unknown command 'fly'" fly
 expect_usage_error flag_before_verb "expected a verb before --batch=1" --batch=1 train
 expect_usage_error foreign_flag 'is not a flag of `report`' report "$T" --workers=99 --strategy=bogus
-expect_usage_error report_no_dir '`report` needs an argument' report
+expect_usage_error report_no_dir '`report` needs a directory written by compare \(DIR\)' report
+expect_usage_error launch_no_program '`launch` needs a command' launch --nproc_per_node=2
 expect_usage_error report_two_dirs "unexpected argument 'b'" report a b
 expect_usage_error train_word "unexpected argument 'extra'" "${common[@]}" extra
 expect_usage_error unknown_bench "unknown benchmark 'nope' \(expected step, allreduce or pushpull\)" bench nope

@@ -21,9 +21,9 @@ using ::testing::HasSubstr;
 absl::Status Nothing(const CommandArgs&) { return absl::OkStatus(); }
 
 const Command kVerb = {"verb", "summary", "  ringside verb\n", "test_count test_switch test_nproc_per_node",
-                       "test_name", 0, -1, false, nullptr, Nothing};
-const Command kLauncher = {"launcher", "summary", "  ringside launcher\n", "test_count test_switch", "", 0, -1,
-                           true, nullptr, Nothing};
+                       "test_name", "", 0, -1, false, nullptr, Nothing};
+const Command kLauncher = {"launcher", "summary", "  ringside launcher\n", "test_count test_switch", "", "", 0,
+                           -1, true, nullptr, Nothing};
 
 class ParseVerbArgsTest : public ::testing::Test {
  protected:

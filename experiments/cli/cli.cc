@@ -41,8 +41,8 @@ absl::Status Dispatch(const std::vector<std::string>& words) {
                                    command->name, "` (see ringside ", command->name, " --help)"));
   }
   if (n < command->min_args) {
-    return UsageError(absl::StrCat("`", command->name, "` needs ", command->min_args == 1 ? "an argument" : "arguments",
-                                   " (see ringside ", command->name, " --help)"));
+    return UsageError(absl::StrCat("`", command->name, "` needs ", command->args, " (see ringside ",
+                                   command->name, " --help)"));
   }
   if (command->check != nullptr) {
     if (absl::Status s = command->check(args); !s.ok()) return AsUsageError(s);

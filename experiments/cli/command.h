@@ -44,6 +44,9 @@ struct Command {
   // Flags the verb also accepts but help never shows: the ones ringside passes to its
   // own child processes (e.g. train's --ps_servers) and test hooks.
   const char* hidden_flags;
+  // What its positional words are, for the error when they are missing, e.g. "a
+  // directory (DIR)"; "" when it takes none.
+  const char* args;
   // Positional words the verb takes: [min_args, max_args]; max_args < 0: any number.
   int min_args;
   int max_args;

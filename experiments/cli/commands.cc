@@ -61,7 +61,7 @@ absl::Span<const Command> Commands() {
   static const Command kCommands[] = {
       {"demo", "single vs PS vs DDP on 1, 2 and 4 workers, with a report (the README's demo)",
        "  ringside demo [--out=runs/demo]\n",
-       "out", "", 0, 0, false, nullptr, RunDemoVerb},
+       "out", "", "", 0, 0, false, nullptr, RunDemoVerb},
       {"train", "train one model: one process, a parameter server job or a DDP ring",
        "  ringside train --strategy=single --model=mlp:784-256-256-10 --dataset=fashion-mnist\n"
        "                 --epochs=5 --batch=128 --lr=0.02 --momentum=0.9 --out=DIR [--resume]\n"
@@ -70,32 +70,34 @@ absl::Span<const Command> Commands() {
        "                 [--ps_colocated] ...          (launches S shards and N workers here)\n",
        "strategy " RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS RINGSIDE_PS_FLAGS
            RINGSIDE_DDP_FLAGS "network",
-       "ps_servers", 0, 0, false, CheckTrain, RunTrainVerb},
+       "ps_servers", "", 0, 0, false, CheckTrain, RunTrainVerb},
       {"ps-server", "host one parameter-server shard by hand (train --strategy=ps does this for you)",
        "  ringside ps-server --shard=I --listen=HOST:PORT --workers=N --ps_shards=S ...\n",
-       "shard listen " RINGSIDE_PS_FLAGS RINGSIDE_RUN_CONFIG_FLAGS "out", "", 0, 0, false,
+       "shard listen " RINGSIDE_PS_FLAGS RINGSIDE_RUN_CONFIG_FLAGS "out", "", "", 0, 0, false,
        CheckPsServer, RunPsServerVerb},
       {"ps-worker", "run one parameter-server worker by hand, against running shards",
        "  ringside ps-worker --worker_id=I --ps_servers=H0:P0,H1:P1,... --workers=N ...\n",
        "worker_id ps_servers " RINGSIDE_PS_FLAGS RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS,
-       "", 0, 0, false, CheckPsWorker, RunPsWorkerVerb},
+       "", "", 0, 0, false, CheckPsWorker, RunPsWorkerVerb},
       {"launch", "start a program's ranks on this node, torchrun-style (RANK, WORLD_SIZE, ...)",
        "  ringside launch --nproc_per_node=N [--nnodes --node_rank --master_addr --master_port]\n"
        "                  PROGRAM ARGS...    (or -- PROGRAM ARGS...; torchrun's --nproc-per-node too)\n",
        "nproc_per_node nnodes node_rank master_addr master_port standalone rdzv_backend "
        "rdzv_endpoint rdzv_id max_restarts",
-       "", 1, -1, true, nullptr, RunLaunchVerb},
+       "", "a command (PROGRAM ARGS...)", 1, -1, true, nullptr, RunLaunchVerb},
       {"compare", "run an experiment matrix (a spec) cell by cell, resuming if interrupted",
        "  ringside compare --spec=experiments/matrix/specs/quick.textproto --out=runs/quick\n",
-       "spec out", "", 0, 0, false, CheckCompare, RunCompareVerb},
+       "spec out", "", "", 0, 0, false, CheckCompare, RunCompareVerb},
       {"report", "write report.md and a self-contained report.html of a compare directory",
-       "  ringside report runs/quick\n", "", "", 1, 1, false, nullptr, RunReportVerb},
+       "  ringside report runs/quick\n", "", "", "a directory written by compare (DIR)", 1, 1, false,
+       nullptr, RunReportVerb},
       {"calibrate", "measure the cost model's constants on this machine",
        "  ringside calibrate --model=mlp:784-256-256-10 --batch=128 --out=calibration.json\n",
-       "model batch threads out", "", 0, 0, false, nullptr, RunCalibrateVerb},
+       "model batch threads out", "", "", 0, 0, false, nullptr, RunCalibrateVerb},
       {"simulate", "predict step times far past this machine from a calibration",
        "  ringside simulate --calibration=calibration.json --links=1gbit,10gbit [--max_workers=1024]\n",
-       "calibration links max_workers model_mb", "", 0, 0, false, CheckSimulate, RunSimulateVerb},
+       "calibration links max_workers model_mb", "", "", 0, 0, false, CheckSimulate,
+       RunSimulateVerb},
       {"bench",
        "the measurements of docs/benchmarks.md:",
        "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n"
@@ -104,11 +106,12 @@ absl::Span<const Command> Commands() {
        "model batch threads warmup steps repeats workers allreduce timeout_s gap_us sizes_mb "
        "pin_cpus ps_chunk_kb",
        // pushpull-server: the push-pull sweep's own child.
-       "size_bytes pin_cpu listen", 1, 1, false, CheckBench, RunBenchVerb},
-      {"help", "this list, or one verb's usage and flags", "  ringside help [VERB]\n", "", "", 0, 1,
+       "size_bytes pin_cpu listen", "a benchmark (step, allreduce or pushpull)", 1, 1, false, CheckBench,
+       RunBenchVerb},
+      {"help", "this list, or one verb's usage and flags", "  ringside help [VERB]\n", "", "", "", 0, 1,
        false, CheckHelp, RunHelpVerb},
       {"version", "the version and build (CPU or CUDA)", "  ringside version   (or ringside --version)\n",
-       "", "", 0, 0, false, nullptr, RunVersionVerb},
+       "", "", "", 0, 0, false, nullptr, RunVersionVerb},
   };
   return kCommands;
 }
