@@ -73,7 +73,9 @@ absl::Span<const Command> Commands() {
        "ps_servers", "", 0, 0, false, CheckTrain, RunTrainVerb},
       {"ps-server", "host one parameter-server shard by hand (train --strategy=ps does this for you)",
        "  ringside ps-server --shard=I --listen=HOST:PORT --workers=N --ps_shards=S ...\n",
-       "shard listen " RINGSIDE_PS_FLAGS RINGSIDE_RUN_CONFIG_FLAGS "out", "", "", 0, 0, false,
+       // The same training flags as the workers' (those only workers use are ignored).
+       "shard listen " RINGSIDE_PS_FLAGS RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS, "", "", 0, 0,
+       false,
        CheckPsServer, RunPsServerVerb},
       {"ps-worker", "run one parameter-server worker by hand, against running shards",
        "  ringside ps-worker --worker_id=I --ps_servers=H0:P0,H1:P1,... --workers=N ...\n",

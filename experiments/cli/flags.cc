@@ -177,7 +177,12 @@ absl::Status CheckPsWorkerFlags() {
     return absl::InvalidArgumentError(
         absl::StrFormat("--worker_id=%d is outside [0, --workers=%d)", worker_id, c.world_size()));
   }
-  return ParseServerList(absl::GetFlag(FLAGS_ps_servers)).status();
+  RINGSIDE_ASSIGN_OR_RETURN(std::vector<std::string> servers, ParseServerList(absl::GetFlag(FLAGS_ps_servers)));
+  if (static_cast<int>(servers.size()) != c.ps_shards()) {
+    return absl::InvalidArgumentError(absl::StrFormat("--ps_servers lists %d addresses for --ps_shards=%d",
+                                                      servers.size(), c.ps_shards()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ringside

@@ -86,7 +86,7 @@ absl::Status CheckPsFlags(const RunConfig& config);
 absl::Status CheckTrainFlags();
 
 // `ps-server`'s and `ps-worker`'s flag checks: CheckPsFlags of a "ps" RunConfig, and
-// --shard, or --worker_id and --ps_servers.
+// --shard, or --worker_id and --ps_servers (one address per shard).
 absl::Status CheckPsServerFlags();
 absl::Status CheckPsWorkerFlags();
 
