@@ -64,6 +64,7 @@ expect_usage_error launch_no_program '`launch` needs a command' launch --nproc_p
 expect_usage_error report_two_dirs "unexpected argument 'b'" report a b
 expect_usage_error train_word "unexpected argument 'extra'" "${common[@]}" extra
 expect_usage_error unknown_bench "unknown benchmark 'nope' \(expected step, allreduce or pushpull\)" bench nope
+expect_usage_error ddp_bad_backend "--backend=bogus is not a process-group backend \\(gloo or nccl\\)" train --strategy=ddp --backend=bogus
 expect_usage_error ddp_bad_allreduce "allreduce" train --strategy=ddp --allreduce=bogus
 expect_usage_error compare_no_spec "compare needs --spec=FILE" compare --out="$T/c"
 expect_usage_error simulate_no_calibration "simulate needs --calibration" simulate

@@ -6,6 +6,7 @@
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "ddp_ring/allreduce_algorithm.h"
+#include "ddp_ring/process_group_factory.h"
 #include "ddp_ring/reducer.h"
 #include "ps_server/ps_server.h"
 
@@ -152,6 +153,7 @@ absl::Status CheckTrainFlags() {
     if (absl::GetFlag(FLAGS_workers) < 1) {
       return absl::InvalidArgumentError(absl::StrFormat("--workers must be >= 1, got %d", absl::GetFlag(FLAGS_workers)));
     }
+    RINGSIDE_RETURN_IF_ERROR(CheckProcessGroupBackend(c.backend()));
     RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(c.allreduce()).status());
     if (absl::GetFlag(FLAGS_timeout_s) < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
   }
