@@ -58,6 +58,7 @@ expect_usage_error bad_bool_value "bad value for --resume" "${common[@]}" --resu
 expect_usage_error missing_value "--out needs a value" "${common[@]}" --out
 expect_usage_error unknown_command "unknown command 'fly'" fly
 expect_usage_error flag_before_verb "expected a verb before --batch=1" --batch=1 train
+expect_usage_error other_verbs_typo 'unknown flag --wrokers; did you mean --workers \(a flag of `train`\)\?' report "$T" --wrokers=2
 expect_usage_error foreign_flag 'is not a flag of `report`' report "$T" --workers=99 --strategy=bogus
 expect_usage_error report_no_dir '`report` needs a directory written by compare \(DIR\)' report
 expect_usage_error launch_no_program '`launch` needs a command' launch --nproc_per_node=2

@@ -50,14 +50,20 @@ absl::Status NotAFlagOf(const Command& command, const std::string& name,
                                      verb, "`; see ringside ", command.name, " --help)"));
     }
   }
-  std::string hint = Closest(name, own);
-  if (hint.empty()) {
+  // A typo of the verb's own flags first, then of another verb's.
+  std::string hint;
+  if (const std::string mine = Closest(name, own); !mine.empty()) {
+    hint = absl::StrCat("; did you mean --", mine, "?");
+  } else {
     std::vector<std::string> names;
     for (const auto& entry : all) names.push_back(entry.first);
-    hint = Closest(name, names);
+    if (const std::string other = Closest(name, names); !other.empty()) {
+      for (const auto& [flag, verb] : all) {
+        if (flag == other) hint = absl::StrCat("; did you mean --", other, " (a flag of `", verb, "`)?");
+      }
+    }
   }
-  return UsageError(absl::StrCat("unknown flag --", name, hint.empty() ? "" : absl::StrCat("; did you mean --", hint, "?"),
-                                 " (see ringside ", command.name, " --help)"));
+  return UsageError(absl::StrCat("unknown flag --", name, hint, " (see ringside ", command.name, " --help)"));
 }
 
 }  // namespace
