@@ -69,8 +69,8 @@ absl::Span<const Command> Commands() {
        "  ringside train --strategy=ps --workers=N --ps_shards=S --ps_sync=bsp|ssp:K|asp\n"
        "                 [--ps_colocated] ...          (launches S shards and N workers here)\n",
        "strategy " RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS RINGSIDE_PS_FLAGS
-           RINGSIDE_DDP_FLAGS "network",
-       "ps_servers", "", 0, 0, false, CheckTrain, RunTrainVerb},
+           RINGSIDE_DDP_FLAGS "network ps_servers",
+       "", "", 0, 0, false, CheckTrain, RunTrainVerb},
       {"ps-server", "host one parameter-server shard by hand (train --strategy=ps does this for you)",
        "  ringside ps-server --shard=I --listen=HOST:PORT --workers=N --ps_shards=S ...\n",
        // The same training flags as the workers' (those only workers use are ignored).
@@ -95,10 +95,10 @@ absl::Span<const Command> Commands() {
        nullptr, RunReportVerb},
       {"calibrate", "measure the cost model's constants on this machine",
        "  ringside calibrate --model=mlp:784-256-256-10 --batch=128 --out=calibration.json\n",
-       "model batch threads out", "", "", 0, 0, false, nullptr, RunCalibrateVerb},
+       "model batch threads steps out", "", "", 0, 0, false, nullptr, RunCalibrateVerb},
       {"simulate", "predict step times far past this machine from a calibration",
        "  ringside simulate --calibration=calibration.json --links=1gbit,10gbit [--max_workers=1024]\n",
-       "calibration links max_workers model_mb", "", "", 0, 0, false, CheckSimulate,
+       "calibration links max_workers model_mb model batch", "", "", 0, 0, false, CheckSimulate,
        RunSimulateVerb},
       {"bench",
        "the measurements of docs/benchmarks.md:",
