@@ -17,9 +17,12 @@
 //   replica.h      one replica set-up (ops, dataset, model, SGD) and its training,
 //                  used by single, DDP and PS
 //   job_env.h      JobEnv: this process's place in a launched job (torchrun's RANK,
-//                  WORLD_SIZE, MASTER_ADDR, ...), read by every distributed role
+//                  WORLD_SIZE, MASTER_ADDR, ...; Slurm, Open MPI, MPICH, PMIx), read
+//                  by every distributed role
 //   checkpoint.h   atomic single-file checkpoints
-//   metrics.h      per-step JSON-lines records; trace.h Chrome trace events
+//   metrics.h      per-step JSON-lines records; trace.h Chrome trace events (trace.proto)
+//   output_files.h the names of the metrics and trace files per process (single, rank,
+//                  shard) and of a resumed run's new trace
 //   device.h       GPU detection (dlopen at run time; no CUDA at build time)
 //   cuda_check.h   checked-call macros for CUDA/cuBLAS/NCCL (--config=cuda only; not
 //                  included here)
@@ -42,6 +45,7 @@
 #include "common/model.h"
 #include "common/ops.h"
 #include "common/ops_factory.h"
+#include "common/output_files.h"
 #include "common/replica.h"
 #include "common/run_config.h"
 #include "common/sgd.h"

@@ -1,10 +1,30 @@
 #include "common/local_step.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "common/status_macros.h"
 
 namespace ringside {
+namespace {
+
+using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+
+// Draws [start, end) as `name` pieces on the training track, cut around `cuts`
+// (ascending, disjoint, inside [start, end)), each cut drawn as `cut_name`.
+void DrawCut(TraceWriter* trace, const char* name, const char* cat, int64_t start,
+             int64_t end, const Intervals& cuts, const char* cut_name, const char* cut_cat) {
+  int64_t at = start;
+  for (const auto& [c0, c1] : cuts) {
+    if (c0 > at) trace->Span(name, cat, kTrainingTrack, at, c0 - at);
+    trace->Span(cut_name, cut_cat, kTrainingTrack, c0, c1 - c0);
+    at = c1;
+  }
+  if (end > at || cuts.empty()) trace->Span(name, cat, kTrainingTrack, at, end - at);
+}
+
+}  // namespace
 
 absl::Status LocalStep::Load(absl::Span<const int64_t> indices) {
   const int64_t n = static_cast<int64_t>(indices.size());
@@ -25,10 +45,10 @@ absl::Status LocalStep::Load(absl::Span<const int64_t> indices) {
   return absl::OkStatus();
 }
 
+
 absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
-                            const ForwardHooks& forward_hooks, const BackwardHooks& hooks,
-                            bool accumulate_grads, StepMetrics* m, TraceWriter* trace,
-                            HookTimes* hook_times) {
+                            const StepHooks& hooks, bool announce, bool accumulate_grads,
+                            StepMetrics* m, TraceWriter* trace, HookTimes* hook_times) {
   const bool on_cpu = ops_->kind() == DeviceKind::kCpu;
   const int64_t t0 = NowMicros();
   const bool staged = !prefetched_.empty() &&
@@ -42,34 +62,39 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
   const int batch = static_cast<int>(indices.size());
   // Time spent inside the strategy's hooks is the strategy's (waiting for parameters,
   // update or communication launch), not forward's or backward's: measure it and take
-  // it out.
+  // it out, in the step record and in the trace.
   int64_t wait_us = 0;
+  Intervals waits;
   ForwardHooks fh;
-  if (forward_hooks.params_needed) {
-    fh.split_at = forward_hooks.split_at;
-    fh.params_needed = [&forward_hooks, &wait_us](const ParamRange& range) {
+  if (hooks.forward.params_needed) {
+    fh.split_at = hooks.forward.split_at;
+    fh.params_needed = [&hooks, &wait_us, &waits](const ParamRange& range) {
       const int64_t h0 = NowMicros();
-      absl::Status s = forward_hooks.params_needed(range);
-      wait_us += NowMicros() - h0;
+      absl::Status s = hooks.forward.params_needed(range);
+      const int64_t h1 = NowMicros();
+      wait_us += h1 - h0;
+      if (h1 > h0) waits.emplace_back(h0, h1);
       return s;
     };
   }
   RINGSIDE_ASSIGN_OR_RETURN(ForwardResult fwd, model_->Forward(x, y, batch, fh));
   const int64_t t2 = NowMicros();
   int64_t hook_us = 0;
-  auto timed = [&hook_us, hook_times](const GradReadyFn& hook) -> GradReadyFn {
+  Intervals calls;
+  auto timed = [&hook_us, &calls](const GradReadyFn& hook) -> GradReadyFn {
     if (!hook) return nullptr;
-    return [&hook, &hook_us, hook_times](const ParamRange& range) {
+    return [&hook, &hook_us, &calls](const ParamRange& range) {
       const int64_t h0 = NowMicros();
       hook(range);
-      const int64_t dur = NowMicros() - h0;
-      hook_us += dur;
-      hook_times->backward_calls.emplace_back(h0, dur);
+      const int64_t h1 = NowMicros();
+      hook_us += h1 - h0;
+      if (h1 > h0) calls.emplace_back(h0, h1);
     };
   };
+  const BackwardHooks none;
+  const BackwardHooks& bh = announce ? hooks.backward : none;
   RINGSIDE_RETURN_IF_ERROR(model_->Backward(
-      loss_scale,
-      BackwardHooks{timed(hooks.grads_ready), timed(hooks.params_free), hooks.split_at},
+      loss_scale, BackwardHooks{timed(bh.grads_ready), timed(bh.params_free), bh.split_at},
       accumulate_grads));
   const int64_t t3 = NowMicros();
   hook_times->forward_us += wait_us;
@@ -81,9 +106,10 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
   m->set_samples(batch);
   m->set_correct(static_cast<int32_t>(fwd.correct));
   if (trace != nullptr) {
-    trace->Span("data", kComputeTrack, t0, t1 - t0);
-    trace->Span("forward", kComputeTrack, t1, t2 - t1);
-    trace->Span("backward", kComputeTrack, t2, t3 - t2);
+    if (!staged) trace->Span("data", kCatData, kTrainingTrack, t0, t1 - t0);
+    DrawCut(trace, "forward", kCatCompute, t1, t2, waits, "wait for parameters", kCatWait);
+    DrawCut(trace, "backward", kCatCompute, t2, t3, calls, hooks.backward_hook_span,
+            hooks.backward_hook_cat);
   }
   return absl::OkStatus();
 }
@@ -96,7 +122,9 @@ absl::Status LocalStep::Prefetch(absl::Span<const int64_t> indices, StepMetrics*
   prefetched_.assign(indices.begin(), indices.end());
   const int64_t t1 = NowMicros();
   m->set_data_ms(m->data_ms() + (t1 - t0) / 1e3);
-  if (trace != nullptr) trace->Span("data (next step)", kComputeTrack, t0, t1 - t0);
+  if (trace != nullptr) {
+    trace->Span("data (next step)", kCatData, kTrainingTrack, t0, t1 - t0);
+  }
   return absl::OkStatus();
 }
 

@@ -19,10 +19,6 @@
 
 namespace ringside {
 
-// Trace tracks every process uses.
-inline constexpr int kComputeTrack = 0;
-inline constexpr int kCommTrack = 1;
-
 // What a strategy hands the local step: its hooks and whether backward accumulates.
 struct StepHooks {
   // Empty unless parameters may still be arriving when forward starts: then forward
@@ -36,6 +32,10 @@ struct StepHooks {
   // True: backward adds into model->grads() instead of overwriting them, and the
   // strategy leaves them zeroed once it has consumed them.
   bool accumulate_gradients = false;
+  // How the trace names what the backward hooks do on the training thread (e.g.
+  // "update", kCatUpdate for the local optimizer step; "push", kCatComm).
+  const char* backward_hook_span = "backward hooks";
+  const char* backward_hook_cat = kCatComm;
 };
 
 // Time the training thread spent inside a strategy's hooks during one step. LocalStep
@@ -44,8 +44,6 @@ struct StepHooks {
 struct HookTimes {
   int64_t forward_us = 0;   // In StepHooks::forward.params_needed (waiting for parameters).
   int64_t backward_us = 0;  // In StepHooks::backward's grads_ready and params_free.
-  // (start, duration) of every backward hook call, NowMicros() clock, for the trace.
-  std::vector<std::pair<int64_t, int64_t>> backward_calls;
 };
 
 struct EvalResult {
@@ -62,14 +60,19 @@ class LocalStep {
 
   // Runs samples `indices` (non-empty) through forward and backward; the gradients of
   // loss_scale * (sum of the batch's losses) end up in model->grads(). Fills the data,
-  // forward and backward times, loss (mean over the batch), samples and correct of `m`
-  // and adds those spans to `trace` (may be nullptr). forward_ms and backward_ms
-  // exclude the time spent inside the hooks, which is added to `hook_times` instead
-  // (the strategy books it as its own work and waits). With `accumulate_grads`
-  // backward adds into model->grads() (see Model::Backward).
-  absl::Status Run(absl::Span<const int64_t> indices, float loss_scale,
-                   const ForwardHooks& forward_hooks, const BackwardHooks& hooks,
-                   bool accumulate_grads, StepMetrics* m, TraceWriter* trace,
+  // forward and backward times, loss (mean over the batch), samples and correct of `m`.
+  // forward_ms and backward_ms exclude the time spent inside the hooks, which is added
+  // to `hook_times` instead (the strategy books it as its own work and waits). With
+  // `accumulate_grads` backward adds into model->grads() (see Model::Backward); with
+  // `announce` false backward announces nothing (an earlier micro-batch).
+  //
+  // Trace (may be nullptr), all on kTrainingTrack and disjoint: "data"; "forward" cut
+  // into the pieces between waits for parameters, each wait a "wait for parameters"
+  // span (kCatWait); "backward" cut the same way around the backward hook calls, each
+  // a hooks.backward_hook_span span. So the forward spans of a step add up to
+  // forward_ms, and the backward spans to backward_ms.
+  absl::Status Run(absl::Span<const int64_t> indices, float loss_scale, const StepHooks& hooks,
+                   bool announce, bool accumulate_grads, StepMetrics* m, TraceWriter* trace,
                    HookTimes* hook_times);
 
   // Gathers `indices` now and copies them to the device, so that the next Run on the

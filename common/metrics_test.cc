@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "common/trace.h"
 #include "gtest/gtest.h"
 
 namespace ringside {
@@ -67,22 +66,6 @@ TEST(MetricsTest, AppendKeepsEarlierRecords) {
 TEST(MetricsTest, UnwritablePathFails) {
   EXPECT_EQ(MetricsWriter::Open("/nonexistent-dir/m.jsonl", false).status().code(),
             absl::StatusCode::kPermissionDenied);
-}
-
-TEST(TraceTest, WritesAChromeTraceEventArray) {
-  const std::string path = TempPath("t.json");
-  auto trace = TraceWriter::Open(path, 2, "rank 2");
-  ASSERT_TRUE(trace.ok());
-  (*trace)->NameTrack(1, "comm");
-  (*trace)->Span("forward", 0, 1000, 250);
-  (*trace)->Span("all\"reduce", 1, 1100, 50);
-  ASSERT_TRUE((*trace)->Close().ok());
-  const std::vector<std::string> lines = Lines(path);
-  ASSERT_EQ(lines.size(), 6u);
-  EXPECT_EQ(lines.front(), "[");
-  EXPECT_EQ(lines.back(), "]");
-  EXPECT_EQ(lines[3], R"({"name":"forward","ph":"X","pid":2,"tid":0,"ts":1000,"dur":250},)");
-  EXPECT_EQ(lines[4], R"({"name":"all\"reduce","ph":"X","pid":2,"tid":1,"ts":1100,"dur":50})");
 }
 
 }  // namespace

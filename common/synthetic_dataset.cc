@@ -18,6 +18,12 @@ namespace ringside {
 namespace {
 
 constexpr int kHidden = 64;
+// The teacher reads the input through at most kPooled block sums (consecutive
+// features), so labelling a sample costs about input_dim adds and kPooled x kHidden
+// multiply-adds instead of input_dim x kHidden.
+constexpr int kPooled = 64;
+// Scratch floats Teacher::Logits needs.
+constexpr int kTeacherScratch = kPooled + kHidden;
 
 // Limits that keep the teacher's weights and calibration affordable.
 constexpr int64_t kMaxInputDim = int64_t{1} << 20;
@@ -36,15 +42,37 @@ constexpr int64_t kMinCalibrationSamples = 256;
 constexpr int64_t kMaxCalibrationSamples = 4096;
 constexpr int kCalibrationSteps = 200;
 
-// Fills x[0, dim) with N(0, 1) draws from the counter-based stream for one sample; the
-// same (seed, split, index) always gives the same values.
+// Irwin-Hall(4) standardised: the sum of four uniform 16-bit integers has mean
+// 2 x 65535 and variance (2^32 - 1) / 3.
+constexpr int32_t kSumOfFourMean = 2 * 65535;
+constexpr float kInvSumOfFourStd = 2.6428998e-5f;  // 1 / sqrt((2^32 - 1) / 3)
+
+// Fills x[0, dim) with approximately N(0, 1) features for one sample: feature i is the
+// standardised sum of the four 16-bit words of Mix64(key + i), key drawn from (seed,
+// split, index). Mean 0 and variance 1 exactly, tails cut at +-3.46 (Irwin-Hall of 4
+// uniforms); one hash, integer adds and one float multiply per feature, no
+// transcendental (Box-Muller's log, sqrt and cos per feature made generating a batch
+// cost more than the small models' forward and backward). Feature i does not depend on
+// the others, and the same (seed, split, index) always gives the same bits. Integer
+// arithmetic and one rounding per feature, so the AVX-512 clone (8 hashes at a time,
+// picked by the loader on CPUs that have it) gives the same bits as the baseline.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=skylake-avx512", "default")))
+#endif
 void GenerateFeatures(uint64_t seed, uint64_t split, int64_t index, int dim, float* x) {
-  Rng rng(Mix64(seed ^ Mix64((split << 56) + static_cast<uint64_t>(index))));
-  for (int i = 0; i < dim; ++i) x[i] = rng.Normal();
+  const uint64_t key = Mix64(seed ^ Mix64((split << 56) + static_cast<uint64_t>(index)));
+  for (int i = 0; i < dim; ++i) {
+    const uint64_t h = Mix64(key + static_cast<uint64_t>(i));
+    const int32_t sum = static_cast<int32_t>((h & 0xffff) + ((h >> 16) & 0xffff) +
+                                             ((h >> 32) & 0xffff) + (h >> 48));
+    x[i] = static_cast<float>(sum - kSumOfFourMean) * kInvSumOfFourStd;
+  }
 }
 
-// The labelling network: logits = W2 tanh(W1 x) + b2, label = argmax (lowest index on
-// ties). W1 and W2 are N(0, 1 / fan_in); W2's rows and b2 are then calibrated on
+// The labelling network: logits = W2 softsign(W1 pool(x)) + b2 (softsign(h) =
+// h / (1 + |h|)), label = argmax (lowest
+// index on ties), where pool(x) sums blocks of ceil(input_dim / kPooled) consecutive
+// features (scaled to unit variance). W1 and W2 are N(0, 1 / fan_in); W2's rows and b2 are then calibrated on
 // samples from a private stream so that every class has roughly the same frequency
 // (an uncalibrated random teacher favours some classes by 2x or more).
 class Teacher {
@@ -52,15 +80,17 @@ class Teacher {
   Teacher(int input_dim, int num_classes, uint64_t seed)
       : input_dim_(input_dim),
         num_classes_(num_classes),
-        w1t_(static_cast<size_t>(input_dim) * kHidden),
+        block_((input_dim + kPooled - 1) / kPooled),
+        pooled_dim_((input_dim + block_ - 1) / block_),
+        w1t_(static_cast<size_t>(pooled_dim_) * kHidden),
         w2_(static_cast<size_t>(num_classes) * kHidden),
         b2_(num_classes, 0.0f) {
     Rng rng(Mix64(seed ^ 0x7465616368657221ULL));
-    const float scale1 = 1.0f / std::sqrt(static_cast<float>(input_dim));
-    // W1 stored transposed, [input_dim, kHidden], so the hidden layer is a sequence of
+    const float scale1 = 1.0f / std::sqrt(static_cast<float>(pooled_dim_));
+    // W1 stored transposed, [pooled_dim, kHidden], so the hidden layer is a sequence of
     // contiguous axpys (vectorisable without reordering any sum).
     for (int j = 0; j < kHidden; ++j) {
-      for (int k = 0; k < input_dim; ++k) {
+      for (int k = 0; k < pooled_dim_; ++k) {
         w1t_[static_cast<size_t>(k) * kHidden + j] = rng.Normal() * scale1;
       }
     }
@@ -72,16 +102,27 @@ class Teacher {
   int input_dim() const { return input_dim_; }
   int num_classes() const { return num_classes_; }
 
-  // Computes the logits of `x` into logits[0, num_classes). `hidden` is scratch of
-  // kHidden floats.
-  void Logits(const float* x, float* hidden, float* logits) const {
+  // Computes the logits of `x` into logits[0, num_classes). `scratch` holds
+  // kTeacherScratch floats.
+  void Logits(const float* x, float* scratch, float* logits) const {
+    float* pooled = scratch;
+    float* hidden = scratch + kPooled;
+    for (int p = 0; p < pooled_dim_; ++p) {
+      const int begin = p * block_;
+      const int end = std::min(input_dim_, begin + block_);
+      float sum = 0.0f;
+      for (int k = begin; k < end; ++k) sum += x[k];
+      pooled[p] = sum / std::sqrt(static_cast<float>(end - begin));
+    }
     for (int j = 0; j < kHidden; ++j) hidden[j] = 0.0f;
-    for (int k = 0; k < input_dim_; ++k) {
-      const float xk = x[k];
+    for (int k = 0; k < pooled_dim_; ++k) {
+      const float xk = pooled[k];
       const float* row = w1t_.data() + static_cast<size_t>(k) * kHidden;
       for (int j = 0; j < kHidden; ++j) hidden[j] += row[j] * xk;
     }
-    for (int j = 0; j < kHidden; ++j) hidden[j] = std::tanh(hidden[j]);
+    // Softsign, a tanh-like squashing without a transcendental (tanh was as costly as
+    // generating the features).
+    for (int j = 0; j < kHidden; ++j) hidden[j] = hidden[j] / (1.0f + std::fabs(hidden[j]));
     for (int c = 0; c < num_classes_; ++c) {
       const float* row = w2_.data() + static_cast<size_t>(c) * kHidden;
       float sum = b2_[c];
@@ -103,15 +144,15 @@ class Teacher {
   // toward equal class frequencies with a decaying step.
   void Calibrate(uint64_t seed) {
     const int m =
-        static_cast<int>(std::clamp(kCalibrationBudget / (int64_t{input_dim_} * kHidden),
+        static_cast<int>(std::clamp(kCalibrationBudget / (int64_t{pooled_dim_} * kHidden),
                                     kMinCalibrationSamples, kMaxCalibrationSamples));
     const int k = num_classes_;
     std::vector<float> x(input_dim_);
-    std::vector<float> hidden(kHidden);
+    std::vector<float> scratch(kTeacherScratch);
     std::vector<float> logits(static_cast<size_t>(m) * k);
     for (int i = 0; i < m; ++i) {
       GenerateFeatures(seed, kCalibrationSplit, i, input_dim_, x.data());
-      Logits(x.data(), hidden.data(), logits.data() + static_cast<size_t>(i) * k);
+      Logits(x.data(), scratch.data(), logits.data() + static_cast<size_t>(i) * k);
     }
     for (int c = 0; c < k; ++c) {
       double sum = 0, sum_sq = 0;
@@ -152,7 +193,9 @@ class Teacher {
 
   int input_dim_;
   int num_classes_;
-  std::vector<float> w1t_;  // [input_dim, kHidden]
+  int block_;       // Features per pooled input (the last block may be shorter).
+  int pooled_dim_;  // ceil(input_dim / block_) <= kPooled.
+  std::vector<float> w1t_;  // [pooled_dim, kHidden]
   std::vector<float> w2_;   // [num_classes, kHidden]
   std::vector<float> b2_;   // [num_classes]
 };
@@ -171,12 +214,12 @@ class SyntheticDataset : public Dataset {
 
   void Gather(absl::Span<const int64_t> indices, float* x, int32_t* y) const override {
     const int dim = input_dim();
-    std::vector<float> hidden(kHidden);
+    std::vector<float> scratch(kTeacherScratch);
     std::vector<float> logits(options_.num_classes);
     for (size_t i = 0; i < indices.size(); ++i) {
       float* row = x + i * static_cast<size_t>(dim);
       GenerateFeatures(options_.seed, split_, indices[i], dim, row);
-      teacher_->Logits(row, hidden.data(), logits.data());
+      teacher_->Logits(row, scratch.data(), logits.data());
       int best = 0;
       for (int c = 1; c < options_.num_classes; ++c) {
         if (logits[c] > logits[best]) best = c;

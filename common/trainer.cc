@@ -60,6 +60,8 @@ StepHooks LocalSgdStrategy::hooks() {
   StepHooks h;
   h.backward.params_free = [this](const ParamRange& range) { Step(range); };
   h.accumulate_gradients = true;
+  h.backward_hook_span = "update";
+  h.backward_hook_cat = kCatUpdate;
   return h;
 }
 
@@ -71,19 +73,15 @@ void LocalSgdStrategy::Step(const ParamRange& range) {
 
 absl::Status LocalSgdStrategy::FinishStep(const HookTimes& hook_times, StepMetrics* m,
                                           TraceWriter* trace) {
+  // LocalStep drew the updates backward's hooks ran.
   int64_t update_us = hook_times.backward_us;
-  if (trace != nullptr) {
-    for (const auto& [start, dur] : hook_times.backward_calls) {
-      trace->Span("update", kComputeTrack, start, dur);
-    }
-  }
   // Ranges nobody announced (none for a full backward) are stepped now.
   if (stepped_ != model_->num_params()) {
     const int64_t t0 = NowMicros();
     Step({0, model_->num_params()});
     const int64_t dur = NowMicros() - t0;
     update_us += dur;
-    if (trace != nullptr) trace->Span("update", kComputeTrack, t0, dur);
+    if (trace != nullptr) trace->Span("update", kCatUpdate, kTrainingTrack, t0, dur);
   }
   stepped_ = 0;
   m->set_update_ms(update_us / 1e3);
@@ -136,27 +134,39 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
 
   std::unique_ptr<Trainer> trainer(new Trainer(options, model, ops, data, strategy,
                                                std::move(train_shard), std::move(test_shard)));
+  bool resumed = false;
   if (options.resume) {
     if (options.out_dir.empty()) {
       return absl::InvalidArgumentError("--resume needs an output directory");
     }
-    RINGSIDE_RETURN_IF_ERROR(trainer->Restore());
-  } else {
-    RINGSIDE_RETURN_IF_ERROR(model->InitParams(c.seed()));
+    // No checkpoint yet (a first run, or a restart before the first checkpoint): start
+    // fresh, so that one command line serves every attempt of a restarted job.
+    // Restore is NotFound only when the file is missing (ReadCheckpoint).
+    const absl::Status restored = trainer->Restore();
+    if (!restored.ok() && !absl::IsNotFound(restored)) return restored;
+    resumed = restored.ok();
+    if (!resumed && options.progress != nullptr) {
+      absl::FPrintF(options.progress, "resume: no checkpoint in %s yet, starting from step 0\n",
+                    options.out_dir);
+    }
   }
+  if (!resumed) RINGSIDE_RETURN_IF_ERROR(model->InitParams(c.seed()));
   if (!options.out_dir.empty()) {
     RINGSIDE_RETURN_IF_ERROR(MakeDirs(options.out_dir));
-    const std::string suffix = options.world_size > 1 ? absl::StrCat(".rank", options.rank) : "";
+    // Metrics of a resumed run continue the file; its trace goes to a new one
+    // (output_files.h).
+    const OutputOwner owner = options.world_size > 1 ? OutputOwner::kRank : OutputOwner::kSingle;
     RINGSIDE_ASSIGN_OR_RETURN(
         trainer->metrics_,
-        MetricsWriter::Open(absl::StrCat(options.out_dir, "/", kMetricsFile, suffix),
-                            options.resume));
+        MetricsWriter::Open(
+            absl::StrCat(options.out_dir, "/",
+                         OutputFileName(OutputFile::kMetrics, owner, options.rank)),
+            options.resume));
     RINGSIDE_ASSIGN_OR_RETURN(
         trainer->trace_,
-        TraceWriter::Open(absl::StrCat(options.out_dir, "/", kTraceFile, suffix), options.rank,
-                          absl::StrCat(strategy->role(), " ", options.rank)));
-    trainer->trace_->NameTrack(kComputeTrack, "compute");
-    trainer->trace_->NameTrack(kCommTrack, "communication");
+        TraceWriter::Open(TraceFileForNewRun(options.out_dir, owner, options.rank, options.resume),
+                          options.rank, absl::StrCat(strategy->role(), " ", options.rank)));
+    trainer->trace_->NameTrack(kTrainingTrack, "training thread");
   }
   return trainer;
 }
@@ -252,10 +262,10 @@ absl::Status Trainer::RunMicroBatches(absl::Span<const int64_t> samples,
     const int64_t mn = std::min<int64_t>(batch, n - off);
     const bool last = off + mn >= n;
     StepMetrics part;
-    RINGSIDE_RETURN_IF_ERROR(train_step_.Run(
-        samples.subspan(off, mn), loss_scale, hooks.forward,
-        last ? hooks.backward : BackwardHooks(), hooks.accumulate_gradients || off > 0, &part,
-        trace_.get(), hook_times));
+    RINGSIDE_RETURN_IF_ERROR(train_step_.Run(samples.subspan(off, mn), loss_scale, hooks,
+                                             /*announce=*/last,
+                                             hooks.accumulate_gradients || off > 0, &part,
+                                             trace_.get(), hook_times));
     m->set_data_ms(m->data_ms() + part.data_ms());
     m->set_forward_ms(m->forward_ms() + part.forward_ms());
     m->set_backward_ms(m->backward_ms() + part.backward_ms());
@@ -299,6 +309,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       m.set_role(strategy_->role());
       const int64_t t0 = NowMicros();
       m.set_start_us(t0);
+      if (trace_ != nullptr) trace_->SetStep(step_);
       HookTimes hook_times;
       RINGSIDE_RETURN_IF_ERROR(RunMicroBatches(
           absl::MakeConstSpan(order).subspan(begin, n), hooks, &m, &hook_times));

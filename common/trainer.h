@@ -19,6 +19,7 @@
 #include "common/metrics.h"
 #include "common/model.h"
 #include "common/ops.h"
+#include "common/output_files.h"
 #include "common/ringside.pb.h"
 #include "common/run_config.h"
 #include "common/sgd.h"
@@ -133,9 +134,8 @@ struct TrainResult {
   double test_accuracy = 0;
 };
 
-// File names under TrainerOptions::out_dir.
-inline constexpr char kMetricsFile[] = "metrics.jsonl";
-inline constexpr char kTraceFile[] = "trace.json";
+// File names under TrainerOptions::out_dir: the checkpoint, and (output_files.h) the
+// metrics and trace of this process, per rank when world_size > 1.
 inline constexpr char kCheckpointFile[] = "checkpoint.bin";
 
 // Not thread-safe. Borrows everything it is given; all must outlive it.

@@ -4,12 +4,15 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <iterator>
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "common/checkpoint.h"
 #include "common/cpu_ops.h"
+#include "common/trace.pb.h"
 #include "gtest/gtest.h"
 
 namespace ringside {
@@ -91,8 +94,8 @@ TEST(TrainerTest, ResumeIsBitIdenticalToTrainingStraight) {
   EXPECT_EQ(0, memcmp(resumed.optimizer_state.data(), direct.optimizer_state.data(),
                       direct.optimizer_state.size() * sizeof(float)));
   // The resumed run appended its records to the first run's.
-  EXPECT_EQ(CountLines(split + "/" + kMetricsFile), 50);
-  EXPECT_EQ(CountLines(straight + "/" + kMetricsFile), 50);
+  EXPECT_EQ(CountLines(split + "/" + OutputFileName(OutputFile::kMetrics, OutputOwner::kSingle, 0)), 50);
+  EXPECT_EQ(CountLines(straight + "/" + OutputFileName(OutputFile::kMetrics, OutputOwner::kSingle, 0)), 50);
 }
 
 // Gradient accumulation over 4 micro-batches of 8 steps like one batch of 32 over the
@@ -171,8 +174,98 @@ TEST(TrainerTest, PrefetchingTheNextBatchIsBitIdentical) {
   ASSERT_EQ(with.optimizer_state.size(), without.optimizer_state.size());
   EXPECT_EQ(0, memcmp(with.optimizer_state.data(), without.optimizer_state.data(),
                       with.optimizer_state.size() * sizeof(float)));
-  EXPECT_EQ(CountOccurrences(on + "/" + kTraceFile, "data (next step)"), 42);
-  EXPECT_EQ(CountOccurrences(off + "/" + kTraceFile, "data (next step)"), 0);
+  EXPECT_EQ(CountOccurrences(on + "/" + OutputFileName(OutputFile::kTrace, OutputOwner::kSingle, 0), "data (next step)"), 42);
+  EXPECT_EQ(CountOccurrences(off + "/" + OutputFileName(OutputFile::kTrace, OutputOwner::kSingle, 0), "data (next step)"), 0);
+}
+
+// The local strategy, but every forward piece first waits 1 ms "for its parameters"
+// (as a PS worker's forward waits for the master's update).
+class WaitingStrategy final : public StepStrategy {
+ public:
+  explicit WaitingStrategy(std::unique_ptr<LocalSgdStrategy> inner) : inner_(std::move(inner)) {}
+  std::string role() const override { return "single"; }
+  StepHooks hooks() override {
+    StepHooks h = inner_->hooks();
+    h.forward.params_needed = [](const ParamRange&) {
+      absl::SleepFor(absl::Milliseconds(1));
+      return absl::OkStatus();
+    };
+    return h;
+  }
+  absl::Status FinishStep(const HookTimes& hook_times, StepMetrics* m,
+                          TraceWriter* trace) override {
+    return inner_->FinishStep(hook_times, m, trace);
+  }
+  absl::StatusOr<std::vector<float>> SaveOptimizerState() override {
+    return inner_->SaveOptimizerState();
+  }
+  absl::Status LoadOptimizerState(absl::Span<const float> state) override {
+    return inner_->LoadOptimizerState(state);
+  }
+
+ private:
+  std::unique_ptr<LocalSgdStrategy> inner_;
+};
+
+std::vector<trace::TraceEvent> ReadTrace(const std::string& path) {
+  absl::StatusOr<trace::TraceEventBatch> batch = ReadTraceFile(path);
+  EXPECT_TRUE(batch.ok()) << batch.status();
+  if (!batch.ok()) return {};
+  return std::vector<trace::TraceEvent>(batch->events().begin(), batch->events().end());
+}
+
+// Waits are spans of their own, never inside forward: a step's "forward" spans add up
+// to its forward_ms, its "wait for parameters" spans hold the waits (at least 1 ms per
+// parameter range asked for: two layers), and the spans of the training thread's track
+// are disjoint or nested.
+TEST(TrainerTest, TraceCutsForwardAroundWaits) {
+  RunConfig c = SmallConfig();
+  c.set_max_steps(6);
+  auto data = LoadDataset(c.dataset());
+  ASSERT_TRUE(data.ok()) << data.status();
+  auto ops = NewCpuOps(1);
+  auto model = Model::Create(c.model(), {1, 8, 8}, 4, ops.get());
+  ASSERT_TRUE(model.ok());
+  auto local = LocalSgdStrategy::Create({c.lr(), c.momentum(), c.weight_decay(), false},
+                                        model->get(), ops.get());
+  ASSERT_TRUE(local.ok());
+  WaitingStrategy strategy(std::move(*local));
+  TrainerOptions o;
+  o.config = c;
+  o.out_dir = TempDir("waits");
+  o.progress = nullptr;
+  auto trainer = Trainer::Create(o, model->get(), ops.get(), &*data, &strategy);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  ASSERT_TRUE((*trainer)->Run().ok());
+
+  std::map<int64_t, double> forward_us, wait_us;
+  std::vector<TraceInterval> spans;
+  for (const trace::TraceEvent& e : ReadTrace(
+           o.out_dir + "/" + OutputFileName(OutputFile::kTrace, OutputOwner::kSingle, 0))) {
+    if (e.ph() != "X") continue;
+    EXPECT_EQ(e.tid(), kTrainingTrack);
+    const int64_t step = static_cast<int64_t>(e.args().fields().at("step").number_value());
+    if (e.name() == "forward") forward_us[step] += e.dur();
+    if (e.name() == "wait for parameters") {
+      EXPECT_EQ(e.cat(), kCatWait);
+      wait_us[step] += e.dur();
+    }
+    spans.push_back({static_cast<int64_t>(e.ts()), static_cast<int64_t>(e.ts() + e.dur())});
+  }
+  for (size_t i = 0; i < spans.size(); ++i) {
+    for (size_t j = i + 1; j < spans.size(); ++j) {
+      EXPECT_TRUE(NestOrDisjoint(spans[i], spans[j])) << i << " and " << j;
+    }
+  }
+  std::ifstream in(o.out_dir + "/" + OutputFileName(OutputFile::kMetrics, OutputOwner::kSingle, 0));
+  int records = 0;
+  for (std::string line; std::getline(in, line); ++records) {
+    StepMetrics m;
+    ASSERT_TRUE(FromJsonLine(line, &m).ok());
+    EXPECT_NEAR(forward_us[m.step()] / 1e3, m.forward_ms(), 0.002) << "step " << m.step();
+    EXPECT_GE(wait_us[m.step()], 2000) << "step " << m.step();
+  }
+  EXPECT_EQ(records, 6);
 }
 
 TEST(TrainerTest, LearnsTheSyntheticTask) {
@@ -211,9 +304,15 @@ TEST(TrainerTest, ResumeRejectsAnotherModelAndCorruptCheckpoints) {
   t = Trainer::Create(o, model->get(), ops.get(), &*data, s2->get());
   EXPECT_EQ(t.status().code(), absl::StatusCode::kDataLoss) << t.status();
 
+  // No checkpoint yet: --resume starts from step 0 with the seed's parameters.
   o.out_dir = TempDir("empty-dir");
   t = Trainer::Create(o, model->get(), ops.get(), &*data, s2->get());
-  EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound) << t.status();
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->step(), 0);
+  auto fresh = Model::Create(c.model(), {1, 8, 8}, 4, ops.get());
+  ASSERT_TRUE(fresh.ok() && (*fresh)->InitParams(c.seed()).ok());
+  EXPECT_EQ(std::vector<float>((*model)->params(), (*model)->params() + (*model)->num_params()),
+            std::vector<float>((*fresh)->params(), (*fresh)->params() + (*fresh)->num_params()));
 }
 
 }  // namespace

@@ -1,5 +1,9 @@
 // ddp_ring/: the all-reduce strategy, like PyTorch DDP. Start here.
-//   store.h           rendezvous key-value store: gRPC server/client, in-memory twin
+//   store.h           rendezvous key-value store: gRPC server/client, in-memory twin,
+//                     client of torch's c10d TCPStore
+//   job_store.h       JoinJobStore: a launched job's store (rank 0's, or torchrun's
+//                     agent's); ReachableAddress: where the job's others reach a rank
+//     socket_io.h       deadline-bounded TCP helpers (tcp_pairs, the torch client)
 //   process_group.h   collectives, asynchronous, with timeouts: the interface
 //     gloo_process_group.h      its CPU backend over TCP (always built)
 //     nccl_process_group.h      its GPU backend (--config=cuda builds only; not included
@@ -17,6 +21,7 @@
 
 #include "ddp_ring/ddp_worker.h"
 #include "ddp_ring/gloo_process_group.h"
+#include "ddp_ring/job_store.h"
 #include "ddp_ring/process_group.h"
 #include "ddp_ring/process_group_factory.h"
 #include "ddp_ring/reducer.h"

@@ -1,9 +1,6 @@
 #include "ddp_ring/ddp_worker.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -12,28 +9,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "absl/strings/match.h"
 #include "common/common.h"
+#include "ddp_ring/job_store.h"
 #include "ddp_ring/process_group_factory.h"
 #include "ddp_ring/store.h"
 
 namespace ringside {
-namespace {
-
-// This rank's listening address for Gloo: loopback for single-node jobs on loopback,
-// otherwise RINGSIDE_HOSTNAME or this host's name.
-std::string ListenAddress(const JobEnv& env) {
-  if (const char* h = std::getenv("RINGSIDE_HOSTNAME"); h != nullptr && *h != '\0') return h;
-  if (absl::StartsWith(env.master_addr, "127.") || env.master_addr == "localhost") {
-    return "127.0.0.1";
-  }
-  char name[256] = {0};
-  gethostname(name, sizeof(name) - 1);
-  return name;
-}
-
-}  // namespace
-
 namespace {
 
 // Rendezvous step 2: every rank publishes its configuration through the store and
@@ -98,17 +79,9 @@ absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptio
   run.config.set_world_size(env.world_size);
   const RunConfig& config = run.config;
 
-  // Rendezvous step 1: rank 0 hosts the store; everyone connects to it.
-  std::unique_ptr<StoreServer> server;
-  if (env.rank == 0) {
-    absl::StatusOr<std::unique_ptr<StoreServer>> started =
-        StoreServer::Start(env.master_addr, env.master_port);
-    if (!started.ok()) return Annotate(started.status(), absl::StrCat(me, ": hosting the store"));
-    server = std::move(*started);
-  }
-  absl::StatusOr<std::unique_ptr<Store>> store =
-      ConnectStore(env.master_addr, env.master_port, o.timeout, absl::Seconds(10));
-  if (!store.ok()) return Annotate(store.status(), me);
+  // Rendezvous step 1: the job's store (rank 0's, or torchrun's agent's).
+  absl::StatusOr<std::unique_ptr<Store>> store = JoinJobStore(env, o.timeout);
+  if (!store.ok()) return store.status();
   std::unique_ptr<Store> job = NewPrefixStore(absl::StrCat("ringside/", env.run_id), store->get());
   RINGSIDE_RETURN_IF_ERROR(CheckSameConfigEverywhere(env, config, o.timeout, job.get()));
 
@@ -119,7 +92,7 @@ absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptio
   pg_options.world_size = env.world_size;
   pg_options.timeout = o.timeout;
   pg_options.algorithm = o.algorithm;
-  pg_options.hostname = ListenAddress(env);
+  pg_options.hostname = ReachableAddress(env);
   absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
       NewProcessGroup(o.backend, pg_store.get(), pg_options);
   if (!group.ok()) return Annotate(group.status(), me);
@@ -130,15 +103,15 @@ absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptio
                             Reducer::Create(group->get(), replica.model.get(), replica.ops.get(),
                                             replica.hyper, o.reducer));
   if (env.rank == 0) {
-    absl::FPrintF(stderr, "ddp: %d ranks, backend %s, %d buckets, overlap %s, model %s (%d parameters)\n",
-                  env.world_size, (*group)->backend(), reducer->buckets().size(),
+    absl::FPrintF(stderr, "ddp: %d ranks (%s), backend %s, %d buckets, overlap %s, model %s (%d parameters)\n",
+                  env.world_size, env.launcher, (*group)->backend(), reducer->buckets().size(),
                   o.reducer.overlap ? "on" : "off", config.model(), replica.model->num_params());
   }
   // The reducer's lifecycle: broadcast of rank 0's parameters, training, final barrier.
   absl::StatusOr<TrainResult> result =
       TrainReplica(run, env.rank, env.world_size, &replica, reducer.get());
   if (!result.ok()) {
-    // Rank 0 hosts the store: keep it up a moment so that the other survivors can
+    // Rank 0 may host the store: keep it up a moment so that the other survivors can
     // find out, through it, which rank was lost.
     if (env.rank == 0) absl::SleepFor(std::min(o.timeout, absl::Seconds(2)));
     return Annotate(result.status(), me);

@@ -67,6 +67,8 @@ StepHooks Reducer::hooks() {
   StepHooks h;
   h.backward.grads_ready = [this](const ParamRange& range) { OnGradientReady(range); };
   h.accumulate_gradients = true;
+  h.backward_hook_span = "launch all-reduce";
+  h.backward_hook_cat = kCatComm;
   return h;
 }
 
@@ -102,7 +104,10 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
     absl::Status s = work_[b] != nullptr ? work_[b]->Wait() : absl::OkStatus();
     const int64_t w1 = NowMicros();
     wait_us += w1 - w0;
-    if (trace != nullptr) trace->Span("wait for all-reduce", kCommTrack, w0, w1 - w0);
+    if (trace != nullptr) {
+      trace->Span("wait for all-reduce", kCatWait, kTrainingTrack, w0, w1 - w0,
+                  {{"bucket", static_cast<double>(b)}});
+    }
     if (!s.ok()) {
       status = Annotate(s, absl::StrCat("all-reduce of bucket ", b, " (", buckets_[b].size,
                                         " floats)"));
@@ -113,7 +118,10 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
     status = ops_->Synchronize();
     const int64_t u1 = NowMicros();
     update_us += u1 - w1;
-    if (trace != nullptr) trace->Span("update", kComputeTrack, w1, u1 - w1);
+    if (trace != nullptr) {
+      trace->Span("update", kCatUpdate, kTrainingTrack, w1, u1 - w1,
+                  {{"bucket", static_cast<double>(b)}});
+    }
   }
   // On failure the remaining all-reduces are waited for too (their buffers are the
   // model's gradients), then the error is returned.
@@ -124,12 +132,9 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
     // What the process group counted for the bucket's all-reduce, whichever algorithm
     // ran (ProcessGroup's CollectiveBytes).
     if (work_[b] != nullptr) bytes += work_[b]->bytes();
-    if (trace != nullptr && work_[b] != nullptr) {
-      const int64_t start = work_[b]->start_us() > 0 ? work_[b]->start_us() : launch_us_[b];
-      const int64_t stop = work_[b]->end_us() > 0 ? work_[b]->end_us() : end;
-      trace->Span(absl::StrCat("all-reduce bucket ", b), kCommTrack, start,
-                  std::max<int64_t>(0, stop - start));
-    }
+  }
+  if (trace != nullptr) TraceAllReduces(end, trace);
+  for (size_t b = 0; b < buckets_.size(); ++b) {
     work_[b].reset();
     pending_[b] = buckets_[b].size;
   }
@@ -142,6 +147,33 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
   m->set_bytes_sent(bytes.sent);
   m->set_bytes_received(bytes.received);
   return absl::OkStatus();
+}
+
+void Reducer::TraceAllReduces(int64_t end_us, TraceWriter* trace) const {
+  // Buckets may be in flight at once: each span goes to a lane of the "all-reduce"
+  // group where it overlaps nothing (drawn in start order).
+  struct Drawn {
+    int64_t start, stop;
+    size_t bucket;
+  };
+  std::vector<Drawn> spans;
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    if (work_[b] == nullptr) continue;
+    const int64_t start = work_[b]->start_us() > 0 ? work_[b]->start_us() : launch_us_[b];
+    const int64_t stop = work_[b]->end_us() > 0 ? work_[b]->end_us() : end_us;
+    spans.push_back({start, std::max(start, stop), b});
+  }
+  std::sort(spans.begin(), spans.end(),
+            [](const Drawn& a, const Drawn& b) { return a.start < b.start; });
+  for (const Drawn& d : spans) {
+    const CollectiveBytes bytes = work_[d.bucket]->bytes();
+    trace->Span(absl::StrCat("all-reduce bucket ", d.bucket), kCatComm,
+                trace->Lane("all-reduce", d.start, d.stop), d.start, d.stop - d.start,
+                {{"bucket", static_cast<double>(d.bucket)},
+                 {"bytes", static_cast<double>(buckets_[d.bucket].size * sizeof(float))},
+                 {"bytes_sent", static_cast<double>(bytes.sent)},
+                 {"bytes_received", static_cast<double>(bytes.received)}});
+  }
 }
 
 absl::StatusOr<EvalResult> Reducer::ReduceEval(const EvalResult& local) {

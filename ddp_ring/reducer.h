@@ -68,7 +68,9 @@ class Reducer final : public StepStrategy {
   // hook_times.backward_us, plus the time blocked after backward waiting for them,
   // i.e. the exposed communication), update_ms and the bytes this rank sent and
   // received for the step's buckets, as the process group counted them (the sum of
-  // Work::bytes).
+  // Work::bytes). Trace: "wait for all-reduce" (kCatWait) and "update" per bucket on
+  // the training track, and each bucket's all-reduce on a lane of "all-reduce" (args
+  // bucket, bytes); LocalStep drew the launches during backward.
   absl::Status FinishStep(const HookTimes& hook_times, StepMetrics* m,
                           TraceWriter* trace) override;
   absl::StatusOr<EvalResult> ReduceEval(const EvalResult& local) override;
@@ -84,6 +86,8 @@ class Reducer final : public StepStrategy {
   Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd, const ReducerOptions& options,
           std::vector<Bucket> buckets);
   void Launch(size_t bucket);
+  // Draws this step's all-reduces (those still unfinished end at `end_us`).
+  void TraceAllReduces(int64_t end_us, TraceWriter* trace) const;
   // Counts `range`'s gradients into its bucket; launches the bucket once complete.
   void OnGradientReady(const ParamRange& range);
 

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/common.h"
 #include "common/test_util.h"
 #include "ddp_ring/gloo_process_group.h"
@@ -121,16 +122,16 @@ std::vector<float> RunRank(const Setup& setup, Store* store, int rank, int world
   EXPECT_TRUE((*reducer)->Finish().ok());  // The final barrier.
   EXPECT_TRUE((*trace)->Close().ok());
   // Read the bucket spans back from the trace: did one start before backward ended?
-  std::ifstream in(trace_path);
-  std::string line;
+  absl::StatusOr<trace::TraceEventBatch> events = ReadTraceFile(trace_path);
+  EXPECT_TRUE(events.ok()) << events.status();
   std::vector<int64_t> starts;  // Earliest bucket start per step, in order.
   int spans = 0;
   const int buckets = static_cast<int>((*reducer)->buckets().size());
   int64_t earliest = INT64_MAX;
-  while (std::getline(in, line)) {
-    if (line.find("all-reduce bucket") == std::string::npos) continue;
-    const size_t ts = line.find("\"ts\":");
-    earliest = std::min<int64_t>(earliest, std::stoll(line.substr(ts + 5)));
+  const trace::TraceEventBatch batch = events.ok() ? *events : trace::TraceEventBatch();
+  for (const trace::TraceEvent& e : batch.events()) {
+    if (!absl::StartsWith(e.name(), "all-reduce bucket")) continue;
+    earliest = std::min<int64_t>(earliest, static_cast<int64_t>(e.ts()));
     if (++spans % buckets == 0) {
       starts.push_back(earliest);
       earliest = INT64_MAX;

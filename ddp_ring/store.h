@@ -1,6 +1,8 @@
 // The rendezvous store: a small key-value service with blocking reads, like PyTorch's
 // TCPStore. Rank 0 hosts it (StoreServer, gRPC) at MASTER_ADDR:MASTER_PORT; every rank
-// talks to it through a client. Gloo's rendezvous and NCCL's unique-id exchange go
+// talks to it through a client. Under torchrun's static rendezvous the store is
+// torchrun's own TCPStore instead, reached through ConnectTorchStore (job_store.h
+// picks). Gloo's rendezvous and NCCL's unique-id exchange go
 // through it, and so does the check that all ranks run the same configuration.
 // An in-process twin (NewInMemoryStore) serves tests that run ranks as threads.
 #ifndef RINGSIDE_DDP_RING_STORE_H_
@@ -64,6 +66,15 @@ class StoreServer {
 absl::StatusOr<std::unique_ptr<Store>> ConnectStore(const std::string& host, int port,
                                                     absl::Duration connect_timeout,
                                                     absl::Duration rpc_timeout);
+
+// Connects to a PyTorch c10d TCPStore server (torch 1.13's protocol; the one
+// torchrun's agent hosts), as the same Store: keys are those torch's own clients see.
+// Waits up to `connect_timeout` for the server to come up, then fails with
+// Unavailable naming host:port. Each call is bounded: blocking ones by their timeout,
+// the others by `rpc_timeout`. Concurrent calls use separate connections.
+absl::StatusOr<std::unique_ptr<Store>> ConnectTorchStore(const std::string& host, int port,
+                                                         absl::Duration connect_timeout,
+                                                         absl::Duration rpc_timeout);
 
 }  // namespace ringside
 

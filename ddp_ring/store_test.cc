@@ -1,7 +1,10 @@
 #include "ddp_ring/store.h"
 
+#include <sys/wait.h>
+
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <set>
 #include <string>
@@ -10,7 +13,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -28,19 +33,87 @@ constexpr absl::Duration kRpcTimeout = absl::Seconds(2);
 // does not flake, yet far below "hangs".
 constexpr absl::Duration kPrompt = absl::Seconds(5);
 
-enum class Backend { kInMemory, kGrpc };
+enum class Backend { kInMemory, kGrpc, kTorch };
 
 std::string BackendName(const ::testing::TestParamInfo<Backend>& info) {
-  return info.param == Backend::kInMemory ? "InMemory" : "Grpc";
+  switch (info.param) {
+    case Backend::kInMemory: return "InMemory";
+    case Backend::kGrpc: return "Grpc";
+    case Backend::kTorch: return "Torch";
+  }
+  return "?";
 }
 
-// Runs the Store contract against both implementations: the in-process map, and a
-// gRPC client talking to a StoreServer on a loopback port picked by the kernel.
+// A real torch 1.13 c10d TCPStore server (python3-torch) on a loopback port picked by
+// the kernel. It publishes "interop/from_torch" = "hi", and exits once the key "done"
+// exists: with status 0 if "interop/from_ringside" is then "hello" or absent, 3 if it
+// is something else. It gives up after 120 s (status 1), so it never outlives a
+// broken test for long.
+constexpr char kTorchServer[] = R"(/usr/bin/python3 -c '
+import datetime, os, sys
+try:
+    import torch.distributed as d
+except Exception as e:
+    print("missing:", e, flush=True); os._exit(0)
+s = d.TCPStore("127.0.0.1", 0, 1, True, timeout=datetime.timedelta(seconds=120), wait_for_workers=False)
+s.set("interop/from_torch", "hi")
+print(s.port, flush=True)
+s.wait(["done"])
+s.set_timeout(datetime.timedelta(seconds=1))
+try:
+    ok = s.get("interop/from_ringside") == b"hello"
+except RuntimeError:
+    ok = True
+print("interop", ok, flush=True)
+os._exit(0 if ok else 3)
+' 2>&1)";
+
+// Runs the Store contract against every implementation: the in-process map, a gRPC
+// client talking to a StoreServer on a loopback port picked by the kernel, and the
+// torch client talking to torch's own server (one per suite: python3 takes seconds to
+// start; each test works under a key prefix of its own).
 class StoreTest : public ::testing::TestWithParam<Backend> {
+ public:
+  static void SetUpTestSuite() {
+    torch_server_ = popen(kTorchServer, "r");
+    char line[256] = {0};
+    if (torch_server_ == nullptr || fgets(line, sizeof(line), torch_server_) == nullptr ||
+        !absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &torch_port_)) {
+      torch_skip_ = absl::StrCat("no torch TCPStore server (python3-torch, installed by "
+                                 "scripts/setup.sh): ", line);
+    }
+  }
+  static void TearDownTestSuite() {
+    if (torch_server_ == nullptr) return;
+    if (torch_port_ > 0) {
+      absl::StatusOr<std::unique_ptr<Store>> client =
+          ConnectTorchStore("127.0.0.1", torch_port_, kConnectTimeout, kRpcTimeout);
+      ASSERT_TRUE(client.ok()) << client.status();
+      ASSERT_TRUE((*client)->Set("done", "1").ok());
+    }
+    std::string output;  // Read to the end, so that the server never writes into a closed pipe.
+    char chunk[256];
+    while (fgets(chunk, sizeof(chunk), torch_server_) != nullptr) output += chunk;
+    const int status = pclose(torch_server_);
+    torch_server_ = nullptr;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "the torch server failed or saw a wrong value (status " << status << "): " << output;
+  }
+
  protected:
   void SetUp() override {
     if (GetParam() == Backend::kInMemory) {
       store_ = NewInMemoryStore();
+      return;
+    }
+    if (GetParam() == Backend::kTorch) {
+      if (!torch_skip_.empty()) GTEST_SKIP() << torch_skip_;
+      absl::StatusOr<std::unique_ptr<Store>> client =
+          ConnectTorchStore("127.0.0.1", torch_port_, kConnectTimeout, kRpcTimeout);
+      ASSERT_TRUE(client.ok()) << client.status();
+      torch_client_ = *std::move(client);
+      store_ = NewPrefixStore(
+          ::testing::UnitTest::GetInstance()->current_test_info()->name(), torch_client_.get());
       return;
     }
     absl::StatusOr<std::unique_ptr<StoreServer>> server =
@@ -54,13 +127,30 @@ class StoreTest : public ::testing::TestWithParam<Backend> {
     store_ = *std::move(client);
   }
 
+  static FILE* torch_server_;
+  static int torch_port_;
+  static std::string torch_skip_;  // Why the torch cases skip; empty if they run.
   std::unique_ptr<StoreServer> server_;  // Only for Backend::kGrpc.
-  std::unique_ptr<Store> store_;         // Destroyed before server_.
+  std::unique_ptr<Store> torch_client_;  // Only for Backend::kTorch.
+  std::unique_ptr<Store> store_;         // Destroyed before server_ and torch_client_.
 };
 
+FILE* StoreTest::torch_server_ = nullptr;
+int StoreTest::torch_port_ = 0;
+std::string StoreTest::torch_skip_;
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest,
-                         ::testing::Values(Backend::kInMemory, Backend::kGrpc),
+                         ::testing::Values(Backend::kInMemory, Backend::kGrpc, Backend::kTorch),
                          BackendName);
+
+TEST_P(StoreTest, TorchsOwnClientsSeeTheSameKeys) {
+  if (GetParam() != Backend::kTorch) GTEST_SKIP() << "torch only";
+  absl::StatusOr<std::string> value = torch_client_->Get("interop/from_torch", absl::Seconds(5));
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ(*value, "hi");
+  // The server checks this one when the suite ends (TearDownTestSuite).
+  ASSERT_TRUE(torch_client_->Set("interop/from_ringside", "hello").ok());
+}
 
 TEST_P(StoreTest, SetThenGetRoundTrips) {
   ASSERT_TRUE(store_->Set("rank/0", "10.0.0.1:29500").ok());
@@ -290,6 +380,18 @@ TEST(StoreGrpcTest, ClientConnectingBeforeTheServerStartsSucceeds) {
   absl::StatusOr<std::string> value = (*client)->Get("hello", absl::Seconds(1));
   ASSERT_TRUE(value.ok()) << value.status();
   EXPECT_EQ(*value, "world");
+}
+
+TEST(StoreTorchTest, ConnectingToNothingIsUnavailableWithinTheTimeout) {
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<Store>> client =
+      ConnectTorchStore("127.0.0.1", port, absl::Milliseconds(500), kRpcTimeout);
+  ASSERT_TRUE(absl::IsUnavailable(client.status())) << client.status();
+  EXPECT_THAT(std::string(client.status().message()),
+              HasSubstr(absl::StrCat("127.0.0.1:", port)));
+  EXPECT_LT(absl::Now() - start, kPrompt);
 }
 
 TEST(StoreGrpcTest, ConnectingToNothingIsUnavailableWithinTheTimeout) {

@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "ddp_ring/socket_io.h"
 
 namespace ringside {
 namespace {
@@ -45,89 +46,6 @@ static_assert(kHeaderBytes == 16, "the wire header is 16 bytes");
 
 std::string Key(int rank) { return absl::StrCat("tcp_pairs/", rank); }
 
-// Closes `fd` when it goes out of scope unless released.
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int release() { return std::exchange(fd_, -1); }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-absl::Status Errno(absl::string_view what) {
-  return absl::UnavailableError(absl::StrCat(what, ": ", strerror(errno)));
-}
-
-// Milliseconds until `deadline`, rounded up, for poll(2); 0 once it has passed.
-int PollMillis(absl::Time deadline) {
-  const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) return 0;
-  return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))), INT_MAX));
-}
-
-// Waits until `fd` has one of `events`; false on timeout.
-absl::StatusOr<bool> WaitFor(int fd, short events, absl::Time deadline) {
-  while (true) {
-    pollfd p = {fd, events, 0};
-    const int rc = poll(&p, 1, PollMillis(deadline));
-    if (rc > 0) return true;
-    if (rc == 0) return false;
-    if (errno != EINTR) return Errno("poll");
-  }
-}
-
-absl::Status SetUp(int fd) {
-  const int flags = fcntl(fd, F_GETFL);
-  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return Errno("fcntl");
-  int one = 1;
-  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0) {
-    return Errno("setsockopt(TCP_NODELAY)");
-  }
-  return absl::OkStatus();
-}
-
-// Writes or reads exactly `n` bytes of a non-blocking socket before `deadline`.
-absl::Status WriteAll(int fd, const void* data, size_t n, absl::Time deadline) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-    if (k > 0) {
-      p += k;
-      n -= static_cast<size_t>(k);
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-      RINGSIDE_ASSIGN_OR_RETURN(bool ready, WaitFor(fd, POLLOUT, deadline));
-      if (!ready) return absl::DeadlineExceededError("timed out writing");
-    } else {
-      return Errno("send");
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ReadAll(int fd, void* data, size_t n, absl::Time deadline) {
-  char* p = static_cast<char*>(data);
-  while (n > 0) {
-    const ssize_t k = recv(fd, p, n, 0);
-    if (k > 0) {
-      p += k;
-      n -= static_cast<size_t>(k);
-    } else if (k == 0) {
-      return absl::UnavailableError("connection closed by peer");
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-      RINGSIDE_ASSIGN_OR_RETURN(bool ready, WaitFor(fd, POLLIN, deadline));
-      if (!ready) return absl::DeadlineExceededError("timed out reading");
-    } else {
-      return Errno("recv");
-    }
-  }
-  return absl::OkStatus();
-}
-
 // Protocol step 1: a listening socket on `hostname`, any port; returns it and its
 // "numeric-host port".
 absl::StatusOr<std::pair<int, std::string>> Listen(const std::string& hostname,
@@ -141,13 +59,13 @@ absl::StatusOr<std::pair<int, std::string>> Listen(const std::string& hostname,
     return absl::InvalidArgumentError(absl::StrCat("cannot resolve '", hostname, "': ",
                                                    rc != 0 ? gai_strerror(rc) : "no address"));
   }
-  FdCloser fd(socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ScopedFd fd(socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   const int bound = fd.get() < 0 ? -1 : bind(fd.get(), result->ai_addr, result->ai_addrlen);
   freeaddrinfo(result);
   if (fd.get() < 0) return Errno("socket");
   if (bound < 0) return Errno(absl::StrCat("bind to '", hostname, "'"));
   if (listen(fd.get(), backlog) < 0) return Errno("listen");
-  RINGSIDE_RETURN_IF_ERROR(SetUp(fd.get()));
+  RINGSIDE_RETURN_IF_ERROR(SetNonBlockingNoDelay(fd.get()));
   sockaddr_storage address;
   socklen_t length = sizeof(address);
   if (getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &length) < 0) {
@@ -166,30 +84,7 @@ absl::StatusOr<int> ConnectTo(const std::string& endpoint, const Hello& hello,
                               absl::Time deadline) {
   std::vector<std::string> parts = absl::StrSplit(endpoint, ' ');
   if (parts.size() != 2) return absl::InternalError(absl::StrCat("bad endpoint '", endpoint, "'"));
-  addrinfo hints = {};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-  addrinfo* result = nullptr;
-  if (getaddrinfo(parts[0].c_str(), parts[1].c_str(), &hints, &result) != 0 || result == nullptr) {
-    return absl::InternalError(absl::StrCat("bad endpoint '", endpoint, "'"));
-  }
-  FdCloser fd(socket(result->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  absl::Status status = fd.get() < 0 ? Errno("socket") : SetUp(fd.get());
-  if (status.ok() && connect(fd.get(), result->ai_addr, result->ai_addrlen) < 0 &&
-      errno != EINPROGRESS) {
-    status = Errno(absl::StrCat("connect to ", endpoint));
-  }
-  freeaddrinfo(result);
-  RINGSIDE_RETURN_IF_ERROR(status);
-  RINGSIDE_ASSIGN_OR_RETURN(bool ready, WaitFor(fd.get(), POLLOUT, deadline));
-  if (!ready) return absl::DeadlineExceededError(absl::StrCat("connect to ", endpoint, " timed out"));
-  int error = 0;
-  socklen_t length = sizeof(error);
-  getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length);
-  if (error != 0) {
-    return absl::UnavailableError(absl::StrCat("connect to ", endpoint, ": ", strerror(error)));
-  }
+  RINGSIDE_ASSIGN_OR_RETURN(ScopedFd fd, ConnectTcp(parts[0], parts[1], deadline));
   RINGSIDE_RETURN_IF_ERROR(WriteAll(fd.get(), &hello, sizeof(hello), deadline));
   return fd.release();
 }
@@ -208,7 +103,7 @@ absl::StatusOr<std::unique_ptr<TcpPairs>> TcpPairs::Connect(Store* store, int ra
 
   // Step 1: listen and publish.
   RINGSIDE_ASSIGN_OR_RETURN(auto listening, Listen(hostname, world_size));
-  FdCloser listener(listening.first);
+  ScopedFd listener(listening.first);
   RINGSIDE_RETURN_IF_ERROR(store->Set(Key(rank), listening.second));
 
   // Step 2: connect to every lower rank.
@@ -240,12 +135,12 @@ absl::StatusOr<std::unique_ptr<TcpPairs>> TcpPairs::Connect(Store* store, int ra
           "rank(s) ", absl::StrJoin(missing, ", "), " did not connect within ",
           absl::FormatDuration(timeout)));
     }
-    FdCloser fd(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    ScopedFd fd(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (fd.get() < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
       return Errno("accept");
     }
-    RINGSIDE_RETURN_IF_ERROR(SetUp(fd.get()));
+    RINGSIDE_RETURN_IF_ERROR(SetNonBlockingNoDelay(fd.get()));
     Hello theirs;
     // A connection that is not a peer's (no or wrong hello) is dropped.
     if (!ReadAll(fd.get(), &theirs, sizeof(theirs), deadline).ok() ||

@@ -1,12 +1,27 @@
 #include "experiments/train_command.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/common.h"
 
 namespace ringside {
+namespace {
+
+// What --threads=0 means here: OpenBLAS reads OPENBLAS_NUM_THREADS, then
+// OMP_NUM_THREADS (which `ringside launch` and torchrun set), else uses every core.
+std::string LibraryDefaultThreads() {
+  for (const char* name : {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return absl::StrCat("library default (", name, "=", value, ")");
+  }
+  return "library default";
+}
+
+}  // namespace
 
 absl::Status RunTrainCommand(const RunOptions& options) {
   const RunConfig& c = options.config;
@@ -24,7 +39,7 @@ absl::Status RunTrainCommand(const RunOptions& options) {
   absl::FPrintF(stderr, "device: cpu (%s), OpenBLAS threads: %s\n",
                 device.gpu_count > 0 ? absl::StrCat(device.gpu_count, " GPU(s) present, CUDA backend not built")
                                      : device.detail,
-                c.threads() > 0 ? absl::StrCat(c.threads()) : "library default");
+                c.threads() > 0 ? absl::StrCat(c.threads()) : LibraryDefaultThreads());
   const Dataset& train = *replica->data.train;
   absl::FPrintF(stderr, "dataset: %s: %d train, %d test samples of %dx%dx%d, %d classes (%.1f s)\n",
                 c.dataset(), train.size(), replica->data.test->size(), train.channels(),
@@ -43,8 +58,9 @@ absl::Status RunTrainCommand(const RunOptions& options) {
   absl::PrintF("test loss: %.4f\n", result->test_loss);
   absl::PrintF("test accuracy: %.4f\n", result->test_accuracy);
   if (!options.out_dir.empty()) {
-    absl::PrintF("outputs: %s/{%s,%s,%s}\n", options.out_dir, kMetricsFile, kTraceFile,
-                 kCheckpointFile);
+    absl::PrintF("outputs: %s/{%s,%s,%s}\n", options.out_dir,
+                 OutputFileName(OutputFile::kMetrics, OutputOwner::kSingle, 0),
+                 OutputFileName(OutputFile::kTrace, OutputOwner::kSingle, 0), kCheckpointFile);
   }
   return absl::OkStatus();
 }

@@ -3,7 +3,8 @@
 //   sharding.h        contiguous byte-balanced slices and the chunk grid
 //   consistency_policy.h  BSP / SSP(K) / ASP: what a push does, when a pull is served,
 //                     who is late; parses --ps_sync
-//   shard.h           one shard's state: aggregation, faults, statistics (asks the policy)
+//   shard.h           one shard's state: aggregation, faults, statistics and trace
+//                     spans (asks the policy)
 //   ps_service.h      the gRPC service over a Shard, and the server hosting it
 //   wire_chunk.h      the zero-copy Chunk codec of the push-pull hot path
 //   server_role.h     `ringside ps-server`: one shard of a job, until all workers are done

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/output_files.h"
 #include "common/status_macros.h"
 
 namespace ringside {
@@ -39,7 +40,7 @@ absl::StatusOr<PsShardOptions> ShardOptionsFor(const RunConfig& config, int shar
 
 absl::StatusOr<HostedShard> HostShard(const RunConfig& config, int shard,
                                       const std::string& address, absl::Duration timeout,
-                                      const std::string& out_dir) {
+                                      const std::string& out_dir, bool resuming) {
   RINGSIDE_ASSIGN_OR_RETURN(PsShardOptions options, ShardOptionsFor(config, shard, timeout));
   HostedShard hosted;
   if (!out_dir.empty()) {
@@ -50,8 +51,16 @@ absl::StatusOr<HostedShard> HostShard(const RunConfig& config, int shard,
     }
     RINGSIDE_ASSIGN_OR_RETURN(
         hosted.metrics,
-        MetricsWriter::Open(absl::StrCat(out_dir, "/metrics.jsonl.shard", shard), false));
+        MetricsWriter::Open(
+            absl::StrCat(out_dir, "/",
+                         OutputFileName(OutputFile::kMetrics, OutputOwner::kShard, shard)),
+            resuming));
     options.metrics = hosted.metrics.get();
+    RINGSIDE_ASSIGN_OR_RETURN(
+        hosted.trace,
+        TraceWriter::Open(TraceFileForNewRun(out_dir, OutputOwner::kShard, shard, resuming),
+                          kShardTracePidBase + shard, absl::StrCat("shard ", shard)));
+    options.trace = hosted.trace.get();
   }
   RINGSIDE_ASSIGN_OR_RETURN(hosted.server, PsServer::Start(address, options));
   return hosted;
@@ -59,7 +68,7 @@ absl::StatusOr<HostedShard> HostShard(const RunConfig& config, int shard,
 
 absl::Status RunPsServer(const PsServerRoleOptions& o) {
   RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted,
-                            HostShard(o.config, o.shard, o.address, o.timeout, o.out_dir));
+                            HostShard(o.config, o.shard, o.address, o.timeout, o.out_dir, o.resume));
   absl::FPrintF(stderr, "ps: shard %d of %d listening on port %d (%s, %d workers)\n", o.shard,
                 o.config.ps_shards(), hosted.server->port(),
                 SyncPolicyText(hosted.server->shard()->options().sync), o.config.world_size());

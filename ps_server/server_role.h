@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
+#include "common/trace.h"
 #include "common/ringside.pb.h"
 #include "ps_server/consistency_policy.h"
 #include "common/run_config.h"
@@ -29,16 +30,20 @@ absl::StatusOr<SyncPolicy> SyncPolicyOf(const RunConfig& config);
 absl::StatusOr<PsShardOptions> ShardOptionsFor(const RunConfig& config, int shard,
                                              absl::Duration timeout);
 
-// A started shard with its metrics file (out_dir/metrics.jsonl.shard<i>).
+// A started shard with its metrics and trace files (out_dir/metrics.shard<i>.jsonl,
+// out_dir/trace.shard<i>.json: output_files.h).
 struct HostedShard {
-  std::unique_ptr<MetricsWriter> metrics;  // Declared first: outlives the server.
+  // Declared first: outlive the server, which writes into them.
+  std::unique_ptr<MetricsWriter> metrics;
+  std::unique_ptr<TraceWriter> trace;
   std::unique_ptr<PsServer> server;
 };
 
-// Starts shard `shard` on `address`. `out_dir` empty: no metrics file.
+// Starts shard `shard` on `address`. `out_dir` empty: no metrics or trace file.
+// `resuming`: metrics are appended and the trace goes to a new file (output_files.h).
 absl::StatusOr<HostedShard> HostShard(const RunConfig& config, int shard,
                                       const std::string& address, absl::Duration timeout,
-                                      const std::string& out_dir);
+                                      const std::string& out_dir, bool resuming = false);
 
 struct PsServerRoleOptions {
   RunConfig config;
@@ -46,6 +51,7 @@ struct PsServerRoleOptions {
   std::string address;  // host:port to listen on.
   absl::Duration timeout = kDefaultPeerTimeout;
   std::string out_dir;
+  bool resume = false;  // The job resumes: append metrics, write a new trace file.
 };
 
 // Hosts one shard until every worker said goodbye (OK) or the job was aborted (the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <tuple>
 
 #include "absl/base/internal/raw_logging.h"
 #include "absl/strings/str_cat.h"
@@ -24,7 +25,6 @@ constexpr absl::Duration kPoll = absl::Milliseconds(50);
 constexpr int64_t kGradientBlock = 2048;
 
 int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
-double MsSince(absl::Time t) { return absl::ToDoubleMilliseconds(absl::Now() - t); }
 
 }  // namespace
 
@@ -347,7 +347,7 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, BlockSource next, int64
   const Slice c = ChunkOf(static_cast<int64_t>(params_.size()), chunk_floats_, k);
   float* params = params_.data() + c.offset;
   ChunkState& cs = *chunks_[k];
-  double aggregate_ms = 0, update_ms = 0;
+  TraceInterval aggregate, update;  // Empty when not done.
   {
     absl::MutexLock cl(&cs.mu);
     RINGSIDE_ASSIGN_OR_RETURN(const PushAction action, policy_->OnPush(w, step, k, &cs.clock));
@@ -365,14 +365,14 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, BlockSource next, int64
         done += got;
       }
     };
-    absl::Time t = absl::Now();
+    int64_t t = NowUs();
     if (!action.sum) {
       // The push is the update.
       for_each_block([&](int64_t at, int64_t len) {
         if (action.scale != 1.0f) cs.ops->Scale(block, len, action.scale);
         cs.sgd->StepRange(at, len, params + at, block);
       });
-      update_ms = MsSince(t);
+      update = {t, NowUs()};
     } else {
       float* acc = accumulator_.data() + c.offset;
       for_each_block([&](int64_t at, int64_t len) {
@@ -382,20 +382,21 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, BlockSource next, int64
           cs.ops->Axpy(len, 1.0f, block, acc + at);
         }
       });
-      aggregate_ms = MsSince(t);
+      aggregate = {t, NowUs()};
       if (action.complete) {
-        t = absl::Now();
+        t = NowUs();
         cs.sgd->StepRange(0, c.size, params, acc);
-        update_ms = MsSince(t);
+        update = {t, NowUs()};
       }
     }
   }
+  if (options_.trace != nullptr) TraceChunk(w, step, k, wire_bytes, aggregate, update);
   absl::MutexLock l(&mu_);
   StepRecord& r = Record(step);
   r.bytes_in += wire_bytes;
   r.queue_depth = std::max(r.queue_depth, active_streams_.load());
-  r.aggregate_ms += aggregate_ms;
-  r.update_ms += update_ms;
+  r.aggregate_ms += (aggregate.end_us - aggregate.start_us) / 1e3;
+  r.update_ms += (update.end_us - update.start_us) / 1e3;
   if (++pushed_in_step_[w] == static_cast<int64_t>(chunks_.size())) {
     // Worker w's whole push of `step` is here: its clock advances.
     pushed_in_step_[w] = 0;
@@ -591,8 +592,46 @@ void Shard::MaybeFinishRecord(int64_t step) {
   totals_.set_update_ms(totals_.update_ms() + r.update_ms);
   totals_.set_max_queue_depth(std::max(totals_.max_queue_depth(), r.queue_depth));
   *totals_.mutable_last_step() = m;
+  if (options_.trace != nullptr) TraceStep(step, r);
   records_.erase(it);
   if (options_.metrics != nullptr) options_.metrics->Write(m).IgnoreError();
+}
+
+void Shard::TraceChunk(int worker, int64_t step, int64_t k, int64_t wire_bytes,
+                       const TraceInterval& aggregate, const TraceInterval& update) const {
+  TraceWriter* trace = options_.trace;
+  const TraceArgs args = {{"step", static_cast<double>(step)},
+                          {"worker", static_cast<double>(worker)},
+                          {"chunk", static_cast<double>(k)},
+                          {"bytes", static_cast<double>(wire_bytes)}};
+  // Chunks of one worker arrive on one stream at a time, but another worker's push may
+  // complete (and update) a chunk meanwhile: lanes keep the spans apart.
+  const std::string group = absl::StrCat("pushes of worker ", worker);
+  for (const auto& [name, cat, span] :
+       {std::make_tuple("aggregate", kCatCompute, aggregate),
+        std::make_tuple("update", kCatUpdate, update)}) {
+    if (span.end_us <= span.start_us) continue;
+    trace->Span(name, cat, trace->Lane(group, span.start_us, span.end_us), span.start_us,
+                span.end_us - span.start_us, args);
+  }
+}
+
+void Shard::TraceStep(int64_t step, const StepRecord& r) const {
+  TraceWriter* trace = options_.trace;
+  const int64_t now = NowUs();
+  trace->Span("step", kCatComm, trace->Lane("steps", r.start_us, now), r.start_us,
+              now - r.start_us,
+              {{"step", static_cast<double>(step)},
+               {"bytes_received", static_cast<double>(r.bytes_in)},
+               {"bytes_sent", static_cast<double>(r.bytes_out)},
+               {"bytes", static_cast<double>(r.bytes_in + r.bytes_out)},
+               {"queue_depth", static_cast<double>(r.queue_depth)}});
+  if (r.last_push_done_us > r.first_push_done_us) {
+    trace->Span("wait for workers", kCatWait,
+                trace->Lane("wait for workers", r.first_push_done_us, r.last_push_done_us),
+                r.first_push_done_us, r.last_push_done_us - r.first_push_done_us,
+                {{"step", static_cast<double>(step)}});
+  }
 }
 
 absl::StatusOr<std::vector<double>> Shard::Barrier(int worker, const std::string& name,

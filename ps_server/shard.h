@@ -30,6 +30,7 @@
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/ops.h"
+#include "common/trace.h"
 #include "ps_server/consistency_policy.h"
 #include "common/run_config.h"
 #include "ps_server/ps.pb.h"
@@ -62,7 +63,14 @@ struct PsShardOptions {
   // before the shard declares it lost and aborts the job.
   absl::Duration timeout = kDefaultPeerTimeout;
   MetricsWriter* metrics = nullptr;  // Per-step shard records; borrowed, may be null.
+  // Spans (borrowed, may be null): per worker, each pushed chunk's "aggregate" and
+  // "update" (on the thread that received it); per step, "step" (first gradient in
+  // until the last reply out) and "wait for workers" (first to last complete push).
+  TraceWriter* trace = nullptr;
 };
+
+// The trace process id of shard `shard` (ranks and workers use their rank).
+inline constexpr int kShardTracePidBase = 1000;
 
 class Shard {
  public:
@@ -186,6 +194,11 @@ class Shard {
   // Statistics of step `step`; created on first use.
   StepRecord& Record(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFinishRecord(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Trace spans (options_.trace must be set): one pushed chunk's aggregation and
+  // update (empty intervals: not done), and a finished step.
+  void TraceChunk(int worker, int64_t step, int64_t k, int64_t wire_bytes,
+                  const TraceInterval& aggregate, const TraceInterval& update) const;
+  void TraceStep(int64_t step, const StepRecord& r) const;
   // The slowest worker's clock.
   int64_t MinClock() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Sleeps until the pull of `step`'s chunk k may have been released (or the shard

@@ -90,6 +90,7 @@ void PsStrategy::StartPushPull() {
   results_.assign(clients_.size(), absl::OkStatus());
   timings_.assign(clients_.size(), PushPullTiming());
   call_start_us_ = NowUs();
+  call_step_ = step_;
   const int64_t step = step_;
   for (size_t s = 0; s < clients_.size(); ++s) {
     senders_[s]->Run([this, s, step] {
@@ -115,24 +116,22 @@ absl::Status PsStrategy::Settle() {
   WaitForSenders();
   in_flight_ = false;
   absl::Status status;
-  int64_t push_done = call_start_us_, last = call_start_us_;
   for (size_t s = 0; s < clients_.size(); ++s) {
     if (status.ok() && !results_[s].ok()) status = results_[s];
     settled_sent_ += timings_[s].bytes_sent;
     settled_received_ += timings_[s].bytes_received;
-    push_done = std::max(push_done, timings_[s].push_done_us);
-    last = std::max(last, timings_[s].last_chunk_us);
   }
-  // Spans of the call, for the trace of the step that settles it: from the first
-  // announcement until the last gradient chunk was out, and until the last update was in.
-  spans_.push_back({call_start_us_, push_done, last});
+  // The call's per-shard timings, for the trace of the step that settles it.
+  spans_.push_back({call_step_, call_start_us_, timings_});
   return status;
 }
 
 absl::Status PsStrategy::SettleParams() {
   const int64_t t0 = NowUs();
   absl::Status s = Settle();
-  settle_us_ += NowUs() - t0;
+  const int64_t t1 = NowUs();
+  settle_us_ += t1 - t0;
+  if (t1 > t0) settles_.emplace_back(t0, t1);
   return s;
 }
 
@@ -141,6 +140,8 @@ StepHooks PsStrategy::hooks() {
   h.backward.grads_ready = [this](const ParamRange& r) { OnGradientReady(r); };
   h.backward.params_free = [this](const ParamRange& r) { OnParamsFree(r); };
   h.backward.split_at = ChunkStarts();
+  h.backward_hook_span = "push";
+  h.backward_hook_cat = kCatComm;
   if (options_.params_arrive_late) {
     h.forward.params_needed = [this](const ParamRange& r) { return OnParamsNeeded(r); };
     h.forward.split_at = h.backward.split_at;
@@ -246,13 +247,9 @@ absl::Status PsStrategy::FinishStep(const HookTimes& hook_times, StepMetrics* m,
   m->set_wait_ms(0);
   m->set_pull_ms((hook_times.forward_us + settle_us_) / 1e3);
   m->set_comm_ms(m->push_ms() + m->pull_ms());
-  if (trace != nullptr) {
-    for (const CallSpan& c : spans_) {
-      trace->Span("push", kCommTrack, c.start_us, c.push_done_us - c.start_us);
-      trace->Span("push-pull", kCommTrack, c.start_us, c.last_chunk_us - c.start_us);
-    }
-  }
+  if (trace != nullptr) Trace(trace);
   spans_.clear();
+  settles_.clear();
   m->set_bytes_sent(settled_sent_);
   m->set_bytes_received(settled_received_);
   settle_us_ = 0;
@@ -260,6 +257,30 @@ absl::Status PsStrategy::FinishStep(const HookTimes& hook_times, StepMetrics* m,
   settled_received_ = 0;
   ++step_;
   return absl::OkStatus();
+}
+
+void PsStrategy::Trace(TraceWriter* trace) const {
+  // Settles ran on the training thread between this step's spans.
+  for (const auto& [t0, t1] : settles_) {
+    trace->Span("wait for parameters", kCatWait, kTrainingTrack, t0, t1 - t0);
+  }
+  // Per shard: the push-pull, with its push (until the last gradient chunk was out)
+  // nested in it. A shard's calls follow one another, so its lane is reused.
+  for (const CallSpan& c : spans_) {
+    for (size_t s = 0; s < c.shards.size(); ++s) {
+      const PushPullTiming& t = c.shards[s];
+      const int64_t last = std::max({c.start_us, t.push_done_us, t.last_chunk_us});
+      const int tid = trace->Lane(absl::StrCat("push-pull shard ", s), c.start_us, last);
+      const TraceArgs args = {{"step", static_cast<double>(c.step)},
+                              {"shard", static_cast<double>(s)},
+                              {"bytes_sent", static_cast<double>(t.bytes_sent)},
+                              {"bytes_received", static_cast<double>(t.bytes_received)},
+                              {"bytes", static_cast<double>(t.bytes_sent + t.bytes_received)}};
+      trace->Span("push-pull", kCatComm, tid, c.start_us, last - c.start_us, args);
+      const int64_t push_done = std::max(c.start_us, t.push_done_us);
+      trace->Span("push", kCatComm, tid, c.start_us, push_done - c.start_us, args);
+    }
+  }
 }
 
 absl::StatusOr<EvalResult> PsStrategy::ReduceEval(const EvalResult& local) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -65,6 +66,9 @@ class PsStrategy final : public StepStrategy {
   // step: push_ms (hook_times.backward_us, the hooks during backward), pull_ms (waiting
   // for updated chunks: hook_times.forward_us in this step's forward for the last
   // update, plus any settle) and the bytes of the push-pulls completed during the step.
+  // Trace: the settles as "wait for parameters" on the training track, and each
+  // settled push-pull per shard (a lane "push-pull shard S", with its "push" nested;
+  // args step, shard, bytes); LocalStep drew backward's hook calls as "push".
   absl::Status FinishStep(const HookTimes& hook_times, StepMetrics* m,
                           TraceWriter* trace) override;
   // Sums the counts over all workers through a barrier on shard 0.
@@ -102,6 +106,8 @@ class PsStrategy final : public StepStrategy {
   // Waits for the senders of the step in flight, if any, and records their timings;
   // the first error.
   absl::Status Settle();
+  // Draws the settles and the settled calls since the last record.
+  void Trace(TraceWriter* trace) const;
 
   std::vector<std::unique_ptr<ShardClient>> clients_;
   Model* const model_;
@@ -130,10 +136,14 @@ class PsStrategy final : public StepStrategy {
   int64_t settled_received_ = 0;
   absl::Status deferred_;      // A settled failure, for the next FinishStep.
   int64_t call_start_us_ = 0;  // When this step's push-pulls started.
+  int64_t call_step_ = 0;      // The step they push.
   struct CallSpan {
-    int64_t start_us, push_done_us, last_chunk_us;
+    int64_t step, start_us;               // The step pushed; when the calls started.
+    std::vector<PushPullTiming> shards;  // Per shard.
   };
   std::vector<CallSpan> spans_;  // Settled calls not yet traced.
+  // (start, end) of the SettleParams calls since the last record that waited.
+  std::vector<std::pair<int64_t, int64_t>> settles_;
   std::vector<std::unique_ptr<TaskThread>> senders_;  // Per shard.
   std::vector<absl::Status> results_;
   std::vector<PushPullTiming> timings_;

@@ -54,7 +54,8 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   if (config.ps_colocated() && o.worker_id == 0) {
     for (int s = 0; s < num_shards; ++s) {
-      absl::StatusOr<HostedShard> h = HostShard(config, s, o.servers[s], o.timeout, o.run.out_dir);
+      absl::StatusOr<HostedShard> h = HostShard(config, s, o.servers[s], o.timeout, o.run.out_dir,
+                                                  o.run.resume);
       if (!h.ok()) return Annotate(h.status(), me);
       channels.push_back(h->server->InProcessChannel());
       hosted.push_back(std::move(*h));

@@ -16,7 +16,7 @@ summarise() {  # DIR LABEL
   /usr/bin/python3 - "$1" "$2" "$WORLD" <<'PY'
 import json, sys
 d, label, world = sys.argv[1], sys.argv[2], int(sys.argv[3])
-recs = [json.loads(l) for l in open(d + "/metrics.jsonl.rank0")][20:220]
+recs = [json.loads(l) for l in open(d + "/metrics.rank0.jsonl")][20:220]
 ms = sum(r["step_ms"] for r in recs) / len(recs)
 avg = lambda k: sum(r[k] for r in recs) / len(recs)
 print("ringside %-28s %6.0f samples/s (%.2f ms/step: forward %.2f, backward %.2f, comm %.2f, update %.2f)"

@@ -12,6 +12,7 @@ PACKAGES=(
   libgloo-dev
   libopenblas-dev
   zlib1g-dev
+  libcmark-gfm-dev libcmark-gfm-extensions-dev   # report.md to report.html
   dataset-fashion-mnist    # /usr/share/datasets/fashion-mnist
   gnuplot-nox iperf3
   chromium                 # headless check that the HTML report renders

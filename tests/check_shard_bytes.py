@@ -2,7 +2,7 @@
 """Checks that the parameter-server master bottleneck is measured.
 
 usage: check_shard_bytes.py N NUM_PARAMS S [--steps=K] SHARD_METRICS...
-Each SHARD_METRICS file is DIR/metrics.jsonl.shard<s> of a BSP run with N workers and S
+Each SHARD_METRICS file is DIR/metrics.shard<s>.jsonl of a BSP run with N workers and S
 shards over a model of NUM_PARAMS floats. Every step's record must count, in and out,
 the serialized chunks of all N workers: N * 4 * NUM_PARAMS / S bytes within 1% (the
 shards' slices differ by at most one float; the rest is protobuf framing). With
@@ -26,9 +26,9 @@ def main():
     ok = True
     seen_shards = set()
     for path in files:
-        m = re.search(r"metrics\.jsonl\.shard(\d+)$", path)
+        m = re.search(r"metrics\.shard(\d+)\.jsonl$", path)
         if not m:
-            print("FAIL: %s is not a metrics.jsonl.shard<s> file" % path)
+            print("FAIL: %s is not a metrics.shard<s>.jsonl file" % path)
             ok = False
             continue
         shard = int(m.group(1))

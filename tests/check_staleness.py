@@ -2,7 +2,7 @@
 """Checks the SSP staleness bound from per-worker step metrics.
 
 usage: check_staleness.py --slow=W --bound=K --expect=bounded|exceeded WORKER_METRICS...
-WORKER_METRICS are DIR/metrics.jsonl.rank<w>, one per worker (the slow worker W among
+WORKER_METRICS are DIR/metrics.rank<w>.jsonl, one per worker (the slow worker W among
 them). For every step s that a fast worker started at time T (start_us), its lead over
 the slow worker is s - (number of steps the slow worker had started by T).
   bounded:  every lead <= K, and the maximum lead is K or K - 1 (the bound was reached,
@@ -27,9 +27,9 @@ def main():
         sys.exit(__doc__)
     starts = {}
     for path in files:
-        m = re.search(r"\.rank(\d+)$", path)
+        m = re.search(r"\.rank(\d+)\.jsonl$", path)
         if not m:
-            sys.exit("FAIL: %s is not a metrics.jsonl.rank<w> file" % path)
+            sys.exit("FAIL: %s is not a metrics.rank<w>.jsonl file" % path)
         records = [json.loads(line) for line in open(path) if line.strip()]
         starts[int(m.group(1))] = sorted((int(r["step"]), int(r["start_us"])) for r in records)
     if slow not in starts or len(starts) < 2:

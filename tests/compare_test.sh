@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `ringside compare`: bad specs fail before any process starts; a matrix runs every
 # cell, keeps each cell's records and writes the summary; a failing cell is recorded
-# with its reason while the rest run; an interrupted matrix resumes without re-running
+# with its reason while the rest run; output to a file is plain lines ending with the
+# summary table and the next command; an interrupted matrix resumes without re-running
 # finished cells.
 set -uo pipefail
 RINGSIDE="$1"
@@ -70,10 +71,22 @@ csv="$T/mixed/summary.csv"
 [ "$(grep -c ',failed,' "$csv")" -eq 2 ] || fail "expected 2 failed cells: $(cat "$csv")"
 grep ',failed,' "$csv" | grep -q 'nccl' || fail "failed cells do not say why: $(grep failed "$csv")"
 for c in single-n1-r0 ps-s1-bsp-n2-r0 ddp-n2-r0; do
-  [ -s "$T/mixed/cells/$c/metrics.jsonl" ] || [ -s "$T/mixed/cells/$c/metrics.jsonl.rank0" ] \
+  [ -s "$T/mixed/cells/$c/metrics.jsonl" ] || [ -s "$T/mixed/cells/$c/metrics.rank0.jsonl" ] \
     || fail "$c kept no step records"
 done
-[ -s "$T/mixed/cells/ps-s1-bsp-n2-r0/metrics.jsonl.shard0" ] || fail "ps cell kept no shard records"
+[ -s "$T/mixed/cells/ps-s1-bsp-n2-r0/metrics.shard0.jsonl" ] || fail "ps cell kept no shard records"
+
+# Output that is not a terminal: plain lines (no carriage returns), one per cell as it
+# starts; it ends with the summary table (a row per cell, failed ones with their
+# reason), where the CSV is, and the report command to run next.
+grep -q $'\r' "$T/mixed.log" && fail "compare wrote carriage returns to a file: $(cat -A "$T/mixed.log" | head -3)"
+[ "$(grep -c '^compare: cell [1-7]/7 ' "$T/mixed.log")" -eq 7 ] || fail "expected a line per cell: $(cat "$T/mixed.log")"
+[ "$(tail -n 1 "$T/mixed.log")" = "next: ringside report $T/mixed" ] || fail "last line is not the next command: $(tail -n 3 "$T/mixed.log")"
+[ "$(tail -n 2 "$T/mixed.log" | head -n 1)" = "summary: $T/mixed/summary.csv" ] || fail "no summary path: $(tail -n 3 "$T/mixed.log")"
+table=$(sed -n '/^cell  *workers repeat  *step ms/,/^$/p' "$T/mixed.log")
+[ "$(grep -c -- '-r0 ' <<<"$table")" -eq 7 ] || fail "summary table misses cells: $table"
+[ "$(grep -c 'failed: .*nccl' <<<"$table")" -eq 2 ] || fail "summary table does not say why cells failed: $table"
+grep -Eq '^single-n1-r0 +1 +0 +[0-9.]+ +[0-9]+ +1\.00 +100% ' <<<"$table" || fail "single cell row: $table"
 
 # Interrupt after the first cells finished, then resume: finished cells are kept.
 spec "$T/resume.textproto"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # DDP's "bytes through the busiest node" in `ringside compare` is what the process
 # group counted, not a formula: the summary's busiest_bytes_in/out for a DDP cell equal
-# the largest per-rank traffic in the ranks' own step records (metrics.jsonl.rankR,
+# the largest per-rank traffic in the ranks' own step records (metrics.rankR.jsonl,
 # written from the group's per-collective counts), both directions, and those counts
 # are the algorithm's known traffic:
 #   - 4 ranks under the default --allreduce=auto, a model of one bucket below 4 MiB:
@@ -51,8 +51,8 @@ def rank_traffic(cell):
     ranks = []
     d = os.path.join(out, "cells", cell)
     r = 0
-    while os.path.exists(os.path.join(d, "metrics.jsonl.rank%d" % r)):
-        steps = [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl.rank%d" % r)) if l.strip()]
+    while os.path.exists(os.path.join(d, "metrics.rank%d.jsonl" % r)):
+        steps = [json.loads(l) for l in open(os.path.join(d, "metrics.rank%d.jsonl" % r)) if l.strip()]
         ranks.append([(s["bytes_received"], s["bytes_sent"]) for s in steps])
         r += 1
     return ranks

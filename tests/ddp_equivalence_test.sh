@@ -24,7 +24,7 @@ for N in 2 3 4; do
     "$T/acc$N/checkpoint.bin" || failures=$((failures+1))
   # Every rank wrote its own metrics; rank 0 alone wrote the checkpoint.
   for r in $(seq 0 $((N - 1))); do
-    [ "$(wc -l <"$T/ddp$N/metrics.jsonl.rank$r")" -eq 20 ] || { echo "FAIL: rank $r metrics"; failures=$((failures+1)); }
+    [ "$(wc -l <"$T/ddp$N/metrics.rank$r.jsonl")" -eq 20 ] || { echo "FAIL: rank $r metrics"; failures=$((failures+1)); }
   done
 done
 # Resume on every rank: 2 ranks stopped after 10 steps and resumed to 20 end with the

@@ -33,7 +33,7 @@ expect_error() {
 # 1. Kill rank 2 of 3 mid-training: ranks 0 and 1 fail within 2 x timeout, naming rank 2.
 P=$(free_port)
 for r in 0 1 2; do rank $r 3 "$P" "$T/kill$r.log" --dataset=synthetic:train=60000,test=100 --epochs=50; eval "k$r=$!"; done
-for i in $(seq 100); do grep -q 'step [1-9][0-9]/' "$T/kill0.log" 2>/dev/null && break; sleep 0.2; done
+for i in $(seq 100); do grep -qE 'step [1-9][0-9]+/' "$T/kill0.log" 2>/dev/null && break; sleep 0.2; done
 grep -q 'step' "$T/kill0.log" || fail "kill: training never started: $(cat "$T/kill0.log")"
 pkill -KILL -P "$k2"; t0=$(now)  # SIGKILL the rank itself (the child of timeout)
 # Rank 1 may also find rank 0 gone by the time it asks (rank 0 exits on its own error),

@@ -30,7 +30,7 @@ ps() {
   grep -q '^\[worker 0\] test accuracy: ' "$T/$name.log" || { fail "$name: no test accuracy line"; return 1; }
   [ -s "$T/$name/checkpoint.bin" ] || { fail "$name: no checkpoint"; return 1; }
   for w in $(seq 0 $((n - 1))); do
-    [ "$(wc -l <"$T/$name/metrics.jsonl.rank$w")" -eq 20 ] || { fail "$name: worker $w metrics"; return 1; }
+    [ "$(wc -l <"$T/$name/metrics.rank$w.jsonl")" -eq 20 ] || { fail "$name: worker $w metrics"; return 1; }
   done
   return 0
 }
@@ -42,7 +42,7 @@ compare() {  # compare REFERENCE OTHER...
   $PY "$COMPARE" 1e-5 "$@" || fail "checkpoints differ by more than 1e-5 from $1"
 }
 shard_bytes() {  # shard_bytes NAME N S
-  $PY "$CHECK_BYTES" "$2" "$NUM_PARAMS" "$3" --steps=20 "$T/$1"/metrics.jsonl.shard* \
+  $PY "$CHECK_BYTES" "$2" "$NUM_PARAMS" "$3" --steps=20 "$T/$1"/metrics.shard*.jsonl \
     || fail "$1: shard byte counts"
 }
 
@@ -93,7 +93,7 @@ if timeout 120 "$RINGSIDE" train --strategy=ps --workers=2 --ps_shards=2 --batch
       $PY "$COMPARE" 1e-6 "$T/ps2x2/checkpoint.bin" "$T/resume/checkpoint.bin"
     fi
     for w in 0 1; do  # worker metrics append on resume: 10 + 10 records
-      [ "$(wc -l <"$T/resume/metrics.jsonl.rank$w")" -eq 20 ] || fail "resume: worker $w metrics"
+      [ "$(wc -l <"$T/resume/metrics.rank$w.jsonl")" -eq 20 ] || fail "resume: worker $w metrics"
     done
   else
     fail "resumed half exited $?"; tail -3 "$T/resume2.log"

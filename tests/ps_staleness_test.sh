@@ -33,10 +33,10 @@ run() {
   if [ "$throttle_rc" -ne 0 ]; then fail "$name: worker $SLOW_WORKER (rank $SLOW_RANK) was never found to slow down"; fi
   if [ "$rc" -ne 0 ]; then fail "$name: --ps_sync=$sync exited $rc"; tail -5 "$T/$name.log"; return; fi
   for w in 0 1 2; do
-    [ "$(wc -l <"$T/$name/metrics.jsonl.rank$w")" -eq 30 ] || { fail "$name: worker $w metrics"; return; }
+    [ "$(wc -l <"$T/$name/metrics.rank$w.jsonl")" -eq 30 ] || { fail "$name: worker $w metrics"; return; }
   done
   echo -n "$sync: "
-  $PY "$CHECK" --slow="$SLOW_WORKER" --bound="$k" --expect="$expect" "$T/$name"/metrics.jsonl.rank{0,1,2} \
+  $PY "$CHECK" --slow="$SLOW_WORKER" --bound="$k" --expect="$expect" "$T/$name"/metrics.rank{0,1,2}.jsonl \
     || fail "$name: --ps_sync=$sync staleness check ($expect, K=$k)"
 }
 

@@ -46,6 +46,34 @@ if len(sizes) != 7 or small:
     print("FAIL: plots not laid out at a readable size: %s (all: %s)" % (small, sizes))
     sys.exit(1)
 PY
+# One text: every paragraph and table row of report.md is in report.html (rendered from it).
+/usr/bin/python3 - "$T/run/report.md" "$T/run/report.html" <<'PY' || failures=$((failures + 1))
+import html, re, sys
+md, page = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+text = html.unescape(re.sub(r"<[^>]+>", "", page))
+text = re.sub(r"\s+", " ", text)
+missing = []
+for block in md.split("\n\n"):
+    block = block.strip()
+    if not block or block.startswith("```") or block.startswith("!["):
+        continue
+    for line in block.split("\n") if block.startswith("|") else [block]:
+        if re.fullmatch(r"\|[-|]+\|", line):
+            continue
+        plain = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", line)  # [text](link) -> text
+        plain = plain.replace("**", "").replace("`", "").replace("\\|", "|").lstrip("# ")
+        cells = [c.strip() for c in plain.strip("|").split("|")] if line.startswith("|") else [plain]
+        for c in cells:
+            if c and re.sub(r"\s+", " ", c) not in text:
+                missing.append(c)
+if missing:
+    print("FAIL: report.html lacks what report.md says: %s" % missing[:5])
+    sys.exit(1)
+first = md.split("## Findings\n\n")[1].split("\n\n")[0]
+if "fastest" not in first and "Only" not in first:
+    print("FAIL: the findings do not open with the verdict: %s" % first)
+    sys.exit(1)
+PY
 if grep -E 'CONSOLE|Uncaught|ERROR:.*(console|javascript)' "$T/chromium.log" | grep -v 'dbus\|gpu\|GPU\|sandbox\|crashpad\|Fontconfig\|zygote' >"$T/console.txt"; then
   if [ -s "$T/console.txt" ]; then echo "FAIL: console messages:"; cat "$T/console.txt"; failures=$((failures + 1)); fi
 fi

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -11,43 +13,56 @@
 #include "common/common.h"
 #include "ddp_ring/ddp_worker.h"
 #include "ddp_ring/gloo_process_group.h"
+#include "ddp_ring/job_store.h"
 #include "ddp_ring/store.h"
 
 namespace ringside {
 
 absl::Status RunAllReduceBench(const AllReduceBenchOptions& o) {
   RINGSIDE_ASSIGN_OR_RETURN(JobEnv env, ReadJobEnv());
-  std::unique_ptr<StoreServer> server;
-  if (env.rank == 0) {
-    RINGSIDE_ASSIGN_OR_RETURN(server, StoreServer::Start(env.master_addr, env.master_port));
-  }
-  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store,
-                            ConnectStore(env.master_addr, env.master_port, o.timeout,
-                                         absl::Seconds(10)));
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, JoinJobStore(env, o.timeout));
   std::unique_ptr<Store> job = NewPrefixStore(absl::StrCat("bench/", env.run_id), store.get());
   ProcessGroupOptions po;
   po.rank = env.rank;
   po.world_size = env.world_size;
   po.timeout = o.timeout;
   po.algorithm = o.algorithm;
+  po.hostname = ReachableAddress(env);
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group,
                             NewGlooProcessGroup(job.get(), po));
-  const int n = env.world_size;
   if (env.rank == 0) {
-    // kAuto picks by size (allreduce_algorithm.h); name what it runs at both ends.
-    const char* small = AllReduceAlgorithmName(ResolveAllReduceAlgorithm(o.algorithm, n, 0));
-    const char* large =
-        AllReduceAlgorithmName(ResolveAllReduceAlgorithm(o.algorithm, n, int64_t{1} << 40));
-    const std::string name = std::string(small) == large
-                                 ? std::string(small)
-                                 : absl::StrCat("auto: ", small, " below ",
-                                                kAutoRecursiveDoublingBelowBytes >> 20, " MiB, ",
-                                                large, " from there");
-    absl::PrintF("# all-reduce (sum, float32), %s, %s, %d ranks, %d us idle before each\n",
-                 group->backend(), name, n, absl::ToInt64Microseconds(o.gap));
-    absl::PrintF("# %12s %12s %10s %10s %10s %8s\n", "bytes", "floats", "time(us)",
-                 "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+    AllReduceBenchResult header;
+    header.backend = group->backend();
+    header.algorithm = AllReduceAlgorithmDescription(o.algorithm, env.world_size);
+    header.ranks = env.world_size;
+    header.gap = o.gap;
+    PrintAllReduceHeader(header, stdout);
   }
+  // Rank 0 prints each row as its size finishes.
+  return MeasureAllReduce(group.get(), o, [](const AllReduceRow& row) { PrintAllReduceRow(row, stdout); })
+      .status();
+}
+
+std::string AllReduceAlgorithmDescription(AllReduceAlgorithm algorithm, int ranks) {
+  // kAuto picks by size (allreduce_algorithm.h); name what it runs at both ends.
+  const char* small = AllReduceAlgorithmName(ResolveAllReduceAlgorithm(algorithm, ranks, 0));
+  const char* large =
+      AllReduceAlgorithmName(ResolveAllReduceAlgorithm(algorithm, ranks, int64_t{1} << 40));
+  if (std::string(small) == large) return small;
+  return absl::StrCat("auto: ", small, " below ", kAutoRecursiveDoublingBelowBytes >> 20, " MiB, ",
+                      large, " from there");
+}
+
+absl::StatusOr<AllReduceBenchResult> MeasureAllReduce(
+    ProcessGroup* group, const AllReduceBenchOptions& o,
+    const std::function<void(const AllReduceRow&)>& on_row) {
+  const int n = group->world_size();
+  const int rank = group->rank();
+  AllReduceBenchResult result;
+  result.backend = group->backend();
+  result.algorithm = AllReduceAlgorithmDescription(o.algorithm, n);
+  result.ranks = n;
+  result.gap = o.gap;
   std::vector<float> data(o.max_bytes / sizeof(float));
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
     const int64_t count = bytes / static_cast<int64_t>(sizeof(float));
@@ -57,7 +72,7 @@ absl::Status RunAllReduceBench(const AllReduceBenchOptions& o) {
     for (int it = 0; it < o.warmup + iters; ++it) {
       // data[i] = rank + 1 + (i % 7): the sum over ranks is n (n + 1) / 2 + n (i % 7),
       // exact in float for these small integers.
-      for (int64_t i = 0; i < count; ++i) data[i] = static_cast<float>(env.rank + 1 + i % 7);
+      for (int64_t i = 0; i < count; ++i) data[i] = static_cast<float>(rank + 1 + i % 7);
       // Start together, so that the time is the collective's, not the stragglers'.
       RINGSIDE_RETURN_IF_ERROR(group->Barrier()->Wait());
       if (o.gap > absl::ZeroDuration()) absl::SleepFor(o.gap);
@@ -78,15 +93,56 @@ absl::Status RunAllReduceBench(const AllReduceBenchOptions& o) {
     RINGSIDE_RETURN_IF_ERROR(group->AllReduce(&wrong_total, 1, ReduceOp::kSum)->Wait());
     std::vector<float> medians(n);
     RINGSIDE_RETURN_IF_ERROR(group->AllGather(&median, 1, medians.data())->Wait());
-    const double us = *std::max_element(medians.begin(), medians.end());
-    const double algbw = bytes / (us * 1e3);  // GB/s
-    const double busbw = algbw * 2.0 * (n - 1) / n;
-    if (env.rank == 0) {
-      absl::PrintF("  %12d %12d %10.1f %10.3f %10.3f %8d\n", bytes, count, us, algbw, busbw,
-                   static_cast<int64_t>(wrong_total));
-    }
+    AllReduceRow row;
+    row.bytes = bytes;
+    row.floats = count;
+    row.us = *std::max_element(medians.begin(), medians.end());
+    row.algbw_gbps = bytes / (row.us * 1e3);
+    row.busbw_gbps = row.algbw_gbps * 2.0 * (n - 1) / n;
+    row.wrong = static_cast<int64_t>(wrong_total);
+    result.rows.push_back(row);
+    if (rank == 0 && on_row) on_row(row);
   }
-  return group->Barrier()->Wait();
+  RINGSIDE_RETURN_IF_ERROR(group->Barrier()->Wait());
+  return result;
+}
+
+absl::StatusOr<AllReduceBenchResult> MeasureAllReduceInProcess(int ranks,
+                                                               const AllReduceBenchOptions& o) {
+  if (ranks < 2) return absl::InvalidArgumentError("an all-reduce sweep needs at least 2 ranks");
+  std::unique_ptr<Store> store = NewInMemoryStore();
+  std::vector<absl::StatusOr<AllReduceBenchResult>> results(ranks, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < ranks; ++rank) {
+    threads.emplace_back([&, rank] {
+      ProcessGroupOptions po;
+      po.rank = rank;
+      po.world_size = ranks;
+      po.timeout = o.timeout;
+      po.algorithm = o.algorithm;
+      absl::StatusOr<std::unique_ptr<ProcessGroup>> group = NewGlooProcessGroup(store.get(), po);
+      // A rank that fails breaks the group, so the others fail within the timeout.
+      results[rank] = group.ok() ? MeasureAllReduce(group->get(), o) : group.status();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::StatusOr<AllReduceBenchResult>& r : results) {
+    if (!r.ok()) return r.status();
+  }
+  return std::move(results[0]);
+}
+
+void PrintAllReduceHeader(const AllReduceBenchResult& r, FILE* out) {
+  absl::FPrintF(out, "# all-reduce (sum, float32), %s, %s, %d ranks, %d us idle before each\n",
+                r.backend, r.algorithm, r.ranks, absl::ToInt64Microseconds(r.gap));
+  absl::FPrintF(out, "# %12s %12s %10s %10s %10s %8s\n", "bytes", "floats", "time(us)",
+                "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+}
+
+void PrintAllReduceRow(const AllReduceRow& row, FILE* out) {
+  absl::FPrintF(out, "  %12d %12d %10.1f %10.3f %10.3f %8d\n", row.bytes, row.floats, row.us,
+                row.algbw_gbps, row.busbw_gbps, row.wrong);
+  fflush(out);
 }
 
 }  // namespace ringside

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -46,7 +47,7 @@ absl::Status RunPushPullBenchServer(const PushPullBenchOptions& o, const std::st
   return s;
 }
 
-absl::Status RunPushPullBenchWorker(const PushPullBenchOptions& o) {
+absl::StatusOr<PushPullRow> MeasurePushPull(const PushPullBenchOptions& o) {
   const RunConfig config = BenchConfig(o);
   const int64_t n = o.bytes / 4;
   ShardClient client(NewPsChannel(o.server), absl::StrCat("shard 0 at ", o.server), 0, kTimeout);
@@ -101,46 +102,90 @@ absl::Status RunPushPullBenchWorker(const PushPullBenchOptions& o) {
   }
   std::sort(ms.begin(), ms.end());
   std::sort(plain_ms.begin(), plain_ms.end());
-  const double median = ms[ms.size() / 2];
-  const double plain = plain_ms[plain_ms.size() / 2];
-  if (o.print_header) {
-    absl::PrintF("%12s %10s %12s %12s %10s %12s %10s\n", "model bytes", "chunks", "median ms", "min ms",
-                 "GB/s", "plain ms", "plain GB/s");
-  }
-  const int64_t chunks = (o.bytes + o.chunk_bytes - 1) / o.chunk_bytes;
-  absl::PrintF("%12d %10d %12.3f %12.3f %10.3f %12.3f %10.3f\n", o.bytes, chunks, median, ms.front(),
-               2.0 * o.bytes / (median * 1e6), plain, o.bytes / (plain * 1e6));
-  return client.Shutdown();
+  PushPullRow row;
+  row.bytes = o.bytes;
+  row.chunks = (o.bytes + o.chunk_bytes - 1) / o.chunk_bytes;
+  row.median_ms = ms[ms.size() / 2];
+  row.min_ms = ms.front();
+  row.gbps = 2.0 * o.bytes / (row.median_ms * 1e6);
+  row.plain_ms = plain_ms[plain_ms.size() / 2];
+  row.plain_gbps = o.bytes / (row.plain_ms * 1e6);
+  RINGSIDE_RETURN_IF_ERROR(client.Shutdown());
+  return row;
 }
 
-absl::Status RunPushPullSweep(PushPullBenchOptions o, const std::vector<int64_t>& sizes) {
+void PrintPushPullHeader(FILE* out) {
+  absl::FPrintF(out, "%12s %10s %12s %12s %10s %12s %10s\n", "model bytes", "chunks", "median ms",
+                "min ms", "GB/s", "plain ms", "plain GB/s");
+}
+
+void PrintPushPullRow(const PushPullRow& r, FILE* out) {
+  absl::FPrintF(out, "%12d %10d %12.3f %12.3f %10.3f %12.3f %10.3f\n", r.bytes, r.chunks, r.median_ms,
+                r.min_ms, r.gbps, r.plain_ms, r.plain_gbps);
+  fflush(out);
+}
+
+namespace {
+
+// One size against a shard in a child process (`ringside bench pushpull-server`).
+absl::StatusOr<PushPullRow> MeasureWithShardChild(PushPullBenchOptions o) {
+  RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
+  o.server = absl::StrCat("127.0.0.1:", port);
+  RINGSIDE_ASSIGN_OR_RETURN(std::string self, SelfExePath());
+  std::vector<std::string> args = {self, "bench", "pushpull-server",
+                                   absl::StrCat("--listen=", o.server),
+                                   absl::StrCat("--size_bytes=", o.bytes),
+                                   absl::StrCat("--ps_chunk_kb=", o.chunk_bytes / 1024)};
+  if (o.server_cpu >= 0) args.push_back(absl::StrCat("--pin_cpu=", o.server_cpu));
+  // The shard's process (a spawn, not a fork: this process may run gRPC threads).
+  SpawnOptions so;
+  so.argv = std::move(args);
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> server, Subprocess::Spawn(so));
+  absl::StatusOr<PushPullRow> row = MeasurePushPull(o);
+  if (!row.ok()) server->Signal(SIGKILL);
+  server->Wait();
+  if (!row.ok()) return row.status();
+  if (!server->succeeded()) {
+    return absl::InternalError(absl::StrCat("bench server for ", o.bytes, " bytes ",
+                                            server->ExitDescription()));
+  }
+  return row;
+}
+
+// One size against a shard served by gRPC threads of this process.
+absl::StatusOr<PushPullRow> MeasureWithShardHere(PushPullBenchOptions o) {
+  RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
+  o.server = absl::StrCat("127.0.0.1:", port);
+  RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted, HostShard(BenchConfig(o), 0, o.server, kTimeout, ""));
+  absl::StatusOr<PushPullRow> row = MeasurePushPull(o);
+  // The worker said goodbye when it succeeded; otherwise nothing more will come.
+  absl::Status served = row.ok() ? hosted.server->Wait() : absl::OkStatus();
+  hosted.server->Shutdown(absl::Seconds(1));
+  if (!row.ok()) return row.status();
+  if (!served.ok()) {
+    return absl::InternalError(absl::StrCat("bench shard for ", o.bytes, " bytes: ", served.message()));
+  }
+  return row;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<PushPullRow>> RunPushPullSweep(
+    PushPullBenchOptions o, const std::vector<int64_t>& sizes,
+    const std::function<void(const PushPullRow&)>& on_row) {
+  if (o.server_in_process && (o.worker_cpu >= 0 || o.server_cpu >= 0)) {
+    return absl::InvalidArgumentError("a push-pull sweep with its shard in process cannot pin CPUs");
+  }
   if (o.worker_cpu >= 0) RINGSIDE_RETURN_IF_ERROR(PinCallingThread(o.worker_cpu));
-  o.print_header = true;
+  std::vector<PushPullRow> rows;
   for (int64_t bytes : sizes) {
     o.bytes = bytes;
-    RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
-    o.server = absl::StrCat("127.0.0.1:", port);
-    RINGSIDE_ASSIGN_OR_RETURN(std::string self, SelfExePath());
-    std::vector<std::string> args = {self, "bench", "pushpull-server",
-                                     absl::StrCat("--listen=", o.server),
-                                     absl::StrCat("--size_bytes=", bytes),
-                                     absl::StrCat("--ps_chunk_kb=", o.chunk_bytes / 1024)};
-    if (o.server_cpu >= 0) args.push_back(absl::StrCat("--pin_cpu=", o.server_cpu));
-    // The shard's process (a spawn, not a fork: this process may run gRPC threads).
-    SpawnOptions so;
-    so.argv = std::move(args);
-    RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> server, Subprocess::Spawn(so));
-    absl::Status s = RunPushPullBenchWorker(o);
-    if (!s.ok()) server->Signal(SIGKILL);
-    server->Wait();
-    RINGSIDE_RETURN_IF_ERROR(s);
-    if (!server->succeeded()) {
-      return absl::InternalError(absl::StrCat("bench server for ", bytes, " bytes ",
-                                              server->ExitDescription()));
-    }
-    o.print_header = false;
+    RINGSIDE_ASSIGN_OR_RETURN(PushPullRow row, o.server_in_process ? MeasureWithShardHere(o)
+                                                                   : MeasureWithShardChild(o));
+    if (on_row) on_row(row);
+    rows.push_back(row);
   }
-  return absl::OkStatus();
+  return rows;
 }
 
 }  // namespace ringside

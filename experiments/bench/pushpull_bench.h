@@ -10,10 +10,13 @@
 #define RINGSIDE_EXPERIMENTS_BENCH_PUSHPULL_BENCH_H_
 
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "ps_server/shard.h"
 
 namespace ringside {
@@ -22,26 +25,45 @@ struct PushPullBenchOptions {
   int64_t bytes = 1 << 20;  // Model size.
   int64_t chunk_bytes = kDefaultPsChunkBytes;
   int warmup = 3;
-  int iters = 10;           // Timed push-pulls (the median is printed).
-  bool print_header = false;
+  int iters = 10;           // Timed push-pulls (the median is reported).
   std::string server;       // host:port of the shard.
   // CPUs for the worker's process and the shard's (see cpu_pinning.h); -1: wherever
   // the scheduler puts them.
   int worker_cpu = -1;
   int server_cpu = -1;
+  // The sweep hosts each size's shard on gRPC threads of this process instead of a
+  // child process (no pinning then); TCP loopback between the two ends either way.
+  bool server_in_process = false;
+};
+
+// One size: the push-pull's median and fastest time, its rate (2 x bytes / median:
+// the data moves both ways), and the plain one-way stream's median and rate.
+struct PushPullRow {
+  int64_t bytes = 0;
+  int64_t chunks = 0;
+  double median_ms = 0, min_ms = 0, gbps = 0;
+  double plain_ms = 0, plain_gbps = 0;
 };
 
 // The shard's half: hosts shard 0 of 1 for one worker on `listen` until the worker
 // says goodbye.
 absl::Status RunPushPullBenchServer(const PushPullBenchOptions& options, const std::string& listen);
-// The worker's half: prints one table row to stdout.
-absl::Status RunPushPullBenchWorker(const PushPullBenchOptions& options);
+// The worker's half, against options.server. Internal if a returned parameter differs
+// from the reference SGD's.
+absl::StatusOr<PushPullRow> MeasurePushPull(const PushPullBenchOptions& options);
 
-// The sweep: for each size, starts the shard as a child process (`ringside bench
-// pushpull-server`, spawned from /proc/self/exe on a free port) and runs the worker's
-// half here. With worker_cpu set, pins the calling thread first, so call it before
-// this process starts any thread. Blocks; Internal if a server child fails.
-absl::Status RunPushPullSweep(PushPullBenchOptions options, const std::vector<int64_t>& sizes);
+// The table: a header line, one line per row.
+void PrintPushPullHeader(FILE* out);
+void PrintPushPullRow(const PushPullRow& row, FILE* out);
+
+// The sweep: for each size, starts the shard (as a child process, `ringside bench
+// pushpull-server` spawned from SelfExePath() on a free port, or in this process with
+// server_in_process) and runs the worker's half here. `on_row`, if set, is called as
+// each size finishes. With worker_cpu set, pins the calling thread first, so call it
+// before this process starts any thread. Blocks; Internal if a server fails.
+absl::StatusOr<std::vector<PushPullRow>> RunPushPullSweep(
+    PushPullBenchOptions options, const std::vector<int64_t>& sizes,
+    const std::function<void(const PushPullRow&)>& on_row = nullptr);
 
 }  // namespace ringside
 

@@ -41,7 +41,7 @@ absl::Status MeasureSgemmRates(Ops* ops, int n, int reps, std::vector<double>* r
 
 // Milliseconds per timed step, and of its phases.
 struct PhaseTimes {
-  std::vector<double> step, forward, backward, update;
+  std::vector<double> step, forward, backward, compute, update;
 };
 
 // Runs o.warmup untimed then o.steps timed training steps on the resident batch
@@ -56,7 +56,7 @@ absl::Status TimeSteps(const StepBenchOptions& o, const std::vector<int64_t>& in
     metrics.Clear();
     HookTimes hook_times;
     const int64_t t0 = NowMicros();
-    RINGSIDE_RETURN_IF_ERROR(step->Run(indices, 1.0f / o.batch, hooks.forward, hooks.backward,
+    RINGSIDE_RETURN_IF_ERROR(step->Run(indices, 1.0f / o.batch, hooks, /*announce=*/true,
                                        hooks.accumulate_gradients, &metrics, nullptr, &hook_times));
     StepMetrics finish;
     RINGSIDE_RETURN_IF_ERROR(strategy->FinishStep(hook_times, &finish, nullptr));
@@ -65,14 +65,52 @@ absl::Status TimeSteps(const StepBenchOptions& o, const std::vector<int64_t>& in
     t->step.push_back((t1 - t0) / 1e3);
     t->forward.push_back(metrics.forward_ms());
     t->backward.push_back(metrics.backward_ms());
+    t->compute.push_back(metrics.forward_ms() + metrics.backward_ms());
     t->update.push_back(finish.update_ms());
   }
   return absl::OkStatus();
 }
 
+// Each round brackets its block of steps with sgemm 1024^3 products (kRateReps before,
+// kRateReps after) on the same thread count, so the floor it compares against was
+// measured beside the steps, under the same load from the machine's neighbours. The
+// round's floor uses the median of those rates, as the step uses its median time.
+constexpr int kGemmSize = 1024;
+constexpr int kRateReps = 5;
+
+// One round of o.steps timed steps (and, with o.measure_floor, its sgemm rates, which
+// are appended to `all_rates` too).
+absl::StatusOr<StepRound> MeasureRound(const StepBenchOptions& o, double flops, Ops* ops,
+                                       const std::vector<int64_t>& indices, LocalStep* step,
+                                       LocalSgdStrategy* strategy, std::vector<double>* all_rates) {
+  std::vector<double> rates;
+  if (o.measure_floor) RINGSIDE_RETURN_IF_ERROR(MeasureSgemmRates(ops, kGemmSize, kRateReps, &rates));
+  PhaseTimes t;
+  RINGSIDE_RETURN_IF_ERROR(TimeSteps(o, indices, step, strategy, &t));
+  if (o.measure_floor) RINGSIDE_RETURN_IF_ERROR(MeasureSgemmRates(ops, kGemmSize, kRateReps, &rates));
+  StepRound r;
+  r.step_ms = Percentile(t.step, 0.5);
+  r.p10_ms = Percentile(t.step, 0.1);
+  r.p90_ms = Percentile(t.step, 0.9);
+  r.forward_ms = Percentile(t.forward, 0.5);
+  r.backward_ms = Percentile(t.backward, 0.5);
+  r.compute_ms = Percentile(t.compute, 0.5);
+  r.update_ms = Percentile(t.update, 0.5);
+  r.samples_per_s = o.batch / (r.step_ms / 1e3);
+  if (!rates.empty()) {
+    r.sgemm_gflops = Percentile(rates, 0.5);
+    r.sgemm_min_gflops = Percentile(rates, 0.0);
+    r.sgemm_max_gflops = Percentile(rates, 1.0);
+    r.floor_ms = flops / (r.sgemm_gflops * 1e6);
+    r.floor_ratio = r.step_ms / r.floor_ms;
+    all_rates->insert(all_rates->end(), rates.begin(), rates.end());
+  }
+  return r;
+}
+
 }  // namespace
 
-absl::Status RunStepBench(const StepBenchOptions& o) {
+absl::StatusOr<StepBenchResult> MeasureStepBench(const StepBenchOptions& o) {
   if (o.batch < 1 || o.steps < 1 || o.warmup < 0 || o.threads < 1 || o.repeats < 1) {
     return absl::InvalidArgumentError(
         "bench needs --batch >= 1, --steps >= 1, --warmup >= 0, --threads >= 1, --repeats >= 1");
@@ -81,78 +119,85 @@ absl::Status RunStepBench(const StepBenchOptions& o) {
   SyntheticOptions synth;
   synth.train_size = o.batch;
   synth.test_size = 1;
-  absl::StatusOr<DatasetSplits> data = MakeSyntheticDataset(synth);
-  if (!data.ok()) return data.status();
-  absl::StatusOr<std::unique_ptr<Model>> model =
-      Model::Create(o.model, Shape{synth.channels, synth.height, synth.width},
-                    synth.num_classes, ops.get());
-  if (!model.ok()) return model.status();
-  Model& m = **model;
+  RINGSIDE_ASSIGN_OR_RETURN(DatasetSplits data, MakeSyntheticDataset(synth));
+  RINGSIDE_ASSIGN_OR_RETURN(
+      std::unique_ptr<Model> model,
+      Model::Create(o.model, Shape{synth.channels, synth.height, synth.width}, synth.num_classes,
+                    ops.get()));
 
   // One resident batch, as a framework benchmark with a pre-loaded tensor would use:
   // staged by LocalStep::Prefetch before each timed step, which then starts at forward.
   std::vector<int64_t> indices(o.batch);
   for (int i = 0; i < o.batch; ++i) indices[i] = i;
-  LocalStep step(&m, ops.get(), data->train.get());
+  LocalStep step(model.get(), ops.get(), data.train.get());
 
   // The training path itself: the single strategy steps each layer during backward.
   SgdHyper hyper;
   hyper.lr = 0.01f;
   hyper.momentum = 0.9f;
-  absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> strategy =
-      LocalSgdStrategy::Create(hyper, &m, ops.get());
-  if (!strategy.ok()) return strategy.status();
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<LocalSgdStrategy> strategy,
+                            LocalSgdStrategy::Create(hyper, model.get(), ops.get()));
 
-  const double flops = m.GemmFlops(o.batch);
-  absl::PrintF("model %s  batch %d  threads %d  params %d  step GEMM work: %.1f MFLOP\n",
-               o.model, o.batch, o.threads, m.num_params(), flops / 1e6);
-
-  // Each round brackets its block of steps with sgemm 1024^3 products (kRateReps before,
-  // kRateReps after) on the same thread count, so the floor it compares against was
-  // measured beside the steps, under the same load from the machine's neighbours. The
-  // round's floor uses the median of those rates, as the step uses its median time;
-  // the best rate of the whole run gives the peak floor, printed too.
-  constexpr int kGemmSize = 1024;
-  constexpr int kRateReps = 5;
-  std::vector<double> all_rates, ratios, steps, samples_per_s;
+  StepBenchResult result;
+  result.options = o;
+  result.num_params = model->num_params();
+  result.gemm_flops = model->GemmFlops(o.batch);
+  std::vector<double> all_rates;
   for (int r = 0; r < o.repeats; ++r) {
-    std::vector<double> rates;
-    if (absl::Status st = MeasureSgemmRates(ops.get(), kGemmSize, kRateReps, &rates); !st.ok()) {
-      return st;
-    }
-    PhaseTimes t;
-    RINGSIDE_RETURN_IF_ERROR(TimeSteps(o, indices, &step, strategy->get(), &t));
-    if (absl::Status st = MeasureSgemmRates(ops.get(), kGemmSize, kRateReps, &rates); !st.ok()) {
-      return st;
-    }
-    const double med = Percentile(t.step, 0.5);
-    const double rate = Percentile(rates, 0.5);
-    const double floor_ms = flops / (rate * 1e6);
-    all_rates.insert(all_rates.end(), rates.begin(), rates.end());
-    ratios.push_back(med / floor_ms);
-    steps.push_back(med);
-    samples_per_s.push_back(o.batch / (med / 1e3));
-    absl::PrintF(
-        "step: median %.3f ms  p10 %.3f  p90 %.3f  (forward %.3f, backward %.3f, update in "
-        "backward %.3f)  %.0f samples/s  |  sgemm %d^3 %.1f GFLOP/s (range %.1f-%.1f)  "
-        "GEMM floor %.3f ms  %.2fx GEMM floor\n",
-        med, Percentile(t.step, 0.1), Percentile(t.step, 0.9), Percentile(t.forward, 0.5),
-        Percentile(t.backward, 0.5), Percentile(t.update, 0.5), o.batch / (med / 1e3), kGemmSize, rate,
-        Percentile(rates, 0.0), Percentile(rates, 1.0), floor_ms, med / floor_ms);
+    RINGSIDE_ASSIGN_OR_RETURN(StepRound round,
+                              MeasureRound(o, result.gemm_flops, ops.get(), indices, &step,
+                                           strategy.get(), &all_rates));
+    result.rounds.push_back(round);
   }
-  const double peak = Percentile(all_rates, 1.0);
+  if (!all_rates.empty()) {
+    result.peak_gflops = Percentile(all_rates, 1.0);
+    result.median_gflops = Percentile(all_rates, 0.5);
+  }
+  return result;
+}
+
+void PrintStepBench(const StepBenchResult& result, FILE* out) {
+  const StepBenchOptions& o = result.options;
+  const double flops = result.gemm_flops;
+  absl::FPrintF(out, "model %s  batch %d  threads %d  params %d  step GEMM work: %.1f MFLOP\n",
+                o.model, o.batch, o.threads, result.num_params, flops / 1e6);
+  std::vector<double> steps, ratios, samples_per_s;
+  for (const StepRound& r : result.rounds) {
+    steps.push_back(r.step_ms);
+    ratios.push_back(r.floor_ratio);
+    samples_per_s.push_back(r.samples_per_s);
+    absl::FPrintF(out,
+                  "step: median %.3f ms  p10 %.3f  p90 %.3f  (forward %.3f, backward %.3f, update "
+                  "in backward %.3f)  %.0f samples/s",
+                  r.step_ms, r.p10_ms, r.p90_ms, r.forward_ms, r.backward_ms, r.update_ms,
+                  r.samples_per_s);
+    if (r.sgemm_gflops > 0) {
+      absl::FPrintF(out, "  |  sgemm %d^3 %.1f GFLOP/s (range %.1f-%.1f)  GEMM floor %.3f ms  %.2fx GEMM floor",
+                    kGemmSize, r.sgemm_gflops, r.sgemm_min_gflops, r.sgemm_max_gflops, r.floor_ms,
+                    r.floor_ratio);
+    }
+    absl::FPrintF(out, "\n");
+  }
+  if (result.rounds.empty() || result.peak_gflops <= 0) return;
+  const double peak = result.peak_gflops;
+  const double peak_floor_ms = flops / (peak * 1e6);
   const double med = Percentile(steps, 0.5);
-  if (o.repeats == 1) {
-    absl::PrintF("peak floor (best sgemm %.1f GFLOP/s): %.3f ms, %.2fx\n", peak,
-                 flops / (peak * 1e6), med / (flops / (peak * 1e6)));
-    return absl::OkStatus();
+  if (result.rounds.size() == 1) {
+    absl::FPrintF(out, "peak floor (best sgemm %.1f GFLOP/s): %.3f ms, %.2fx\n", peak, peak_floor_ms,
+                  med / peak_floor_ms);
+    return;
   }
-  absl::PrintF(
-      "summary over %d round(s): step median %.3f ms  %.0f samples/s  %.2fx GEMM floor "
-      "(median of rounds; sgemm median %.1f GFLOP/s)  %.2fx peak floor (best sgemm %.1f "
-      "GFLOP/s, %.3f ms)\n",
-      o.repeats, med, Percentile(samples_per_s, 0.5), Percentile(ratios, 0.5),
-      Percentile(all_rates, 0.5), med / (flops / (peak * 1e6)), peak, flops / (peak * 1e6));
+  absl::FPrintF(out,
+                "summary over %d round(s): step median %.3f ms  %.0f samples/s  %.2fx GEMM floor "
+                "(median of rounds; sgemm median %.1f GFLOP/s)  %.2fx peak floor (best sgemm %.1f "
+                "GFLOP/s, %.3f ms)\n",
+                result.rounds.size(), med, Percentile(samples_per_s, 0.5), Percentile(ratios, 0.5),
+                result.median_gflops, med / peak_floor_ms, peak, peak_floor_ms);
+}
+
+absl::Status RunStepBench(const StepBenchOptions& o) {
+  RINGSIDE_ASSIGN_OR_RETURN(StepBenchResult result, MeasureStepBench(o));
+  PrintStepBench(result, stdout);
   return absl::OkStatus();
 }
 

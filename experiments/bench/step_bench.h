@@ -1,14 +1,20 @@
 // `ringside bench step`: the training-step benchmark. Times forward + backward + SGD
 // update on one resident batch (untimed warm-up, then many timed steps; median and
-// spread), and prints the GEMM floor: the step's GEMM FLOPs over the sgemm rate it
-// measures itself on the same thread count, beside each round of steps (median of the
-// 1024^3 products just before and just after), and the peak floor from the best rate.
+// spread), and the GEMM floor: the step's GEMM FLOPs over the sgemm rate it measures
+// itself on the same thread count, beside each round of steps (median of the 1024^3
+// products just before and just after), and the peak floor from the best rate.
+// MeasureStepBench returns the numbers (`ringside calibrate` uses them); RunStepBench
+// prints them.
 #ifndef RINGSIDE_EXPERIMENTS_BENCH_STEP_BENCH_H_
 #define RINGSIDE_EXPERIMENTS_BENCH_STEP_BENCH_H_
 
+#include <cstdint>
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace ringside {
 
@@ -19,8 +25,41 @@ struct StepBenchOptions {
   int warmup = 20;
   int steps = 200;
   int repeats = 1;  // Rounds (floor, steps, floor), each printed; then a summary.
+  // false: no sgemm rates, no floor (the round's sgemm and floor fields stay 0).
+  bool measure_floor = true;
 };
 
+// One round: o.steps timed steps (milliseconds; medians unless named otherwise).
+struct StepRound {
+  double step_ms = 0, p10_ms = 0, p90_ms = 0;
+  double forward_ms = 0, backward_ms = 0;
+  double compute_ms = 0;  // Median of forward + backward per step.
+  double update_ms = 0;   // The SGD update (the single strategy steps during backward).
+  double samples_per_s = 0;
+  // sgemm 1024^3 rates around the round, GFLOP/s: median, lowest, highest; the floor
+  // (GEMM FLOPs / median rate) and step_ms over it. 0 without measure_floor.
+  double sgemm_gflops = 0, sgemm_min_gflops = 0, sgemm_max_gflops = 0;
+  double floor_ms = 0, floor_ratio = 0;
+};
+
+struct StepBenchResult {
+  StepBenchOptions options;
+  int64_t num_params = 0;
+  double gemm_flops = 0;  // One step's GEMM work (Model::GemmFlops).
+  std::vector<StepRound> rounds;
+  // Over all rounds: the best and the median sgemm rate (0 without measure_floor).
+  double peak_gflops = 0, median_gflops = 0;
+};
+
+// Builds the model on the CPU ops and times it. Blocks for (warmup + steps) x repeats
+// steps (and 20 sgemm products per round with measure_floor). InvalidArgument for bad
+// options or an unknown model.
+absl::StatusOr<StepBenchResult> MeasureStepBench(const StepBenchOptions& options);
+
+// The bench's report: a header line, one line per round, a summary line.
+void PrintStepBench(const StepBenchResult& result, FILE* out);
+
+// MeasureStepBench, then PrintStepBench to stdout.
 absl::Status RunStepBench(const StepBenchOptions& options);
 
 }  // namespace ringside

@@ -51,7 +51,9 @@ absl::Status RunPushPull() {
     }
     sizes.push_back(static_cast<int64_t>(mb * (1 << 20)) / 4 * 4);
   }
-  return RunPushPullSweep(o, sizes);
+  PrintPushPullHeader(stdout);
+  return RunPushPullSweep(o, sizes, [](const PushPullRow& row) { PrintPushPullRow(row, stdout); })
+      .status();
 }
 
 absl::Status RunPushPullServer() {

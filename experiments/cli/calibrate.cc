@@ -1,11 +1,12 @@
-// `ringside calibrate --out=FILE`: the cost model's constants, measured here.
+// `ringside calibrate --model=SPEC --batch=B --out=FILE`: the cost model's constants,
+// measured here for that model and per-worker batch (which the file records).
+// Progress, one line per phase, on stderr; the JSON and the file's name on stdout.
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "experiments/cli/flags.h"
 #include "experiments/cli/verbs.h"
 #include "experiments/costmodel/costmodel.h"
-#include "experiments/sys/process_info.h"
 
 namespace ringside {
 
@@ -16,11 +17,12 @@ absl::Status RunCalibrateVerb(const CommandArgs& args) {
   o.model = absl::GetFlag(FLAGS_model);
   o.batch = absl::GetFlag(FLAGS_batch);
   o.threads = absl::GetFlag(FLAGS_threads) > 0 ? absl::GetFlag(FLAGS_threads) : 1;
-  RINGSIDE_ASSIGN_OR_RETURN(o.self_exe, SelfExePath());
-  o.work_dir = out + ".runs";
+  if (absl::GetFlag(FLAGS_steps) > 0) o.steps = static_cast<int>(absl::GetFlag(FLAGS_steps));
+  o.progress = stderr;
   RINGSIDE_ASSIGN_OR_RETURN(Calibration c, Calibrate(o));
   RINGSIDE_RETURN_IF_ERROR(WriteCalibrationFile(c, out));
-  absl::PrintF("%s\ncalibration: %s\n", CalibrationToJson(c), out);
+  absl::PrintF("%s\ncalibration: %s (model %s, batch %d, %d thread(s))\n", CalibrationToJson(c), out,
+               c.model, c.batch, c.threads);
   return absl::OkStatus();
 }
 

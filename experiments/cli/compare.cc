@@ -14,6 +14,7 @@ absl::Status RunCompareVerb(const CommandArgs& args) {
   o.out_dir = absl::GetFlag(FLAGS_out);
   if (o.spec_path.empty()) return absl::InvalidArgumentError("compare needs --spec=FILE");
   if (o.out_dir.empty()) return absl::InvalidArgumentError("compare needs --out=DIR");
+  o.summary = stdout;
   return RunCompare(o);
 }
 

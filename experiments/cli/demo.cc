@@ -67,9 +67,8 @@ absl::Status RunDemo(const std::string& out_dir) {
   const std::string calibration_path = out_dir + "/calibration.json";
   if (!std::filesystem::exists(calibration_path)) {
     absl::FPrintF(stderr, "demo: calibrating the cost model (ringside calibrate)\n");
-    CalibrateOptions co;
-    RINGSIDE_ASSIGN_OR_RETURN(co.self_exe, SelfExePath());
-    co.work_dir = out_dir + "/calibration.runs";
+    CalibrateOptions co;  // The demo spec's model and batch are calibrate's defaults.
+    co.progress = stderr;
     absl::StatusOr<Calibration> calibration = Calibrate(co);
     if (!calibration.ok()) return calibration.status();
     if (absl::Status s = WriteCalibrationFile(*calibration, calibration_path); !s.ok()) return s;

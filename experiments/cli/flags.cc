@@ -56,11 +56,6 @@ ABSL_FLAG(std::string, ps_servers, "",
 ABSL_FLAG(int32_t, worker_id, 0, "ps-worker: this worker's id in [0, --workers)");
 ABSL_FLAG(int32_t, shard, 0, "ps-server: the shard to host, in [0, --ps_shards)");
 ABSL_FLAG(std::string, listen, "0.0.0.0:0", "ps-server: host:port to listen on");
-ABSL_FLAG(int32_t, nproc_per_node, 1, "launch: processes on this node");
-ABSL_FLAG(int32_t, nnodes, 1, "launch: nodes in the job");
-ABSL_FLAG(int32_t, node_rank, 0, "launch: this node's index");
-ABSL_FLAG(std::string, master_addr, "127.0.0.1", "launch: address of rank 0 (hosts the store)");
-ABSL_FLAG(int32_t, master_port, 29500, "launch: port of rank 0's store (0: pick a free one)");
 ABSL_FLAG(int32_t, warmup, 20, "bench: untimed warm-up steps");
 ABSL_FLAG(int32_t, gap_us, 0, "bench allreduce: idle microseconds before each timed all-reduce");
 ABSL_FLAG(std::string, calibration, "", "simulate/report: calibration JSON written by `ringside calibrate`");

@@ -1,7 +1,12 @@
 // `ringside train`: one training job. --strategy=single runs here; ps and ddp launch
 // the job's processes on this machine (launch/local_job.h), or, inside a launched job
 // (RANK etc. set by `ringside launch` or torchrun), play this process's role.
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
@@ -23,22 +28,38 @@ LocalJobOptions LocalJob(const CommandArgs& args) {
   return o;
 }
 
-// PS: the shards are local ranks 0..S-1 unless colocated, the workers the rest.
+// PS: the shards are ranks 0..S-1 unless colocated, the workers the rest. Inside a
+// launched job the shards' addresses come from --ps_servers, or, without it, from the
+// job's store (DiscoverPsServers), which rank 0 hosts or torchrun's agent does.
 absl::Status RunPs(const CommandArgs& args) {
   const RunConfig c = RunConfigFromFlags();
   RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
   if (!InLaunchedJob()) return LaunchLocalPsJob(c, LocalJob(args));
   RINGSIDE_ASSIGN_OR_RETURN(JobEnv env, ReadJobEnv());
   const int shards = c.ps_shards();
-  if (!c.ps_colocated() && env.rank < shards) {
-    RINGSIDE_ASSIGN_OR_RETURN(std::vector<std::string> servers,
-                              ParseServerList(absl::GetFlag(FLAGS_ps_servers)));
+  const int processes = c.world_size() + (c.ps_colocated() ? 0 : shards);
+  if (env.world_size != processes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s started %d processes; a PS job of --workers=%d%s needs %d", env.launcher,
+        env.world_size, c.world_size(),
+        c.ps_colocated() ? " (colocated shards)" : absl::StrFormat(" and --ps_shards=%d", shards),
+        processes));
+  }
+  std::vector<std::string> servers;
+  std::unique_ptr<Store> store;  // Held until this role ends: rank 0 may host it.
+  if (const std::string list = absl::GetFlag(FLAGS_ps_servers); !list.empty()) {
+    RINGSIDE_ASSIGN_OR_RETURN(servers, ParseServerList(list));
     if (static_cast<int>(servers.size()) != shards) {
       return absl::InvalidArgumentError("--ps_servers does not list --ps_shards addresses");
     }
-    return RunPsServerRole(c, env.rank, servers[env.rank]);
+  } else {
+    const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+    RINGSIDE_ASSIGN_OR_RETURN(store, JoinJobStore(env, timeout));
+    std::unique_ptr<Store> job = NewPrefixStore(absl::StrCat("ringside/", env.run_id), store.get());
+    RINGSIDE_ASSIGN_OR_RETURN(servers, DiscoverPsServers(env, c, job.get(), timeout));
   }
-  return RunPsWorkerRole(c, env.rank - (c.ps_colocated() ? 0 : shards));
+  if (!c.ps_colocated() && env.rank < shards) return RunPsServerRole(c, env.rank, servers[env.rank]);
+  return RunPsWorkerRole(c, env.rank - (c.ps_colocated() ? 0 : shards), servers);
 }
 
 // DDP: this process is one rank.

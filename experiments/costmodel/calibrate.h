@@ -1,12 +1,20 @@
-// `ringside calibrate`: measures the cost model's constants (cost_model.h) on the
-// real code paths of this machine and writes them as JSON:
-//   - compute and backward time per step and SGD time per byte: a single-process run;
-//   - gamma (summing gradients): timed in process;
-//   - gRPC push-pull alpha and bandwidth: `ringside bench pushpull` sweep, fitted;
-//   - all-reduce alpha and bandwidth: `ringside bench allreduce` with 2 ranks, fitted.
+// `ringside calibrate`: measures the cost model's constants (cost_model.h) on the real
+// code paths of this machine, in this process, from the measurement functions of
+// experiments/bench/ (no child processes, no parsing of printed tables):
+//   1. compute and backward time per step and SGD time per byte: the step bench
+//      (MeasureStepBench) on the model itself, whose parameter count gives M;
+//   2. gamma (summing gradients): timed in process;
+//   3. gRPC push-pull alpha and bandwidth: a push-pull sweep against a shard hosted in
+//      this process (RunPushPullSweep), fitted;
+//   4. all-reduce alpha and bandwidth: a ring all-reduce sweep of 2 Gloo ranks as
+//      threads (MeasureAllReduceInProcess), fitted.
+// A sweep whose fit fails (noise: times that do not grow with size) is run again, up to
+// three sweeps. The result records the model, batch and threads it was measured with.
 #ifndef RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATE_H_
 #define RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATE_H_
 
+#include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -15,17 +23,25 @@
 namespace ringside {
 
 struct CalibrateOptions {
-  std::string model = "mlp:784-256-256-10";
-  std::string dataset = "synthetic:train=16384,test=256";
+  std::string model = "mlp:784-256-256-10";  // Any spec Model::Create takes.
   int batch = 128;          // Per-worker batch the compute time is measured at.
-  int threads = 1;
-  int steps = 80;
-  std::string self_exe;     // The ringside binary (runs the measurements).
-  std::string work_dir;     // Scratch directory for the runs' outputs.
+  int threads = 1;          // BLAS threads for the compute measurement.
+  // The measurement budget (tests make it tiny):
+  int warmup_steps = 8;     // Untimed steps before the timed ones.
+  int steps = 80;           // Timed training steps (medians).
+  int repeats = 10;         // Timed push-pulls and all-reduces per message size.
+  // Largest message of the push-pull (64 KiB, x4 ...) and all-reduce (64 KiB, x2 ...)
+  // sweeps; at least 256 KiB.
+  int64_t max_message_bytes = int64_t{16} << 20;
+  // One line per phase (what, how long it should take, the result), or nullptr. On a
+  // terminal the line is started when the phase starts and finished when it ends; on
+  // anything else each line is written whole when its phase ends.
+  FILE* progress = nullptr;
 };
 
-// Runs the measurements (child processes of `self_exe`); blocks for about half a
-// minute. Every step's failure comes back naming the measurement.
+// Runs the measurements in this process; blocks for about 15 s with the defaults (the
+// step phase scales with the model). InvalidArgument for bad options or a model that
+// does not build; otherwise a failing measurement's error, naming it.
 absl::StatusOr<Calibration> Calibrate(const CalibrateOptions& options);
 
 }  // namespace ringside

@@ -37,6 +37,10 @@ std::string CalibrationToJson(const Calibration& c) {
   *m.mutable_push_pull() = ToMessage(c.push_pull);
   *m.mutable_allreduce() = ToMessage(c.allreduce);
   *m.mutable_halving_doubling() = ToMessage(c.halving_doubling);
+  // Unknown provenance stays absent, as in the files written before it was recorded.
+  if (!c.model.empty()) m.set_model(c.model);
+  if (c.batch > 0) m.set_batch(c.batch);
+  if (c.threads > 0) m.set_threads(c.threads);
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
   options.preserve_proto_field_names = true;
@@ -72,6 +76,12 @@ absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json) {
   c.allreduce = *path;
   path = FromMessage(m.halving_doubling(), "halving_doubling", false);
   c.halving_doubling = *path;
+  c.model = m.model();
+  c.batch = m.batch();
+  c.threads = m.threads();
+  if (c.batch < 0 || c.threads < 0) {
+    return absl::InvalidArgumentError("calibration JSON: \"batch\" and \"threads\" must be >= 0");
+  }
   if (absl::Status s = ValidateCalibration(c); !s.ok()) return s;
   return c;
 }

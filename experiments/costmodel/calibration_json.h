@@ -14,7 +14,9 @@ namespace ringside {
 // so that a round trip is exact.
 std::string CalibrationToJson(const Calibration& calibration);
 // Parses JSON in that mapping (any key order and whitespace). compute_s, push_pull and
-// allreduce (each with both fields) are required, the rest default to 0.
+// allreduce (each with both fields) are required, the rest default to 0 (model to "":
+// files written before model, batch and threads were recorded; see
+// CheckCalibrationFits).
 // InvalidArgument for malformed JSON, an unknown key, a non-number value, a missing
 // required field or a failing sanity check (ValidateCalibration).
 absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json);

@@ -55,6 +55,13 @@ struct Calibration {
   // The model the compute times were measured on (informational; RunSimulate uses it
   // when its own model_bytes is 0).
   double model_bytes = 0;
+  // What the compute times were measured with: the model spec ("mlp:784-256-256-10",
+  // "cnn:lenet"), the per-worker batch and the BLAS threads. Empty / 0 in files
+  // written before ringside recorded them. CheckCalibrationFits (calibration_check.h)
+  // compares them with a run's.
+  std::string model;
+  int batch = 0;
+  int threads = 0;
 };
 
 // Least-squares fit of time = alpha + bytes / B to (message bytes, seconds) samples, the

@@ -1,6 +1,8 @@
 // Tests of the cost model against hand-computed closed forms (docs/cost_model.md), the
 // fits against synthetic sweeps, the known asymptotics (master bottleneck, colocated PS =
-// ring traffic, BytePS's M/B), crossovers, and the JSON and bandwidth parsers.
+// ring traffic, BytePS's M/B), crossovers, the JSON and bandwidth parsers, and whether a
+// calibration fits a run's model and batch.
+#include "experiments/costmodel/calibration_check.h"
 #include "experiments/costmodel/calibration_json.h"
 #include "experiments/costmodel/cost_model.h"
 
@@ -20,6 +22,7 @@ namespace ringside {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // compute 10 ms (backward 6 ms), SGD 1 ns/byte, sum 0.5 ns/byte; push-pull alpha 1 ms,
 // all-reduce alpha 0.1 ms; both 100 MB/s.
@@ -702,6 +705,9 @@ TEST(Json, RoundTripIsExact) {
   c.push_pull = {5.123456789e-4, 1.26e9};
   c.allreduce = {1e-4, 1.0 / 7 * 1e9};
   c.halving_doubling = {0, 0};
+  c.model = "cnn:lenet";
+  c.batch = 96;
+  c.threads = 2;
   absl::StatusOr<Calibration> back = CalibrationFromJson(CalibrationToJson(c));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->compute_s, c.compute_s);
@@ -715,6 +721,23 @@ TEST(Json, RoundTripIsExact) {
   EXPECT_EQ(back->allreduce.alpha_s, c.allreduce.alpha_s);
   EXPECT_EQ(back->allreduce.bytes_per_s, c.allreduce.bytes_per_s);
   EXPECT_EQ(back->halving_doubling.bytes_per_s, 0);
+  EXPECT_EQ(back->model, "cnn:lenet");
+  EXPECT_EQ(back->batch, 96);
+  EXPECT_EQ(back->threads, 2);
+}
+
+// A calibration of unknown provenance (a file from before model and batch were
+// recorded) writes no such keys and reads back as unknown.
+TEST(Json, ModelAndBatchAreAbsentWhenUnknown) {
+  Calibration c = TestCalibration();
+  const std::string json = CalibrationToJson(c);
+  EXPECT_THAT(json, Not(HasSubstr("\"model\"")));
+  EXPECT_THAT(json, Not(HasSubstr("\"batch\"")));
+  absl::StatusOr<Calibration> back = CalibrationFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->model, "");
+  EXPECT_EQ(back->batch, 0);
+  EXPECT_EQ(back->threads, 0);
 }
 
 TEST(Json, AcceptsAnyOrderAndOptionalFields) {
@@ -746,9 +769,76 @@ TEST(Json, RejectsBadInput) {
            "{\"compute_s\":1," + paths,                                // unterminated
            std::string("{\"compute_s\":1,\"push_pull\":{\"alpha_s\":0},\"allreduce\":"
                        "{\"alpha_s\":0,\"bytes_per_s\":1}}"),          // path field missing
+           "{\"compute_s\":1," + paths + ",\"batch\":-4}",             // negative batch
+           "{\"compute_s\":1," + paths + ",\"model\":7}",              // model not a string
        }) {
     EXPECT_EQ(CalibrationFromJson(bad).status().code(), absl::StatusCode::kInvalidArgument)
         << bad;
+  }
+}
+
+// ----- whether a calibration fits a run -----
+
+// mlp:784-256-256-10 has 784*256+256 + 256*256+256 + 256*10+10 = 269322 parameters,
+// mlp:784-128-10 has 784*128+128 + 128*10+10 = 101770.
+Calibration MeasuredWith(const std::string& model, int batch) {
+  Calibration c = TestCalibration();
+  c.model = model;
+  c.batch = batch;
+  c.model_bytes = 4.0 * 269322;
+  return c;
+}
+
+TEST(CalibrationFits, SameModelAndBatch) {
+  EXPECT_TRUE(CheckCalibrationFits(MeasuredWith("mlp:784-256-256-10", 128), "mlp:784-256-256-10", 128).ok());
+}
+
+TEST(CalibrationFits, WeighModelCountsTheParameters) {
+  absl::StatusOr<ModelWeight> w = WeighModel("mlp:784-256-256-10", 64);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->bytes, 4.0 * 269322);
+  absl::StatusOr<ModelWeight> w2 = WeighModel("mlp:784-256-256-10", 128);
+  ASSERT_TRUE(w2.ok()) << w2.status();
+  EXPECT_DOUBLE_EQ(w2->gemm_flops, 2 * w->gemm_flops);  // GEMM work is linear in the batch.
+  EXPECT_EQ(WeighModel("mlp:100-10", 1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CalibrationFits, DifferentBatchNamesBothAndTheComputeError) {
+  // Measured at twice this run's batch: twice the work, compute predicted +100%; the
+  // same model moves the same bytes.
+  const absl::Status s = CheckCalibrationFits(MeasuredWith("mlp:784-256-256-10", 128), "mlp:784-256-256-10", 64);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("measured with mlp:784-256-256-10 at batch 128, this run is "
+                                     "mlp:784-256-256-10 at batch 64"));
+  EXPECT_THAT(s.message(), HasSubstr("2.00x this run's GEMM work (predicted compute off by about +100%)"));
+  EXPECT_THAT(s.message(), Not(HasSubstr("model bytes")));
+  EXPECT_THAT(s.message(), HasSubstr("re-run `ringside calibrate --model=mlp:784-256-256-10 --batch=64`"));
+}
+
+TEST(CalibrationFits, DifferentModelNamesBothAndTheErrors) {
+  const absl::Status s = CheckCalibrationFits(MeasuredWith("mlp:784-256-256-10", 64), "mlp:784-128-10", 64);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("measured with mlp:784-256-256-10 at batch 64, this run is "
+                                     "mlp:784-128-10 at batch 64"));
+  // 269322 / 101770 = 2.646 the bytes.
+  EXPECT_THAT(s.message(), HasSubstr("its model bytes 2.65x this model's (predicted communication off by about +165%)"));
+  // A model that is the bigger in every layer has the more GEMM work: an over-prediction.
+  EXPECT_THAT(std::string(s.message()), testing::ContainsRegex("compute off by about \\+[0-9]+%"));
+  EXPECT_THAT(s.message(), HasSubstr("--model=mlp:784-128-10 --batch=64"));
+}
+
+TEST(CalibrationFits, UnbuildableModelSaysTheErrorIsUnknown) {
+  const absl::Status s = CheckCalibrationFits(MeasuredWith("mlp:784-256-256-10", 64), "mlp:3-10", 64);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("off by an unknown amount"));
+}
+
+TEST(CalibrationFits, OldFilesWithoutModelOrBatchSaySo) {
+  for (Calibration c : {MeasuredWith("", 0), MeasuredWith("", 128), MeasuredWith("cnn:lenet", 0)}) {
+    const absl::Status s = CheckCalibrationFits(c, "cnn:lenet", 32);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(s.message(), HasSubstr("does not say which model and batch it was measured with"));
+    EXPECT_THAT(s.message(), HasSubstr("re-run `ringside calibrate --model=cnn:lenet --batch=32`"));
   }
 }
 
@@ -785,6 +875,43 @@ TEST(Simulate, PrintsATablePerLinkAndTheCrossovers) {
   EXPECT_THAT(text, HasSubstr("halving-doubling"));
   EXPECT_THAT(text, HasSubstr("\n  1024 "));
   EXPECT_THAT(text, HasSubstr("crossover: PS S=1 overtakes ring between N=1 and N=2"));
+}
+
+TEST(Simulate, SaysWhatTheCalibrationWasMeasuredWith) {
+  SimulateOptions o;
+  o.calibration = MeasuredWith("mlp:784-256-256-10", 64);
+  o.calibration.threads = 1;
+  absl::Status st;
+  std::string text = RunToString(o, &st);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_THAT(text, HasSubstr("calibration measured with mlp:784-256-256-10 at batch 64, 1 thread(s)\n"));
+  o.model = "mlp:784-256-256-10";  // The calibration's own: fine.
+  RunToString(o, &st);
+  EXPECT_TRUE(st.ok()) << st;
+  o.calibration = MeasuredWith("", 0);
+  o.model.clear();
+  text = RunToString(o, &st);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_THAT(text, HasSubstr("calibration of an unknown model and batch"));
+}
+
+TEST(Simulate, RefusesAnotherModelOrBatch) {
+  SimulateOptions o;
+  o.calibration = MeasuredWith("mlp:784-256-256-10", 64);
+  o.batch = 128;
+  absl::Status st;
+  std::string text = RunToString(o, &st);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(st.message(), HasSubstr("at batch 64, this run is mlp:784-256-256-10 at batch 128"));
+  EXPECT_EQ(text, "");
+  o.batch = 0;
+  o.model = "cnn:lenet";
+  RunToString(o, &st);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(st.message(), HasSubstr("this run is cnn:lenet at batch 64"));
+  o.calibration = MeasuredWith("", 0);  // An old file cannot vouch for any model.
+  RunToString(o, &st);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(Simulate, NeedsAModelSize) {

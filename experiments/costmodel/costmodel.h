@@ -2,6 +2,8 @@
 //   cost_model.h  closed-form step times of the parameter server and the all-reduce
 //                 algorithms from a handful of constants (docs/cost_model.md)
 //   calibrate.h   `ringside calibrate`: those constants measured on this machine
+//   calibration_check.h  CheckCalibrationFits: whether a calibration's model and batch
+//                 are a run's, and how far off predictions are when not
 //   calibration_json.h, calibration.proto  the calibration file (protobuf's JSON)
 //   simulate.h    `ringside simulate`: predicted step time and speedup up to 1024
 //                 workers, and where the strategies' curves cross; calibration files
@@ -9,6 +11,7 @@
 #define RINGSIDE_EXPERIMENTS_COSTMODEL_COSTMODEL_H_
 
 #include "experiments/costmodel/calibrate.h"
+#include "experiments/costmodel/calibration_check.h"
 #include "experiments/costmodel/calibration_json.h"
 #include "experiments/costmodel/cost_model.h"
 #include "experiments/costmodel/simulate.h"

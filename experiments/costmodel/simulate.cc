@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "experiments/costmodel/calibration_check.h"
 #include "experiments/costmodel/calibration_json.h"
 #include "experiments/costmodel/cost_model.h"
 #include "experiments/netem/bandwidth.h"
@@ -132,13 +133,29 @@ absl::Status PrintOneLink(const SimulateOptions& options, double model_bytes, do
 }  // namespace
 
 absl::Status RunSimulate(const SimulateOptions& options, FILE* out) {
+  const Calibration& c = options.calibration;
+  if (!options.model.empty() || options.batch > 0) {
+    absl::Status fits = CheckCalibrationFits(c, options.model.empty() ? c.model : options.model,
+                                             options.batch > 0 ? options.batch : c.batch);
+    if (!fits.ok()) return absl::FailedPreconditionError(absl::StrCat("simulate: ", fits.message()));
+  }
   const double model_bytes =
       options.model_bytes > 0 ? options.model_bytes : options.calibration.model_bytes;
   if (!(model_bytes > 0) || !std::isfinite(model_bytes)) {
     return absl::InvalidArgumentError(
         "simulate: no model size (give model_bytes or calibrate with a model)");
   }
-  const Calibration& c = options.calibration;
+  if (c.model.empty() || c.batch <= 0) {
+    absl::FPrintF(out, "calibration of an unknown model and batch (written by an older ringside "
+                       "calibrate; re-run `ringside calibrate --model=... --batch=...` to record "
+                       "them)\n");
+  } else {
+    absl::FPrintF(out, "calibration measured with %s at batch %d, %d thread(s)%s\n", c.model, c.batch,
+                  c.threads, model_bytes != c.model_bytes
+                                 ? absl::StrCat("; predicting for a model of ", FormatBytes(model_bytes),
+                                                " with its compute times")
+                                 : "");
+  }
   absl::FPrintF(out,
                 "calibration: compute %.3f ms/step (backward %.3f ms), update %.3f ns/byte, "
                 "reduce %.3f ns/byte\n",

@@ -16,6 +16,11 @@ namespace ringside {
 
 struct SimulateOptions {
   Calibration calibration;
+  // The model and per-worker batch to predict for; empty / 0: the calibration's own.
+  // Either given: the calibration must have been measured with them (refused
+  // otherwise, see CheckCalibrationFits).
+  std::string model;
+  int batch = 0;
   double model_bytes = 0;  // 0: calibration.model_bytes.
   // One table per entry, bytes/s per direction. Empty: one table on the calibrated paths.
   std::vector<double> link_bytes_per_s;
@@ -28,9 +33,11 @@ struct SimulateOptions {
   bool overlap = true;
 };
 
-// Writes the tables and "crossover: ..." lines to `out` (borrowed). InvalidArgument for
-// a model of 0 bytes or anything Predict rejects; nothing is printed for a sweep that
-// fails before its table starts.
+// Writes what the calibration was measured with, the tables and "crossover: ..." lines
+// to `out` (borrowed). FailedPrecondition (CheckCalibrationFits's message) when
+// options.model or options.batch is not what the calibration was measured with, or the
+// calibration does not say; InvalidArgument for a model of 0 bytes or anything Predict
+// rejects. Nothing is printed for a sweep that fails before its table starts.
 absl::Status RunSimulate(const SimulateOptions& options, FILE* out);
 
 // File helpers for the CLI: the JSON of CalibrationToJson. NotFound / Internal for I/O

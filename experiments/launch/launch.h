@@ -1,7 +1,9 @@
 // experiments/launch/: starting a job's processes. Door of the folder.
 //   launcher.h           `ringside launch`: torchrun-style, N processes with the job
 //                        variables (RANK, WORLD_SIZE, MASTER_ADDR, ...), prefixed output,
-//                        one failure stops all
+//                        one failure stops all (or restarts the group)
+//   node_rendezvous.h    the launchers of several nodes agreeing on each round of a
+//                        job with restarts (node 0's launcher hosts their store)
 //   local_job.h          the PS and DDP process plans of `ringside train` on one machine
 //   network_placement.h  each local rank on its own emulated node (netem/)
 // The job variables a launched process reads: common/job_env.h (JobEnv).
@@ -11,5 +13,6 @@
 #include "experiments/launch/launcher.h"
 #include "experiments/launch/local_job.h"
 #include "experiments/launch/network_placement.h"
+#include "experiments/launch/node_rendezvous.h"
 
 #endif  // RINGSIDE_EXPERIMENTS_LAUNCH_LAUNCH_H_

@@ -4,16 +4,22 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
-#include <algorithm>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "experiments/launch/node_rendezvous.h"
 #include "experiments/sys/sys.h"
 
 namespace ringside {
@@ -44,10 +50,13 @@ void Emit(Child* c, const char* data, size_t n, bool flush) {
   fflush(stdout);
 }
 
-// Variables the launcher sets for every rank; inherited values are dropped.
-constexpr const char* kJobVariables[] = {"RANK",        "LOCAL_RANK",  "WORLD_SIZE",
-                                         "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                                         "GROUP_RANK",  "RINGSIDE_RUN_ID"};
+// Variables the launcher sets for every rank (torchrun's set, local_elastic_agent.py,
+// and ringside's run id); inherited values are dropped.
+constexpr const char* kJobVariables[] = {
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+    "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE",
+    "RINGSIDE_RUN_ID", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE"};
 
 absl::Status CheckOptions(const LaunchOptions& o) {
   if (o.nproc_per_node < 1 || o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes) {
@@ -55,32 +64,71 @@ absl::Status CheckOptions(const LaunchOptions& o) {
         "launch needs --nproc_per_node >= 1, --nnodes >= 1 and 0 <= --node_rank < --nnodes (got ",
         o.nproc_per_node, ", ", o.nnodes, ", ", o.node_rank, ")"));
   }
+  if (o.max_restarts < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_restarts must be >= 0, got ", o.max_restarts));
+  }
   if (o.command.empty()) return absl::InvalidArgumentError("launch needs a command after --");
   return absl::OkStatus();
 }
 
+// What every rank of one round of the group shares.
+struct Round {
+  int port = 0;
+  std::string run_id;
+  int restart_count = 0;               // TORCHELASTIC_RESTART_COUNT.
+  std::vector<std::string> extra_env;  // NAME=VALUE for every rank (BLAS threads, NCCL).
+};
+
 // The spawn of local rank `lr`: its prefix and the command, the job's variables, its
 // output into one pipe.
-SpawnOptions RankSpawn(const LaunchOptions& o, int lr, int port, const std::string& run_id) {
+SpawnOptions RankSpawn(const LaunchOptions& o, int lr, const Round& round) {
   SpawnOptions so;
   if (lr < static_cast<int>(o.rank_prefix.size())) so.argv = o.rank_prefix[lr];
   so.argv.insert(so.argv.end(), o.command.begin(), o.command.end());
   for (const char* name : kJobVariables) so.env_unset.push_back(name);
   const int rank = o.node_rank * o.nproc_per_node + lr;
+  const int world_size = o.nnodes * o.nproc_per_node;
   so.env_set = {absl::StrCat("RANK=", rank),
                 absl::StrCat("LOCAL_RANK=", lr),
-                absl::StrCat("WORLD_SIZE=", o.nnodes * o.nproc_per_node),
+                absl::StrCat("WORLD_SIZE=", world_size),
                 absl::StrCat("LOCAL_WORLD_SIZE=", o.nproc_per_node),
                 absl::StrCat("MASTER_ADDR=", o.master_addr),
-                absl::StrCat("MASTER_PORT=", port),
+                absl::StrCat("MASTER_PORT=", round.port),
                 absl::StrCat("GROUP_RANK=", o.node_rank),
-                absl::StrCat("RINGSIDE_RUN_ID=", run_id)};
+                absl::StrCat("GROUP_WORLD_SIZE=", o.nnodes),
+                // One role ("default", as torchrun's): role ranks are the global ones.
+                absl::StrCat("ROLE_RANK=", rank),
+                "ROLE_NAME=default",
+                absl::StrCat("ROLE_WORLD_SIZE=", world_size),
+                absl::StrCat("RINGSIDE_RUN_ID=", round.run_id),
+                absl::StrCat("TORCHELASTIC_RUN_ID=", round.run_id),
+                absl::StrCat("TORCHELASTIC_RESTART_COUNT=", round.restart_count),
+                absl::StrCat("TORCHELASTIC_MAX_RESTARTS=", o.max_restarts),
+                // Rank 0 hosts the store; there is no agent store to join.
+                "TORCHELASTIC_USE_AGENT_STORE=False"};
+  so.env_set.insert(so.env_set.end(), round.extra_env.begin(), round.extra_env.end());
   if (lr < static_cast<int>(o.rank_env.size())) {
     so.env_set.insert(so.env_set.end(), o.rank_env[lr].begin(), o.rank_env[lr].end());
   }
   so.out = ChildStream::kPipe;
   so.err = ChildStream::kStdout;
   return so;
+}
+
+// torchrun's default: one BLAS/OpenMP thread per rank when several ranks share this
+// node's cores and the user set neither variable. Announced once on stderr if asked.
+std::vector<std::string> BlasThreadEnv(const LaunchOptions& o) {
+  if (!o.one_blas_thread_per_rank || o.nproc_per_node < 2 ||
+      std::getenv("OMP_NUM_THREADS") != nullptr || std::getenv("OPENBLAS_NUM_THREADS") != nullptr) {
+    return {};
+  }
+  if (o.announce_blas_threads) {
+    absl::FPrintF(stderr,
+                  "ringside: %d processes on this node (%d cores): OMP_NUM_THREADS=1 and "
+                  "OPENBLAS_NUM_THREADS=1 for each (set either variable to choose otherwise)\n",
+                  o.nproc_per_node, std::thread::hardware_concurrency());
+  }
+  return {"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1"};
 }
 
 // Reads what the children printed (waits up to 100 ms for any) and prints it prefixed.
@@ -127,62 +175,30 @@ absl::Status Outcome(const std::vector<Child>& children, const Child* first_fail
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status Launch(const LaunchOptions& o) {
-  RINGSIDE_RETURN_IF_ERROR(CheckOptions(o));
-  int port = o.master_port;
-  if (port == 0) {
-    if (o.nnodes > 1) return absl::InvalidArgumentError("--master_port=0 needs --nnodes=1");
-    RINGSIDE_ASSIGN_OR_RETURN(port, PickFreePort());
-  }
-  if (port < 1 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("--master_port out of range: ", port));
-  }
-  const std::string run_id =
-      o.run_id.empty() ? absl::StrCat(getpid(), "-", absl::ToUnixMicros(absl::Now())) : o.run_id;
-
-  ScopedSignalCatcher signals;  // Forwarded to the children below.
-  fflush(stdout);
-  fflush(stderr);
-  std::vector<Child> children(o.nproc_per_node);
-  absl::Status spawn_error;
-  for (int lr = 0; lr < o.nproc_per_node && spawn_error.ok(); ++lr) {
-    Child& c = children[lr];
-    c.rank = o.node_rank * o.nproc_per_node + lr;
-    c.label = lr < static_cast<int>(o.labels.size()) ? o.labels[lr] : absl::StrCat("rank ", c.rank);
-    absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Spawn(RankSpawn(o, lr, port, run_id));
-    if (!p.ok()) {
-      spawn_error = absl::Status(p.status().code(), absl::StrCat("launch: ", p.status().message()));
-    } else {
-      c.process = std::move(*p);
-    }
-  }
-  children.erase(std::remove_if(children.begin(), children.end(),
-                                [](const Child& c) { return c.process == nullptr; }),
-                 children.end());
-
+// One round's processes on this node, and the state of stopping them.
+struct Group {
+  std::vector<Child> children;
   const Child* first_failed = nullptr;
   bool stopping = false;
   absl::Time kill_at = absl::InfiniteFuture();
-  // Protocol step: stop every rank still running, SIGKILL after the grace period.
-  auto stop_all = [&](int sig) {
-    for (Child& c : children) c.process->Signal(sig);
-    if (!stopping) kill_at = absl::Now() + o.kill_grace;
-    stopping = true;
-  };
-  if (!spawn_error.ok()) stop_all(SIGTERM);
   absl::Time all_exited_at = absl::InfiniteFuture();
-  while (true) {
-    if (const int sig = signals.Take(); sig != 0) stop_all(sig);  // Forward ours.
-    PumpOutput(&children);
+
+  // Protocol step: stop every rank still running, SIGKILL after the grace period.
+  void StopAll(int sig, absl::Duration grace) {
+    for (Child& c : children) c.process->Signal(sig);
+    if (!stopping) kill_at = absl::Now() + grace;
+    stopping = true;
+  }
+
+  // Reaps what exited; the first rank that fails stops the others (they would hang or
+  // fail). True once every rank exited and its output was drained.
+  bool Reap(absl::Duration grace) {
     bool all_exited = true, pipes_open = false;
     for (Child& c : children) {
       if (!c.process->exited() && c.process->Poll() && !c.process->succeeded() &&
           first_failed == nullptr && !stopping) {
-        // One rank failed: stop the others (they would hang or fail).
         first_failed = &c;
-        stop_all(SIGTERM);
+        StopAll(SIGTERM, grace);
       }
       all_exited &= c.process->exited();
       pipes_open |= c.process->out_fd() >= 0;
@@ -191,14 +207,129 @@ absl::Status Launch(const LaunchOptions& o) {
       for (Child& c : children) c.process->Signal(SIGKILL);
       kill_at = absl::InfiniteFuture();
     }
-    if (all_exited) {
-      // Drain what is left, but never wait on a pipe some grandchild keeps open.
-      if (all_exited_at == absl::InfiniteFuture()) all_exited_at = absl::Now();
-      if (!pipes_open || stopping || absl::Now() - all_exited_at > absl::Seconds(2)) break;
-    }
+    if (!all_exited) return false;
+    // Drain what is left, but never wait on a pipe some grandchild keeps open.
+    if (all_exited_at == absl::InfiniteFuture()) all_exited_at = absl::Now();
+    return !pipes_open || stopping || absl::Now() - all_exited_at > absl::Seconds(2);
   }
-  if (!spawn_error.ok()) return spawn_error;
-  return Outcome(children, first_failed, o.nproc_per_node);
+};
+
+// Starts every local rank of `round`; on a spawn failure, the ranks already started
+// are in `group` and the error is returned.
+absl::Status SpawnGroup(const LaunchOptions& o, const Round& round, Group* group) {
+  fflush(stdout);
+  fflush(stderr);
+  for (int lr = 0; lr < o.nproc_per_node; ++lr) {
+    Child c;
+    c.rank = o.node_rank * o.nproc_per_node + lr;
+    c.label = lr < static_cast<int>(o.labels.size()) ? o.labels[lr] : absl::StrCat("rank ", c.rank);
+    absl::StatusOr<std::unique_ptr<Subprocess>> p = Subprocess::Spawn(RankSpawn(o, lr, round));
+    if (!p.ok()) return absl::Status(p.status().code(), absl::StrCat("launch: ", p.status().message()));
+    c.process = std::move(*p);
+    group->children.push_back(std::move(c));
+  }
+  return absl::OkStatus();
+}
+
+// One round of the group: starts every local rank, relays their output, and blocks
+// until all exited. With `nodes`, also stops when another node publishes a failure,
+// and publishes this node's. `restartable` when a rank failed on its own (not a
+// signal to the launcher, not a program that cannot be started).
+struct RoundResult {
+  absl::Status status;
+  bool restartable = false;
+};
+
+RoundResult RunRound(const LaunchOptions& o, const Round& round, ScopedSignalCatcher* signals,
+                     NodeRendezvous* nodes) {
+  Group group;
+  group.children.reserve(o.nproc_per_node);  // first_failed points into it.
+  const absl::Status spawn_error = SpawnGroup(o, round, &group);
+  if (!spawn_error.ok()) group.StopAll(SIGTERM, o.kill_grace);
+  bool interrupted = false;
+  std::optional<RoundFailure> peer;  // Another node's failure, which stopped ours.
+  absl::Time next_poll = absl::Now();
+  do {
+    if (const int sig = signals->Take(); sig != 0) {  // Forward ours.
+      interrupted = true;
+      group.StopAll(sig, o.kill_grace);
+    }
+    if (nodes != nullptr && !group.stopping && absl::Now() >= next_poll) {
+      peer = nodes->Failure(round.restart_count);
+      if (peer.has_value()) group.StopAll(SIGTERM, o.kill_grace);
+      next_poll = absl::Now() + absl::Milliseconds(200);
+    }
+    PumpOutput(&group.children);
+  } while (!group.Reap(o.kill_grace));
+  // A signal to the whole process group (a terminal's Ctrl-C, timeout(1)) reaches the
+  // ranks too: one may be reaped as failed before the launcher takes its own signal.
+  interrupted |= signals->caught() != 0;
+
+  if (peer.has_value()) return {absl::AbortedError(peer->message), peer->restartable};
+  RoundResult result;
+  result.status = spawn_error.ok() ? Outcome(group.children, group.first_failed, o.nproc_per_node)
+                                   : spawn_error;
+  result.restartable = !result.status.ok() && spawn_error.ok() && !interrupted;
+  if (nodes != nullptr && !result.status.ok()) {
+    nodes->PublishFailure(round.restart_count,
+                          {absl::StrCat("node ", o.node_rank, ": ", result.status.message()),
+                           result.restartable});
+  }
+  return result;
+}
+
+}  // namespace
+
+std::string RunIdFor(const std::string& master_addr, int master_port) {
+  return absl::StrCat("ringside-", master_addr, ":", master_port);
+}
+
+absl::Status Launch(const LaunchOptions& o) {
+  RINGSIDE_RETURN_IF_ERROR(CheckOptions(o));
+  if (o.master_port == 0 && o.nnodes > 1) {
+    return absl::InvalidArgumentError("--master_port=0 needs --nnodes=1");
+  }
+  if (o.master_port < 0 || o.master_port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--master_port out of range: ", o.master_port));
+  }
+  ScopedSignalCatcher signals;  // Forwarded to the children of every round.
+  Round round;
+  round.run_id = o.run_id.empty() ? RunIdFor(o.master_addr, o.master_port) : o.run_id;
+  round.extra_env = BlasThreadEnv(o);
+  // torchrun's default too: NCCL reports a failed peer as an error instead of hanging.
+  if (std::getenv("NCCL_ASYNC_ERROR_HANDLING") == nullptr) {
+    round.extra_env.push_back("NCCL_ASYNC_ERROR_HANDLING=1");
+  }
+  // Restarts across nodes: the launchers agree on every round through node 0's
+  // launcher, which then holds the endpoint; rank 0 hosts its store on a fresh port.
+  std::unique_ptr<NodeRendezvous> nodes;
+  const std::function<bool()> interrupted = [&signals] { return signals.caught() != 0; };
+  if (o.nnodes > 1 && o.max_restarts > 0) {
+    RINGSIDE_ASSIGN_OR_RETURN(nodes, NodeRendezvous::Join(o.master_addr, o.master_port, o.nnodes,
+                                                          o.node_rank, round.run_id, o.rdzv_timeout));
+  }
+  for (;; ++round.restart_count) {
+    round.port = o.master_port;
+    if (nodes != nullptr) {
+      RINGSIDE_ASSIGN_OR_RETURN(round.port, nodes->BeginRound(round.restart_count, interrupted));
+    } else if (round.port == 0) {
+      // A free port for each round: the last round's may not be free again yet.
+      RINGSIDE_ASSIGN_OR_RETURN(round.port, PickFreePort());
+      if (o.run_id.empty() && round.restart_count == 0) round.run_id = RunIdFor(o.master_addr, round.port);
+    }
+    RoundResult result = RunRound(o, round, &signals, nodes.get());
+    if (result.status.ok() && nodes != nullptr) {
+      result.status = nodes->FinishRound(round.restart_count, interrupted);  // Every node's too.
+    }
+    if (result.status.ok() || !result.restartable || round.restart_count >= o.max_restarts) {
+      if (round.restart_count == 0 || result.status.ok()) return result.status;
+      return absl::Status(result.status.code(),
+                          absl::StrCat(result.status.message(), " (after ", round.restart_count,
+                                       " restart", round.restart_count == 1 ? "" : "s", ")"));
+    }
+    absl::FPrintF(stderr, "ringside: %s; restarting the group (restart %d of %d)\n",
+                  result.status.message(), round.restart_count + 1, o.max_restarts);
+  }
 }
 
 }  // namespace ringside

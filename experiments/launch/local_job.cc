@@ -17,6 +17,9 @@ absl::StatusOr<LaunchOptions> SelfLaunch(int nproc, const LocalJobOptions& optio
   lo.nproc_per_node = nproc;
   lo.master_addr = "127.0.0.1";
   lo.master_port = 0;  // A free port, never a fixed one.
+  // One BLAS thread per process unless --threads or the environment says otherwise;
+  // `train` keeps its output to the job's own lines.
+  lo.announce_blas_threads = false;
   RINGSIDE_ASSIGN_OR_RETURN(std::string self, SelfExePath());
   lo.command.push_back(self);
   lo.command.insert(lo.command.end(), options.self_args.begin(), options.self_args.end());

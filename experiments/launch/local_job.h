@@ -1,7 +1,9 @@
 // The process plans of a training job run on this one machine (`ringside train
 // --strategy=ps|ddp` outside a launched job): which processes, in which roles, with
 // which labels, on which emulated nodes. Each process re-runs this binary with the
-// same flags and finds its role from the job environment the launcher sets.
+// same flags and finds its role from the job environment the launcher sets. Each
+// process gets one BLAS thread (launcher.h), quietly, unless --threads or
+// OMP_NUM_THREADS / OPENBLAS_NUM_THREADS choose otherwise.
 #ifndef RINGSIDE_EXPERIMENTS_LAUNCH_LOCAL_JOB_H_
 #define RINGSIDE_EXPERIMENTS_LAUNCH_LOCAL_JOB_H_
 

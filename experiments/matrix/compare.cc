@@ -2,12 +2,16 @@
 
 #include <signal.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "experiments/matrix/spec.h"
@@ -80,6 +84,47 @@ std::string Clock(double seconds) {
   return absl::StrFormat("%d:%02d", s / 60, s % 60);
 }
 
+// The matrix's progress on `out` (nullptr: silent). On a terminal one status line is
+// redrawn in place (`\r`); anywhere else (a log, a pipe) each event is a line of its
+// own, so the output has no carriage returns.
+class CompareProgress {
+ public:
+  explicit CompareProgress(FILE* out) : out_(out), redraw_(IsTerminal(out)) {}
+
+  // Cell `i` (0-based) of `total` starts; `eta` is the time the rest should take.
+  void Running(size_t i, size_t total, const std::string& eta, const std::string& cell) {
+    if (out_ == nullptr) return;
+    if (redraw_) {
+      absl::FPrintF(out_, "\r%s %d/%d cells  ETA %s  running %-28s", Bar(static_cast<int>(i), total), i,
+                    total, eta, cell);
+    } else {
+      absl::FPrintF(out_, "compare: cell %d/%d %s (ETA %s)\n", i + 1, total, cell, eta);
+    }
+    fflush(out_);
+  }
+
+  void Failed(const std::string& cell, const std::string& reason) {
+    if (out_ == nullptr) return;
+    absl::FPrintF(out_, "%scell %s failed: %s\n", redraw_ ? "\n" : "", cell, reason);
+  }
+
+  void Done(size_t finished, size_t total, int kept, int failed) {
+    if (out_ == nullptr) return;
+    const std::string counts = absl::StrFormat("%d/%d cells (%d kept from an earlier run, %d failed)",
+                                               finished, total, kept, failed);
+    if (redraw_) {
+      absl::FPrintF(out_, "\r%s %s%30s\n", Bar(static_cast<int>(finished), total), counts, "");
+    } else {
+      absl::FPrintF(out_, "compare: %s\n", counts);
+    }
+    fflush(out_);
+  }
+
+ private:
+  FILE* const out_;
+  const bool redraw_;
+};
+
 // Checks what must hold before any cell starts: emulated links can be made, and the
 // output directory is writable (it gets a copy of the spec).
 absl::Status Prepare(const CompareOptions& o, const ExperimentSpec& spec) {
@@ -102,6 +147,15 @@ absl::Status Prepare(const CompareOptions& o, const ExperimentSpec& spec) {
   return absl::OkStatus();
 }
 
+// `word` as one shell word: as is when it is plain, else in single quotes.
+std::string ShellWord(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return absl::ascii_isalnum(c) || std::strchr("_./-+=:,@%", c) != nullptr;
+  });
+  if (plain) return word;
+  return absl::StrCat("'", absl::StrReplaceAll(word, {{"'", "'\\''"}}), "'");
+}
+
 // The result an earlier run left for the cell in `dir`, if any.
 bool ReadKeptResult(const std::string& dir, CellResult* r) {
   absl::StatusOr<std::string> text = ReadFile(dir + "/" + kCellResultFile);
@@ -116,6 +170,7 @@ absl::Status RunCompare(const CompareOptions& o) {
   const std::vector<Cell> cells = ExpandCells(spec);
   const absl::Duration limit = absl::Seconds(spec.cell_timeout_s() > 0 ? spec.cell_timeout_s() : 1800);
   ScopedSignalCatcher signals;  // Ctrl-C stops after the running cell, which re-runs later.
+  CompareProgress progress(o.progress);
   std::vector<CellResult> results;
   int kept = 0, failed = 0, ran = 0;
   double spent = 0;
@@ -132,12 +187,7 @@ absl::Status RunCompare(const CompareOptions& o) {
     std::error_code error;
     fs::remove_all(dir, error);  // A cell interrupted earlier starts over.
     fs::create_directories(dir, error);
-    if (o.progress != nullptr) {
-      const std::string eta = ran > 0 ? Clock(spent / ran * (cells.size() - i)) : "?";
-      absl::FPrintF(o.progress, "\r%s %d/%d cells  ETA %s  running %-28s", Bar(static_cast<int>(i), cells.size()),
-                    i, cells.size(), eta, cell.id);
-      fflush(o.progress);
-    }
+    progress.Running(i, cells.size(), ran > 0 ? Clock(spent / ran * (cells.size() - i)) : "?", cell.id);
     std::vector<std::string> argv = {o.self_exe};
     for (std::string& a : CellTrainArgs(spec, cell, dir)) argv.push_back(std::move(a));
     WriteFileAtomically(dir + "/command.txt", absl::StrJoin(argv, " ") + "\n").IgnoreError();
@@ -155,7 +205,7 @@ absl::Status RunCompare(const CompareOptions& o) {
     CellResult r = SummarizeCell(cell, dir, outcome.ok, outcome.how, wall);
     if (r.status() != "ok") {
       ++failed;
-      if (o.progress != nullptr) absl::FPrintF(o.progress, "\ncell %s failed: %s\n", cell.id, r.reason());
+      progress.Failed(cell.id, r.reason());
     }
     std::string text;
     google::protobuf::TextFormat::PrintToString(r, &text);
@@ -163,12 +213,13 @@ absl::Status RunCompare(const CompareOptions& o) {
     if (!status.ok()) break;
     results.push_back(r);
   }
-  if (o.progress != nullptr) {
-    absl::FPrintF(o.progress, "\r%s %d/%d cells (%d kept from an earlier run, %d failed)%30s\n",
-                  Bar(static_cast<int>(results.size()), cells.size()), results.size(),
-                  cells.size(), kept, failed, "");
-  }
+  progress.Done(results.size(), cells.size(), kept, failed);
   RINGSIDE_RETURN_IF_ERROR(WriteSummaryCsv(results, o.out_dir + "/summary.csv"));
+  if (status.ok() && o.summary != nullptr) {
+    absl::FPrintF(o.summary, "%s\nsummary: %s/summary.csv\nnext: ringside report %s\n", SummaryTable(results),
+                  o.out_dir, ShellWord(o.out_dir));
+    fflush(o.summary);
+  }
   return status;
 }
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/metrics.h"
+#include "common/output_files.h"
 #include "experiments/sys/sys.h"
 
 namespace ringside {
@@ -103,9 +104,12 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
     r.set_reason(FailureReason(log, exit_reason));
     return r;
   }
-  // Worker 0 / rank 0's records (one process: metrics.jsonl).
-  std::vector<StepMetrics> m = ReadMetrics(dir + "/metrics.jsonl.rank0");
-  if (m.empty()) m = ReadMetrics(dir + "/metrics.jsonl");
+  // Worker 0 / rank 0's records (one process: metrics.jsonl; output_files.h).
+  const auto metrics_file = [&dir](OutputOwner owner, int index) {
+    return absl::StrCat(dir, "/", OutputFileName(OutputFile::kMetrics, owner, index));
+  };
+  std::vector<StepMetrics> m = ReadMetrics(metrics_file(OutputOwner::kRank, 0));
+  if (m.empty()) m = ReadMetrics(metrics_file(OutputOwner::kSingle, 0));
   if (m.empty()) {
     r.set_status("failed");
     r.set_reason("the job wrote no step records");
@@ -115,9 +119,8 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
   r.set_steps(static_cast<int64_t>(m.size()));
   const std::vector<StepMetrics> steady = Steady(m);
   r.set_median_step_ms(MedianOf(steady, [](const StepMetrics& s) { return s.step_ms(); }));
-  r.set_compute_ms(MedianOf(steady, [](const StepMetrics& s) {
-    return s.data_ms() + s.forward_ms() + s.backward_ms();
-  }));
+  r.set_compute_ms(MedianOf(steady, [](const StepMetrics& s) { return s.forward_ms() + s.backward_ms(); }));
+  r.set_data_ms(MedianOf(steady, [](const StepMetrics& s) { return s.data_ms(); }));
   r.set_comm_ms(MedianOf(steady, [](const StepMetrics& s) { return s.comm_ms(); }));
   r.set_wait_ms(MedianOf(steady, [](const StepMetrics& s) { return s.wait_ms(); }));
   r.set_update_ms(MedianOf(steady, [](const StepMetrics& s) { return s.update_ms(); }));
@@ -125,19 +128,19 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
   // The busiest node: the busiest shard of a PS; the busiest rank of DDP (ranks differ,
   // e.g. recursive doubling's fold-in ranks), rank 0's records being those read above.
   if (cell.strategy.kind() == "ps") {
-    for (int s = 0; fs::exists(absl::StrCat(dir, "/metrics.jsonl.shard", s)); ++s) {
-      KeepBusiest(Steady(ReadMetrics(absl::StrCat(dir, "/metrics.jsonl.shard", s))), &r);
+    for (int s = 0; fs::exists(metrics_file(OutputOwner::kShard, s)); ++s) {
+      KeepBusiest(Steady(ReadMetrics(metrics_file(OutputOwner::kShard, s))), &r);
     }
   } else if (cell.strategy.kind() == "ddp") {
     KeepBusiest(steady, &r);
-    for (int rank = 1; fs::exists(absl::StrCat(dir, "/metrics.jsonl.rank", rank)); ++rank) {
-      KeepBusiest(Steady(ReadMetrics(absl::StrCat(dir, "/metrics.jsonl.rank", rank))), &r);
+    for (int rank = 1; fs::exists(metrics_file(OutputOwner::kRank, rank)); ++rank) {
+      KeepBusiest(Steady(ReadMetrics(metrics_file(OutputOwner::kRank, rank))), &r);
     }
   }
   ReadLogFacts(log, &r);
   return r;
 }
-absl::Status WriteSummaryCsv(const std::vector<CellResult>& results, const std::string& path) {
+std::vector<double> Speedups(const std::vector<CellResult>& results) {
   // Reference throughput: the single-process cell, else each strategy's 1-worker cell.
   std::map<std::string, std::vector<double>> one_worker;
   std::vector<double> single;
@@ -146,23 +149,52 @@ absl::Status WriteSummaryCsv(const std::vector<CellResult>& results, const std::
     if (r.kind() == "single") single.push_back(r.samples_per_sec());
     if (r.workers() == 1) one_worker[r.label()].push_back(r.samples_per_sec());
   }
+  std::vector<double> speedups;
+  for (const CellResult& r : results) {
+    const double base = !single.empty() ? Median(single) : Median(one_worker[r.label()]);
+    speedups.push_back(base > 0 && r.status() == "ok" ? r.samples_per_sec() / base : 0);
+  }
+  return speedups;
+}
+
+absl::Status WriteSummaryCsv(const std::vector<CellResult>& results, const std::string& path) {
+  const std::vector<double> speedups = Speedups(results);
   std::string csv =
       "cell,label,kind,workers,repeat,status,steps,median_step_ms,samples_per_sec,speedup,"
       "efficiency,compute_ms,comm_ms,wait_ms,update_ms,busiest_bytes_in,busiest_bytes_out,"
-      "test_accuracy,wall_s,reason\n";
-  for (const CellResult& r : results) {
-    const double base = !single.empty() ? Median(single) : Median(one_worker[r.label()]);
-    const double speedup = base > 0 && r.status() == "ok" ? r.samples_per_sec() / base : 0;
+      "test_accuracy,wall_s,data_ms,reason\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const CellResult& r = results[i];
+    const double speedup = speedups[i];
     std::string reason = r.reason();
     std::replace(reason.begin(), reason.end(), '"', '\'');
-    absl::StrAppendFormat(&csv, "%s,%s,%s,%d,%d,%s,%d,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.0f,%.0f,%.4f,%.1f,\"%s\"\n",
+    absl::StrAppendFormat(&csv, "%s,%s,%s,%d,%d,%s,%d,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.0f,%.0f,%.4f,%.1f,%.3f,\"%s\"\n",
                           r.cell(), r.label(), r.kind(), r.workers(), r.repeat(), r.status(),
                           r.steps(), r.median_step_ms(), r.samples_per_sec(), speedup,
                           speedup / std::max(1, r.workers()), r.compute_ms(), r.comm_ms(),
                           r.wait_ms(), r.update_ms(), r.busiest_bytes_in(), r.busiest_bytes_out(),
-                          r.test_accuracy(), r.wall_s(), reason);
+                          r.test_accuracy(), r.wall_s(), r.data_ms(), reason);
   }
   return WriteFileAtomically(path, csv);
+}
+
+std::string SummaryTable(const std::vector<CellResult>& results) {
+  const std::vector<double> speedups = Speedups(results);
+  std::string table = absl::StrFormat("%-24s %7s %6s %9s %11s %8s %10s %10s %8s %8s\n", "cell", "workers",
+                                      "repeat", "step ms", "samples/s", "speedup", "efficiency",
+                                      "compute ms", "comm ms", "wait ms");
+  for (size_t i = 0; i < results.size(); ++i) {
+    const CellResult& r = results[i];
+    absl::StrAppendFormat(&table, "%-24s %7d %6d ", r.cell(), r.workers(), r.repeat());
+    if (r.status() != "ok") {
+      absl::StrAppend(&table, "failed: ", r.reason(), "\n");
+      continue;
+    }
+    absl::StrAppendFormat(&table, "%9.2f %11.0f %8.2f %9.0f%% %10.2f %8.2f %8.2f\n", r.median_step_ms(),
+                          r.samples_per_sec(), speedups[i], 100 * speedups[i] / std::max(1, r.workers()),
+                          r.compute_ms(), r.comm_ms(), r.wait_ms());
+  }
+  return table;
 }
 
 }  // namespace ringside

@@ -20,9 +20,18 @@ inline constexpr char kCellResultFile[] = "result.textproto";
 CellResult SummarizeCell(const Cell& cell, const std::string& cell_dir, bool exit_ok,
                          const std::string& exit_reason, double wall_s);
 
-// Writes the summary table: one row per cell, with speedup and efficiency against
-// the single-process cell (or the 1-worker cell of the same strategy).
+// Each cell's speedup (samples/s against the single-process cell, or the median of the
+// 1-worker cells of the same strategy; 0 for a failed cell), in `results`' order.
+std::vector<double> Speedups(const std::vector<CellResult>& results);
+
+// Writes the summary table as CSV: one row per cell, with speedup and efficiency
+// (speedup / workers).
 absl::Status WriteSummaryCsv(const std::vector<CellResult>& results, const std::string& path);
+
+// The same table for a terminal or a log: a header line, then one line per cell (its
+// id, workers, repeat, step ms, samples/s, speedup, efficiency, compute, comm and wait
+// ms; or "failed: <reason>").
+std::string SummaryTable(const std::vector<CellResult>& results);
 
 }  // namespace ringside
 

@@ -5,72 +5,161 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 
 namespace ringside {
+namespace {
 
-std::string Findings(const std::vector<ReportPoint>& points, int64_t num_params) {
+using PointsByLabel = std::map<std::string, std::vector<const ReportPoint*>>;
+
+// "1 worker", "4 workers".
+std::string Workers(int n) { return absl::StrCat(n, n == 1 ? " worker" : " workers"); }
+
+// Why the step takes what it takes at `w`'s worker count: compute against
+// communication, the textbook traffic on the emulated link, and what dominates.
+std::string Why(const ReportPoint& w, const FindingsContext& c, bool scales) {
+  const double model_bytes = 4.0 * c.num_params;
+  const double comm = w.comm_ms + w.wait_ms;
+  const int n = w.workers;
+  std::string out = absl::StrFormat("Per step, **%s** at %d workers computes for %.2f ms (forward and backward",
+                                    w.label, n, w.compute_ms);
+  if (w.data_ms > 0) absl::StrAppendFormat(&out, "; preparing the batch takes %.2f ms more", w.data_ms);
+  absl::StrAppendFormat(&out, ") and communicates or waits for %.2f ms", comm);
+  if (c.link_bytes_per_s > 0 && model_bytes > 0) {
+    const double master = c.master_link_bytes_per_s > 0 ? c.master_link_bytes_per_s : c.link_bytes_per_s;
+    absl::StrAppendFormat(&out,
+                          "; moving the gradient (M = %.2f MB) over the emulated links takes N x M / B = "
+                          "%.2f ms through a single master's link and 2(N-1)/N x M / B = %.2f ms per ring "
+                          "rank (N = %d, B = %.3g Gbit/s)",
+                          model_bytes / 1e6, 1e3 * n * model_bytes / master,
+                          1e3 * 2.0 * (n - 1) / n * model_bytes / c.link_bytes_per_s, n,
+                          c.link_bytes_per_s * 8 / 1e9);
+  } else {
+    absl::StrAppend(&out, "; the runs used loopback (no emulated link), so no link speed B sets the "
+                          "textbook figures N x M / B (a master) and 2(N-1)/N x M / B (a ring rank): the "
+                          "measured communication stands in for them");
+  }
+  absl::StrAppend(&out, ". ");
+  if (comm > w.compute_ms) {
+    absl::StrAppendFormat(&out, "Communication outweighs compute %.1fx, ", comm / std::max(w.compute_ms, 1e-9));
+    absl::StrAppend(&out, scales ? "which is what keeps the speedup below the worker count.\n\n"
+                                 : "so each added worker costs more time than it saves: that is why "
+                                   "nothing scales.\n\n");
+  } else if (c.cores > 0 && n > c.cores) {
+    absl::StrAppendFormat(&out, "Compute dominates, and the %d workers share this machine's %d cores, so "
+                          "together they compute no faster than %d would%s.\n\n",
+                          n, c.cores, c.cores, scales ? "" : ": that is why nothing scales");
+  } else {
+    absl::StrAppend(&out, scales ? "Compute dominates the step.\n\n"
+                                 : "Compute dominates the step, yet the workers run slower than one "
+                                   "process: per-worker overheads (the shards' or the reducer's work, "
+                                   "cache and memory contention) take what the split saves.\n\n");
+  }
+  return out;
+}
+
+// The first paragraph: who wins at the largest shared worker count, by how much, and
+// whether anything scales.
+std::string Verdict(const std::vector<std::string>& order, const PointsByLabel& by_label,
+                    const FindingsContext& c) {
+  std::map<int, int> labels_at;  // Worker count -> strategies that reached it.
+  int top_any = 0;
+  for (const std::string& label : order) {
+    for (const ReportPoint* p : by_label.at(label)) {
+      ++labels_at[p->workers];
+      top_any = std::max(top_any, p->workers);
+    }
+  }
+  int top = top_any;
+  for (const auto& [workers, count] : labels_at) {
+    if (count >= 2) top = workers;  // Largest count several strategies reached.
+  }
+  std::vector<const ReportPoint*> at_top;
+  const ReportPoint* best = nullptr;
+  for (const std::string& label : order) {
+    for (const ReportPoint* p : by_label.at(label)) {
+      if (p->workers == top) at_top.push_back(p);
+      if (best == nullptr || p->speedup > best->speedup) best = p;
+    }
+  }
+  std::stable_sort(at_top.begin(), at_top.end(), [](const ReportPoint* a, const ReportPoint* b) {
+    return a->samples_per_sec > b->samples_per_sec;
+  });
+  const ReportPoint& winner = *at_top[0];
   std::string out;
-  std::map<std::string, std::vector<const ReportPoint*>> by_label;
+  if (at_top.size() >= 2) {
+    absl::StrAppendFormat(&out, "At %d workers **%s** is the fastest: %.0f samples/s, ", top, winner.label,
+                          winner.samples_per_sec);
+    for (size_t i = 1; i < at_top.size(); ++i) {
+      absl::StrAppendFormat(&out, "%s%.2fx **%s**'s", i > 1 ? ", " : "",
+                            winner.samples_per_sec / std::max(at_top[i]->samples_per_sec, 1e-9),
+                            at_top[i]->label);
+    }
+    absl::StrAppend(&out, ". ");
+  } else {
+    absl::StrAppendFormat(&out, "Only **%s** ran at %d workers: %.0f samples/s. ", winner.label, top,
+                          winner.samples_per_sec);
+  }
+  const bool scales = best->speedup > 1.0;
+  if (scales) {
+    absl::StrAppendFormat(&out, "**%s** scales best: %.2fx the single process's throughput at %d workers "
+                          "(efficiency %.0f%%, %s scaling).\n\n",
+                          best->label, best->speedup, best->workers, 100 * best->efficiency,
+                          c.strong_scaling ? "strong" : "weak");
+  } else {
+    absl::StrAppendFormat(&out, "No configuration scales: the best, **%s** at %s, reaches %.2fx the "
+                          "single process's throughput (%s scaling).\n\n",
+                          best->label, Workers(best->workers), best->speedup, c.strong_scaling ? "strong" : "weak");
+  }
+  absl::StrAppend(&out, Why(winner, c, scales));
+  return out;
+}
+
+// One strategy: its speedup at its largest N, its peak, and what dominates there.
+std::string StrategyParagraph(const std::vector<const ReportPoint*>& v, double model_bytes) {
+  const ReportPoint* best = v[0];
+  for (const ReportPoint* p : v) {
+    if (p->speedup > best->speedup) best = p;
+  }
+  const ReportPoint* last = v.back();
+  std::string out = absl::StrFormat("**%s**: speedup %.2fx at %s (efficiency %.0f%%)", last->label,
+                                    last->speedup, Workers(last->workers), 100 * last->efficiency);
+  if (best != last) {
+    absl::StrAppendFormat(&out, "; it peaks at %.2fx with %d and then falls by %.0f%%", best->speedup,
+                          best->workers, 100 * (1 - last->speedup / best->speedup));
+  }
+  const double comm = last->comm_ms + last->wait_ms;
+  const double share = last->step_ms > 0 ? comm / last->step_ms : 0;
+  absl::StrAppendFormat(&out, ". At %d workers communication and waiting take %.0f%% of the step (%.2f of %.2f ms)",
+                        last->workers, 100 * share, comm, last->step_ms);
+  if (model_bytes > 0 && last->busiest_bytes_in > 0) {
+    const double ratio = (last->busiest_bytes_in + last->busiest_bytes_out) / 2 / model_bytes;
+    if (last->kind == "ps") {
+      absl::StrAppendFormat(&out, "; its busiest shard moves %.2f x M each way per step (N x M / S: it grows "
+                            "with N)", ratio);
+    } else {
+      absl::StrAppendFormat(&out, "; each ring rank moves %.2f x M per step (2(N-1)/N = %.2f: almost flat in N)",
+                            ratio, 2.0 * (last->workers - 1) / last->workers);
+    }
+  }
+  absl::StrAppend(&out, ".\n\n");
+  return out;
+}
+
+}  // namespace
+
+std::string Findings(const std::vector<ReportPoint>& points, const FindingsContext& context) {
+  PointsByLabel by_label;
   std::vector<std::string> order;
   for (const ReportPoint& p : points) {
     if (p.ok_repeats == 0 || p.kind == "single") continue;
     if (by_label[p.label].empty()) order.push_back(p.label);
     by_label[p.label].push_back(&p);
   }
-  const double model_bytes = 4.0 * num_params;
+  if (order.empty()) return "No multi-worker cell finished.\n";
+  std::string out = Verdict(order, by_label, context);
   for (const std::string& label : order) {
-    const auto& v = by_label[label];
-    const ReportPoint* best = v[0];
-    for (const ReportPoint* p : v) {
-      if (p->speedup > best->speedup) best = p;
-    }
-    const ReportPoint* last = v.back();
-    absl::StrAppendFormat(&out, "**%s**: speedup %.2fx at %d worker(s) (efficiency %.0f%%)", label,
-                          last->speedup, last->workers, 100 * last->efficiency);
-    if (best != last) {
-      absl::StrAppendFormat(&out, "; it peaks at %.2fx with %d and then falls by %.0f%%", best->speedup,
-                            best->workers, 100 * (1 - last->speedup / best->speedup));
-    }
-    const double comm = last->comm_ms + last->wait_ms;
-    const double share = last->step_ms > 0 ? comm / last->step_ms : 0;
-    absl::StrAppendFormat(&out, ". At %d workers communication and waiting take %.0f%% of the step (%.2f of %.2f ms)",
-                          last->workers, 100 * share, comm, last->step_ms);
-    if (model_bytes > 0 && last->busiest_bytes_in > 0) {
-      const double ratio = (last->busiest_bytes_in + last->busiest_bytes_out) / 2 / model_bytes;
-      if (last->kind == "ps") {
-        absl::StrAppendFormat(&out, "; its busiest shard moves %.2f x M in each direction per step (N x M / S predicts the master's load grows with N)",
-                              ratio);
-      } else {
-        absl::StrAppendFormat(&out, "; each ring rank moves %.2f x M per step (2(N-1)/N = %.2f: almost flat in N)",
-                              ratio, 2.0 * (last->workers - 1) / last->workers);
-      }
-    }
-    absl::StrAppend(&out, ".\n\n");
+    absl::StrAppend(&out, StrategyParagraph(by_label[label], 4.0 * context.num_params));
   }
-  // Side by side at the largest worker count that several strategies reached.
-  int top = 0;
-  for (const std::string& label : order) top = std::max(top, by_label[label].back()->workers);
-  std::vector<const ReportPoint*> at_top;
-  for (const std::string& label : order) {
-    for (const ReportPoint* p : by_label[label]) {
-      if (p->workers == top) at_top.push_back(p);
-    }
-  }
-  if (at_top.size() >= 2) {
-    std::sort(at_top.begin(), at_top.end(),
-              [](const ReportPoint* a, const ReportPoint* b) { return a->step_ms < b->step_ms; });
-    absl::StrAppendFormat(&out, "At %d workers **%s** is the fastest (%.2f ms per step)", top,
-                          at_top[0]->label, at_top[0]->step_ms);
-    for (size_t i = 1; i < at_top.size(); ++i) {
-      absl::StrAppendFormat(&out, "; %s takes %.2fx as long", at_top[i]->label,
-                            at_top[i]->step_ms / at_top[0]->step_ms);
-    }
-    absl::StrAppend(&out, ". In the cost model (docs/cost_model.md) a master's link carries N x M / S "
-                          "each way per step while a ring rank's carries 2(N-1)/N x M, so on equal "
-                          "links a single master falls behind the ring as N grows.\n\n");
-  }
-  if (out.empty()) out = "No multi-worker cell finished.\n";
   return out;
 }
 

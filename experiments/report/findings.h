@@ -1,4 +1,6 @@
-// The report's findings paragraph, computed from its numbers.
+// The report's findings, computed from its numbers: who is fastest and by how much,
+// whether anything scales, and why (compute against communication per step, next to the
+// textbook traffic of a master and of a ring on the links the runs had).
 #ifndef RINGSIDE_EXPERIMENTS_REPORT_FINDINGS_H_
 #define RINGSIDE_EXPERIMENTS_REPORT_FINDINGS_H_
 
@@ -10,9 +12,25 @@
 
 namespace ringside {
 
-// The findings paragraph: where each strategy stops scaling and by how much, and what
-// dominates its step there.
-std::string Findings(const std::vector<ReportPoint>& points, int64_t num_params);
+// What the findings need besides the points.
+struct FindingsContext {
+  int64_t num_params = 0;        // M = 4 x num_params bytes.
+  // The workers' emulated link in bytes/s, and the master's where it differs; 0: no
+  // emulated links (loopback: no link speed to set the formulas against).
+  double link_bytes_per_s = 0;
+  double master_link_bytes_per_s = 0;
+  int cores = 0;                 // This machine's cores (0: unknown).
+  bool strong_scaling = false;   // The spec fixed the global batch (else weak scaling).
+};
+
+// Markdown paragraphs separated by blank lines. The first is the verdict: the fastest
+// strategy at the largest worker count several strategies reached and its factor over
+// each other one (by throughput, as the summary table's samples/s), whether any
+// configuration beats the single process, and why not or why: the winner's compute
+// against communication and waiting per step, with N x M / B (a single master's link)
+// and 2(N-1)/N x M / B (a ring rank's) on the emulated link. Then one paragraph per
+// strategy: its speedup, peak and what dominates its step at its largest N.
+std::string Findings(const std::vector<ReportPoint>& points, const FindingsContext& context);
 
 }  // namespace ringside
 

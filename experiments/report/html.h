@@ -1,22 +1,19 @@
-// report.html: one self-contained page (the plots' SVGs inline), with findings, the
-// summary table and links to every cell's Chrome trace.
+// report.html: report.md rendered to one self-contained page by cmark-gfm (GitHub's
+// CommonMark library, with its table extension), so the page says everything the
+// Markdown says; the plots' SVGs are inlined side by side where the Markdown shows
+// their images.
 #ifndef RINGSIDE_EXPERIMENTS_REPORT_HTML_H_
 #define RINGSIDE_EXPERIMENTS_REPORT_HTML_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "experiments/report/points.h"
 
 namespace ringside {
 
-std::string HtmlEscape(const std::string& s);
-
-// The page for `data`, reading the rendered plots from `plot_dir`/NAME.svg and linking
-// each cell's trace relative to the compare directory `dir`. Internal if a plot is
-// missing.
-absl::StatusOr<std::string> ReportHtml(const ReportData& data, const std::string& dir,
-                                       const std::string& plot_dir);
+// The page for `markdown` (ReportMarkdown's), reading each plot image
+// `kPlotDir/NAME.svg` from `plot_dir`/NAME.svg. Internal if a plot is missing.
+absl::StatusOr<std::string> ReportHtml(const std::string& markdown, const std::string& plot_dir);
 
 }  // namespace ringside
 

@@ -2,8 +2,59 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "experiments/report/plots.h"
 
 namespace ringside {
+namespace {
+
+// Text safe inside a table cell: '|' would end the cell, a newline the row.
+std::string Cell(const std::string& text) {
+  return absl::StrReplaceAll(text, {{"|", "\\|"}, {"\n", " "}});
+}
+
+std::string TraceLinks(const ReportPoint& p) {
+  std::vector<std::string> links;
+  for (size_t i = 0; i < p.cells.size() && i < p.trace_paths.size(); ++i) {
+    links.push_back(absl::StrCat("[", p.cells[i], "](", p.trace_paths[i], ")"));
+  }
+  return absl::StrJoin(links, " ");
+}
+
+std::string SummaryTable(const ReportData& data) {
+  std::string md =
+      "| strategy | workers | step ms | predicted ms (error) | samples/s | speedup | efficiency | data | "
+      "compute | communicate | wait | update | busiest node MB in/out | test acc | repeats | traces |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const ReportPoint& p : data.points) {
+    if (p.ok_repeats == 0) {
+      absl::StrAppendFormat(&md, "| %s | %d | failed: %s | | | | | | | | | | | | 0/%d | %s |\n", p.label,
+                            p.workers, Cell(p.failure), p.failed_repeats, TraceLinks(p));
+      continue;
+    }
+    absl::StrAppendFormat(&md, "| %s | %d | %.2f | %s | %.0f | %.2f | %.0f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f / %.2f | %.4f | %d/%d | %s |\n",
+                          p.label, p.workers, p.step_ms, PredictionCell(p), p.samples_per_sec, p.speedup,
+                          100 * p.efficiency, p.data_ms, p.compute_ms, p.comm_ms, p.wait_ms, p.update_ms,
+                          p.busiest_bytes_in / 1e6, p.busiest_bytes_out / 1e6, p.test_accuracy,
+                          p.ok_repeats, p.ok_repeats + p.failed_repeats, TraceLinks(p));
+  }
+  return md;
+}
+
+std::string PredictionNote(const ReportData& data) {
+  if (data.predicted) {
+    return "Predictions: the cost model (docs/cost_model.md) with calibration.json (measured on "
+           "loopback by `ringside calibrate` with this spec's model and batch), the spec's links, and "
+           "compute slowed by workers / cores where workers outnumber cores; error = (predicted - "
+           "measured) / measured.";
+  }
+  if (!data.no_prediction_reason.empty()) return absl::StrCat("No predictions: ", data.no_prediction_reason);
+  return "No predictions: there is no calibration.json (`ringside calibrate --model=MODEL --batch=BATCH "
+         "--out=DIR/calibration.json` with the spec's model and batch adds them).";
+}
+
+}  // namespace
 
 std::string PredictionCell(const ReportPoint& p) {
   if (p.predicted_step_ms <= 0 || p.step_ms <= 0) return "";
@@ -12,32 +63,22 @@ std::string PredictionCell(const ReportPoint& p) {
 }
 
 std::string ReportMarkdown(const ReportData& data) {
-  std::string md = absl::StrCat("# ringside report: ", data.name, "\n\n", "Network: ", data.network, ".\n\n");
-  absl::StrAppend(&md, "## Findings\n\n", data.findings, "## Summary\n\n",
-                  "| strategy | workers | step ms | predicted ms (error) | samples/s | speedup | efficiency | compute | communicate | wait | update | busiest node MB in/out | test acc | repeats |\n",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (const ReportPoint& p : data.points) {
-    if (p.ok_repeats == 0) {
-      absl::StrAppendFormat(&md, "| %s | %d | failed: %s | | | | | | | | | | | 0/%d |\n", p.label, p.workers,
-                            p.failure, p.failed_repeats);
-      continue;
-    }
-    absl::StrAppendFormat(&md, "| %s | %d | %.2f | %s | %.0f | %.2f | %.0f%% | %.2f | %.2f | %.2f | %.2f | %.2f / %.2f | %.4f | %d/%d |\n",
-                          p.label, p.workers, p.step_ms, PredictionCell(p), p.samples_per_sec, p.speedup,
-                          100 * p.efficiency, p.compute_ms, p.comm_ms, p.wait_ms, p.update_ms,
-                          p.busiest_bytes_in / 1e6, p.busiest_bytes_out / 1e6, p.test_accuracy,
-                          p.ok_repeats, p.ok_repeats + p.failed_repeats);
-  }
-  absl::StrAppendFormat(&md, "\nModel: %d parameters (M = %.2f MB). %s Plots: report.html. Spec:\n\n```\n%s```\n",
-                        data.num_params, 4.0 * data.num_params / 1e6,
-                        data.predicted
-                            ? "Predictions: the cost model (docs/cost_model.md) with calibration.json "
-                              "(measured on loopback by `ringside calibrate`), the spec's links, and "
-                              "compute slowed by workers / cores where workers outnumber cores; error = "
-                              "(predicted - measured) / measured."
-                            : "No calibration.json: run `ringside calibrate --out=DIR/calibration.json` "
-                              "for the cost model's predictions.",
-                        data.spec_text);
+  std::string spec = data.spec_text;
+  if (!spec.empty() && spec.back() != '\n') spec.push_back('\n');
+  std::string md = absl::StrCat("# ringside report: ", data.name, "\n\n", "Network: ", data.network, ". ",
+                                data.strong_scaling ? "Strong scaling (the global batch is fixed and split "
+                                                      "over the workers)."
+                                                    : "Weak scaling (each worker's batch is fixed).",
+                                "\n\n## Findings\n\n", data.findings, "## Plots\n\n");
+  std::vector<std::string> images;
+  for (const char* name : kPlotNames) images.push_back(absl::StrCat("![", name, "](", kPlotDir, "/", name, ".svg)"));
+  absl::StrAppend(&md, absl::StrJoin(images, "\n"), "\n\n## Summary\n\n", SummaryTable(data));
+  absl::StrAppendFormat(&md,
+                        "\nTimes are medians in ms per step of worker 0 / rank 0; data is gathering or "
+                        "generating the batch, compute is forward and backward. Model: %d parameters "
+                        "(M = %.2f MB). %s Traces open in [Perfetto](https://ui.perfetto.dev) or "
+                        "chrome://tracing.\n\n## Spec\n\n```\n%s```\n",
+                        data.num_params, 4.0 * data.num_params / 1e6, PredictionNote(data), spec);
   return md;
 }
 

@@ -1,5 +1,7 @@
-// report.md: findings, the summary table (with the cost model's prediction and its
-// error beside every measured point) and the spec.
+// report.md, the one text of a report: findings, the plots side by side, the summary
+// table (the cost model's prediction and its error beside every measured point, links
+// to each cell's traces) and the spec. report.html is rendered from it (html.h), so the
+// two say the same.
 #ifndef RINGSIDE_EXPERIMENTS_REPORT_MARKDOWN_H_
 #define RINGSIDE_EXPERIMENTS_REPORT_MARKDOWN_H_
 
@@ -9,10 +11,15 @@
 
 namespace ringside {
 
+// The directory, relative to the compare directory, that holds the plots (NAME.svg).
+inline constexpr char kPlotDir[] = "report_plots";
+
 // "2.10 (+5%)": a point's predicted step time and its error against the measured one;
 // "" without a prediction.
 std::string PredictionCell(const ReportPoint& p);
 
+// GitHub-flavoured Markdown (tables); plots are images `kPlotDir/NAME.svg` in one
+// paragraph, traces links relative to the compare directory.
 std::string ReportMarkdown(const ReportData& data);
 
 }  // namespace ringside

@@ -23,6 +23,7 @@ std::string G(const std::string& text) {
 struct Series {
   std::string label;
   std::vector<std::pair<double, double>> xy;
+  int colour = 1;  // gnuplot's line colour index: one per strategy across every plot.
 };
 
 std::string DataBlock(const std::string& name, const std::vector<Series>& series) {
@@ -35,21 +36,21 @@ std::string DataBlock(const std::string& name, const std::vector<Series>& series
   return out;
 }
 
+// x is log 2 (workers 1, 2, 4, ...); y is log 2 too when `log_y` (so that y = x, the
+// ideal speedup, is a straight line).
 std::string LinePlot(const std::string& name, const std::string& title, const std::string& ylabel,
-                     const std::vector<Series>& series, const std::string& extra_plot,
-                     bool log_x) {
+                     const std::vector<Series>& series, const std::string& extra_plot, bool log_y) {
   std::string s = DataBlock(name, series);
   absl::StrAppend(&s, "set output '", name, ".svg'\n", "set title '", title, "'\n",
-                  "set xlabel 'workers'\nset ylabel '", ylabel, "'\n",
-                  log_x ? "set logscale x 2\n" : "unset logscale x\n", "set key top left\n",
-                  "plot ");
+                  "set xlabel 'workers'\nset ylabel '", ylabel, "'\n", "set logscale x 2\n",
+                  log_y ? "set logscale y 2\n" : "unset logscale y\n", "set key top left\n", "plot ");
   std::vector<std::string> parts;
   for (size_t i = 0; i < series.size(); ++i) {
-    parts.push_back(absl::StrCat("$", name, i, " using 1:2 with linespoints lw 2 pt 7 title '",
-                                 G(series[i].label), "'"));
+    parts.push_back(absl::StrCat("$", name, i, " using 1:2 with linespoints lw 2 pt 7 lc ", series[i].colour,
+                                 " title '", G(series[i].label), "'"));
   }
   if (!extra_plot.empty()) parts.push_back(extra_plot);
-  absl::StrAppend(&s, absl::StrJoin(parts, ", "), "\n");
+  absl::StrAppend(&s, absl::StrJoin(parts, ", "), "\n", log_y ? "unset logscale y\n" : "");
   return s;
 }
 
@@ -74,7 +75,11 @@ SeriesSet CollectSeries(const std::vector<ReportPoint>& points) {
   for (const ReportPoint& p : points) {
     if (p.ok_repeats == 0) continue;
     if (std::find(s.labels.begin(), s.labels.end(), p.label) == s.labels.end()) s.labels.push_back(p.label);
-    s.speed[p.label].label = s.eff[p.label].label = s.thr[p.label].label = s.bytes[p.label].label = p.label;
+    const int colour = static_cast<int>(std::find(s.labels.begin(), s.labels.end(), p.label) - s.labels.begin()) + 1;
+    for (auto* m : {&s.speed, &s.eff, &s.thr, &s.bytes}) {
+      (*m)[p.label].label = p.label;
+      (*m)[p.label].colour = colour;
+    }
     s.speed[p.label].xy.push_back({p.workers, p.speedup});
     s.eff[p.label].xy.push_back({p.workers, p.efficiency});
     s.thr[p.label].xy.push_back({p.workers, p.samples_per_sec});
@@ -99,10 +104,11 @@ std::string StepTimePlot(const ReportData& data, const std::vector<std::string>&
   std::string script = absl::StrCat(
       DataBlock("stepm", measured), DataBlock("stepq", model), "set output 'steptime.svg'\nset title '",
       data.predicted ? "Step time: measured and as the cost model predicts"
-                     : "Step time (no calibration.json: no predictions)",
+                     : "Step time (no predictions: see the note under the table)",
       "'\nset xlabel 'workers'\nset ylabel 'ms per step'\nset logscale x 2\nset key top left\nplot ");
   std::vector<std::string> parts;
   for (size_t i = 0; i < measured.size(); ++i) {
+    // Colour i + 1: the strategy's colour in every plot (labels in CollectSeries's order).
     parts.push_back(absl::StrCat("$stepm", i, " using 1:2 with linespoints lw 2 pt 7 lc ", i + 1,
                                  " title '", G(measured[i].label), "'"));
     if (!model[i].xy.empty()) {
@@ -119,16 +125,16 @@ std::string BreakdownAndAccuracyPlots(const std::vector<ReportPoint>& points) {
   std::string script = "$breakdown << EOD\n";
   for (const ReportPoint& p : points) {
     if (p.ok_repeats == 0) continue;
-    absl::StrAppendFormat(&script, "\"%s n%d\" %g %g %g %g\n", G(p.label), p.workers, p.compute_ms, p.comm_ms,
-                          p.wait_ms, p.update_ms);
+    absl::StrAppendFormat(&script, "\"%s n%d\" %g %g %g %g %g\n", G(p.label), p.workers, p.data_ms,
+                          p.compute_ms, p.comm_ms, p.wait_ms, p.update_ms);
   }
   absl::StrAppend(&script, "EOD\n",
                   "set output 'breakdown.svg'\nset title 'Per-step time (medians, worker 0 / rank 0)'\n"
                   "unset logscale x\nset style data histograms\nset style histogram rowstacked\n"
                   "set style fill solid 0.8 border -1\nset boxwidth 0.7\nset xtics rotate by -40\n"
                   "set xlabel ''\nset ylabel 'ms'\nset key outside right top\n"
-                  "plot $breakdown using 2:xtic(1) title 'compute', '' using 3 title 'communicate', "
-                  "'' using 4 title 'wait', '' using 5 title 'update'\n"
+                  "plot $breakdown using 2:xtic(1) title 'data', '' using 3 title 'compute', "
+                  "'' using 4 title 'communicate', '' using 5 title 'wait', '' using 6 title 'update'\n"
                   "set style data linespoints\nset xtics norotate\nset key top left\nunset style histogram\n");
   absl::StrAppend(&script, "$acc << EOD\n");
   for (const ReportPoint& p : points) {
@@ -148,16 +154,18 @@ std::string PlotScript(const ReportData& data) {
   SeriesSet s = CollectSeries(data.points);
   std::string script = "set terminal svg size 640,400 enhanced font 'sans,11' background '#ffffff'\n"
                        "set grid\n";
-  absl::StrAppend(&script, LinePlot("speedup", "Speedup vs workers (weak scaling)", "speedup over single process",
-                                    s.Ordered(s.speed, true), "x with lines dt 2 lc rgb '#888888' title 'ideal'", true));
+  const std::string scaling = data.strong_scaling ? "strong scaling" : "weak scaling";
+  absl::StrAppend(&script, LinePlot("speedup", absl::StrCat("Speedup vs workers (", scaling, ", log-log axes)"),
+                                    "speedup over single process", s.Ordered(s.speed, true),
+                                    "x with lines dt 2 lc rgb '#888888' title 'ideal'", true));
   absl::StrAppend(&script, "set yrange [0:*]\n",
-                  LinePlot("efficiency", "Scaling efficiency", "speedup / workers", s.Ordered(s.eff, true),
-                           "1 with lines dt 2 lc rgb '#888888' title 'ideal'", true),
+                  LinePlot("efficiency", absl::StrCat("Scaling efficiency (", scaling, ")"), "speedup / workers",
+                           s.Ordered(s.eff, true), "1 with lines dt 2 lc rgb '#888888' title 'ideal'", false),
                   "set yrange [*:*]\n");
-  absl::StrAppend(&script, LinePlot("throughput", "Throughput", "samples/s (all workers)",
-                                    s.Ordered(s.thr, false), "", true));
+  absl::StrAppend(&script, LinePlot("throughput", absl::StrCat("Throughput (", scaling, ")"),
+                                    "samples/s (all workers)", s.Ordered(s.thr, false), "", false));
   absl::StrAppend(&script, LinePlot("bytes", "Bytes per step through the busiest node (each direction)",
-                                    "MB per step", s.Ordered(s.bytes, true), "", true));
+                                    "MB per step", s.Ordered(s.bytes, true), "", false));
   absl::StrAppend(&script, StepTimePlot(data, s.labels), BreakdownAndAccuracyPlots(data.points));
   return script;
 }

@@ -78,6 +78,7 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
         v["step"].push_back(r->median_step_ms());
         v["sps"].push_back(r->samples_per_sec());
         v["compute"].push_back(r->compute_ms());
+        v["data"].push_back(r->data_ms());
         v["comm"].push_back(r->comm_ms());
         v["wait"].push_back(r->wait_ms());
         v["update"].push_back(r->update_ms());
@@ -91,6 +92,7 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
       p.speedup = base > 0 ? p.samples_per_sec / base : 0;
       p.efficiency = p.speedup / p.workers;
       p.compute_ms = Median(v["compute"]);
+      p.data_ms = Median(v["data"]);
       p.comm_ms = Median(v["comm"]);
       p.wait_ms = Median(v["wait"]);
       p.update_ms = Median(v["update"]);

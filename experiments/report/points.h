@@ -26,11 +26,15 @@ struct ReportPoint {
   double samples_per_sec = 0;
   double speedup = 0;           // Throughput over the single-process baseline's.
   double efficiency = 0;        // speedup / workers.
-  double compute_ms = 0, comm_ms = 0, wait_ms = 0, update_ms = 0;
+  double compute_ms = 0;  // Forward + backward.
+  double data_ms = 0;     // Gathering or generating the batch (apart from compute).
+  double comm_ms = 0, wait_ms = 0, update_ms = 0;
   double busiest_bytes_in = 0, busiest_bytes_out = 0;
   double test_accuracy = 0;
   double wall_s = 0;
   std::vector<std::string> cells;  // Cell ids (for trace links).
+  // Per cell: its worker 0 / rank 0 trace, relative to the compare directory.
+  std::vector<std::string> trace_paths;
   double predicted_step_ms = 0;    // Cost model (0: no calibration or no prediction).
 };
 
@@ -41,8 +45,12 @@ struct ReportData {
   std::string network;     // In words: "loopback (no emulated links)", "emulated links `bw=1gbit`, ...".
   std::vector<ReportPoint> points;  // In spec order.
   int64_t num_params = 0;
-  bool predicted = false;  // calibration.json was there: points carry predictions.
-  std::string findings;    // Findings(points, num_params).
+  bool predicted = false;  // calibration.json was there and fits: points carry predictions.
+  // Why there are no predictions, when there are none (e.g. the calibration was taken
+  // with another model); empty: there was no calibration.json.
+  std::string no_prediction_reason;
+  bool strong_scaling = false;  // The spec fixed the global batch (else weak scaling).
+  std::string findings;    // Findings(points, context) (findings.h).
 };
 
 // Reads DIR/cells/*/result.textproto. NotFound if there are none.

@@ -5,8 +5,12 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/output_files.h"
 #include "common/status_macros.h"
+#include "experiments/costmodel/calibration_check.h"
 #include "experiments/costmodel/simulate.h"
+#include "experiments/netem/network_emulator.h"
 #include "experiments/report/findings.h"
 #include "experiments/report/html.h"
 #include "experiments/report/markdown.h"
@@ -25,6 +29,15 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
   for (const CellResult& r : results) data.num_params = std::max(data.num_params, r.num_params());
   data.spec_text = ReadFile(dir + "/spec.textproto").value_or("");
   SortPointsBySpec(data.spec_text, &data.points);
+  // Each cell's worker 0 / rank 0 trace (output_files.h), for the table's links.
+  for (ReportPoint& p : data.points) {
+    for (const std::string& c : p.cells) {
+      const std::string rank0 = OutputFileName(OutputFile::kTrace, OutputOwner::kRank, 0);
+      const std::string single = OutputFileName(OutputFile::kTrace, OutputOwner::kSingle, 0);
+      const std::string cell_dir = absl::StrCat("cells/", c, "/");
+      p.trace_paths.push_back(cell_dir + (fs::exists(absl::StrCat(dir, "/", cell_dir, rank0)) ? rank0 : single));
+    }
+  }
   ExperimentSpec spec;
   const bool spec_ok = google::protobuf::TextFormat::ParseFromString(data.spec_text, &spec);
   data.network = "loopback (no emulated links)";
@@ -32,24 +45,43 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
     data.network = absl::StrCat("emulated links `", spec.network(),
                                 "`, every process in its own network namespace");
   }
+  data.strong_scaling = spec_ok && spec.global_batch() > 0;
+  FindingsContext context;
+  context.num_params = data.num_params;
+  context.cores = static_cast<int>(std::thread::hardware_concurrency());
+  context.strong_scaling = data.strong_scaling;
+  if (absl::StatusOr<NetworkProfile> profile = ParseNetworkProfile(spec_ok ? spec.network() : "");
+      profile.ok() && profile->enabled) {
+    context.link_bytes_per_s = profile->link.bits_per_sec / 8;
+    context.master_link_bytes_per_s = LinkForRole(*profile, "master").bits_per_sec / 8;
+  }
   if (fs::exists(dir + "/calibration.json")) {
     absl::StatusOr<Calibration> calibration = ReadCalibrationFile(dir + "/calibration.json");
-    if (calibration.ok() && spec_ok) {
-      PredictPoints(*calibration, spec, static_cast<int>(std::thread::hardware_concurrency()),
-                    &data.points);
+    // A calibration of another model or batch is left out, loudly (strong scaling: the
+    // global batch, which its 1-worker cells run).
+    const int batch = spec.batch_per_worker() > 0 ? spec.batch_per_worker() : spec.global_batch();
+    absl::Status fits = !calibration.ok() ? calibration.status()
+                        : spec_ok         ? CheckCalibrationFits(*calibration, spec.model(), batch)
+                                          : absl::FailedPreconditionError("spec.textproto does not parse");
+    if (!fits.ok()) {
+      data.no_prediction_reason = absl::StrCat("calibration.json was left out: ", fits.message());
+      absl::FPrintF(stderr, "ringside: warning: %s/%s\n", dir, data.no_prediction_reason);
+    } else {
+      PredictPoints(*calibration, spec, context.cores, &data.points);
       data.predicted = true;
     }
   }
-  data.findings = Findings(data.points, data.num_params);
+  data.findings = Findings(data.points, context);
   return data;
 }
 
 absl::Status RunReport(const std::string& dir) {
   RINGSIDE_ASSIGN_OR_RETURN(ReportData data, LoadReportData(dir));
-  const std::string plot_dir = dir + "/report_plots";
+  const std::string plot_dir = absl::StrCat(dir, "/", kPlotDir);
   RINGSIDE_RETURN_IF_ERROR(RenderPlots(data, plot_dir));
-  RINGSIDE_RETURN_IF_ERROR(WriteFileAtomically(dir + "/report.md", ReportMarkdown(data)));
-  RINGSIDE_ASSIGN_OR_RETURN(std::string html, ReportHtml(data, dir, plot_dir));
+  const std::string markdown = ReportMarkdown(data);
+  RINGSIDE_RETURN_IF_ERROR(WriteFileAtomically(dir + "/report.md", markdown));
+  RINGSIDE_ASSIGN_OR_RETURN(std::string html, ReportHtml(markdown, plot_dir));
   return WriteFileAtomically(dir + "/report.html", html);
 }
 

@@ -7,9 +7,9 @@
 // experiments/report/, door of the folder:
 //   report.h    (this) loading a compare directory and writing the report
 //   points.h    the report's data: one point per (strategy, workers); predictions
-//   findings.h  the findings paragraph
+//   findings.h  the findings, computed from the numbers
 //   plots.h     the gnuplot script and its SVGs
-//   markdown.h  report.md;  html.h  report.html
+//   markdown.h  report.md, the one text;  html.h  report.html rendered from it (cmark-gfm)
 #ifndef RINGSIDE_EXPERIMENTS_REPORT_REPORT_H_
 #define RINGSIDE_EXPERIMENTS_REPORT_REPORT_H_
 

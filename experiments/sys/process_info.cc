@@ -19,6 +19,8 @@ absl::StatusOr<std::string> SelfExePath() {
   return std::string(path, n);
 }
 
+bool IsTerminal(FILE* stream) { return stream != nullptr && isatty(fileno(stream)) == 1; }
+
 absl::StatusOr<int> PickFreePort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));

@@ -2,6 +2,7 @@
 #ifndef RINGSIDE_EXPERIMENTS_SYS_PROCESS_INFO_H_
 #define RINGSIDE_EXPERIMENTS_SYS_PROCESS_INFO_H_
 
+#include <cstdio>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -11,6 +12,10 @@ namespace ringside {
 // This binary's path, resolved (commands run through `ip netns exec` cannot use
 // /proc/self/exe, which would name `ip`). Internal if /proc is unreadable.
 absl::StatusOr<std::string> SelfExePath();
+
+// Whether `stream` is a terminal (isatty), for output that redraws lines (`\r`) only
+// where a person watches; false for files, pipes and nullptr.
+bool IsTerminal(FILE* stream);
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then closed).
 absl::StatusOr<int> PickFreePort();

@@ -5,7 +5,7 @@
 //                     deadline; RunCommand (capture, timeout); exit statuses in words
 //   signal_catcher.h  ScopedSignalCatcher: SIGINT/SIGTERM recorded for a scope
 //   files.h           ReadFile, WriteFileAtomically
-//   process_info.h    SelfExePath, PickFreePort
+//   process_info.h    SelfExePath, IsTerminal, PickFreePort
 //   median.h          Median, the statistic every report and bench quotes
 // Clocks: common/trace.h's NowMicros and absl::Now.
 #ifndef RINGSIDE_EXPERIMENTS_SYS_SYS_H_

@@ -1,0 +1,42 @@
+// Whether a calibration applies to a run: its compute times were measured on one model
+// at one per-worker batch, and its model bytes are that model's, so a prediction for
+// another model or batch is off by roughly the ratio of their work and sizes.
+// `ringside simulate` and `ringside report` call it before predicting anything.
+#ifndef RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATION_CHECK_H_
+#define RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATION_CHECK_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "experiments/costmodel/cost_model.h"
+
+namespace ringside {
+
+// What a model spec weighs: one step's GEMM work at a batch (Model::GemmFlops) and
+// its parameter bytes, built for 28x28x1 inputs and 10 classes (every dataset ringside
+// reads). InvalidArgument from Model::Create for a spec that does not build.
+struct ModelWeight {
+  double gemm_flops = 0;
+  double bytes = 0;
+};
+absl::StatusOr<ModelWeight> WeighModel(const std::string& spec, int batch);
+
+// OK when `calibration` was measured on `model` at per-worker `batch`. Otherwise
+// FailedPrecondition with one message that names both and estimates the error the
+// mismatch causes:
+//   - a different model or batch: the calibrated compute time is for k times this run's
+//     GEMM work (WeighModel), so predicted compute is off by about (k - 1) x 100%, and
+//     the calibrated model bytes are j times this model's, so predicted communication
+//     is off by about (j - 1) x 100% (where a model cannot be built, the message says
+//     the size of the error is unknown);
+//   - a calibration without model or batch (written by an older `ringside calibrate`):
+//     says so.
+// Every message ends with the calibrate command that fits the run. The caller decides
+// whether to refuse (simulate) or warn (a report of runs already made).
+absl::Status CheckCalibrationFits(const Calibration& calibration, const std::string& model,
+                                  int batch);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATION_CHECK_H_

@@ -1,0 +1,149 @@
+#include "experiments/report/findings.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "experiments/report/markdown.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ringside {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+ReportPoint Point(const std::string& label, int workers, double samples_per_sec, double compute_ms,
+                  double comm_ms, double wait_ms = 0) {
+  ReportPoint p;
+  p.label = label;
+  p.kind = label == "single" ? "single" : label.substr(0, label.find('-'));
+  p.workers = workers;
+  p.ok_repeats = 1;
+  p.samples_per_sec = samples_per_sec;
+  p.compute_ms = compute_ms;
+  p.comm_ms = comm_ms;
+  p.wait_ms = wait_ms;
+  p.step_ms = compute_ms + comm_ms + wait_ms;
+  return p;
+}
+
+// Speedups against the single point's throughput, as BuildPoints computes them.
+std::vector<ReportPoint> WithSpeedups(std::vector<ReportPoint> points) {
+  const double base = points[0].samples_per_sec;
+  for (ReportPoint& p : points) {
+    p.speedup = p.samples_per_sec / base;
+    p.efficiency = p.speedup / p.workers;
+  }
+  return points;
+}
+
+std::string FirstParagraph(const std::string& findings) {
+  return std::vector<std::string>(absl::StrSplit(findings, "\n\n"))[0];
+}
+
+constexpr int64_t kParams = 266610;  // mlp:784-256-256-10: M = 1.066 MB.
+
+TEST(FindingsTest, MasterWinsOnLoopback) {
+  const std::vector<ReportPoint> points = WithSpeedups({
+      Point("single", 1, 1000, 1.0, 0),
+      Point("ps", 2, 1500, 1.0, 0.5), Point("ps", 4, 2000, 1.0, 1.0),
+      Point("ddp", 2, 1200, 1.0, 1.0), Point("ddp", 4, 1070, 1.0, 2.5),
+  });
+  FindingsContext c;
+  c.num_params = kParams;
+  c.cores = 8;
+  const std::string f = Findings(points, c);
+  const std::string first = FirstParagraph(f);
+  EXPECT_THAT(first, HasSubstr("At 4 workers **ps** is the fastest: 2000 samples/s, 1.87x **ddp**'s."));
+  EXPECT_THAT(first, HasSubstr("**ps** scales best: 2.00x the single process's throughput at 4 workers"
+                               " (efficiency 50%, weak scaling)"));
+  EXPECT_THAT(f, HasSubstr("loopback (no emulated link)"));
+  EXPECT_THAT(f, Not(HasSubstr("falls behind the ring")));
+  EXPECT_THAT(f, HasSubstr("**ps** at 4 workers computes for 1.00 ms"));
+  EXPECT_THAT(f, HasSubstr("communicates or waits for 1.00 ms"));
+}
+
+TEST(FindingsTest, RingWinsAndScalesOnAnEmulatedLink) {
+  const std::vector<ReportPoint> points = WithSpeedups({
+      Point("single", 1, 1000, 10.0, 0),
+      Point("ps", 4, 900, 10.0, 30.0), Point("ddp", 4, 3200, 10.0, 2.5),
+  });
+  FindingsContext c;
+  c.num_params = kParams;
+  c.link_bytes_per_s = 10e9 / 8;  // 10 Gbit/s.
+  c.cores = 8;
+  c.strong_scaling = true;
+  const std::string first = FirstParagraph(Findings(points, c));
+  EXPECT_THAT(first, HasSubstr("At 4 workers **ddp** is the fastest: 3200 samples/s, 3.56x **ps**'s."));
+  EXPECT_THAT(first, HasSubstr("**ddp** scales best: 3.20x"));
+  EXPECT_THAT(first, HasSubstr("strong scaling"));
+  const std::string f = Findings(points, c);
+  // N x M / B = 4 x 1.066 MB / 1.25 GB/s = 3.41 ms; 2(N-1)/N x M / B = 1.28 ms.
+  EXPECT_THAT(f, HasSubstr("N x M / B = 3.41 ms through a single master's link and 2(N-1)/N x M / B = "
+                           "1.28 ms per ring rank (N = 4, B = 10 Gbit/s)"));
+  EXPECT_THAT(f, HasSubstr("Compute dominates the step."));
+}
+
+TEST(FindingsTest, NothingScalesBecauseCommunicationOutweighsCompute) {
+  // The demo on its 1 Gbit link: 1.4 ms of compute against 8.6 ms moving the gradient.
+  std::vector<ReportPoint> points = WithSpeedups({
+      Point("single", 1, 90000, 1.4, 0),
+      Point("ps", 2, 20000, 1.4, 8.6, 1.0), Point("ps", 4, 15000, 1.4, 12.0, 3.0),
+      Point("ddp", 2, 25000, 1.4, 8.6), Point("ddp", 4, 24000, 1.4, 8.6),
+  });
+  points[3].data_ms = 0.27;
+  FindingsContext c;
+  c.num_params = kParams;
+  c.link_bytes_per_s = 1e9 / 8;
+  c.cores = 8;
+  const std::string f = Findings(points, c);
+  const std::string first = FirstParagraph(f);
+  EXPECT_THAT(first, HasSubstr("At 4 workers **ddp** is the fastest: 24000 samples/s, 1.60x **ps**'s."));
+  EXPECT_THAT(first, HasSubstr("No configuration scales: the best, **ddp** at 2 workers, reaches 0.28x"));
+  EXPECT_THAT(f, HasSubstr("**ddp** at 4 workers computes for 1.40 ms"));
+  EXPECT_THAT(f, HasSubstr("communicates or waits for 8.60 ms"));
+  EXPECT_THAT(f, HasSubstr("N x M / B = 34.13 ms through a single master's link and 2(N-1)/N x M / B = "
+                           "12.80 ms per ring rank (N = 4, B = 1 Gbit/s)"));
+  EXPECT_THAT(f, HasSubstr("Communication outweighs compute 6.1x, so each added worker costs more time "
+                           "than it saves: that is why nothing scales."));
+  EXPECT_THAT(f, Not(HasSubstr("scales best")));
+}
+
+TEST(FindingsTest, SharedCoresExplainAComputeBoundSlowdown) {
+  const std::vector<ReportPoint> points = WithSpeedups({
+      Point("single", 1, 1000, 5.0, 0), Point("ddp", 4, 800, 20.0, 1.0), Point("ps", 4, 700, 20.0, 2.0),
+  });
+  FindingsContext c;
+  c.num_params = kParams;
+  c.cores = 2;
+  const std::string f = Findings(points, c);
+  EXPECT_THAT(f, HasSubstr("No configuration scales"));
+  EXPECT_THAT(f, HasSubstr("the 4 workers share this machine's 2 cores"));
+}
+
+TEST(FindingsTest, AgreesWithTheSummaryTable) {
+  ReportData data;
+  data.name = "t";
+  data.network = "loopback";
+  data.num_params = kParams;
+  data.points = WithSpeedups({Point("single", 1, 1000, 1.0, 0), Point("ps", 4, 2000, 1.0, 1.0),
+                              Point("ddp", 4, 1070, 1.0, 2.5)});
+  FindingsContext c;
+  c.num_params = kParams;
+  data.findings = Findings(data.points, c);
+  const std::string md = ReportMarkdown(data);
+  // The table's samples/s and speedup columns carry the findings' numbers.
+  EXPECT_THAT(md, HasSubstr("| ps | 4 | 2.00 |  | 2000 | 2.00 | 50% |"));
+  EXPECT_THAT(md, HasSubstr("| ddp | 4 | 3.50 |  | 1070 | 1.07 | 27% |"));
+  EXPECT_THAT(md, HasSubstr("**ps** is the fastest: 2000 samples/s, 1.87x **ddp**'s"));
+}
+
+TEST(FindingsTest, NoMultiWorkerCell) {
+  EXPECT_EQ(Findings(WithSpeedups({Point("single", 1, 1000, 1.0, 0)}), FindingsContext{}),
+            "No multi-worker cell finished.\n");
+}
+
+}  // namespace
+}  // namespace ringside
