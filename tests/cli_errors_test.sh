@@ -61,6 +61,8 @@ expect_usage_error flag_before_verb "expected a verb before --batch=1" --batch=1
 expect_usage_error other_verbs_typo 'unknown flag --wrokers; did you mean --workers \(a flag of `train`\)\?' report "$T" --wrokers=2
 expect_usage_error foreign_flag 'is not a flag of `report`' report "$T" --workers=99 --strategy=bogus
 expect_usage_error report_no_dir '`report` needs a directory written by compare \(DIR\)' report
+expect_usage_error launch_elastic "elastic node counts are not supported" launch --nnodes=1:4 -- true
+expect_usage_error launch_two_endpoints "either --rdzv_endpoint or --master_addr" launch --rdzv-endpoint=a:1 --master-port=7 -- true
 expect_usage_error launch_no_program '`launch` needs a command' launch --nproc_per_node=2
 expect_usage_error report_two_dirs "unexpected argument 'b'" report a b
 expect_usage_error train_word "unexpected argument 'extra'" "${common[@]}" extra
