@@ -82,7 +82,8 @@ absl::Span<const Command> Commands() {
        "worker_id ps_servers " RINGSIDE_PS_FLAGS RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS,
        "", "", 0, 0, false, CheckPsWorker, RunPsWorkerVerb},
       {"launch", "start a program's ranks on this node, torchrun-style (RANK, WORLD_SIZE, ...)",
-       "  ringside launch --nproc_per_node=N [--nnodes --node_rank --master_addr --master_port]\n"
+       "  ringside launch --nproc_per_node=N [--nnodes=N --node_rank=R] [--rdzv_endpoint=HOST:PORT\n"
+       "                  | --master_addr --master_port | --standalone] [--max_restarts=K]\n"
        "                  PROGRAM ARGS...    (or -- PROGRAM ARGS...; torchrun's --nproc-per-node too)\n",
        "nproc_per_node nnodes node_rank master_addr master_port standalone rdzv_backend "
        "rdzv_endpoint rdzv_id max_restarts",
@@ -97,7 +98,8 @@ absl::Span<const Command> Commands() {
        "  ringside calibrate --model=mlp:784-256-256-10 --batch=128 --out=calibration.json\n",
        "model batch threads steps out", "", "", 0, 0, false, nullptr, RunCalibrateVerb},
       {"simulate", "predict step times far past this machine from a calibration",
-       "  ringside simulate --calibration=calibration.json --links=1gbit,10gbit [--max_workers=1024]\n",
+       "  ringside simulate --calibration=calibration.json --links=1gbit,10gbit [--max_workers=1024]\n"
+       "                    [--model=SPEC --batch=B]   (refused unless the calibration's)\n",
        "calibration links max_workers model_mb model batch", "", "", 0, 0, false, CheckSimulate,
        RunSimulateVerb},
       {"bench",
