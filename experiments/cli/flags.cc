@@ -155,25 +155,27 @@ absl::Status CheckTrainFlags() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// InvalidArgument "--NAME=V is outside [0, --LIMIT_NAME=L)" unless 0 <= V < L.
+absl::Status CheckIndexFlag(const char* name, int value, const char* limit_name, int limit) {
+  if (value >= 0 && value < limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrFormat("--%s=%d is outside [0, --%s=%d)", name, value, limit_name, limit));
+}
+
+}  // namespace
+
 absl::Status CheckPsServerFlags() {
   const RunConfig c = RunConfigFromFlags("ps");
   RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
-  const int shard = absl::GetFlag(FLAGS_shard);
-  if (shard < 0 || shard >= c.ps_shards()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--shard=%d is outside [0, --ps_shards=%d)", shard, c.ps_shards()));
-  }
-  return absl::OkStatus();
+  return CheckIndexFlag("shard", absl::GetFlag(FLAGS_shard), "ps_shards", c.ps_shards());
 }
 
 absl::Status CheckPsWorkerFlags() {
   const RunConfig c = RunConfigFromFlags("ps");
   RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
-  const int worker_id = absl::GetFlag(FLAGS_worker_id);
-  if (worker_id < 0 || worker_id >= c.world_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--worker_id=%d is outside [0, --workers=%d)", worker_id, c.world_size()));
-  }
+  RINGSIDE_RETURN_IF_ERROR(CheckIndexFlag("worker_id", absl::GetFlag(FLAGS_worker_id), "workers", c.world_size()));
   RINGSIDE_ASSIGN_OR_RETURN(std::vector<std::string> servers, ParseServerList(absl::GetFlag(FLAGS_ps_servers)));
   if (static_cast<int>(servers.size()) != c.ps_shards()) {
     return absl::InvalidArgumentError(absl::StrFormat("--ps_servers lists %d addresses for --ps_shards=%d",
