@@ -5,6 +5,23 @@
 
 namespace ringside {
 
+RunConfig DefaultRunConfig() {
+  RunConfig c;
+  c.set_strategy(kDefaultStrategy);
+  c.set_model(kDefaultModel);
+  c.set_dataset(kDefaultDataset);
+  c.set_epochs(kDefaultEpochs);
+  c.set_batch(kDefaultBatch);
+  c.set_lr(static_cast<float>(kDefaultLr));
+  c.set_momentum(static_cast<float>(kDefaultMomentum));
+  c.set_weight_decay(static_cast<float>(kDefaultWeightDecay));
+  c.set_seed(kDefaultSeed);
+  c.set_threads(kDefaultThreads);
+  c.set_grad_accum(kDefaultGradAccum);
+  c.set_prefetch(kDefaultPrefetch);
+  return c;
+}
+
 absl::Status ValidateRunConfig(const RunConfig& c) {
   if (c.batch() < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--batch must be >= 1, got ", c.batch()));

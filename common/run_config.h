@@ -22,6 +22,27 @@ inline constexpr absl::Duration kDefaultPeerTimeout = absl::Seconds(60);
 // Samples per forward pass when evaluating.
 inline constexpr int kDefaultEvalBatch = 1000;
 
+// The defaults of a training run, one set for the command line (experiments/cli/
+// flags.cc) and for experiment specs (experiments/matrix/spec.cc, fields left unset).
+// One BLAS thread per process, as torchrun's OMP_NUM_THREADS=1 and as `calibrate`
+// measures; --threads=0 leaves the count to OpenBLAS (every core).
+inline constexpr char kDefaultStrategy[] = "single";
+inline constexpr char kDefaultModel[] = "mlp:784-256-256-10";
+inline constexpr char kDefaultDataset[] = "fashion-mnist";
+inline constexpr int kDefaultEpochs = 5;
+inline constexpr int kDefaultBatch = 128;
+inline constexpr double kDefaultLr = 0.02;
+inline constexpr double kDefaultMomentum = 0.9;
+inline constexpr double kDefaultWeightDecay = 0.0;
+inline constexpr uint64_t kDefaultSeed = 1;
+inline constexpr int kDefaultThreads = 1;
+inline constexpr int kDefaultGradAccum = 1;
+inline constexpr bool kDefaultPrefetch = true;
+
+// A RunConfig of the defaults above (strategy-independent fields only; strategies'
+// own fields stay unset: each strategy sets what it uses).
+RunConfig DefaultRunConfig();
+
 // What every strategy's job takes besides its strategy-specific options.
 struct RunOptions {
   RunConfig config;               // model, dataset, epochs, batch, SGD, seed, ...

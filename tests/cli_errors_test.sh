@@ -1,30 +1,33 @@
 #!/usr/bin/env bash
-# Bad input to `ringside train`: each case must end with exactly one error line
-# ("ringside: error: ..." or absl's flag error), exit status 1, and no crash output.
+# Bad input to `ringside`: each case must end with exactly one error line
+# "ringside: error: ...", exit status 2 for a usage error (bad flag, value or word,
+# found before anything runs) and 1 for a failure while running, and no crash output.
 set -uo pipefail
 RINGSIDE="$1"
 FMNIST=/usr/share/datasets/fashion-mnist
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 
-# expect_error NAME REGEX ARGS...: runs ringside ARGS, checks the error contract.
-expect_error() {
-  local name="$1" regex="$2"; shift 2
+# check_error NAME STATUS REGEX ARGS...: runs ringside ARGS, checks the error contract.
+check_error() {
+  local name="$1" want="$2" regex="$3"; shift 3
   local out="$T/$name.err" rc
   timeout 120 "$RINGSIDE" "$@" >"$T/$name.out" 2>"$out"; rc=$?
   local errors; errors=$(grep -ci 'error' "$out")
-  if [ "$rc" -ne 1 ]; then
-    echo "FAIL $name: exit status $rc, expected 1"; failures=$((failures + 1))
-  elif [ "$errors" -ne 1 ] || ! tail -n 1 "$out" | grep -qi 'error'; then
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL $name: exit status $rc, expected $want"; cat "$out"; failures=$((failures + 1))
+  elif [ "$errors" -ne 1 ] || ! tail -n 1 "$out" | grep -q '^ringside: error: '; then
     echo "FAIL $name: expected one error line, last; got:"; cat "$out"; failures=$((failures + 1))
   elif grep -qiE 'abort|terminate called|segmentation|core dumped|stack trace|\*\*\* ' "$out"; then
     echo "FAIL $name: crash output:"; cat "$out"; failures=$((failures + 1))
-  elif ! tail -n 1 "$out" | grep -qE "$regex"; then
+  elif ! tail -n 1 "$out" | grep -qE -- "$regex"; then
     echo "FAIL $name: message does not match /$regex/:"; tail -n 1 "$out"; failures=$((failures + 1))
   else
-    echo "ok   $name: $(tail -n 1 "$out")"
+    echo "ok   $name ($rc): $(tail -n 1 "$out")"
   fi
 }
+expect_error() { check_error "$1" 1 "${@:2}"; }        # A failure while running.
+expect_usage_error() { check_error "$1" 2 "${@:2}"; }  # A usage error.
 
 common=(train --epochs=1 --steps=2 --threads=1)
 
@@ -45,12 +48,31 @@ expect_error not_a_dataset 'not fashion-mnist' "${common[@]}" --dataset="$T/no-s
 # Flags.
 expect_error unknown_model "unknown model spec 'resnet:50'" "${common[@]}" --dataset=synthetic --model=resnet:50
 expect_error mlp_wrong_input 'takes 100 inputs' "${common[@]}" --dataset=synthetic --model=mlp:100-10
-expect_error batch_zero 'batch must be >= 1' "${common[@]}" --dataset=synthetic --batch=0
-expect_error negative_lr 'lr must be >= 0' "${common[@]}" --dataset=synthetic --lr=-0.1
-expect_error unknown_strategy "unknown strategy 'foo'" "${common[@]}" --dataset=synthetic --strategy=foo
-expect_error unknown_flag 'Unknown command line flag' "${common[@]}" --no_such_flag=1
-expect_error bad_flag_value "Illegal value|invalid" "${common[@]}" --batch=many
-expect_error unknown_command "unknown command 'fly'" fly
+expect_usage_error batch_zero 'batch must be >= 1' "${common[@]}" --dataset=synthetic --batch=0
+expect_usage_error negative_lr 'lr must be >= 0' "${common[@]}" --dataset=synthetic --lr=-0.1
+expect_usage_error unknown_strategy "unknown strategy 'foo'" "${common[@]}" --dataset=synthetic --strategy=foo
+expect_usage_error unknown_flag 'unknown flag --no_such_flag' "${common[@]}" --no_such_flag=1
+expect_usage_error did_you_mean 'unknown flag --wrokers; did you mean --workers\?' "${common[@]}" --wrokers=2
+expect_usage_error bad_flag_value "bad value for --batch: Illegal value 'many'" "${common[@]}" --batch=many
+expect_usage_error bad_bool_value "bad value for --resume" "${common[@]}" --resume=maybe
+expect_usage_error missing_value "--out needs a value" "${common[@]}" --out
+expect_usage_error unknown_command "unknown command 'fly'" fly
+expect_usage_error flag_before_verb "expected a verb before --batch=1" --batch=1 train
+expect_usage_error other_verbs_typo 'unknown flag --wrokers; did you mean --workers \(a flag of `train`\)\?' report "$T" --wrokers=2
+expect_usage_error foreign_flag 'is not a flag of `report`' report "$T" --workers=99 --strategy=bogus
+expect_usage_error report_no_dir '`report` needs a directory written by compare \(DIR\)' report
+expect_usage_error launch_elastic "elastic node counts are not supported" launch --nnodes=1:4 -- true
+expect_usage_error launch_two_endpoints "either --rdzv_endpoint or --master_addr" launch --rdzv-endpoint=a:1 --master-port=7 -- true
+expect_usage_error launch_no_program '`launch` needs a command' launch --nproc_per_node=2
+expect_usage_error report_two_dirs "unexpected argument 'b'" report a b
+expect_usage_error train_word "unexpected argument 'extra'" "${common[@]}" extra
+expect_usage_error unknown_bench "unknown benchmark 'nope' \(expected step, allreduce or pushpull\)" bench nope
+expect_usage_error ddp_bad_backend "--backend=bogus is not a process-group backend \\(gloo or nccl\\)" train --strategy=ddp --backend=bogus
+expect_usage_error ddp_bad_allreduce "allreduce" train --strategy=ddp --allreduce=bogus
+expect_usage_error compare_no_spec "compare needs --spec=FILE" compare --out="$T/c"
+expect_usage_error simulate_no_calibration "simulate needs --calibration" simulate
+expect_error report_missing_dir 'has no cells/' report "$T/no-such-report"
+expect_error simulate_missing_calibration 'no-such.json' simulate --calibration="$T/no-such.json"
 
 # Checkpoints: unreadable, garbage, of another model.
 mkdir -p "$T/ckpt-garbage" "$T/ckpt-unreadable" "$T/ckpt-other"

@@ -153,11 +153,12 @@ expect_error config_mismatch $! "$T/c_w0.log" \
 within config_mismatch "$t0" $((TIMEOUT + 3))
 kill "$s0" 2>/dev/null; wait "$s0" 2>/dev/null
 
-# d. Bad flags: exit 1 with exactly one line on stderr, "ringside: error: ...", at once.
-bad_flags() {  # bad_flags NAME REGEX ARGS...
-  local name=$1 regex=$2 rc; shift 2
+# d. Bad flags: exit 2 (a usage error; WANT=1: found while running) with exactly one
+# line on stderr, "ringside: error: ...", at once.
+bad_flags() {  # [WANT=STATUS] bad_flags NAME REGEX ARGS...
+  local name=$1 regex=$2 rc want=${WANT:-2}; shift 2
   timeout 30 "$RINGSIDE" "$@" >"$T/$name.out" 2>"$T/$name.err"; rc=$?
-  if [ "$rc" -ne 1 ]; then fail "$name: exit status $rc, expected 1"; cat "$T/$name.err"; return; fi
+  if [ "$rc" -ne "$want" ]; then fail "$name: exit status $rc, expected $want"; cat "$T/$name.err"; return; fi
   if [ "$(wc -l <"$T/$name.err")" -ne 1 ] || ! grep -qE "^ringside: error: .*$regex" "$T/$name.err"; then
     fail "$name: stderr is not one 'ringside: error:' line matching /$regex/:"; cat "$T/$name.err"; return
   fi
@@ -180,10 +181,10 @@ bad_flags servers_count "--ps_servers lists 1 addresses for --ps_shards=2" ps-wo
 # come first even when 12 processes start at once on a loaded machine.
 tiny=(--model=mlp:4-2 --dataset=synthetic:train=64,test=16,shape=1x2x2,classes=2 --workers=1 --timeout_s=20)
 eleven=$(for i in $(seq 11); do echo -n "127.0.0.1:$((40000 + i)),"; done)
-bad_flags shards_gt_params "--ps_shards=11 exceeds the model's 10 parameters" \
+WANT=1 bad_flags shards_gt_params "--ps_shards=11 exceeds the model's 10 parameters" \
   ps-worker --ps_shards=11 --ps_servers="${eleven%,}" "${tiny[@]}"
 # Through the launcher the reason is in the children's output; stderr names the process.
-bad_flags train_shards_gt_params "worker 0 failed: exited with status 1" \
+WANT=1 bad_flags train_shards_gt_params "worker 0 failed: exited with status 1" \
   train --strategy=ps --ps_shards=11 "${tiny[@]}"
 grep -q "exceeds the model's 10 parameters" "$T/train_shards_gt_params.out" \
   || fail "train_shards_gt_params: the reason is not in the output: $(tail -n 3 "$T/train_shards_gt_params.out")"

@@ -3,47 +3,73 @@
 #include <string>
 #include <vector>
 
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "experiments/cli/argv_parser.h"
 #include "experiments/cli/command.h"
+#include "experiments/cli/help.h"
 
 namespace ringside {
 namespace {
 
-absl::Status Dispatch(const std::vector<char*>& words, int argc, char** argv) {
-  std::vector<std::string> names;
-  for (const Command& c : Commands()) names.push_back(c.name);
-  if (words.size() < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("missing command (", absl::StrJoin(names, ", "), "); see --help"));
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+// Finds the verb `words[0]`, parses the rest against its flags, checks and runs it.
+absl::Status Dispatch(const std::vector<std::string>& words) {
+  const Command* command = FindCommand(words[0]);
+  if (command == nullptr) {
+    std::vector<std::string> names;
+    for (const Command& c : Commands()) names.push_back(c.name);
+    return UsageError(absl::StrFormat("unknown command '%s' (expected %s)", words[0], absl::StrJoin(names, ", ")));
   }
-  const std::string verb = words[1];
-  for (const Command& c : Commands()) {
-    if (verb != c.name) continue;
-    CommandArgs args;
-    for (size_t i = 2; i < words.size(); ++i) args.positional.push_back(words[i]);
-    for (int i = 1; i < argc; ++i) args.self_args.push_back(argv[i]);
-    return c.run(args);
+  absl::StatusOr<ParsedArgs> parsed =
+      ParseVerbArgs(*command, absl::MakeConstSpan(words).subspan(1));
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->help) {
+    absl::PrintF("%s", VerbHelp(*command));
+    return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(
-      absl::StrFormat("unknown command '%s' (expected %s)", verb, absl::StrJoin(names, ", ")));
+  CommandArgs args;
+  args.positional = std::move(parsed->positional);
+  args.self_args = words;
+  const int n = static_cast<int>(args.positional.size());
+  if (command->max_args >= 0 && n > command->max_args) {
+    return UsageError(absl::StrCat("unexpected argument '", args.positional[command->max_args], "' to `",
+                                   command->name, "` (see ringside ", command->name, " --help)"));
+  }
+  if (n < command->min_args) {
+    return UsageError(absl::StrCat("`", command->name, "` needs ", command->args, " (see ringside ",
+                                   command->name, " --help)"));
+  }
+  if (command->check != nullptr) {
+    if (absl::Status s = command->check(args); !s.ok()) return AsUsageError(s);
+  }
+  return command->run(args);
 }
 
 }  // namespace
 
 int RunCli(int argc, char** argv) {
-  const std::string usage = UsageText();
-  absl::SetProgramUsageMessage(usage);
-  std::vector<char*> words = absl::ParseCommandLine(argc, argv);
-  absl::Status status = Dispatch(words, argc, argv);
-  if (!status.ok()) {
-    absl::FPrintF(stderr, "ringside: error: %s\n", status.message());
-    return 1;
+  std::vector<std::string> words(argv + 1, argv + argc);
+  if (words.empty()) {
+    absl::FPrintF(stderr, "%s\nringside: error: no verb given (see the list above)\n", UsageText());
+    return kExitUsage;
   }
-  return 0;
+  if (words[0] == "--help" || words[0] == "-h" || words[0] == "-help") words[0] = "help";
+  if (words[0] == "--version" || words[0] == "-version") words[0] = "version";
+  if (words[0].size() > 1 && words[0][0] == '-') {
+    absl::FPrintF(stderr, "ringside: error: expected a verb before %s (ringside VERB [flags]; see ringside --help)\n",
+                  words[0]);
+    return kExitUsage;
+  }
+  absl::Status status = Dispatch(words);
+  if (status.ok()) return 0;
+  // One line, whatever the message holds.
+  absl::FPrintF(stderr, "ringside: error: %s\n", absl::StrReplaceAll(status.message(), {{"\n", "; "}}));
+  return IsUsageError(status) ? kExitUsage : kExitFailure;
 }
 
 }  // namespace ringside

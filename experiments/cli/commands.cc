@@ -1,57 +1,166 @@
-// The command table: every verb, its usage lines and its entry point.
+// The command table: every verb, its summary, usage lines, flags and entry point.
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "experiments/cli/command.h"
+#include "experiments/cli/flags.h"
 #include "experiments/cli/verbs.h"
 
 namespace ringside {
+namespace {
+
+// Flag groups shared by several verbs (string literals, concatenated below).
+// What RunConfigFromFlags() reads: every process of a job must be given the same.
+#define RINGSIDE_RUN_CONFIG_FLAGS                                                          \
+  "model dataset epochs steps batch lr momentum weight_decay nesterov seed threads "      \
+  "drop_last grad_accum prefetch "
+// What RunOptionsFromFlags() adds.
+#define RINGSIDE_RUN_OPTION_FLAGS "out resume checkpoint_every eval_batch "
+#define RINGSIDE_PS_FLAGS "workers ps_shards ps_sync ps_chunk_kb ps_colocated timeout_s "
+#define RINGSIDE_DDP_FLAGS "backend bucket_cap_mb first_bucket_mb overlap allreduce "
+
+// Marks the table's usage errors for the parser's caller.
+absl::Status CheckedUsage(absl::Status status) { return AsUsageError(std::move(status)); }
+
+absl::Status CheckTrain(const CommandArgs&) { return CheckedUsage(CheckTrainFlags()); }
+absl::Status CheckPsServer(const CommandArgs&) { return CheckedUsage(CheckPsServerFlags()); }
+absl::Status CheckPsWorker(const CommandArgs&) { return CheckedUsage(CheckPsWorkerFlags()); }
+
+absl::Status CheckBench(const CommandArgs& args) {
+  const std::string& which = args.positional[0];
+  if (which == "step" || which == "allreduce" || which == "pushpull" || which == "pushpull-server") {
+    return absl::OkStatus();
+  }
+  return UsageError(absl::StrCat("unknown benchmark '", which, "' (expected step, allreduce or pushpull)"));
+}
+
+absl::Status CheckCompare(const CommandArgs&) {
+  if (absl::GetFlag(FLAGS_spec).empty()) return UsageError("compare needs --spec=FILE");
+  if (absl::GetFlag(FLAGS_out).empty()) return UsageError("compare needs --out=DIR");
+  return absl::OkStatus();
+}
+
+absl::Status CheckSimulate(const CommandArgs&) {
+  if (absl::GetFlag(FLAGS_calibration).empty()) {
+    return UsageError("simulate needs --calibration=FILE (from `ringside calibrate`)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckHelp(const CommandArgs& args) {
+  if (args.positional.empty() || FindCommand(args.positional[0]) != nullptr) return absl::OkStatus();
+  return UsageError(absl::StrCat("unknown command '", args.positional[0], "'"));
+}
+
+}  // namespace
 
 absl::Span<const Command> Commands() {
-  static constexpr Command kCommands[] = {
-      {"demo",
-       "  ringside demo [--out=runs/demo]   (single vs PS vs DDP on 1, 2, 4 workers, with a report)\n",
-       RunDemoVerb},
-      {"train",
+  static const Command kCommands[] = {
+      {"demo", "single vs PS vs DDP on 1, 2 and 4 workers, with a report (the README's demo)",
+       "  ringside demo [--out=runs/demo]\n",
+       "out", "", "", 0, 0, false, nullptr, RunDemoVerb},
+      {"train", "train one model: one process, a parameter server job or a DDP ring",
        "  ringside train --strategy=single --model=mlp:784-256-256-10 --dataset=fashion-mnist\n"
        "                 --epochs=5 --batch=128 --lr=0.02 --momentum=0.9 --out=DIR [--resume]\n"
        "  ringside train --strategy=ddp --workers=2 --backend=gloo ...    (launches the ranks)\n"
        "  ringside train --strategy=ps --workers=N --ps_shards=S --ps_sync=bsp|ssp:K|asp\n"
        "                 [--ps_colocated] ...          (launches S shards and N workers here)\n",
-       RunTrainVerb},
-      {"ps-server", "  ringside ps-server --shard=I --listen=HOST:PORT --workers=N --ps_shards=S ...\n",
-       RunPsServerVerb},
-      {"ps-worker", "  ringside ps-worker --worker_id=I --ps_servers=H0:P0,H1:P1,... --workers=N ...\n",
-       RunPsWorkerVerb},
-      {"launch",
-       "  ringside launch --nproc_per_node=N [--nnodes --node_rank --master_addr --master_port]\n"
-       "                  -- PROGRAM ARGS...        (torchrun-style; sets RANK, WORLD_SIZE, ...)\n",
-       RunLaunchVerb},
-      {"compare", "  ringside compare --spec=experiments/matrix/specs/quick.textproto --out=runs/quick\n",
-       RunCompareVerb},
-      {"report", "  ringside report runs/quick        (report.md and a self-contained report.html)\n",
-       RunReportVerb},
-      {"calibrate", "  ringside calibrate --model=mlp:784-256-256-10 --batch=128 --out=calibration.json\n",
-       RunCalibrateVerb},
-      {"simulate",
-       "  ringside simulate --calibration=calibration.json --links=1gbit,10gbit [--max_workers=1024]\n",
+       "strategy " RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS RINGSIDE_PS_FLAGS
+           RINGSIDE_DDP_FLAGS "network ps_servers",
+       "", "", 0, 0, false, CheckTrain, RunTrainVerb},
+      {"ps-server", "host one parameter-server shard by hand (train --strategy=ps does this for you)",
+       "  ringside ps-server --shard=I --listen=HOST:PORT --workers=N --ps_shards=S ...\n",
+       // The same training flags as the workers' (those only workers use are ignored).
+       "shard listen " RINGSIDE_PS_FLAGS RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS, "", "", 0, 0,
+       false,
+       CheckPsServer, RunPsServerVerb},
+      {"ps-worker", "run one parameter-server worker by hand, against running shards",
+       "  ringside ps-worker --worker_id=I --ps_servers=H0:P0,H1:P1,... --workers=N ...\n",
+       "worker_id ps_servers " RINGSIDE_PS_FLAGS RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS,
+       "", "", 0, 0, false, CheckPsWorker, RunPsWorkerVerb},
+      {"launch", "start a program's ranks on this node, torchrun-style (RANK, WORLD_SIZE, ...)",
+       "  ringside launch --nproc_per_node=N [--nnodes=N --node_rank=R] [--rdzv_endpoint=HOST:PORT\n"
+       "                  | --master_addr --master_port | --standalone] [--max_restarts=K]\n"
+       "                  PROGRAM ARGS...    (or -- PROGRAM ARGS...; torchrun's --nproc-per-node too)\n",
+       "nproc_per_node nnodes node_rank master_addr master_port standalone rdzv_backend "
+       "rdzv_endpoint rdzv_id max_restarts",
+       "", "a command (PROGRAM ARGS...)", 1, -1, true, nullptr, RunLaunchVerb},
+      {"compare", "run an experiment matrix (a spec) cell by cell, resuming if interrupted",
+       "  ringside compare --spec=experiments/matrix/specs/quick.textproto --out=runs/quick\n",
+       "spec out", "", "", 0, 0, false, CheckCompare, RunCompareVerb},
+      {"report", "write report.md and a self-contained report.html of a compare directory",
+       "  ringside report runs/quick\n", "", "", "a directory written by compare (DIR)", 1, 1, false,
+       nullptr, RunReportVerb},
+      {"calibrate", "measure the cost model's constants on this machine",
+       "  ringside calibrate --model=mlp:784-256-256-10 --batch=128 --out=calibration.json\n",
+       "model batch threads steps out", "", "", 0, 0, false, nullptr, RunCalibrateVerb},
+      {"simulate", "predict step times far past this machine from a calibration",
+       "  ringside simulate --calibration=calibration.json --links=1gbit,10gbit [--max_workers=1024]\n"
+       "                    [--model=SPEC --batch=B]   (refused unless the calibration's)\n",
+       "calibration links max_workers model_mb model batch", "", "", 0, 0, false, CheckSimulate,
        RunSimulateVerb},
       {"bench",
+       "the measurements of docs/benchmarks.md:",
        "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n"
        "  ringside bench allreduce --workers=2 [--allreduce=ring|halving-doubling]\n"
        "  ringside bench pushpull --sizes_mb=1,4,16,64,256 --repeats=20 [--pin_cpus=0,1]\n",
+       "model batch threads warmup steps repeats workers allreduce timeout_s gap_us sizes_mb "
+       "pin_cpus ps_chunk_kb",
+       // pushpull-server: the push-pull sweep's own child.
+       "size_bytes pin_cpu listen", "a benchmark (step, allreduce or pushpull)", 1, 1, false, CheckBench,
        RunBenchVerb},
+      {"help", "this list, or one verb's usage and flags", "  ringside help [VERB]\n", "", "", "", 0, 1,
+       false, CheckHelp, RunHelpVerb},
+      {"version", "the version and build (CPU or CUDA)", "  ringside version   (or ringside --version)\n",
+       "", "", "", 0, 0, false, nullptr, RunVersionVerb},
   };
   return kCommands;
 }
 
-std::string UsageText() {
-  std::string text = "ringside: parameter server vs DDP ring, measured.\n";
-  for (const Command& c : Commands()) absl::StrAppend(&text, c.usage);
-  return text;
+#undef RINGSIDE_RUN_CONFIG_FLAGS
+#undef RINGSIDE_RUN_OPTION_FLAGS
+#undef RINGSIDE_PS_FLAGS
+#undef RINGSIDE_DDP_FLAGS
+
+const Command* FindCommand(absl::string_view name) {
+  for (const Command& c : Commands()) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> CommandFlagNames(const Command& command, bool hidden) {
+  std::vector<std::string> names = absl::StrSplit(command.flags, ' ', absl::SkipEmpty());
+  if (hidden) {
+    for (absl::string_view n : absl::StrSplit(command.hidden_flags, ' ', absl::SkipEmpty())) {
+      names.emplace_back(n);
+    }
+  }
+  return names;
+}
+
+// A usage error carries this payload (its value is unused).
+constexpr char kUsagePayload[] = "ringside/usage-error";
+
+absl::Status UsageError(absl::string_view message) {
+  return AsUsageError(absl::InvalidArgumentError(message));
+}
+
+absl::Status AsUsageError(absl::Status status) {
+  if (!status.ok()) status.SetPayload(kUsagePayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsUsageError(const absl::Status& status) {
+  return status.GetPayload(kUsagePayload).has_value();
 }
 
 absl::Status ExpectPositional(const CommandArgs& args, size_t max) {
   if (args.positional.size() > max) {
-    return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", args.positional[max], "'"));
+    return UsageError(absl::StrCat("unexpected argument '", args.positional[max], "'"));
   }
   return absl::OkStatus();
 }

@@ -4,30 +4,34 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/run_config.h"
+#include "common/status_macros.h"
+#include "ddp_ring/allreduce_algorithm.h"
+#include "ddp_ring/process_group_factory.h"
 #include "ddp_ring/reducer.h"
 #include "ps_server/ps_server.h"
 
-ABSL_FLAG(std::string, strategy, "single", "single, ps (parameter server) or ddp (all-reduce ring)");
-ABSL_FLAG(std::string, model, "mlp:784-256-256-10", "mlp:W0-W1-...-Wn or cnn:lenet");
-ABSL_FLAG(std::string, dataset, "fashion-mnist",
+ABSL_FLAG(std::string, strategy, ringside::kDefaultStrategy, "single, ps (parameter server) or ddp (all-reduce ring)");
+ABSL_FLAG(std::string, model, ringside::kDefaultModel, "mlp:W0-W1-...-Wn or cnn:lenet");
+ABSL_FLAG(std::string, dataset, ringside::kDefaultDataset,
           "fashion-mnist, synthetic[:train=N,test=M,shape=CxHxW,classes=K,seed=S] or a "
           "directory of MNIST-format IDX files");
-ABSL_FLAG(int32_t, epochs, 5, "epochs to train");
+ABSL_FLAG(int32_t, epochs, ringside::kDefaultEpochs, "epochs to train");
 ABSL_FLAG(int64_t, steps, 0, "stop after this many steps in total (0: no limit)");
-ABSL_FLAG(int32_t, batch, 128, "batch size per worker");
-ABSL_FLAG(double, lr, 0.02, "SGD learning rate");
-ABSL_FLAG(double, momentum, 0.9, "SGD momentum");
-ABSL_FLAG(double, weight_decay, 0.0, "SGD weight decay");
+ABSL_FLAG(int32_t, batch, ringside::kDefaultBatch, "batch size per worker");
+ABSL_FLAG(double, lr, ringside::kDefaultLr, "SGD learning rate");
+ABSL_FLAG(double, momentum, ringside::kDefaultMomentum, "SGD momentum");
+ABSL_FLAG(double, weight_decay, ringside::kDefaultWeightDecay, "SGD weight decay");
 ABSL_FLAG(bool, nesterov, false, "Nesterov momentum");
-ABSL_FLAG(uint64_t, seed, 1, "seed for initialisation and data order");
-ABSL_FLAG(int32_t, threads, 0, "OpenBLAS threads per process (0: library default)");
+ABSL_FLAG(uint64_t, seed, ringside::kDefaultSeed, "seed for initialisation and data order");
+ABSL_FLAG(int32_t, threads, ringside::kDefaultThreads,
+          "OpenBLAS threads per process (0: OpenBLAS decides, e.g. from OMP_NUM_THREADS)");
 ABSL_FLAG(bool, drop_last, false, "drop the tail of the shuffled data instead of padding");
 ABSL_FLAG(std::string, out, "", "output directory: metrics.jsonl, trace.json, checkpoint.bin");
 ABSL_FLAG(bool, resume, false, "continue from OUT/checkpoint.bin");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "also checkpoint every N steps");
 ABSL_FLAG(int32_t, eval_batch, ringside::kDefaultEvalBatch, "batch size for evaluation");
-ABSL_FLAG(int32_t, grad_accum, 1, "micro-batches of --batch accumulated per optimizer step");
-ABSL_FLAG(bool, prefetch, true,
+ABSL_FLAG(int32_t, grad_accum, ringside::kDefaultGradAccum, "micro-batches of --batch accumulated per optimizer step");
+ABSL_FLAG(bool, prefetch, ringside::kDefaultPrefetch,
           "gather the next batch right after backward, while communication finishes");
 ABSL_FLAG(int32_t, workers, 2, "ps/ddp: workers (ranks) in the job");
 ABSL_FLAG(std::string, backend, "gloo", "ddp: process-group backend, gloo (CPU) or nccl (GPU)");
@@ -69,9 +73,11 @@ ABSL_FLAG(int32_t, repeats, 1, "bench: measurements to print");
 
 namespace ringside {
 
-RunConfig RunConfigFromFlags() {
+RunConfig RunConfigFromFlags() { return RunConfigFromFlags(absl::GetFlag(FLAGS_strategy)); }
+
+RunConfig RunConfigFromFlags(const std::string& strategy) {
   RunConfig c;
-  c.set_strategy(absl::GetFlag(FLAGS_strategy));
+  c.set_strategy(strategy);
   c.set_model(absl::GetFlag(FLAGS_model));
   c.set_dataset(absl::GetFlag(FLAGS_dataset));
   c.set_epochs(absl::GetFlag(FLAGS_epochs));
@@ -126,6 +132,55 @@ absl::Status CheckPsFlags(const RunConfig& c) {
   }
   if (absl::Status s = ValidateRunConfig(c); !s.ok()) return s;
   if (absl::GetFlag(FLAGS_timeout_s) < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
+  return absl::OkStatus();
+}
+
+absl::Status CheckTrainFlags() {
+  const std::string strategy = absl::GetFlag(FLAGS_strategy);
+  if (strategy != "single" && strategy != "ps" && strategy != "ddp") {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("unknown strategy '%s' (expected single, ps or ddp)", strategy));
+  }
+  const RunConfig c = RunConfigFromFlags();
+  if (strategy == "ps") return CheckPsFlags(c);
+  RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(c));
+  if (strategy == "ddp") {
+    if (absl::GetFlag(FLAGS_workers) < 1) {
+      return absl::InvalidArgumentError(absl::StrFormat("--workers must be >= 1, got %d", absl::GetFlag(FLAGS_workers)));
+    }
+    RINGSIDE_RETURN_IF_ERROR(CheckProcessGroupBackend(c.backend()));
+    RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(c.allreduce()).status());
+    if (absl::GetFlag(FLAGS_timeout_s) < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// InvalidArgument "--NAME=V is outside [0, --LIMIT_NAME=L)" unless 0 <= V < L.
+absl::Status CheckIndexFlag(const char* name, int value, const char* limit_name, int limit) {
+  if (value >= 0 && value < limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrFormat("--%s=%d is outside [0, --%s=%d)", name, value, limit_name, limit));
+}
+
+}  // namespace
+
+absl::Status CheckPsServerFlags() {
+  const RunConfig c = RunConfigFromFlags("ps");
+  RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
+  return CheckIndexFlag("shard", absl::GetFlag(FLAGS_shard), "ps_shards", c.ps_shards());
+}
+
+absl::Status CheckPsWorkerFlags() {
+  const RunConfig c = RunConfigFromFlags("ps");
+  RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
+  RINGSIDE_RETURN_IF_ERROR(CheckIndexFlag("worker_id", absl::GetFlag(FLAGS_worker_id), "workers", c.world_size()));
+  RINGSIDE_ASSIGN_OR_RETURN(std::vector<std::string> servers, ParseServerList(absl::GetFlag(FLAGS_ps_servers)));
+  if (static_cast<int>(servers.size()) != c.ps_shards()) {
+    return absl::InvalidArgumentError(absl::StrFormat("--ps_servers lists %d addresses for --ps_shards=%d",
+                                                      servers.size(), c.ps_shards()));
+  }
   return absl::OkStatus();
 }
 

@@ -1,5 +1,7 @@
 // The command line's flags, defined once for every verb, and the one mapping from
-// flags to a RunConfig (the configuration every process of a job must share).
+// flags to a RunConfig (the configuration every process of a job must share). Which
+// verb takes which flag is the command table's (commands.cc). The RunConfig flags
+// default to DefaultRunConfig() (common/run_config.h), as unset fields of a spec do.
 #ifndef RINGSIDE_EXPERIMENTS_CLI_FLAGS_H_
 #define RINGSIDE_EXPERIMENTS_CLI_FLAGS_H_
 
@@ -64,6 +66,8 @@ namespace ringside {
 // The training configuration the flags describe (strategy-specific fields only for
 // that strategy, so that ranks compare what matters to them).
 RunConfig RunConfigFromFlags();
+// The same for `strategy` instead of --strategy.
+RunConfig RunConfigFromFlags(const std::string& strategy);
 
 // RunConfigFromFlags() with the options every job takes besides it (--out, --resume,
 // --checkpoint_every, --eval_batch).
@@ -71,6 +75,15 @@ RunOptions RunOptionsFromFlags();
 
 // Checks shared by every PS process, before anything is started or loaded.
 absl::Status CheckPsFlags(const RunConfig& config);
+
+// `train`'s flag checks before anything runs: --strategy is single, ps or ddp, the
+// RunConfig is valid, and the strategy's own flags are. Errors name the flag.
+absl::Status CheckTrainFlags();
+
+// `ps-server`'s and `ps-worker`'s flag checks: CheckPsFlags of a "ps" RunConfig, and
+// --shard, or --worker_id and --ps_servers (one address per shard).
+absl::Status CheckPsServerFlags();
+absl::Status CheckPsWorkerFlags();
 
 }  // namespace ringside
 

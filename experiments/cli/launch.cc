@@ -120,12 +120,15 @@ absl::Status ApplyRendezvous(LaunchOptions* lo) {
 absl::Status RunLaunchVerb(const CommandArgs& args) {
   LaunchOptions lo;
   lo.nproc_per_node = absl::GetFlag(FLAGS_nproc_per_node);
-  RINGSIDE_ASSIGN_OR_RETURN(lo.nnodes, ParseNnodes(absl::GetFlag(FLAGS_nnodes)));
+  // Flag errors found before anything starts are usage errors (command.h).
+  absl::StatusOr<int> nnodes = ParseNnodes(absl::GetFlag(FLAGS_nnodes));
+  if (!nnodes.ok()) return AsUsageError(nnodes.status());
+  lo.nnodes = *nnodes;
   lo.node_rank = absl::GetFlag(FLAGS_node_rank);
   lo.master_addr = absl::GetFlag(FLAGS_master_addr);
   lo.master_port = absl::GetFlag(FLAGS_master_port);
   lo.max_restarts = absl::GetFlag(FLAGS_max_restarts);
-  RINGSIDE_RETURN_IF_ERROR(ApplyRendezvous(&lo));
+  RINGSIDE_RETURN_IF_ERROR(AsUsageError(ApplyRendezvous(&lo)));
   lo.command = args.positional;
   return Launch(lo);
 }

@@ -18,9 +18,11 @@ absl::Status RunDemoVerb(const CommandArgs& args);       // demo.cc
 absl::Status RunCalibrateVerb(const CommandArgs& args);  // calibrate.cc
 absl::Status RunSimulateVerb(const CommandArgs& args);   // simulate.cc
 absl::Status RunBenchVerb(const CommandArgs& args);      // bench.cc
+absl::Status RunHelpVerb(const CommandArgs& args);       // help.cc
+absl::Status RunVersionVerb(const CommandArgs& args);    // help.cc
 
-// InvalidArgument "unexpected argument 'X'" if `args` has more than `max` positional
-// words.
+// A usage error "unexpected argument 'X'" if `args` has more than `max` positional
+// words. (The table's min_args/max_args already bound them before a verb runs.)
 absl::Status ExpectPositional(const CommandArgs& args, size_t max);
 
 }  // namespace ringside

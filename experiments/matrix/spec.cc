@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/run_config.h"
 #include "common/status_macros.h"
 #include "ddp_ring/allreduce_algorithm.h"
 #include "experiments/sys/files.h"
@@ -53,11 +54,20 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
                                                      " does not divide by ", n, " workers"));
     }
   }
-  if (spec.steps() <= 0 && spec.epochs() <= 0) {
+  if (spec.steps() <= 0 && !spec.has_epochs()) {
     return absl::InvalidArgumentError("the spec needs steps or epochs");
   }
-  if (spec.steps() < 0 || spec.epochs() < 0 || spec.repeats() < 0) {
-    return absl::InvalidArgumentError("steps, epochs and repeats must not be negative");
+  if (spec.has_epochs() && spec.epochs() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("epochs must be >= 1, got ", spec.epochs()));
+  }
+  if (spec.steps() < 0 || spec.repeats() < 0) {
+    return absl::InvalidArgumentError("steps and repeats must not be negative");
+  }
+  if (spec.has_threads() && spec.threads() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("threads must be >= 0, got ", spec.threads()));
+  }
+  if (spec.has_lr() && !(spec.lr() >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("lr must be >= 0, got ", spec.lr()));
   }
   return absl::OkStatus();
 }
@@ -142,18 +152,23 @@ std::vector<Cell> ExpandCells(const ExperimentSpec& spec) {
 std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& cell,
                                        const std::string& out_dir) {
   const StrategySpec& s = cell.strategy;
-  std::vector<std::string> a = {"train", absl::StrCat("--strategy=", s.kind()),
-                                absl::StrCat("--model=", spec.model()),
-                                absl::StrCat("--dataset=", spec.dataset().empty() ? "fashion-mnist" : spec.dataset()),
-                                FormatBatchFlag(cell),
-                                absl::StrCat("--epochs=", std::max(1, spec.epochs())),
-                                absl::StrCat("--steps=", spec.steps()),
-                                absl::StrCat("--lr=", spec.lr() > 0 ? spec.lr() : 0.02f),
-                                absl::StrCat("--momentum=", spec.momentum()),
-                                absl::StrCat("--threads=", spec.threads() > 0 ? spec.threads() : 1),
-                                absl::StrCat("--seed=", spec.seed() > 0 ? spec.seed() : 1),
-                                absl::StrCat("--timeout_s=", spec.timeout_s() > 0 ? spec.timeout_s() : 60),
-                                absl::StrCat("--out=", out_dir)};
+  // Unset fields take the command line's defaults (experiment.proto).
+  const RunConfig d = DefaultRunConfig();
+  std::vector<std::string> a = {
+      "train",
+      absl::StrCat("--strategy=", s.kind()),
+      absl::StrCat("--model=", spec.model()),
+      absl::StrCat("--dataset=", spec.dataset().empty() ? d.dataset() : spec.dataset()),
+      FormatBatchFlag(cell),
+      absl::StrCat("--epochs=", spec.has_epochs() ? spec.epochs() : d.epochs()),
+      absl::StrCat("--steps=", spec.steps()),
+      absl::StrCat("--lr=", spec.has_lr() ? spec.lr() : d.lr()),
+      absl::StrCat("--momentum=", spec.has_momentum() ? spec.momentum() : d.momentum()),
+      absl::StrCat("--threads=", spec.has_threads() ? spec.threads() : d.threads()),
+      absl::StrCat("--seed=", spec.has_seed() ? spec.seed() : d.seed()),
+      absl::StrCat("--timeout_s=", spec.has_timeout_s() ? spec.timeout_s()
+                                                        : absl::ToInt64Seconds(kDefaultPeerTimeout)),
+      absl::StrCat("--out=", out_dir)};
   if (s.kind() != "single" && !spec.network().empty()) {
     a.push_back(absl::StrCat("--network=", spec.network()));
   }

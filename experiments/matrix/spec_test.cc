@@ -62,5 +62,24 @@ TEST(SpecTest, CellArgsCarryTheStrategysFlags) {
   }
 }
 
+TEST(SpecTest, UnsetFieldsTakeTheCommandLineDefaultsSetOnesAreKept) {
+  const std::string base = "strategies { kind: \"single\" } model: \"mlp:4-2\" batch_per_worker: 8 steps: 3 ";
+  absl::StatusOr<ExperimentSpec> unset = ParseSpec(base, "s");
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  std::string args = absl::StrJoin(CellTrainArgs(*unset, ExpandCells(*unset)[0], "OUT"), " ");
+  for (const char* want : {"--momentum=0.9", "--lr=0.02", "--threads=1", "--seed=1", "--epochs=5",
+                           "--dataset=fashion-mnist", "--timeout_s=60"}) {
+    EXPECT_NE(args.find(want), std::string::npos) << want << " not in " << args;
+  }
+  absl::StatusOr<ExperimentSpec> set =
+      ParseSpec(base + "momentum: 0 threads: 0 lr: 0.5 seed: 7 epochs: 2", "s");
+  ASSERT_TRUE(set.ok()) << set.status();
+  args = absl::StrJoin(CellTrainArgs(*set, ExpandCells(*set)[0], "OUT"), " ");
+  for (const char* want : {"--momentum=0 ", "--lr=0.5", "--threads=0", "--seed=7", "--epochs=2"}) {
+    EXPECT_NE(args.find(want), std::string::npos) << want << " not in " << args;
+  }
+  EXPECT_EQ(ParseSpec(base + "epochs: 0", "s").status().message(), "s: epochs must be >= 1, got 0");
+}
+
 }  // namespace
 }  // namespace ringside
