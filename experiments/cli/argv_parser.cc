@@ -140,6 +140,7 @@ absl::StatusOr<ParsedArgs> ParseVerbArgs(const Command& command, absl::Span<cons
     if (!flag->ParseFrom(*value, &error)) {
       return UsageError(absl::StrCat("bad value for --", name, ": ", error));
     }
+    parsed.given.insert(std::string(flag->Name()));
   }
   return parsed;
 }

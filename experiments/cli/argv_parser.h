@@ -4,6 +4,7 @@
 #ifndef RINGSIDE_EXPERIMENTS_CLI_ARGV_PARSER_H_
 #define RINGSIDE_EXPERIMENTS_CLI_ARGV_PARSER_H_
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ namespace ringside {
 struct ParsedArgs {
   std::vector<std::string> positional;  // Words that are not flags, in order.
   bool help = false;                    // --help or -h was among the flags.
+  std::set<std::string> given;          // Names of the flags the words set.
 };
 
 // Parses `words` (argv after the verb) for `command` and sets the flags it names

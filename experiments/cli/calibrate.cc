@@ -11,7 +11,6 @@
 namespace ringside {
 
 absl::Status RunCalibrateVerb(const CommandArgs& args) {
-  RINGSIDE_RETURN_IF_ERROR(ExpectPositional(args, 0));
   const std::string out = absl::GetFlag(FLAGS_out).empty() ? "calibration.json" : absl::GetFlag(FLAGS_out);
   CalibrateOptions o;
   o.model = absl::GetFlag(FLAGS_model);

@@ -35,6 +35,7 @@ absl::Status Dispatch(const std::vector<std::string>& words) {
   CommandArgs args;
   args.positional = std::move(parsed->positional);
   args.self_args = words;
+  args.flags_given = std::move(parsed->given);
   const int n = static_cast<int>(args.positional.size());
   if (command->max_args >= 0 && n > command->max_args) {
     return UsageError(absl::StrCat("unexpected argument '", args.positional[command->max_args], "' to `",

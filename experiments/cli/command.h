@@ -12,6 +12,7 @@
 #ifndef RINGSIDE_EXPERIMENTS_CLI_COMMAND_H_
 #define RINGSIDE_EXPERIMENTS_CLI_COMMAND_H_
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct CommandArgs {
   // this binary with the same flags in each process of a job (launch/local_job.h):
   // the child parses them with the same parser.
   std::vector<std::string> self_args;
+  // The flags the command line named (by their ABSL_FLAG names), for verbs whose
+  // behaviour differs between a flag left at its default and one given.
+  std::set<std::string> flags_given;
 };
 
 struct Command {

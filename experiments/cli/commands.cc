@@ -158,11 +158,4 @@ bool IsUsageError(const absl::Status& status) {
   return status.GetPayload(kUsagePayload).has_value();
 }
 
-absl::Status ExpectPositional(const CommandArgs& args, size_t max) {
-  if (args.positional.size() > max) {
-    return UsageError(absl::StrCat("unexpected argument '", args.positional[max], "'"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace ringside

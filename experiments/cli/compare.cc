@@ -7,13 +7,11 @@
 
 namespace ringside {
 
+// --spec and --out are checked by the command table (commands.cc) before this runs.
 absl::Status RunCompareVerb(const CommandArgs& args) {
-  RINGSIDE_RETURN_IF_ERROR(ExpectPositional(args, 0));
   CompareOptions o;
   o.spec_path = absl::GetFlag(FLAGS_spec);
   o.out_dir = absl::GetFlag(FLAGS_out);
-  if (o.spec_path.empty()) return absl::InvalidArgumentError("compare needs --spec=FILE");
-  if (o.out_dir.empty()) return absl::InvalidArgumentError("compare needs --out=DIR");
   o.summary = stdout;
   return RunCompare(o);
 }

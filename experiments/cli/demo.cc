@@ -87,7 +87,6 @@ absl::Status RunDemo(const std::string& out_dir) {
 
 // `ringside demo [--out=DIR]`: the README's main command.
 absl::Status RunDemoVerb(const CommandArgs& args) {
-  RINGSIDE_RETURN_IF_ERROR(ExpectPositional(args, 0));
   const std::string out = absl::GetFlag(FLAGS_out).empty() ? "runs/demo" : absl::GetFlag(FLAGS_out);
   return RunDemo(out);
 }

@@ -51,7 +51,6 @@ absl::Status RunPsServerRole(const RunConfig& c, int shard, const std::string& l
 
 // `ringside ps-server` and `ringside ps-worker`: one role by hand.
 absl::Status RunPsServerVerb(const CommandArgs& args) {
-  RINGSIDE_RETURN_IF_ERROR(ExpectPositional(args, 0));
   absl::SetFlag(&FLAGS_strategy, "ps");
   const RunConfig c = RunConfigFromFlags();
   RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
@@ -59,7 +58,6 @@ absl::Status RunPsServerVerb(const CommandArgs& args) {
 }
 
 absl::Status RunPsWorkerVerb(const CommandArgs& args) {
-  RINGSIDE_RETURN_IF_ERROR(ExpectPositional(args, 0));
   absl::SetFlag(&FLAGS_strategy, "ps");
   const RunConfig c = RunConfigFromFlags();
   RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));

@@ -88,7 +88,6 @@ absl::Status RunDdpRank(const RunConfig& c) {
 }  // namespace
 
 absl::Status RunTrainVerb(const CommandArgs& args) {
-  RINGSIDE_RETURN_IF_ERROR(ExpectPositional(args, 0));
   const std::string strategy = absl::GetFlag(FLAGS_strategy);
   if (strategy == "ps") return RunPs(args);
   if (strategy == "ddp") {

@@ -21,10 +21,6 @@ absl::Status RunBenchVerb(const CommandArgs& args);      // bench.cc
 absl::Status RunHelpVerb(const CommandArgs& args);       // help.cc
 absl::Status RunVersionVerb(const CommandArgs& args);    // help.cc
 
-// A usage error "unexpected argument 'X'" if `args` has more than `max` positional
-// words. (The table's min_args/max_args already bound them before a verb runs.)
-absl::Status ExpectPositional(const CommandArgs& args, size_t max);
-
 }  // namespace ringside
 
 #endif  // RINGSIDE_EXPERIMENTS_CLI_VERBS_H_
