@@ -57,8 +57,8 @@ std::string Why(const ReportPoint& w, const FindingsContext& c, bool scales) {
   return out;
 }
 
-// The first paragraph: who wins at the largest shared worker count, by how much, and
-// whether anything scales.
+// The first paragraph: who wins at the largest shared worker count, by how much,
+// whether anything scales, and why (Why).
 std::string Verdict(const std::vector<std::string>& order, const PointsByLabel& by_label,
                     const FindingsContext& c) {
   std::map<int, int> labels_at;  // Worker count -> strategies that reached it.
@@ -102,12 +102,12 @@ std::string Verdict(const std::vector<std::string>& order, const PointsByLabel& 
   const bool scales = best->speedup > 1.0;
   if (scales) {
     absl::StrAppendFormat(&out, "**%s** scales best: %.2fx the single process's throughput at %d workers "
-                          "(efficiency %.0f%%, %s scaling).\n\n",
+                          "(efficiency %.0f%%, %s scaling). ",
                           best->label, best->speedup, best->workers, 100 * best->efficiency,
                           c.strong_scaling ? "strong" : "weak");
   } else {
     absl::StrAppendFormat(&out, "No configuration scales: the best, **%s** at %s, reaches %.2fx the "
-                          "single process's throughput (%s scaling).\n\n",
+                          "single process's throughput (%s scaling). ",
                           best->label, Workers(best->workers), best->speedup, c.strong_scaling ? "strong" : "weak");
   }
   absl::StrAppend(&out, Why(winner, c, scales));

@@ -23,7 +23,7 @@ struct FindingsContext {
   bool strong_scaling = false;   // The spec fixed the global batch (else weak scaling).
 };
 
-// Markdown paragraphs separated by blank lines. The first is the verdict: the fastest
+// Markdown paragraphs separated by blank lines. The first is the verdict, whole: the fastest
 // strategy at the largest worker count several strategies reached and its factor over
 // each other one (by throughput, as the summary table's samples/s), whether any
 // configuration beats the single process, and why not or why: the winner's compute
