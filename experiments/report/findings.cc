@@ -1,10 +1,12 @@
 #include "experiments/report/findings.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ddp_ring/allreduce_algorithm.h"
 
 namespace ringside {
 namespace {
@@ -137,8 +139,13 @@ std::string StrategyParagraph(const std::vector<const ReportPoint*>& v, double m
       absl::StrAppendFormat(&out, "; its busiest shard moves %.2f x M each way per step (N x M / S: it grows "
                             "with N)", ratio);
     } else {
-      absl::StrAppendFormat(&out, "; each ring rank moves %.2f x M per step (2(N-1)/N = %.2f: almost flat in N)",
-                            ratio, 2.0 * (last->workers - 1) / last->workers);
+      // The bytes tell which all-reduce ran: `auto` runs recursive doubling for buckets
+      // under kAutoRecursiveDoublingBelowBytes (ddp_ring/allreduce_algorithm.h).
+      absl::StrAppendFormat(&out, "; each rank moves %.2f x M per step (a ring's 2(N-1)/N = %.2f, almost flat "
+                            "in N; recursive doubling's lg N = %.2f, which `auto` runs for buckets under "
+                            "%d MiB)",
+                            ratio, 2.0 * (last->workers - 1) / last->workers, std::log2(last->workers),
+                            static_cast<int>(kAutoRecursiveDoublingBelowBytes >> 20));
     }
   }
   absl::StrAppend(&out, ".\n\n");
