@@ -134,9 +134,14 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
     }
     if (strategy == nullptr || p.ok_repeats == 0) continue;
     Calibration c = calibration;
+    // Strong scaling: the calibration was taken at the global batch (report.cc checks),
+    // and each of N workers computes a batch N times smaller: GEMM work is linear in
+    // the batch, so compute / N (per-call overheads make this optimistic at small batches).
+    const double share = spec.global_batch() > 0 ? 1.0 / std::max(1, p.workers) : 1.0;
     // Workers compute at the same time under BSP; more of them than cores share.
-    c.compute_s *= std::max(1.0, static_cast<double>(p.workers) / std::max(1, cores));
-    c.backward_s *= std::max(1.0, static_cast<double>(p.workers) / std::max(1, cores));
+    const double crowding = std::max(1.0, static_cast<double>(p.workers) / std::max(1, cores));
+    c.compute_s *= share * crowding;
+    c.backward_s *= share * crowding;
     if (p.kind == "single") {
       p.predicted_step_ms = SingleProcessStepSeconds(c, calibration.model_bytes) * 1e3;
       continue;
