@@ -123,6 +123,17 @@ TEST(FindingsTest, SharedCoresExplainAComputeBoundSlowdown) {
   EXPECT_THAT(f, HasSubstr("the 4 workers share this machine's 2 cores"));
 }
 
+TEST(FindingsTest, ACalibrationLeftOutIsSaidFirstInBold) {
+  ReportData data;
+  data.name = "t";
+  data.network = "loopback";
+  data.no_prediction_reason = "calibration.json was left out: measured at batch 64, this run is at batch 128";
+  const std::string md = ReportMarkdown(data);
+  const size_t warning = md.find("**Warning: no predictions: calibration.json was left out: measured at batch 64");
+  ASSERT_NE(warning, std::string::npos) << md;
+  EXPECT_LT(warning, md.find("## Findings"));
+}
+
 TEST(FindingsTest, AgreesWithTheSummaryTable) {
   ReportData data;
   data.name = "t";

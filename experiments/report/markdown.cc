@@ -69,7 +69,12 @@ std::string ReportMarkdown(const ReportData& data) {
                                 data.strong_scaling ? "Strong scaling (the global batch is fixed and split "
                                                       "over the workers)."
                                                     : "Weak scaling (each worker's batch is fixed).",
-                                "\n\n## Findings\n\n", data.findings, "## Plots\n\n");
+                                "\n\n");
+  // A calibration left out is said first, in bold, not only beside the table.
+  if (!data.no_prediction_reason.empty()) {
+    absl::StrAppend(&md, "**Warning: no predictions: ", data.no_prediction_reason, "**\n\n");
+  }
+  absl::StrAppend(&md, "## Findings\n\n", data.findings, "## Plots\n\n");
   std::vector<std::string> images;
   for (const char* name : kPlotNames) images.push_back(absl::StrCat("![", name, "](", kPlotDir, "/", name, ".svg)"));
   absl::StrAppend(&md, absl::StrJoin(images, "\n"), "\n\n## Summary\n\n", SummaryTable(data));

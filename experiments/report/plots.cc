@@ -1,5 +1,6 @@
 #include "experiments/report/plots.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -120,8 +121,11 @@ std::string StepTimePlot(const ReportData& data, const std::vector<std::string>&
   return script;
 }
 
-// Stacked breakdown (one bar per point) and accuracy vs wall time.
-std::string BreakdownAndAccuracyPlots(const std::vector<ReportPoint>& points) {
+// Stacked breakdown (one bar per point) and accuracy vs wall time. The breakdown's parts
+// take colours of their own (pastels, none of gnuplot's strategy colours); each accuracy
+// point takes its strategy's colour (index in `labels` + 1, as every other plot).
+std::string BreakdownAndAccuracyPlots(const std::vector<ReportPoint>& points,
+                                      const std::vector<std::string>& labels) {
   std::string script = "$breakdown << EOD\n";
   for (const ReportPoint& p : points) {
     if (p.ok_repeats == 0) continue;
@@ -133,18 +137,22 @@ std::string BreakdownAndAccuracyPlots(const std::vector<ReportPoint>& points) {
                   "unset logscale x\nset style data histograms\nset style histogram rowstacked\n"
                   "set style fill solid 0.8 border -1\nset boxwidth 0.7\nset xtics rotate by -40\n"
                   "set xlabel ''\nset ylabel 'ms'\nset key outside right top\n"
-                  "plot $breakdown using 2:xtic(1) title 'data', '' using 3 title 'compute', "
-                  "'' using 4 title 'communicate', '' using 5 title 'wait', '' using 6 title 'update'\n"
+                  "plot $breakdown using 2:xtic(1) lc rgb '#cccccc' title 'data', '' using 3 lc rgb '#a6cee3' "
+                  "title 'compute', '' using 4 lc rgb '#fb9a99' title 'communicate', '' using 5 lc rgb '#fdbf6f' "
+                  "title 'wait', '' using 6 lc rgb '#cab2d6' title 'update'\n"
                   "set style data linespoints\nset xtics norotate\nset key top left\nunset style histogram\n");
   absl::StrAppend(&script, "$acc << EOD\n");
   for (const ReportPoint& p : points) {
     if (p.ok_repeats == 0) continue;
-    absl::StrAppendFormat(&script, "%g %g \"%s n%d\"\n", p.wall_s, p.test_accuracy, G(p.label), p.workers);
+    const int colour = static_cast<int>(std::find(labels.begin(), labels.end(), p.label) - labels.begin()) + 1;
+    absl::StrAppendFormat(&script, "%g %g \"%s n%d\" %d\n", p.wall_s, p.test_accuracy, G(p.label), p.workers,
+                          colour);
   }
   absl::StrAppend(&script, "EOD\n",
                   "set output 'accuracy.svg'\nset title 'Test accuracy vs wall time of the cell'\n"
                   "set xlabel 'wall time (s)'\nset ylabel 'test accuracy'\nunset logscale x\n"
-                  "plot $acc using 1:2 with points pt 7 ps 1.2 notitle, '' using 1:2:3 with labels offset 0,1 font ',9' notitle\n");
+                  "plot $acc using 1:2:4 with points pt 7 ps 1.2 lc variable notitle, "
+                  "'' using 1:2:3:4 with labels offset 0,1 font ',9' tc variable notitle\n");
   return script;
 }
 
@@ -166,7 +174,7 @@ std::string PlotScript(const ReportData& data) {
                                     "samples/s (all workers)", s.Ordered(s.thr, false), "", false));
   absl::StrAppend(&script, LinePlot("bytes", "Bytes per step through the busiest node (each direction)",
                                     "MB per step", s.Ordered(s.bytes, true), "", false));
-  absl::StrAppend(&script, StepTimePlot(data, s.labels), BreakdownAndAccuracyPlots(data.points));
+  absl::StrAppend(&script, StepTimePlot(data, s.labels), BreakdownAndAccuracyPlots(data.points, s.labels));
   return script;
 }
 
