@@ -56,7 +56,8 @@ expect_usage_error did_you_mean 'unknown flag --wrokers; did you mean --workers\
 expect_usage_error bad_flag_value "bad value for --batch: Illegal value 'many'" "${common[@]}" --batch=many
 expect_usage_error bad_bool_value "bad value for --resume" "${common[@]}" --resume=maybe
 expect_usage_error missing_value "--out needs a value" "${common[@]}" --out
-expect_usage_error unknown_command "unknown command 'fly'" fly
+expect_usage_error unknown_command "unknown command 'fly' \(expected demo, train" fly
+expect_usage_error verb_typo "unknown command 'trian'; did you mean 'train'\?" trian
 expect_usage_error flag_before_verb "expected a verb before --batch=1" --batch=1 train
 expect_usage_error other_verbs_typo 'unknown flag --wrokers; did you mean --workers \(a flag of `train`\)\?' report "$T" --wrokers=2
 expect_usage_error foreign_flag 'is not a flag of `report`' report "$T" --workers=99 --strategy=bogus

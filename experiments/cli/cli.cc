@@ -22,8 +22,18 @@ absl::Status Dispatch(const std::vector<std::string>& words) {
   const Command* command = FindCommand(words[0]);
   if (command == nullptr) {
     std::vector<std::string> names;
-    for (const Command& c : Commands()) names.push_back(c.name);
-    return UsageError(absl::StrFormat("unknown command '%s' (expected %s)", words[0], absl::StrJoin(names, ", ")));
+    std::string closest;
+    int closest_distance = 3;  // A suggestion only for a typo (at most 2 edits).
+    for (const Command& c : Commands()) {
+      names.push_back(c.name);
+      if (const int d = EditDistance(words[0], c.name); d < closest_distance) {
+        closest = c.name;
+        closest_distance = d;
+      }
+    }
+    const std::string hint = closest.empty() ? " " : absl::StrCat("; did you mean '", closest, "'? ");
+    return UsageError(absl::StrFormat("unknown command '%s'%s(expected %s)", words[0], hint,
+                                      absl::StrJoin(names, ", ")));
   }
   absl::StatusOr<ParsedArgs> parsed =
       ParseVerbArgs(*command, absl::MakeConstSpan(words).subspan(1));
