@@ -63,6 +63,53 @@ absl::Status CheckSameConfigEverywhere(const JobEnv& env, const RunConfig& confi
   return mismatch;
 }
 
+// The step this rank resumes from: its checkpoint's, or -1 when it starts fresh (no
+// --resume, or no checkpoint yet). Other read errors are returned.
+absl::StatusOr<int64_t> ResumeStep(const RunOptions& run) {
+  if (!run.resume || run.out_dir.empty()) return -1;
+  absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(absl::StrCat(run.out_dir, "/", kCheckpointFile));
+  if (absl::IsNotFound(checkpoint.status())) return -1;
+  if (!checkpoint.ok()) return checkpoint.status();
+  return checkpoint->header.step();
+}
+
+// Rendezvous step 2b (after the configurations agree): every rank resumes from the same
+// step. With --resume each rank reads OUT/checkpoint.bin, which rank 0 writes; a rank
+// whose OUT is not the one rank 0 writes to (another node's disk) would start over and
+// silently train other parameters. Every rank reports the same disagreement.
+absl::Status CheckSameResumeStep(const JobEnv& env, const RunOptions& run, absl::Duration timeout,
+                                 Store* job) {
+  RINGSIDE_ASSIGN_OR_RETURN(const int64_t mine, ResumeStep(run));
+  RINGSIDE_RETURN_IF_ERROR(job->Set(absl::StrCat("resume_step/", env.rank), absl::StrCat(mine)));
+  auto describe = [](int64_t step) {
+    return step < 0 ? std::string("starts from step 0 (no checkpoint)") : absl::StrCat("resumes from step ", step);
+  };
+  int64_t rank0 = -1;
+  absl::Status mismatch;
+  for (int r = 0; r < env.world_size && mismatch.ok(); ++r) {
+    RINGSIDE_ASSIGN_OR_RETURN(std::string value, job->Get(absl::StrCat("resume_step/", r), timeout));
+    int64_t theirs = 0;
+    if (!absl::SimpleAtoi(value, &theirs)) {
+      return absl::DataLossError(absl::StrCat("rank ", env.rank, ": rank ", r, " published an unreadable resume step"));
+    }
+    if (r == 0) {
+      rank0 = theirs;
+    } else if (theirs != rank0) {
+      mismatch = absl::FailedPreconditionError(absl::StrCat(
+          "rank ", r, " ", describe(theirs), " but rank 0 ", describe(rank0), ": with --resume every rank reads ",
+          run.out_dir, "/", kCheckpointFile, ", so --out must be a directory every node shares"));
+    }
+  }
+  // As in step 2: rank 0 (the store's host) leaves only after every rank has read.
+  RINGSIDE_RETURN_IF_ERROR(job->Set(absl::StrCat("resume_read/", env.rank), "1"));
+  if (env.rank == 0) {
+    std::vector<std::string> read_keys;
+    for (int r = 0; r < env.world_size; ++r) read_keys.push_back(absl::StrCat("resume_read/", r));
+    job->Wait(read_keys, timeout).IgnoreError();
+  }
+  return mismatch;
+}
+
 }  // namespace
 
 absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptions& o) {
@@ -84,6 +131,7 @@ absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptio
   if (!store.ok()) return store.status();
   std::unique_ptr<Store> job = NewPrefixStore(absl::StrCat("ringside/", env.run_id), store->get());
   RINGSIDE_RETURN_IF_ERROR(CheckSameConfigEverywhere(env, config, o.timeout, job.get()));
+  RINGSIDE_RETURN_IF_ERROR(CheckSameResumeStep(env, run, o.timeout, job.get()));
 
   // Rendezvous step 3: the process group (Gloo's full mesh, through the store).
   std::unique_ptr<Store> pg_store = NewPrefixStore("pg", job.get());

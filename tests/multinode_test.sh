@@ -170,6 +170,29 @@ interrupt() {
     || fail "interrupt: node 0's error: $(cat "$T/int0.log")"
 }
 
+# unshared_out: two nodes resuming with --out on different disks (node 0's has a
+# checkpoint, node 1's none) are refused on both, naming the remedy, instead of node 1
+# silently starting over.
+unshared_out() {
+  local p rc0 rc1 n
+  p=$(free_port)
+  mkdir -p "$T/disk0" "$T/disk1"
+  cp "$T/ref_ddp/checkpoint.bin" "$T/disk0/"
+  for n in 0 1; do
+    timeout 60 "$RINGSIDE" launch --nnodes=2 --node_rank="$n" --master_port="$p" -- \
+      "$RINGSIDE" train --strategy=ddp "${SHORT[@]}" --resume --out="$T/disk$n" >"$T/unshared$n.log" 2>&1 &
+    eval "l$n=\$!"
+  done
+  wait "$l0"; rc0=$?
+  wait "$l1"; rc1=$?
+  [ "$rc0" -eq 1 ] && [ "$rc1" -eq 1 ] || fail "unshared out: launchers exited $rc0 and $rc1, expected 1 and 1"
+  for n in 0 1; do
+    grep -q "rank 1 starts from step 0 (no checkpoint) but rank 0 resumes from step 12: with --resume every rank reads .*, so --out must be a directory every node shares" \
+      "$T/unshared$n.log" || fail "unshared out: node $n's log: $(tail -3 "$T/unshared$n.log")"
+  done
+  echo "ok   unshared out: both nodes refuse to resume from different checkpoints"
+}
+
 # The references, once.
 reference short ddp "$T/ref_ddp"
 reference short ps "$T/ref_ps" --workers=3
@@ -179,6 +202,7 @@ reference restarts ddp "$T/ref_long"
 two_nodes loopback 127.0.0.1 "" ""
 restarts
 interrupt
+unshared_out
 
 # 2. Two network namespaces, 10.213.0.1 and 10.213.0.2, joined by a veth pair.
 NS0="mn$$a"; NS1="mn$$b"; ADDR1=10.213.0.2
