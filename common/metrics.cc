@@ -1,5 +1,7 @@
 #include "common/metrics.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -90,12 +92,18 @@ absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::OpenResumed(const 
     }
     in.close();
     if (dropped > 0) {
+      // Write the kept records beside the file, then rename over it: a kill leaves either
+      // the old file or the new one. (common/ cannot use experiments/sys's
+      // WriteFileAtomically; checkpoint.cc does the same for checkpoints.)
       const std::string tmp = path + ".tmp";
       FILE* f = fopen(tmp.c_str(), "w");
-      const bool written = f != nullptr && fwrite(kept.data(), 1, kept.size(), f) == kept.size();
-      if (f != nullptr && fclose(f) != 0 && written) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-      if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
-        return absl::InternalError(absl::StrCat("cannot rewrite metrics file ", path, ": ", strerror(errno)));
+      bool ok = f != nullptr && fwrite(kept.data(), 1, kept.size(), f) == kept.size();
+      if (f != nullptr) ok &= fclose(f) == 0;
+      ok = ok && rename(tmp.c_str(), path.c_str()) == 0;
+      if (!ok) {
+        const int err = errno;
+        unlink(tmp.c_str());
+        return absl::InternalError(absl::StrCat("cannot rewrite metrics file ", path, ": ", strerror(err)));
       }
     }
   }
