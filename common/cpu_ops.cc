@@ -409,6 +409,14 @@ class CpuOps final : public Ops {
 
   void Free(void* ptr) override { std::free(ptr); }
 
+  // Host and backend memory are the same here.
+  absl::StatusOr<void*> AllocateHost(size_t bytes) override { return Allocate(bytes); }
+  void FreeHost(void* ptr) override { Free(ptr); }
+
+  void CopyToDeviceAsync(void* dst, const void* host_src, size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, host_src, bytes);
+  }
+
   absl::Status CopyToDevice(void* dst, const void* host_src, size_t bytes) override {
     if (bytes > 0) std::memcpy(dst, host_src, bytes);
     return absl::OkStatus();

@@ -8,9 +8,14 @@
 // - Tensors are dense and row-major; shapes are written [d0, d1, ...].
 // - Convolution activations use the [C, B, H, W] layout ("channel-major batch"), so a
 //   whole batch's convolution is one GEMM: W [Cout, Cin*k*k] x col [Cin*k*k, B*Ho*Wo].
-// - Ops are enqueued in order and may run asynchronously (CUDA). They do not return a
-//   status: a backend latches the first failure and reports it from Synchronize().
-//   Invalid shapes are caller bugs (checked by the layers), not runtime errors.
+// - Ops are enqueued in order and may run asynchronously (CUDA: one stream per Ops
+//   object). They do not return a status: a backend latches the first failure and
+//   reports it from Synchronize(). Invalid shapes are caller bugs (checked by the
+//   layers), not runtime errors.
+// - Host synchronisation: only Synchronize(), the blocking copies (CopyToDevice,
+//   CopyToHost) and SoftmaxXentForward (whose loss and accuracy counts are read back to
+//   the host) wait for the device. Every other op returns once it is enqueued, so a
+//   training step waits for the device once, for its loss, plus once at its end.
 // - Pointers must not overlap unless an op says it may alias.
 // - An Ops object is not thread-safe; use one per thread of computation.
 #ifndef RINGSIDE_COMMON_OPS_H_
@@ -27,6 +32,12 @@
 namespace ringside {
 
 enum class DeviceKind { kCpu, kCuda };
+
+// How GEMMs round (the other ops are always FP32). kFp32 is the default everywhere and
+// is comparable with the CPU backend within rounding; kTf32 (tensor cores with 10-bit
+// mantissas) and kBf16 (operands rounded to bfloat16, FP32 accumulation) are explicit
+// options of the CUDA backend for speed. The CPU backend computes FP32 for all three.
+enum class GemmPrecision { kFp32, kTf32, kBf16 };
 
 // Hyper-parameters of one fused SGD step (PyTorch torch.optim.SGD semantics with
 // dampening 0): d = g + wd * p; buf = momentum * buf + d;
@@ -57,9 +68,20 @@ class Ops {
   virtual absl::StatusOr<void*> Allocate(size_t bytes) = 0;
   // Frees memory from Allocate(). nullptr is a no-op.
   virtual void Free(void* ptr) = 0;
-  // Host -> backend, backend -> host, backend -> backend copies. Blocking.
+  // Host memory for staging transfers: page-locked on CUDA (so copies from it run
+  // asynchronously at full speed), plain 64-byte aligned memory on the CPU. Never
+  // returns nullptr on OK; FreeHost(nullptr) is a no-op.
+  virtual absl::StatusOr<void*> AllocateHost(size_t bytes) = 0;
+  virtual void FreeHost(void* ptr) = 0;
+  // Host -> backend, backend -> host copies. Blocking: they wait for the ops enqueued
+  // before them (and, on the first failure latched so far, return it).
   virtual absl::Status CopyToDevice(void* dst, const void* host_src, size_t bytes) = 0;
   virtual absl::Status CopyToHost(void* host_dst, const void* src, size_t bytes) = 0;
+  // Host -> backend copy enqueued like an op: returns at once. host_src must be
+  // AllocateHost memory and must not change until a later Synchronize() (or blocking
+  // copy) has returned. The CPU backend copies at once.
+  virtual void CopyToDeviceAsync(void* dst, const void* host_src, size_t bytes) = 0;
+  // Backend -> backend copy of n floats.
   virtual void Copy(float* dst, const float* src, int64_t n) = 0;
   // Blocks until every enqueued op is done; returns the first failure since the
   // previous call (and clears it).
@@ -206,6 +228,58 @@ class DeviceArray {
  private:
   void Reset() {
     if (ops_ != nullptr && data_ != nullptr) ops_->Free(data_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+  Ops* ops_ = nullptr;
+  T* data_ = nullptr;
+  int64_t size_ = 0;
+};
+
+// Owns `n` elements of T in an Ops backend's staging host memory (AllocateHost).
+// Move-only. Not thread-safe.
+template <typename T>
+class HostArray {
+ public:
+  HostArray() = default;
+  ~HostArray() { Reset(); }
+  HostArray(HostArray&& other) noexcept { *this = std::move(other); }
+  HostArray& operator=(HostArray&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      ops_ = other.ops_;
+      data_ = other.data_;
+      size_ = other.size_;
+      other.ops_ = nullptr;
+      other.data_ = nullptr;
+      other.size_ = 0;
+    }
+    return *this;
+  }
+  HostArray(const HostArray&) = delete;
+  HostArray& operator=(const HostArray&) = delete;
+
+  // Allocates n elements (contents undefined). `ops` must outlive the array.
+  static absl::StatusOr<HostArray> Create(Ops* ops, int64_t n) {
+    HostArray array;
+    array.ops_ = ops;
+    array.size_ = n;
+    if (n > 0) {
+      absl::StatusOr<void*> ptr = ops->AllocateHost(static_cast<size_t>(n) * sizeof(T));
+      if (!ptr.ok()) return ptr.status();
+      array.data_ = static_cast<T*>(*ptr);
+    }
+    return array;
+  }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  int64_t size() const { return size_; }
+
+ private:
+  void Reset() {
+    if (ops_ != nullptr && data_ != nullptr) ops_->FreeHost(data_);
     data_ = nullptr;
     size_ = 0;
   }

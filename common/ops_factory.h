@@ -1,10 +1,11 @@
-// The one place production code gets an Ops backend from: by kind ("cpu" today; "cuda"
-// once its backend is built), device index and thread count. Tests that exercise the
-// CPU backend itself may call NewCpuOps directly.
+// The one place production code gets an Ops backend from: by kind, device index,
+// thread count and GEMM precision; and the parsing of --device and --precision. Tests
+// that exercise the CPU backend itself may call NewCpuOps directly.
 #ifndef RINGSIDE_COMMON_OPS_FACTORY_H_
 #define RINGSIDE_COMMON_OPS_FACTORY_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -12,15 +13,37 @@
 
 namespace ringside {
 
-// The backend every job uses until a CUDA backend is built.
+// The backend a job uses unless --device says otherwise.
 inline constexpr char kDefaultOpsKind[] = "cpu";
+
+// True when this binary was built with the CUDA ops backend (--config=cuda).
+bool BuiltWithCuda();
 
 // A new backend of `kind`:
 //   "cpu"   OpenBLAS; `device` must be 0; `threads` > 0 sets OpenBLAS's thread count
-//           (a process-wide setting), 0 leaves the library default.
-//   "cuda"  FailedPrecondition: this build has no CUDA ops backend.
+//           (a process-wide setting), 0 leaves the library default. Every precision
+//           computes FP32.
+//   "cuda"  cuBLAS and CUDA kernels on GPU `device`, one stream; `threads` is unused.
+//           FailedPrecondition in a build without CUDA ("rebuild with --config=cuda")
+//           or on a machine without a usable GPU (naming the reason); InvalidArgument
+//           for a device index the machine does not have.
 // InvalidArgument for any other kind, a negative thread count or a bad device.
-absl::StatusOr<std::unique_ptr<Ops>> NewOps(absl::string_view kind, int device, int threads);
+absl::StatusOr<std::unique_ptr<Ops>> NewOps(absl::string_view kind, int device, int threads,
+                                            GemmPrecision precision = GemmPrecision::kFp32);
+
+// --device: "cpu", "cuda" or "cuda:K" (K >= 0). `index` is -1 for plain "cuda" (the
+// job picks: LOCAL_RANK modulo the GPU count in a launched job, else 0). Empty = cpu.
+struct DeviceSpec {
+  DeviceKind kind = DeviceKind::kCpu;
+  int index = -1;
+};
+absl::StatusOr<DeviceSpec> ParseDevice(absl::string_view text);
+// "cpu", "cuda", "cuda:K".
+std::string DeviceName(const DeviceSpec& spec);
+
+// --precision: "fp32" (also empty), "tf32", "bf16"; and back.
+absl::StatusOr<GemmPrecision> ParseGemmPrecision(absl::string_view text);
+const char* GemmPrecisionName(GemmPrecision precision);
 
 }  // namespace ringside
 
