@@ -1,13 +1,23 @@
 #include "common/ops_factory.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/cpu_ops.h"
+#if RINGSIDE_CUDA
+#include "common/cuda_ops.h"
+#endif
 
 namespace ringside {
 
-absl::StatusOr<std::unique_ptr<Ops>> NewOps(absl::string_view kind, int device, int threads) {
+bool BuiltWithCuda() { return RINGSIDE_CUDA != 0; }
+
+absl::StatusOr<std::unique_ptr<Ops>> NewOps(absl::string_view kind, int device, int threads,
+                                            GemmPrecision precision) {
   if (threads < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--threads must be >= 0, got ", threads));
+  }
+  if (device < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("device index must be >= 0, got ", device));
   }
   if (kind == "cpu") {
     if (device != 0) {
@@ -17,11 +27,58 @@ absl::StatusOr<std::unique_ptr<Ops>> NewOps(absl::string_view kind, int device, 
     return NewCpuOps(threads);
   }
   if (kind == "cuda") {
+#if RINGSIDE_CUDA
+    return NewCudaOps(device, precision);
+#else
     return absl::FailedPreconditionError(
-        "the cuda ops backend is not part of this build (train on cpu)");
+        "--device=cuda: this ringside was built without CUDA; rebuild with --config=cuda "
+        "(docs/build.md)");
+#endif
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown ops backend '", kind, "' (expected cpu or cuda)"));
+}
+
+absl::StatusOr<DeviceSpec> ParseDevice(absl::string_view text) {
+  DeviceSpec spec;
+  if (text.empty() || text == "cpu") return spec;
+  if (text == "cuda") {
+    spec.kind = DeviceKind::kCuda;
+    return spec;
+  }
+  int index = -1;
+  if (absl::ConsumePrefix(&text, "cuda:") && absl::SimpleAtoi(text, &index) && index >= 0) {
+    spec.kind = DeviceKind::kCuda;
+    spec.index = index;
+    return spec;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--device must be cpu, cuda or cuda:K (K >= 0), got '", text, "'"));
+}
+
+std::string DeviceName(const DeviceSpec& spec) {
+  if (spec.kind == DeviceKind::kCpu) return "cpu";
+  return spec.index < 0 ? "cuda" : absl::StrCat("cuda:", spec.index);
+}
+
+absl::StatusOr<GemmPrecision> ParseGemmPrecision(absl::string_view text) {
+  if (text.empty() || text == "fp32") return GemmPrecision::kFp32;
+  if (text == "tf32") return GemmPrecision::kTf32;
+  if (text == "bf16") return GemmPrecision::kBf16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--precision must be fp32, tf32 or bf16, got '", text, "'"));
+}
+
+const char* GemmPrecisionName(GemmPrecision precision) {
+  switch (precision) {
+    case GemmPrecision::kFp32:
+      return "fp32";
+    case GemmPrecision::kTf32:
+      return "tf32";
+    case GemmPrecision::kBf16:
+      return "bf16";
+  }
+  return "fp32";
 }
 
 }  // namespace ringside
