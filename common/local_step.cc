@@ -29,36 +29,44 @@ void DrawCut(TraceWriter* trace, const char* name, const char* cat, int64_t star
 absl::Status LocalStep::Load(absl::Span<const int64_t> indices) {
   const int64_t n = static_cast<int64_t>(indices.size());
   const int64_t dim = dataset_->input_dim();
-  if (static_cast<int64_t>(host_y_.size()) < n) {
-    host_x_.resize(n * dim);
-    host_y_.resize(n);
-    if (ops_->kind() != DeviceKind::kCpu) {
+  const bool on_cpu = ops_->kind() == DeviceKind::kCpu;
+  if (capacity_ < n) {
+    for (Staging& s : staging_) {
+      RINGSIDE_ASSIGN_OR_RETURN(s.x, HostArray<float>::Create(ops_, n * dim));
+      RINGSIDE_ASSIGN_OR_RETURN(s.y, HostArray<int32_t>::Create(ops_, n));
+    }
+    if (!on_cpu) {
       RINGSIDE_ASSIGN_OR_RETURN(x_, DeviceArray<float>::Create(ops_, n * dim));
       RINGSIDE_ASSIGN_OR_RETURN(y_, DeviceArray<int32_t>::Create(ops_, n));
     }
+    capacity_ = n;
   }
-  dataset_->Gather(indices, host_x_.data(), host_y_.data());
-  if (ops_->kind() != DeviceKind::kCpu) {
-    RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(x_.data(), host_x_.data(), n * dim * sizeof(float)));
-    RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(y_.data(), host_y_.data(), n * sizeof(int32_t)));
+  slot_ ^= 1;
+  Staging& s = staging_[slot_];
+  dataset_->Gather(indices, s.x.data(), s.y.data());
+  if (on_cpu) {
+    x_now_ = s.x.data();
+    y_now_ = s.y.data();
+  } else {
+    ops_->CopyToDeviceAsync(x_.data(), s.x.data(), n * dim * sizeof(float));
+    ops_->CopyToDeviceAsync(y_.data(), s.y.data(), n * sizeof(int32_t));
+    x_now_ = x_.data();
+    y_now_ = y_.data();
   }
   return absl::OkStatus();
 }
 
-
 absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
                             const StepHooks& hooks, bool announce, bool accumulate_grads,
                             StepMetrics* m, TraceWriter* trace, HookTimes* hook_times) {
-  const bool on_cpu = ops_->kind() == DeviceKind::kCpu;
   const int64_t t0 = NowMicros();
   const bool staged = !prefetched_.empty() &&
                       absl::MakeConstSpan(prefetched_) == indices;
   prefetched_.clear();
   if (!staged) RINGSIDE_RETURN_IF_ERROR(Load(indices));
   const int64_t t1 = NowMicros();
-  // The CPU backend reads the staging buffers directly (no copy).
-  const float* x = on_cpu ? host_x_.data() : x_.data();
-  const int32_t* y = on_cpu ? host_y_.data() : y_.data();
+  const float* x = x_now_;
+  const int32_t* y = y_now_;
   const int batch = static_cast<int>(indices.size());
   // Time spent inside the strategy's hooks is the strategy's (waiting for parameters,
   // update or communication launch), not forward's or backward's: measure it and take
@@ -94,7 +102,8 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
   const BackwardHooks none;
   const BackwardHooks& bh = announce ? hooks.backward : none;
   RINGSIDE_RETURN_IF_ERROR(model_->Backward(
-      loss_scale, BackwardHooks{timed(bh.grads_ready), timed(bh.params_free), bh.split_at},
+      loss_scale,
+      BackwardHooks{timed(bh.grads_ready), timed(bh.params_free), bh.split_at, bh.device_ordered},
       accumulate_grads));
   const int64_t t3 = NowMicros();
   hook_times->forward_us += wait_us;
@@ -132,13 +141,11 @@ absl::StatusOr<EvalResult> LocalStep::Evaluate(absl::Span<const int64_t> indices
                                                int batch) {
   EvalResult result;
   prefetched_.clear();  // Evaluation overwrites the staging buffers.
-  const bool on_cpu = ops_->kind() == DeviceKind::kCpu;
   for (size_t begin = 0; begin < indices.size(); begin += batch) {
     const size_t n = std::min<size_t>(batch, indices.size() - begin);
     RINGSIDE_RETURN_IF_ERROR(Load(indices.subspan(begin, n)));
-    const float* x = on_cpu ? host_x_.data() : x_.data();
-    const int32_t* y = on_cpu ? host_y_.data() : y_.data();
-    RINGSIDE_ASSIGN_OR_RETURN(ForwardResult fwd, model_->Forward(x, y, static_cast<int>(n)));
+    RINGSIDE_ASSIGN_OR_RETURN(ForwardResult fwd,
+                              model_->Forward(x_now_, y_now_, static_cast<int>(n)));
     result.loss_sum += fwd.loss_sum;
     result.correct += fwd.correct;
     result.count += static_cast<int64_t>(n);

@@ -86,16 +86,30 @@ class LocalStep {
   absl::StatusOr<EvalResult> Evaluate(absl::Span<const int64_t> indices, int batch);
 
  private:
-  // Gathers samples into host staging buffers and copies them to the device.
+  // Gathers samples into the next staging slot and enqueues their copy to the device
+  // (which the forward that reads them follows in stream order). Points x_now_ and
+  // y_now_ at the batch as the model must read it.
   absl::Status Load(absl::Span<const int64_t> indices);
+
+  // Host staging memory (page-locked on a GPU, so the copy is asynchronous), two slots
+  // used in turn: a slot is overwritten two Loads after it was filled, and each batch
+  // is run through a forward in between, whose loss read-back waits for the device and
+  // so for the slot's copy. The CPU backend's model reads a slot directly.
+  struct Staging {
+    HostArray<float> x;
+    HostArray<int32_t> y;
+  };
 
   Model* const model_;
   Ops* const ops_;
   const Dataset* const dataset_;
-  std::vector<float> host_x_;
-  std::vector<int32_t> host_y_;
+  Staging staging_[2];
+  int slot_ = 0;
+  int64_t capacity_ = 0;  // Samples each slot (and x_, y_) holds.
   DeviceArray<float> x_;
   DeviceArray<int32_t> y_;
+  const float* x_now_ = nullptr;  // The loaded batch in backend memory.
+  const int32_t* y_now_ = nullptr;
   std::vector<int64_t> prefetched_;  // Indices staged by Prefetch; empty when none.
 };
 

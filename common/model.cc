@@ -222,13 +222,14 @@ absl::Status Model::Backward(float loss_scale, const BackwardHooks& hooks, bool 
     }
     if (din != nullptr) layers_[i]->BackwardInput(ops_, in, act_[i + 1], dact_[i + 1], din, batch);
     if (has_params && din != nullptr && hooks.params_free) {
-      // din's reads of the parameters must be done before anyone changes them.
-      RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
+      // din's reads of the parameters must be done before anyone changes them (in
+      // stream order, for device-ordered hooks).
+      if (!hooks.device_ordered) RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
       hooks.params_free(range);
     }
   }
   last_batch_ = 0;
-  return ops_->Synchronize();
+  return hooks.device_ordered ? absl::OkStatus() : ops_->Synchronize();
 }
 
 absl::Status Model::BackwardParams(int i, const float* in, int batch, bool accumulate,
@@ -244,7 +245,9 @@ absl::Status Model::BackwardParams(int i, const float* in, int batch, bool accum
   int64_t top = offset + size;
   auto announce = [&](int64_t lo) -> absl::Status {
     const bool free = free_now && hooks.params_free;
-    if (hooks.grads_ready || free) RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
+    if ((hooks.grads_ready || free) && !hooks.device_ordered) {
+      RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
+    }
     const ParamRange piece{lo, top - lo};
     if (hooks.grads_ready) hooks.grads_ready(piece);
     if (free) hooks.params_free(piece);

@@ -44,6 +44,12 @@ struct BackwardHooks {
   // for the first layer with parameters, whose parameters backward does not read,
   // freed at once). Ranges still arrive highest offsets first and tile the buffer.
   std::vector<int64_t> split_at;
+  // True when the hooks only enqueue work on the model's own Ops object (e.g. a local
+  // optimizer step), which the backend runs after the ops that produced the gradients:
+  // then Backward does not wait for the device before calling them, nor at its end
+  // (the caller synchronises once the step is done). False when a hook reads or hands
+  // on the memory from the host (a push, a host-side all-reduce).
+  bool device_ordered = false;
 };
 
 // What Forward asks before it reads parameters, when the caller lets parameters arrive

@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/cpu_ops.h"
 #if RINGSIDE_CUDA
 #include "common/cuda_ops.h"

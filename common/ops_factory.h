@@ -13,9 +13,6 @@
 
 namespace ringside {
 
-// The backend a job uses unless --device says otherwise.
-inline constexpr char kDefaultOpsKind[] = "cpu";
-
 // True when this binary was built with the CUDA ops backend (--config=cuda).
 bool BuiltWithCuda();
 

@@ -2,14 +2,39 @@
 
 #include <cstdio>
 
+#include "common/device.h"
+#include "common/job_env.h"
 #include "common/ops_factory.h"
 #include "common/status_macros.h"
 
 namespace ringside {
 
+namespace {
+
+// The backend config.device() names. Plain "cuda" picks GPU LOCAL_RANK modulo the GPU
+// count inside a launched job (one rank per GPU, as torchrun's users expect), GPU 0
+// otherwise.
+absl::StatusOr<std::unique_ptr<Ops>> OpsFor(const RunConfig& config) {
+  RINGSIDE_ASSIGN_OR_RETURN(DeviceSpec device, ParseDevice(config.device()));
+  RINGSIDE_ASSIGN_OR_RETURN(GemmPrecision precision, ParseGemmPrecision(config.precision()));
+  if (device.kind == DeviceKind::kCpu) return NewOps("cpu", 0, config.threads(), precision);
+  int index = device.index;
+  if (index < 0) {
+    index = 0;
+    const int gpus = DetectDevices().gpu_count;
+    if (gpus > 0 && InLaunchedJob()) {
+      RINGSIDE_ASSIGN_OR_RETURN(JobEnv env, ReadJobEnv());
+      index = env.local_rank % gpus;
+    }
+  }
+  return NewOps("cuda", index, config.threads(), precision);
+}
+
+}  // namespace
+
 absl::StatusOr<Replica> NewReplica(const RunConfig& config) {
   Replica replica;
-  RINGSIDE_ASSIGN_OR_RETURN(replica.ops, NewOps(kDefaultOpsKind, 0, config.threads()));
+  RINGSIDE_ASSIGN_OR_RETURN(replica.ops, OpsFor(config));
   const int64_t load_start = NowMicros();
   RINGSIDE_ASSIGN_OR_RETURN(replica.data, LoadDataset(config.dataset()));
   replica.load_seconds = (NowMicros() - load_start) / 1e6;

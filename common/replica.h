@@ -31,7 +31,9 @@ struct Replica {
   double load_seconds = 0;       // Time spent loading the dataset.
 };
 
-// Builds the ops (kDefaultOpsKind, config.threads()), loads config.dataset() and
+// Builds the ops (config.device(): "cpu", "cuda" = the GPU of LOCAL_RANK in a launched
+// job, else GPU 0, or "cuda:K"; config.precision(), config.threads()), loads
+// config.dataset() and
 // builds config.model() for its input shape and classes. The dataset's or the model's
 // error (NotFound, InvalidArgument, ...) as is.
 absl::StatusOr<Replica> NewReplica(const RunConfig& config);

@@ -1,6 +1,7 @@
 #include "common/run_config.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/ops_factory.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace ringside {
@@ -41,6 +42,19 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   }
   if (c.threads() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--threads must be >= 0, got ", c.threads()));
+  }
+  absl::StatusOr<DeviceSpec> device = ParseDevice(c.device());
+  if (!device.ok()) return device.status();
+  absl::StatusOr<GemmPrecision> precision = ParseGemmPrecision(c.precision());
+  if (!precision.ok()) return precision.status();
+  if (device->kind == DeviceKind::kCuda && c.strategy() != "single") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--device=", c.device(), " trains with --strategy=single only; --strategy=",
+        c.strategy(), " on the GPU is not built yet (train it on --device=cpu)"));
+  }
+  if (device->kind == DeviceKind::kCpu && *precision != GemmPrecision::kFp32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--precision=", c.precision(), " needs --device=cuda (the CPU backend computes fp32)"));
   }
   return absl::OkStatus();
 }

@@ -59,6 +59,8 @@ absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> LocalSgdStrategy::Create(
 StepHooks LocalSgdStrategy::hooks() {
   StepHooks h;
   h.backward.params_free = [this](const ParamRange& range) { Step(range); };
+  // Each step is enqueued on the model's ops after the gradients it reads.
+  h.backward.device_ordered = true;
   h.accumulate_gradients = true;
   h.backward_hook_span = "update";
   h.backward_hook_cat = kCatUpdate;
@@ -85,7 +87,17 @@ absl::Status LocalSgdStrategy::FinishStep(const HookTimes& hook_times, StepMetri
   }
   stepped_ = 0;
   m->set_update_ms(update_us / 1e3);
-  return ops_->Synchronize();
+  // Backward and its updates were only enqueued (device-ordered hooks): the step ends
+  // when the device is done with them. That wait is backward's (and nothing on the
+  // CPU backend, whose ops run as they are called).
+  const int64_t w0 = NowMicros();
+  absl::Status done = ops_->Synchronize();
+  const int64_t waited = NowMicros() - w0;
+  if (ops_->kind() != DeviceKind::kCpu) {
+    m->set_backward_ms(m->backward_ms() + waited / 1e3);
+    if (trace != nullptr) trace->Span("backward (device)", kCatCompute, kTrainingTrack, w0, waited);
+  }
+  return done;
 }
 
 Trainer::Trainer(const TrainerOptions& options, Model* model, Ops* ops,

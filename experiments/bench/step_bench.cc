@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/common.h"
+#include "common/random.h"
 #include "common/status_macros.h"
 
 namespace ringside {
@@ -18,7 +19,8 @@ double Percentile(std::vector<double> v, double q) {
 }
 
 // Times `reps` n x n x n sgemm products (after one untimed warm-up) and appends each
-// one's rate in GFLOP/s to `rates`.
+// one's rate in GFLOP/s to `rates`. Operands are random (a GPU multiplies constants
+// faster than real data).
 absl::Status MeasureSgemmRates(Ops* ops, int n, int reps, std::vector<double>* rates) {
   const int64_t elems = static_cast<int64_t>(n) * n;
   absl::StatusOr<DeviceArray<float>> a = DeviceArray<float>::Create(ops, elems);
@@ -27,8 +29,12 @@ absl::Status MeasureSgemmRates(Ops* ops, int n, int reps, std::vector<double>* r
   if (!a.ok()) return a.status();
   if (!b.ok()) return b.status();
   if (!c.ok()) return c.status();
-  ops->Fill(a->data(), elems, 0.5f);
-  ops->Fill(b->data(), elems, 0.25f);
+  std::vector<float> host(elems);
+  Rng rng(12345);
+  for (float& v : host) v = rng.Uniform(-1.0f, 1.0f);
+  RINGSIDE_RETURN_IF_ERROR(ops->CopyToDevice(a->data(), host.data(), elems * sizeof(float)));
+  for (float& v : host) v = rng.Uniform(-1.0f, 1.0f);
+  RINGSIDE_RETURN_IF_ERROR(ops->CopyToDevice(b->data(), host.data(), elems * sizeof(float)));
   for (int r = 0; r <= reps; ++r) {
     const int64_t t0 = NowMicros();
     ops->Gemm(false, false, n, n, n, 1.0f, a->data(), b->data(), 0.0f, c->data());
@@ -75,8 +81,13 @@ absl::Status TimeSteps(const StepBenchOptions& o, const std::vector<int64_t>& in
 // kRateReps after) on the same thread count, so the floor it compares against was
 // measured beside the steps, under the same load from the machine's neighbours. The
 // round's floor uses the median of those rates, as the step uses its median time.
-constexpr int kGemmSize = 1024;
+constexpr int kCpuGemmSize = 1024;
+constexpr int kGpuGemmSize = 4096;  // 1024^3 is too small to keep a GPU busy.
 constexpr int kRateReps = 5;
+
+int GemmSizeFor(const StepBenchOptions& o) {
+  return o.device.kind == DeviceKind::kCpu ? kCpuGemmSize : kGpuGemmSize;
+}
 
 // One round of o.steps timed steps (and, with o.measure_floor, its sgemm rates, which
 // are appended to `all_rates` too).
@@ -84,10 +95,10 @@ absl::StatusOr<StepRound> MeasureRound(const StepBenchOptions& o, double flops, 
                                        const std::vector<int64_t>& indices, LocalStep* step,
                                        LocalSgdStrategy* strategy, std::vector<double>* all_rates) {
   std::vector<double> rates;
-  if (o.measure_floor) RINGSIDE_RETURN_IF_ERROR(MeasureSgemmRates(ops, kGemmSize, kRateReps, &rates));
+  if (o.measure_floor) RINGSIDE_RETURN_IF_ERROR(MeasureSgemmRates(ops, GemmSizeFor(o), kRateReps, &rates));
   PhaseTimes t;
   RINGSIDE_RETURN_IF_ERROR(TimeSteps(o, indices, step, strategy, &t));
-  if (o.measure_floor) RINGSIDE_RETURN_IF_ERROR(MeasureSgemmRates(ops, kGemmSize, kRateReps, &rates));
+  if (o.measure_floor) RINGSIDE_RETURN_IF_ERROR(MeasureSgemmRates(ops, GemmSizeFor(o), kRateReps, &rates));
   StepRound r;
   r.step_ms = Percentile(t.step, 0.5);
   r.p10_ms = Percentile(t.step, 0.1);
@@ -115,7 +126,11 @@ absl::StatusOr<StepBenchResult> MeasureStepBench(const StepBenchOptions& o) {
     return absl::InvalidArgumentError(
         "bench needs --batch >= 1, --steps >= 1, --warmup >= 0, --threads >= 1, --repeats >= 1");
   }
-  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops, NewOps("cpu", 0, o.threads));
+  const bool on_cpu = o.device.kind == DeviceKind::kCpu;
+  RINGSIDE_ASSIGN_OR_RETURN(
+      std::unique_ptr<Ops> ops,
+      NewOps(on_cpu ? "cpu" : "cuda", on_cpu ? 0 : std::max(o.device.index, 0), o.threads,
+             o.precision));
   SyntheticOptions synth;
   synth.train_size = o.batch;
   synth.test_size = 1;
@@ -141,6 +156,7 @@ absl::StatusOr<StepBenchResult> MeasureStepBench(const StepBenchOptions& o) {
   StepBenchResult result;
   result.options = o;
   result.num_params = model->num_params();
+  result.device_name = ops->name();
   result.gemm_flops = model->GemmFlops(o.batch);
   std::vector<double> all_rates;
   for (int r = 0; r < o.repeats; ++r) {
@@ -159,8 +175,12 @@ absl::StatusOr<StepBenchResult> MeasureStepBench(const StepBenchOptions& o) {
 void PrintStepBench(const StepBenchResult& result, FILE* out) {
   const StepBenchOptions& o = result.options;
   const double flops = result.gemm_flops;
-  absl::FPrintF(out, "model %s  batch %d  threads %d  params %d  step GEMM work: %.1f MFLOP\n",
-                o.model, o.batch, o.threads, result.num_params, flops / 1e6);
+  const bool on_cpu = o.device.kind == DeviceKind::kCpu;
+  const std::string where = on_cpu ? absl::StrCat("threads ", o.threads)
+                                   : absl::StrCat("device ", result.device_name, "  precision ",
+                                                  GemmPrecisionName(o.precision));
+  absl::FPrintF(out, "model %s  batch %d  %s  params %d  step GEMM work: %.1f MFLOP\n", o.model,
+                o.batch, where, result.num_params, flops / 1e6);
   std::vector<double> steps, ratios, samples_per_s;
   for (const StepRound& r : result.rounds) {
     steps.push_back(r.step_ms);
@@ -173,26 +193,35 @@ void PrintStepBench(const StepBenchResult& result, FILE* out) {
                   r.samples_per_s);
     if (r.sgemm_gflops > 0) {
       absl::FPrintF(out, "  |  sgemm %d^3 %.1f GFLOP/s (range %.1f-%.1f)  GEMM floor %.3f ms  %.2fx GEMM floor",
-                    kGemmSize, r.sgemm_gflops, r.sgemm_min_gflops, r.sgemm_max_gflops, r.floor_ms,
+                    GemmSizeFor(o), r.sgemm_gflops, r.sgemm_min_gflops, r.sgemm_max_gflops, r.floor_ms,
                     r.floor_ratio);
     }
     absl::FPrintF(out, "\n");
   }
-  if (result.rounds.empty() || result.peak_gflops <= 0) return;
-  const double peak = result.peak_gflops;
-  const double peak_floor_ms = flops / (peak * 1e6);
+  if (result.rounds.empty()) return;
   const double med = Percentile(steps, 0.5);
-  if (result.rounds.size() == 1) {
-    absl::FPrintF(out, "peak floor (best sgemm %.1f GFLOP/s): %.3f ms, %.2fx\n", peak, peak_floor_ms,
-                  med / peak_floor_ms);
-    return;
+  if (result.peak_gflops > 0) {
+    const double peak = result.peak_gflops;
+    const double peak_floor_ms = flops / (peak * 1e6);
+    if (result.rounds.size() == 1) {
+      absl::FPrintF(out, "peak floor (best sgemm %.1f GFLOP/s): %.3f ms, %.2fx\n", peak,
+                    peak_floor_ms, med / peak_floor_ms);
+    } else {
+      absl::FPrintF(out,
+                    "summary over %d round(s): step median %.3f ms  %.0f samples/s  %.2fx GEMM "
+                    "floor (median of rounds; sgemm median %.1f GFLOP/s)  %.2fx peak floor (best "
+                    "sgemm %.1f GFLOP/s, %.3f ms)\n",
+                    result.rounds.size(), med, Percentile(samples_per_s, 0.5),
+                    Percentile(ratios, 0.5), result.median_gflops, med / peak_floor_ms, peak,
+                    peak_floor_ms);
+    }
   }
+  // For scripts: the median over rounds and the achieved rate of the step's GEMM work.
   absl::FPrintF(out,
-                "summary over %d round(s): step median %.3f ms  %.0f samples/s  %.2fx GEMM floor "
-                "(median of rounds; sgemm median %.1f GFLOP/s)  %.2fx peak floor (best sgemm %.1f "
-                "GFLOP/s, %.3f ms)\n",
-                result.rounds.size(), med, Percentile(samples_per_s, 0.5), Percentile(ratios, 0.5),
-                result.median_gflops, med / peak_floor_ms, peak, peak_floor_ms);
+                "result: impl=ringside model=%s batch=%d device=%s precision=%s step_ms=%.4f "
+                "tflops=%.3f sgemm_tflops=%.3f\n",
+                o.model, o.batch, result.device_name, GemmPrecisionName(o.precision), med,
+                flops / (med * 1e9), result.median_gflops / 1e3);
 }
 
 absl::Status RunStepBench(const StepBenchOptions& o) {

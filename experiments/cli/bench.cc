@@ -72,6 +72,8 @@ absl::Status RunStep() {
   o.warmup = absl::GetFlag(FLAGS_warmup);
   o.steps = absl::GetFlag(FLAGS_steps) > 0 ? static_cast<int>(absl::GetFlag(FLAGS_steps)) : 200;
   o.repeats = absl::GetFlag(FLAGS_repeats);
+  RINGSIDE_ASSIGN_OR_RETURN(o.device, ParseDevice(absl::GetFlag(FLAGS_device)));
+  RINGSIDE_ASSIGN_OR_RETURN(o.precision, ParseGemmPrecision(absl::GetFlag(FLAGS_precision)));
   return RunStepBench(o);
 }
 

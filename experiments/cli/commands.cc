@@ -16,7 +16,7 @@ namespace {
 // What RunConfigFromFlags() reads: every process of a job must be given the same.
 #define RINGSIDE_RUN_CONFIG_FLAGS                                                          \
   "model dataset epochs steps batch lr momentum weight_decay nesterov seed threads "      \
-  "drop_last grad_accum prefetch "
+  "device precision drop_last grad_accum prefetch "
 // What RunOptionsFromFlags() adds.
 #define RINGSIDE_RUN_OPTION_FLAGS "out resume checkpoint_every eval_batch "
 #define RINGSIDE_PS_FLAGS "workers ps_shards ps_sync ps_chunk_kb ps_colocated timeout_s "
@@ -105,9 +105,11 @@ absl::Span<const Command> Commands() {
       {"bench",
        "the measurements of docs/benchmarks.md:",
        "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n"
+       "                     [--device=cuda[:K] --precision=fp32|tf32|bf16]\n"
        "  ringside bench allreduce --workers=2 [--allreduce=ring|halving-doubling]\n"
        "  ringside bench pushpull --sizes_mb=1,4,16,64,256 --repeats=20 [--pin_cpus=0,1]\n",
-       "model batch threads warmup steps repeats workers allreduce timeout_s gap_us sizes_mb "
+       "model batch threads device precision warmup steps repeats workers allreduce timeout_s "
+       "gap_us sizes_mb "
        "pin_cpus ps_chunk_kb",
        // pushpull-server: the push-pull sweep's own child.
        "size_bytes pin_cpu listen", "a benchmark (step, allreduce or pushpull)", 1, 1, false, CheckBench,

@@ -25,6 +25,10 @@ ABSL_FLAG(bool, nesterov, false, "Nesterov momentum");
 ABSL_FLAG(uint64_t, seed, ringside::kDefaultSeed, "seed for initialisation and data order");
 ABSL_FLAG(int32_t, threads, ringside::kDefaultThreads,
           "OpenBLAS threads per process (0: OpenBLAS decides, e.g. from OMP_NUM_THREADS)");
+ABSL_FLAG(std::string, device, "cpu",
+          "cpu, cuda (in a launched job: the GPU of LOCAL_RANK; else GPU 0) or cuda:K");
+ABSL_FLAG(std::string, precision, "fp32",
+          "GEMM precision on the GPU: fp32 (as the CPU), tf32 or bf16 (faster, less exact)");
 ABSL_FLAG(bool, drop_last, false, "drop the tail of the shuffled data instead of padding");
 ABSL_FLAG(std::string, out, "", "output directory: metrics.jsonl, trace.json, checkpoint.bin");
 ABSL_FLAG(bool, resume, false, "continue from OUT/checkpoint.bin");
@@ -89,6 +93,8 @@ RunConfig RunConfigFromFlags(const std::string& strategy) {
   c.set_nesterov(absl::GetFlag(FLAGS_nesterov));
   c.set_seed(absl::GetFlag(FLAGS_seed));
   c.set_threads(absl::GetFlag(FLAGS_threads));
+  c.set_device(absl::GetFlag(FLAGS_device));
+  c.set_precision(absl::GetFlag(FLAGS_precision));
   c.set_drop_last(absl::GetFlag(FLAGS_drop_last));
   c.set_grad_accum(absl::GetFlag(FLAGS_grad_accum));
   c.set_prefetch(absl::GetFlag(FLAGS_prefetch));

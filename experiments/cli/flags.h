@@ -25,6 +25,8 @@ ABSL_DECLARE_FLAG(double, weight_decay);
 ABSL_DECLARE_FLAG(bool, nesterov);
 ABSL_DECLARE_FLAG(uint64_t, seed);
 ABSL_DECLARE_FLAG(int32_t, threads);
+ABSL_DECLARE_FLAG(std::string, device);
+ABSL_DECLARE_FLAG(std::string, precision);
 ABSL_DECLARE_FLAG(bool, drop_last);
 ABSL_DECLARE_FLAG(std::string, out);
 ABSL_DECLARE_FLAG(bool, resume);
