@@ -6,11 +6,16 @@
 //   relative error (sums over the batch and the layer widths, added in another order
 //   on each backend, then propagated back through the layers).
 // - 20 training steps of the MLP and of LeNet through the Trainer with SGD and momentum
-//   0.9: final parameters within 1e-4 norm-wise relative error (the bar), and,
-//   because the parameters are dominated by their shared initial values, the distance
-//   each backend moved them (params - init) and the momentum state within 1e-3: rounding
-//   differences of about 1e-6 grow a little over 20 steps, a wrong update (a lost weight
-//   decay term, a stale gradient) moves them by far more.
+//   0.9: final parameters within 1e-4 norm-wise relative error (the bar). Rounding
+//   differences alone stay near 1e-7 over 20 steps, but now and then one flips a
+//   discrete decision (a ReLU input or a max-pool pair within an ulp of a tie), which
+//   routes one gradient element differently from then on: in a CPU-vs-CPU check with
+//   GPU-like rounding (FMA, other summation orders) one such flip in LeNet at lr 0.05
+//   moved the parameters by 7e-5 relative and the momentum by 1.4e-2. Hence lr 0.01
+//   (a flip's effect on the parameters scales with it), and looser bounds on what a
+//   flip moves most: the parameters' change from their shared initial values within
+//   1e-2 and the momentum state within 5e-2. A wrong update (momentum not carried, a
+//   stale or unscaled gradient) is off by O(1) in both.
 // - Checkpoints are portable: 10 steps on the GPU resumed on the CPU for 10 more, and the
 //   reverse, end within the same bounds of 20 CPU steps straight.
 //
@@ -215,7 +220,7 @@ RunConfig TrainConfig(const std::string& spec, bool nesterov) {
   c.set_dataset("synthetic:train=1000,test=100,shape=1x28x28,classes=10,seed=4");
   c.set_epochs(100);
   c.set_batch(kBatch);
-  c.set_lr(0.05f);
+  c.set_lr(0.01f);  // See the header comment.
   c.set_momentum(0.9f);
   c.set_weight_decay(1e-3f);
   c.set_nesterov(nesterov);
@@ -289,8 +294,8 @@ void ExpectSameTraining(const TrainOutcome& got, const TrainOutcome& want, const
   const double moved = NormRelError(Minus(got.params, start), Minus(want.params, start));
   const double state = NormRelError(got.optimizer_state, want.optimizer_state);
   EXPECT_LT(params, 1e-4) << what << ": parameters";
-  EXPECT_LT(moved, 1e-3) << what << ": parameters' change from the initial values";
-  EXPECT_LT(state, 1e-3) << what << ": momentum state";
+  EXPECT_LT(moved, 1e-2) << what << ": parameters' change from the initial values";
+  EXPECT_LT(state, 5e-2) << what << ": momentum state";
   EXPECT_EQ(got.result.steps, want.result.steps) << what;
   EXPECT_NEAR(got.result.last_loss, want.result.last_loss, 1e-3 * want.result.last_loss)
       << what;
