@@ -94,13 +94,21 @@ ldd "${BINS[@]}" | awk '$2 == "=>" {print $1, $3}' | sort -u |
 bad=$(ldd "${BINS[@]}" | awk '$2 == "=>" {print $1, $3}' | sort -u |
   while read -r soname path; do
     [[ $soname =~ $SYSTEM_LIBS ]] && continue
-    [[ $path == "$DEST/lib/$soname" ]] || echo "$soname => $path"
+    # libcudart: the RPATH lists @local_cuda's /usr/local/cuda/lib64 first, so a machine
+    # with a CUDA 13 toolkit there uses its own; elsewhere the bundle's.
+    [[ $soname == libcudart.so.* && $path == /usr/local/cuda/* ]] && continue
+    [[ $(readlink -f "$path") == "$DEST/lib/$soname" ]] || echo "$soname => $path"
   done)
 [[ -z $bad ]] || die "libraries not resolved from lib/: $bad"
 for b in "${BINS[@]}"; do
   readelf -d "$b" | grep -q '(RPATH).*\$ORIGIN/../lib' ||
     die "$b has no RPATH \$ORIGIN/../lib (built without --config=bundle?)"
 done
+
+# The newest glibc and libstdc++ symbol versions anything in the bundle needs.
+newest() { objdump -T "${BINS[@]}" "$DEST"/lib/* 2>/dev/null | grep -o "$1_[0-9.]*" | sort -uV | tail -1 || true; }
+glibc=$(newest GLIBC)
+glibcxx=$(newest GLIBCXX)
 
 if ((XZ)); then
   for f in "$DEST"/lib/*; do
@@ -115,8 +123,6 @@ install -m 644 experiments/bench/torch_step_bench.py "$DEST/torch_step_bench.py"
 # VERSION: what was built from what, and what the target machine must have.
 commit=$(git rev-parse HEAD)
 [[ -z $(git status --porcelain --untracked-files=no) ]] || commit="$commit+uncommitted"
-glibc=$(objdump -T "${BINS[@]}" "$DEST"/lib/*.so* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
-glibcxx=$(objdump -T "${BINS[@]}" "$DEST"/lib/*.so* 2>/dev/null | grep -o 'GLIBCXX_[0-9.]*' | sort -uV | tail -1)
 {
   echo "commit: $commit"
   echo "branch: $(git rev-parse --abbrev-ref HEAD)"

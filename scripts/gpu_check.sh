@@ -161,20 +161,29 @@ if [[ -n $MISSING ]]; then
     [[ -d $d ]] && CANDIDATES+=("$d")
   done
   while read -r d; do [[ -n $d ]] && CANDIDATES+=("$d"); done < <(python_nvidia_lib_dirs)
+  # Repeat while it helps: a library found may itself need one from another folder
+  # (ldd only names the dependencies of what it could load).
   ADDED=()
-  for d in "${CANDIDATES[@]}"; do
-    [[ -d $d ]] || continue
-    for lib in $MISSING; do
-      if [[ -e $d/$lib ]]; then
-        ADDED+=("$d")
-        MISSING=$(echo "$MISSING" | grep -vxF "$lib")
-      fi
+  for _ in 1 2 3; do
+    before=${#ADDED[@]}
+    for d in "${CANDIDATES[@]}"; do
+      [[ -d $d ]] || continue
+      for lib in $MISSING; do
+        if [[ -e $d/$lib ]]; then
+          ADDED+=("$d")
+          MISSING=$(echo "$MISSING" | grep -vxF "$lib")
+        fi
+      done
     done
-  done
-  ADDED=($(printf '%s\n' "${ADDED[@]}" | awk 'NF && !seen[$0]++'))
-  if ((${#ADDED[@]})); then
+    ADDED=($(printf '%s\n' "${ADDED[@]}" | awk 'NF && !seen[$0]++'))
+    ((${#ADDED[@]} > before)) || break
     LDP=$(IFS=:; echo "${ADDED[*]}")
-    export LD_LIBRARY_PATH=$LDP${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export LD_LIBRARY_PATH=$LDP${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}
+    [[ $UNPACK_DIR == lib ]] || LD_LIBRARY_PATH=$UNPACK_DIR:$LD_LIBRARY_PATH
+    MISSING=$(missing_libs)
+    [[ -n $MISSING ]] || break
+  done
+  if ((${#ADDED[@]})); then
     CUDA_LIB_NOTE="LD_LIBRARY_PATH prepended with $LDP"
     say "CUDA libraries: $CUDA_LIB_NOTE"
   fi
@@ -368,6 +377,7 @@ rep ""
 # ---- 5. Verdict.
 if ((${#FAILURES[@]})); then
   VERDICT="FAIL: $(printf '%s; ' "${FAILURES[@]}" | sed 's/; $//')"
+  ((HAVE_GPU)) || VERDICT="$VERDICT; and NO GPU ($GPU_NOTE): nothing on the GPU path was verified"
   RC=1
 elif ((!HAVE_GPU)); then
   VERDICT="NO GPU: $GPU_NOTE; the GPU tests skipped and the GPU benchmarks did not run, so nothing on the GPU path was verified"
