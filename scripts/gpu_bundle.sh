@@ -97,7 +97,7 @@ bad=$(ldd "${BINS[@]}" | awk '$2 == "=>" {print $1, $3}' | sort -u |
     # libcudart: the RPATH lists @local_cuda's /usr/local/cuda/lib64 first, so a machine
     # with a CUDA 13 toolkit there uses its own; elsewhere the bundle's.
     [[ $soname == libcudart.so.* && $path == /usr/local/cuda/* ]] && continue
-    [[ $(readlink -f "$path") == "$DEST/lib/$soname" ]] || echo "$soname => $path"
+    [[ $(readlink -f "$path") == "$(readlink -f "$DEST/lib/$soname")" ]] || echo "$soname => $path"
   done)
 [[ -z $bad ]] || die "libraries not resolved from lib/: $bad"
 for b in "${BINS[@]}"; do
