@@ -1,7 +1,21 @@
 #!/usr/bin/python3
 """PyTorch reference for `ringside bench step`: the same model, batch, optimizer and
 thread count, timed the same way (untimed warm-up, then per-step wall times; median
-and spread). Run with Debian's python3-torch (CPU)."""
+and spread). On the CPU (the default) run with Debian's python3-torch.
+
+`--device=cuda` (any CUDA build of torch, e.g. on the GPU machine through the bundle's
+gpu_check.sh): each timed step is zero_grad, forward, cross-entropy, backward, SGD step,
+then `loss.item()` (ringside reads its loss back every step too) and
+torch.cuda.synchronize() before the step's end time. `--precision`: fp32 (TF32 off for
+cuBLAS and cuDNN: comparable with ringside's default), tf32 (TF32 on for both) or bf16
+(autocast to bfloat16 for the matmuls and convolutions).
+
+The last line is machine-readable:
+  result: impl=torch model=M batch=B device=D precision=P step_ms=<median> tflops=<x>
+where tflops is the step's GEMM flops over the median step time: for every Linear(in,
+out), 2*B*in*out times 3 (forward, input gradient, weight gradient), times 2 for the
+first layer (its input gradient is not needed); Conv2d likewise with
+2*B*Ho*Wo*Cout*Cin*k*k."""
 import argparse
 import os
 import statistics
@@ -47,6 +61,43 @@ def build(spec):
     raise SystemExit(f"unknown model {spec}")
 
 
+def gemm_flops(net, x):
+    """The step's GEMM flops (module docstring) for input batch `x`, found by one
+    forward pass with hooks that record each Linear's and Conv2d's output shape."""
+    layers = []
+
+    def hook(module, inputs, output):
+        layers.append((module, tuple(output.shape)))
+
+    handles = [m.register_forward_hook(hook) for m in net.modules()
+               if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))]
+    with torch.no_grad():
+        net(x)
+    for h in handles:
+        h.remove()
+    total = 0
+    for i, (m, out) in enumerate(layers):
+        passes = 2 if i == 0 else 3
+        batch = out[0]
+        if isinstance(m, torch.nn.Linear):
+            total += 2 * batch * m.in_features * m.out_features * passes
+        else:
+            kh, kw = m.kernel_size
+            cin = m.in_channels // m.groups
+            total += 2 * batch * out[2] * out[3] * m.out_channels * cin * kh * kw * passes
+    return total
+
+
+def set_precision(device, precision):
+    if device != "cuda":
+        if precision != "fp32":
+            raise SystemExit("--precision other than fp32 needs --device=cuda")
+        return
+    tf32 = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="mlp:784-512-512-10")
@@ -54,29 +105,58 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32")
     a = p.parse_args()
+    if a.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit(f"torch {torch.__version__}: no CUDA device "
+                         f"(built with CUDA {torch.version.cuda})")
+    set_precision(a.device, a.precision)
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     net, shape, classes = build(a.model)
+    dev = torch.device(a.device)
+    net = net.to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
-    x = torch.randn(a.batch, *shape)
-    y = torch.randint(0, classes, (a.batch,))
+    x = torch.randn(a.batch, *shape).to(dev)
+    y = torch.randint(0, classes, (a.batch,)).to(dev)
+    flops = gemm_flops(net, x)
     times = []
-    for s in range(a.warmup + a.steps):
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(x), y)
-        loss.backward()
-        opt.step()
-        t1 = time.perf_counter()
-        if s >= a.warmup:
-            times.append((t1 - t0) * 1e3)
+    if a.device == "cpu":
+        for s in range(a.warmup + a.steps):
+            t0 = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(net(x), y)
+            loss.backward()
+            opt.step()
+            t1 = time.perf_counter()
+            if s >= a.warmup:
+                times.append((t1 - t0) * 1e3)
+    else:
+        bf16 = a.precision == "bf16"
+        torch.cuda.synchronize()
+        for s in range(a.warmup + a.steps):
+            t0 = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=bf16):
+                loss = loss_fn(net(x), y)
+            loss.backward()
+            opt.step()
+            loss.item()
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            if s >= a.warmup:
+                times.append((t1 - t0) * 1e3)
     times.sort()
     med = statistics.median(times)
-    print(f"torch {torch.__version__} model {a.model} batch {a.batch} threads {a.threads}: "
+    where = (f"threads {a.threads}" if a.device == "cpu" else
+             f"device {torch.cuda.get_device_name(dev)} precision {a.precision}")
+    print(f"torch {torch.__version__} model {a.model} batch {a.batch} {where}: "
           f"median {med:.3f} ms  p10 {times[len(times) // 10]:.3f}  "
           f"p90 {times[len(times) * 9 // 10]:.3f}  {a.batch / med * 1e3:.0f} samples/s")
+    print(f"result: impl=torch model={a.model} batch={a.batch} device={a.device} "
+          f"precision={a.precision} step_ms={med:.4f} tflops={flops / (med * 1e-3) / 1e12:.4f}")
 
 
 if __name__ == "__main__":
