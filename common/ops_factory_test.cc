@@ -15,10 +15,42 @@ TEST(NewOpsTest, CpuBuildsABackendThatComputes) {
   EXPECT_EQ(x[2], 6.0f);
 }
 
-TEST(NewOpsTest, CudaIsRefusedInThisBuild) {
+TEST(NewOpsTest, CudaWithoutCudaBuildOrGpuIsOneClearError) {
   absl::StatusOr<std::unique_ptr<Ops>> ops = NewOps("cuda", 0, 0);
+  if (ops.ok()) GTEST_SKIP() << "this machine has a GPU: " << (*ops)->name();
   EXPECT_EQ(ops.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(ops.status().message().find("not part of this build"), absl::string_view::npos);
+  const absl::string_view why = BuiltWithCuda() ? "no usable GPU" : "built without CUDA";
+  EXPECT_NE(ops.status().message().find(why), absl::string_view::npos) << ops.status();
+  EXPECT_EQ(ops.status().message().find('\n'), absl::string_view::npos);
+}
+
+TEST(NewOpsTest, CudaDeviceIndexBeyondTheMachineIsInvalid) {
+  absl::StatusOr<std::unique_ptr<Ops>> probe = NewOps("cuda", 0, 0);
+  if (!probe.ok()) GTEST_SKIP() << "no CUDA GPU: " << probe.status();
+  absl::StatusOr<std::unique_ptr<Ops>> ops = NewOps("cuda", 7, 0);
+  EXPECT_EQ(ops.status().code(), absl::StatusCode::kInvalidArgument) << ops.status();
+  EXPECT_NE(ops.status().message().find("cuda:7"), absl::string_view::npos) << ops.status();
+}
+
+TEST(ParseDeviceTest, AcceptsCpuCudaAndCudaK) {
+  ASSERT_TRUE(ParseDevice("cpu").ok());
+  EXPECT_EQ(ParseDevice("").value().kind, DeviceKind::kCpu);
+  EXPECT_EQ(ParseDevice("cuda").value().kind, DeviceKind::kCuda);
+  EXPECT_EQ(ParseDevice("cuda").value().index, -1);
+  EXPECT_EQ(ParseDevice("cuda:3").value().index, 3);
+  EXPECT_EQ(DeviceName(ParseDevice("cuda:3").value()), "cuda:3");
+  for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:x", "CUDA", "cuda:1:2"}) {
+    EXPECT_EQ(ParseDevice(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(ParseGemmPrecisionTest, NamesRoundTrip) {
+  for (GemmPrecision p : {GemmPrecision::kFp32, GemmPrecision::kTf32, GemmPrecision::kBf16}) {
+    EXPECT_EQ(ParseGemmPrecision(GemmPrecisionName(p)).value(), p);
+  }
+  EXPECT_EQ(ParseGemmPrecision("").value(), GemmPrecision::kFp32);
+  EXPECT_EQ(ParseGemmPrecision("fp16").status().message(),
+            "--precision must be fp32, tf32 or bf16, got 'fp16'");
 }
 
 TEST(NewOpsTest, BadArgumentsAreRefused) {
