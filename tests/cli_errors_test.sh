@@ -72,6 +72,20 @@ expect_usage_error ddp_bad_backend "--backend=bogus is not a process-group backe
 expect_usage_error ddp_bad_allreduce "allreduce" train --strategy=ddp --allreduce=bogus
 expect_usage_error compare_no_spec "compare needs --spec=FILE" compare --out="$T/c"
 expect_usage_error simulate_no_calibration "simulate needs --calibration" simulate
+# Devices. On a machine without a GPU (CI), --device=cuda fails before any data loads,
+# naming why: a build without CUDA, or no usable GPU.
+expect_usage_error bad_device "--device must be cpu, cuda or cuda:K \(K >= 0\), got 'gpu'" "${common[@]}" --dataset=synthetic --device=gpu
+expect_usage_error bad_precision "--precision must be fp32, tf32 or bf16, got 'fp16'" "${common[@]}" --dataset=synthetic --precision=fp16
+expect_usage_error precision_on_cpu "--precision=tf32 needs --device=cuda" "${common[@]}" --dataset=synthetic --precision=tf32
+expect_usage_error ddp_on_cuda "--device=cuda trains with --strategy=single only" "${common[@]}" --dataset=synthetic --strategy=ddp --device=cuda
+expect_usage_error ps_on_cuda "--device=cuda:0 trains with --strategy=single only" "${common[@]}" --dataset=synthetic --strategy=ps --device=cuda:0
+if [ ! -e /dev/nvidia0 ]; then
+  expect_error no_gpu_train "--device=cuda: (this ringside was built without CUDA|no usable GPU)" "${common[@]}" --dataset=synthetic --device=cuda
+  expect_error no_gpu_device_index "--device=cuda: (this ringside was built without CUDA|no usable GPU)" "${common[@]}" --dataset=synthetic --device=cuda:7
+  expect_error no_gpu_bench "--device=cuda: (this ringside was built without CUDA|no usable GPU)" bench step --device=cuda --steps=1
+else
+  echo "skip no_gpu_*: this machine has a GPU (/dev/nvidia0); the GPU bundle's check covers it"
+fi
 expect_error report_missing_dir 'has no cells/' report "$T/no-such-report"
 expect_error simulate_missing_calibration 'no-such.json' simulate --calibration="$T/no-such.json"
 
