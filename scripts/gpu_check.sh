@@ -295,6 +295,38 @@ done
 ((${#TESTS[@]})) || { FAILURES+=("no test binaries in tests/"); rep "| (none) | FAIL | | | | | no test binaries in tests/ |"; }
 rep ""
 
+# ---- 3b. The command line on the GPU: a short training run, its checkpoint resumed on
+# the CPU (checkpoints are portable), and a device index the machine does not have.
+CLI_ROWS=()
+cli_case() {  # cli_case NAME WANT_RC REGEX ARGS...: runs bin/ringside ARGS
+  local name=$1 want=$2 regex=$3; shift 3
+  timeout -k 5 "$(tmo 120)" bin/ringside "$@" >"$WORK/out" 2>&1
+  local rc=$? status=PASS
+  logblock "cli $name: ringside $* (exit $rc)" "$WORK/out"
+  if ((rc != want)) || ! grep -qE -- "$regex" "$WORK/out"; then
+    status=FAIL
+    FAILURES+=("cli $name: exit $rc (want $want), /$regex/ $(grep -qE -- "$regex" "$WORK/out" && echo found || echo 'not found')")
+  fi
+  rep "| $name | $status | $rc | \`ringside $*\` | $(grep -E -- "$regex" "$WORK/out" | tail -1 | cut -c1-120 | tr '|' '/') |"
+  CLI_ROWS+=("$(printf '%-22s %-5s exit %s  %s' "$name" "$status" "$rc" "$(grep -E -- "$regex" "$WORK/out" | tail -1 | cut -c1-100)")")
+}
+if ((HAVE_GPU)); then
+  rep "## Command line on the GPU"
+  rep ""
+  rep "| case | result | exit | command | line checked |"
+  rep "|---|---|---|---|---|"
+  CLI_DATA="--dataset=synthetic:train=4096,test=1024 --batch=64 --epochs=1 --threads=4"
+  cli_case train_cuda 0 'test accuracy' train --device=cuda --model=cnn:lenet $CLI_DATA \
+    --steps=30 --out="$WORK/cli"
+  cli_case resume_on_cpu 0 'test accuracy' train --device=cpu --model=cnn:lenet $CLI_DATA \
+    --steps=60 --out="$WORK/cli" --resume
+  cli_case train_cuda_tf32 0 'test accuracy' train --device=cuda --precision=tf32 \
+    --model=mlp:784-512-512-10 $CLI_DATA --steps=30
+  cli_case missing_gpu_index 1 'cuda:7: this machine has' train --device=cuda:7 \
+    --model=mlp:784-64-10 $CLI_DATA --steps=1
+  rep ""
+fi
+
 # ---- 4. Benchmarks: ringside next to PyTorch, same model, batch and precision (FP32,
 # TF32 off), same run.
 ROWS=("mlp:784-4096-4096-4096-10 256" "mlp:784-4096-4096-4096-10 1024"
@@ -370,7 +402,22 @@ else
     [[ $ratio =~ ^[0-9.]+$ ]] && awk -v x="$ratio" 'BEGIN { exit !(x < 1) }' && SLOWER=$((SLOWER + 1))
   done
   rep ""
-  ((SLOWER)) && rep "ringside is slower than PyTorch on $SLOWER of ${#ROWS[@]} rows."
+  if ((SLOWER)); then
+    rep "ringside is slower than PyTorch on $SLOWER of ${#ROWS[@]} rows."
+    FAILURES+=("ringside slower than PyTorch on $SLOWER of ${#ROWS[@]} benchmark rows")
+  fi
+  # The explicit faster precisions, for the record (not compared: PyTorch's bf16 is
+  # autocast, ringside's rounds the GEMM operands only).
+  for prec in tf32 bf16; do
+    say "bench ringside $prec"
+    timeout -k 5 "$(tmo 60)" bin/ringside bench step --device=cuda --precision=$prec \
+      --model=mlp:784-4096-4096-4096-10 --batch=1024 --warmup=10 --steps=50 --repeats=1 \
+      >"$WORK/out" 2>&1
+    logblock "ringside bench step --precision=$prec (exit $?)" "$WORK/out"
+    line=$(grep '^result:' "$WORK/out" | tail -1)
+    rep "- $prec: mlp:784-4096-4096-4096-10 batch 1024: ringside $(kv step_ms "$line") ms, $(kv tflops "$line") TFLOP/s (GEMM $(kv sgemm_tflops "$line") TFLOP/s at 4096^3)"
+    BENCH_ROWS+=("$(printf '%-26s %5s %10s %10s %7s %9s %9s %9s' "mlp-4096 ($prec)" 1024 "$(kv step_ms "$line")" - - "$(kv tflops "$line")" - "$(kv sgemm_tflops "$line")")")
+  done
 fi
 rep ""
 
@@ -396,6 +443,10 @@ echo "GPU: $(echo "$SMI_L" | head -1 | sed 's/ (UUID.*//'); driver ${DRIVER:-unk
 echo "CUDA libraries: $CUDA_LIB_NOTE"
 echo "---- tests"
 printf '%s\n' "${TEST_ROWS[@]}"
+if ((${#CLI_ROWS[@]})); then
+  echo "---- command line on the GPU"
+  printf '%s\n' "${CLI_ROWS[@]}"
+fi
 if ((${#BENCH_ROWS[@]})); then
   echo "---- step benchmarks, FP32 (ms = median step; ratio = torch/ringside, >= 1: ringside at least as fast)"
   printf '%-26s %5s %10s %10s %7s %9s %9s %9s\n' model batch ringside torch ratio r_TFLOPs t_TFLOPs sgemm
