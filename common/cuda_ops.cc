@@ -43,7 +43,7 @@ cublasComputeType_t ComputeTypeFor(GemmPrecision precision) {
 class CudaOps final : public Ops {
  public:
   CudaOps(int device, GemmPrecision precision)
-      : device_(device), compute_(ComputeTypeFor(precision)), precision_(precision) {}
+      : device_(device), compute_(ComputeTypeFor(precision)) {}
 
   ~CudaOps() override {
     if (stream_ != nullptr) {
@@ -76,12 +76,7 @@ class CudaOps final : public Ops {
   }
 
   DeviceKind kind() const override { return DeviceKind::kCuda; }
-  std::string name() const override {
-    return absl::StrCat("cuda:", device_, precision_ == GemmPrecision::kFp32 ? "" : " ",
-                        precision_ == GemmPrecision::kTf32   ? "tf32"
-                        : precision_ == GemmPrecision::kBf16 ? "bf16"
-                                                             : "");
-  }
+  std::string name() const override { return absl::StrCat("cuda:", device_); }
 
   // ---- Memory. ----
   absl::StatusOr<void*> Allocate(size_t bytes) override {
@@ -359,8 +354,7 @@ class CudaOps final : public Ops {
   }
 
   const int device_;
-  const cublasComputeType_t compute_;
-  const GemmPrecision precision_;
+  const cublasComputeType_t compute_;  // From the GemmPrecision (FP32, TF32 or BF16).
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   absl::Status latched_;

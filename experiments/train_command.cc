@@ -32,14 +32,23 @@ absl::Status RunTrainCommand(const RunOptions& options) {
   // Cheap checks first, so bad flags fail before the dataset is loaded.
   RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(c));
 
-  const DeviceInfo device = DetectDevices();
   absl::StatusOr<Replica> replica = NewReplica(c);
   if (!replica.ok()) return replica.status();
-  // The CUDA backend is not part of this build yet: train on the CPU either way.
-  absl::FPrintF(stderr, "device: cpu (%s), OpenBLAS threads: %s\n",
-                device.gpu_count > 0 ? absl::StrCat(device.gpu_count, " GPU(s) present, CUDA backend not built")
-                                     : device.detail,
-                c.threads() > 0 ? absl::StrCat(c.threads()) : LibraryDefaultThreads());
+  const Ops& ops = *replica->ops;
+  if (ops.kind() == DeviceKind::kCpu) {
+    const DeviceInfo device = DetectDevices();
+    std::string gpus = device.detail;
+    if (device.gpu_count > 0) {
+      gpus = absl::StrCat(device.gpu_count, " GPU(s) present",
+                          BuiltWithCuda() ? ", unused (--device=cuda trains there)"
+                                          : ", unused (this build has no CUDA: --config=cuda)");
+    }
+    absl::FPrintF(stderr, "device: cpu (%s), OpenBLAS threads: %s\n", gpus,
+                  c.threads() > 0 ? absl::StrCat(c.threads()) : LibraryDefaultThreads());
+  } else {
+    absl::FPrintF(stderr, "device: %s (%s), GEMM precision %s\n", ops.name(),
+                  DetectDevices().detail, c.precision().empty() ? "fp32" : c.precision());
+  }
   const Dataset& train = *replica->data.train;
   absl::FPrintF(stderr, "dataset: %s: %d train, %d test samples of %dx%dx%d, %d classes (%.1f s)\n",
                 c.dataset(), train.size(), replica->data.test->size(), train.channels(),

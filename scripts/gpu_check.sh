@@ -359,8 +359,8 @@ else
   rep "- PyTorch: \`python3 torch_step_bench.py --device=cuda --precision=fp32 --model=M --batch=B ${T_ARGS[*]}\` ($TORCH_NOTE)"
   rep "- ratio = torch ms / ringside ms (>= 1: ringside at least as fast); TFLOP/s = the step's GEMM flops / median step time; sgemm = the cuBLAS SGEMM rate ringside measures"
   rep ""
-  rep "| model | batch | ringside ms | torch ms | torch/ringside | ringside TFLOP/s | torch TFLOP/s | cuBLAS sgemm TFLOP/s |"
-  rep "|---|---|---|---|---|---|---|---|"
+  rep "| model | batch | ringside ms | torch ms | torch/ringside | ringside TFLOP/s | torch TFLOP/s | cuBLAS sgemm TFLOP/s | torch, one CUDA graph per step, ms |"
+  rep "|---|---|---|---|---|---|---|---|---|"
   SGEMM=""
   for row in "${ROWS[@]}"; do
     set -- $row
@@ -378,7 +378,7 @@ else
       FAILURES+=("ringside bench $m batch $b: exit $rc, $( [[ -z $r_ms ]] && echo 'no result: line with step_ms' || echo 'result line present')")
       r_ms="FAIL"
     fi
-    t_ms="" t_tf=""
+    t_ms="" t_tf="" g_ms=""
     if [[ -n $PY ]]; then
       say "bench torch $m batch $b"
       LD_LIBRARY_PATH=$ORIG_LD_LIBRARY_PATH timeout -k 5 "$(tmo 150)" "$PY" torch_step_bench.py \
@@ -388,13 +388,22 @@ else
       line=$(grep '^result:' "$WORK/out" | tail -1)
       t_ms=$(kv step_ms "$line") t_tf=$(kv tflops "$line")
       [[ -z $t_ms ]] && t_ms="FAIL"
+      # For the record: the same step captured in one CUDA graph (what removing every
+      # launch gap buys; not compared with ringside's eager step).
+      say "bench torch (CUDA graph) $m batch $b"
+      LD_LIBRARY_PATH=$ORIG_LD_LIBRARY_PATH timeout -k 5 "$(tmo 150)" "$PY" torch_step_bench.py \
+        --device=cuda --precision=fp32 --cuda_graph --model="$m" --batch="$b" "${T_ARGS[@]}" \
+        >"$WORK/out" 2>&1
+      rc=$?
+      logblock "torch_step_bench.py --device=cuda --cuda_graph --model=$m --batch=$b (exit $rc)" "$WORK/out"
+      g_ms=$(kv step_ms "$(grep '^result:' "$WORK/out" | tail -1)")
     fi
     ratio=""
     if [[ $r_ms =~ ^[0-9.]+$ && $t_ms =~ ^[0-9.]+$ ]]; then
       ratio=$(awk -v t="$t_ms" -v r="$r_ms" 'BEGIN { if (r > 0) printf "%.2f", t / r }')
     fi
-    rep "| $m | $b | $r_ms | $t_ms | $ratio | $r_tf | $t_tf | ${s:-$SGEMM} |"
-    BENCH_ROWS+=("$(printf '%-26s %5s %10s %10s %7s %9s %9s %9s' "$m" "$b" "$r_ms" "${t_ms:--}" "${ratio:--}" "${r_tf:--}" "${t_tf:--}" "${s:-${SGEMM:--}}")")
+    rep "| $m | $b | $r_ms | $t_ms | $ratio | $r_tf | $t_tf | ${s:-$SGEMM} | ${g_ms:--} |"
+    BENCH_ROWS+=("$(printf '%-26s %5s %10s %10s %7s %9s %9s %9s %9s' "$m" "$b" "$r_ms" "${t_ms:--}" "${ratio:--}" "${r_tf:--}" "${t_tf:--}" "${s:-${SGEMM:--}}" "${g_ms:--}")")
   done
   SLOWER=0
   for r in "${BENCH_ROWS[@]}"; do
@@ -449,7 +458,7 @@ if ((${#CLI_ROWS[@]})); then
 fi
 if ((${#BENCH_ROWS[@]})); then
   echo "---- step benchmarks, FP32 (ms = median step; ratio = torch/ringside, >= 1: ringside at least as fast)"
-  printf '%-26s %5s %10s %10s %7s %9s %9s %9s\n' model batch ringside torch ratio r_TFLOPs t_TFLOPs sgemm
+  printf '%-26s %5s %10s %10s %7s %9s %9s %9s %9s\n' model batch ringside torch ratio r_TFLOPs t_TFLOPs sgemm t_graph
   printf '%s\n' "${BENCH_ROWS[@]}"
 fi
 echo "---- $VERDICT"

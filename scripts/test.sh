@@ -15,7 +15,8 @@ rc=${PIPESTATUS[0]}
 # The CUDA configuration: what the default build leaves out (cuda_only() targets), and
 # the factory and binary with the NCCL backend linked in. Both configurations write to
 # bazel-out/k8-opt, so the default ringside is rebuilt (relinked) at the end.
-CUDA_TESTS=(//common:cuda_check_test //ddp_ring:nccl_process_group_test
+CUDA_TESTS=(//common:cuda_check_test //common:cuda_ops_test //common:cuda_model_test
+            //common:ops_factory_test //ddp_ring:nccl_process_group_test
             //ddp_ring:process_group_factory_test)
 if [ -d /usr/local/cuda/include ]; then
   # Result lines are labelled "(--config=cuda)": one target can pass in both.
