@@ -186,14 +186,18 @@ class Ops {
   virtual void Axpy(int64_t n, float alpha, const float* x, float* y) = 0;
 };
 
-// Owns `n` elements of T in an Ops backend's memory. Move-only. Not thread-safe.
-template <typename T>
-class DeviceArray {
+// Which of a backend's memories an OpsArray owns: backend memory (Allocate) or
+// staging host memory (AllocateHost).
+enum class OpsMemory { kBackend, kHostStaging };
+
+// Owns `n` elements of T in memory M of an Ops backend. Move-only. Not thread-safe.
+template <typename T, OpsMemory M>
+class OpsArray {
  public:
-  DeviceArray() = default;
-  ~DeviceArray() { Reset(); }
-  DeviceArray(DeviceArray&& other) noexcept { *this = std::move(other); }
-  DeviceArray& operator=(DeviceArray&& other) noexcept {
+  OpsArray() = default;
+  ~OpsArray() { Reset(); }
+  OpsArray(OpsArray&& other) noexcept { *this = std::move(other); }
+  OpsArray& operator=(OpsArray&& other) noexcept {
     if (this != &other) {
       Reset();
       ops_ = other.ops_;
@@ -205,16 +209,18 @@ class DeviceArray {
     }
     return *this;
   }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
+  OpsArray(const OpsArray&) = delete;
+  OpsArray& operator=(const OpsArray&) = delete;
 
   // Allocates n elements (contents undefined). `ops` must outlive the array.
-  static absl::StatusOr<DeviceArray> Create(Ops* ops, int64_t n) {
-    DeviceArray array;
+  static absl::StatusOr<OpsArray> Create(Ops* ops, int64_t n) {
+    OpsArray array;
     array.ops_ = ops;
     array.size_ = n;
     if (n > 0) {
-      absl::StatusOr<void*> ptr = ops->Allocate(static_cast<size_t>(n) * sizeof(T));
+      const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+      absl::StatusOr<void*> ptr =
+          M == OpsMemory::kBackend ? ops->Allocate(bytes) : ops->AllocateHost(bytes);
       if (!ptr.ok()) return ptr.status();
       array.data_ = static_cast<T*>(*ptr);
     }
@@ -227,7 +233,13 @@ class DeviceArray {
 
  private:
   void Reset() {
-    if (ops_ != nullptr && data_ != nullptr) ops_->Free(data_);
+    if (ops_ != nullptr && data_ != nullptr) {
+      if (M == OpsMemory::kBackend) {
+        ops_->Free(data_);
+      } else {
+        ops_->FreeHost(data_);
+      }
+    }
     data_ = nullptr;
     size_ = 0;
   }
@@ -237,57 +249,12 @@ class DeviceArray {
   int64_t size_ = 0;
 };
 
-// Owns `n` elements of T in an Ops backend's staging host memory (AllocateHost).
-// Move-only. Not thread-safe.
+// Backend memory (device memory on a GPU), and staging host memory (page-locked on a
+// GPU) that CopyToDeviceAsync reads from.
 template <typename T>
-class HostArray {
- public:
-  HostArray() = default;
-  ~HostArray() { Reset(); }
-  HostArray(HostArray&& other) noexcept { *this = std::move(other); }
-  HostArray& operator=(HostArray&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      ops_ = other.ops_;
-      data_ = other.data_;
-      size_ = other.size_;
-      other.ops_ = nullptr;
-      other.data_ = nullptr;
-      other.size_ = 0;
-    }
-    return *this;
-  }
-  HostArray(const HostArray&) = delete;
-  HostArray& operator=(const HostArray&) = delete;
-
-  // Allocates n elements (contents undefined). `ops` must outlive the array.
-  static absl::StatusOr<HostArray> Create(Ops* ops, int64_t n) {
-    HostArray array;
-    array.ops_ = ops;
-    array.size_ = n;
-    if (n > 0) {
-      absl::StatusOr<void*> ptr = ops->AllocateHost(static_cast<size_t>(n) * sizeof(T));
-      if (!ptr.ok()) return ptr.status();
-      array.data_ = static_cast<T*>(*ptr);
-    }
-    return array;
-  }
-
-  T* data() { return data_; }
-  const T* data() const { return data_; }
-  int64_t size() const { return size_; }
-
- private:
-  void Reset() {
-    if (ops_ != nullptr && data_ != nullptr) ops_->FreeHost(data_);
-    data_ = nullptr;
-    size_ = 0;
-  }
-
-  Ops* ops_ = nullptr;
-  T* data_ = nullptr;
-  int64_t size_ = 0;
-};
+using DeviceArray = OpsArray<T, OpsMemory::kBackend>;
+template <typename T>
+using HostArray = OpsArray<T, OpsMemory::kHostStaging>;
 
 }  // namespace ringside
 

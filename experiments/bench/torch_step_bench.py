@@ -17,6 +17,7 @@ out), 2*B*in*out times 3 (forward, input gradient, weight gradient), times 2 for
 first layer (its input gradient is not needed); Conv2d likewise with
 2*B*Ho*Wo*Cout*Cin*k*k."""
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -127,65 +128,54 @@ def main():
     x = torch.randn(a.batch, *shape).to(dev)
     y = torch.randint(0, classes, (a.batch,)).to(dev)
     flops = gemm_flops(net, x)
-    times = []
-    if a.device == "cpu":
-        for s in range(a.warmup + a.steps):
-            t0 = time.perf_counter()
-            opt.zero_grad(set_to_none=True)
+    # bf16: autocast the matmuls and convolutions (CUDA only; fp32 and tf32 need none).
+    def autocast():
+        if a.precision == "bf16":
+            return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with autocast():
             loss = loss_fn(net(x), y)
-            loss.backward()
-            opt.step()
-            t1 = time.perf_counter()
-            if s >= a.warmup:
-                times.append((t1 - t0) * 1e3)
-    elif a.cuda_graph:
-        bf16 = a.precision == "bf16"
+        loss.backward()
+        opt.step()
+        return loss
 
-        def step():
-            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=bf16):
-                loss = loss_fn(net(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
+    if a.device == "cpu":
+        one_step = step
+    elif not a.cuda_graph:
+        def one_step():
+            step().item()
+            torch.cuda.synchronize()
+    else:
         # Warm up on a side stream (creates the momentum buffers and picks kernels),
         # then capture one whole step; gradients allocated inside the capture stay in
-        # the graph's pool, so set_to_none before capturing.
+        # the graph's pool (step() sets them to None before its backward).
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(3):
-                opt.zero_grad(set_to_none=True)
                 step()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         opt.zero_grad(set_to_none=True)
         with torch.cuda.graph(graph):
             static_loss = step()
-        torch.cuda.synchronize()
-        for s in range(a.warmup + a.steps):
-            t0 = time.perf_counter()
+
+        def one_step():
             graph.replay()
             static_loss.item()
             torch.cuda.synchronize()
-            t1 = time.perf_counter()
-            if s >= a.warmup:
-                times.append((t1 - t0) * 1e3)
-    else:
-        bf16 = a.precision == "bf16"
+    if a.device == "cuda":
         torch.cuda.synchronize()
-        for s in range(a.warmup + a.steps):
-            t0 = time.perf_counter()
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=bf16):
-                loss = loss_fn(net(x), y)
-            loss.backward()
-            opt.step()
-            loss.item()
-            torch.cuda.synchronize()
-            t1 = time.perf_counter()
-            if s >= a.warmup:
-                times.append((t1 - t0) * 1e3)
+    times = []
+    for s in range(a.warmup + a.steps):
+        t0 = time.perf_counter()
+        one_step()
+        t1 = time.perf_counter()
+        if s >= a.warmup:
+            times.append((t1 - t0) * 1e3)
     times.sort()
     med = statistics.median(times)
     where = (f"threads {a.threads}" if a.device == "cpu" else
