@@ -20,6 +20,8 @@ RunConfig DefaultRunConfig() {
   c.set_threads(kDefaultThreads);
   c.set_grad_accum(kDefaultGradAccum);
   c.set_prefetch(kDefaultPrefetch);
+  c.set_device(kDefaultDevice);
+  c.set_precision(kDefaultPrecision);
   return c;
 }
 

@@ -38,6 +38,8 @@ inline constexpr uint64_t kDefaultSeed = 1;
 inline constexpr int kDefaultThreads = 1;
 inline constexpr int kDefaultGradAccum = 1;
 inline constexpr bool kDefaultPrefetch = true;
+inline constexpr char kDefaultDevice[] = "cpu";
+inline constexpr char kDefaultPrecision[] = "fp32";
 
 // A RunConfig of the defaults above (strategy-independent fields only; strategies'
 // own fields stay unset: each strategy sets what it uses).

@@ -25,9 +25,9 @@ ABSL_FLAG(bool, nesterov, false, "Nesterov momentum");
 ABSL_FLAG(uint64_t, seed, ringside::kDefaultSeed, "seed for initialisation and data order");
 ABSL_FLAG(int32_t, threads, ringside::kDefaultThreads,
           "OpenBLAS threads per process (0: OpenBLAS decides, e.g. from OMP_NUM_THREADS)");
-ABSL_FLAG(std::string, device, "cpu",
+ABSL_FLAG(std::string, device, ringside::kDefaultDevice,
           "cpu, cuda (in a launched job: the GPU of LOCAL_RANK; else GPU 0) or cuda:K");
-ABSL_FLAG(std::string, precision, "fp32",
+ABSL_FLAG(std::string, precision, ringside::kDefaultPrecision,
           "GEMM precision on the GPU: fp32 (as the CPU), tf32 or bf16 (faster, less exact)");
 ABSL_FLAG(bool, drop_last, false, "drop the tail of the shuffled data instead of padding");
 ABSL_FLAG(std::string, out, "", "output directory: metrics.jsonl, trace.json, checkpoint.bin");
