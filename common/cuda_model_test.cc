@@ -35,6 +35,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint.h"
+#include "common/device.h"
+#include "common/replica.h"
 #include "common/dataset.h"
 #include "common/model.h"
 #include "common/ops.h"
@@ -346,6 +348,38 @@ TEST_F(CudaModelTest, CheckpointsResumeAcrossBackends) {
       ExpectSameTraining(resumed, straight, straight.initial_params, what);
     }
   }
+}
+
+// --device=cuda with no index inside a launched job takes the GPU of LOCAL_RANK modulo
+// the machine's GPU count (NewReplica); cuda:K takes GPU K.
+TEST_F(CudaModelTest, ReplicaPicksTheGpuOfItsLocalRank) {
+  const int gpus = DetectDevices().gpu_count;
+  ASSERT_GT(gpus, 0);
+  RunConfig c = DefaultRunConfig();
+  c.set_model("mlp:784-16-10");
+  c.set_dataset("synthetic:train=64,test=16");
+  c.set_device("cuda");
+  const int local_rank = 2 * gpus + gpus - 1;  // Wraps around to the last GPU.
+  setenv("RANK", "0", 1);
+  setenv("WORLD_SIZE", "1", 1);
+  setenv("LOCAL_RANK", absl::StrCat(local_rank).c_str(), 1);
+  setenv("LOCAL_WORLD_SIZE", absl::StrCat(local_rank + 1).c_str(), 1);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("MASTER_PORT", "1", 1);
+  absl::StatusOr<Replica> launched = NewReplica(c);
+  for (const char* var : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                          "MASTER_PORT"}) {
+    unsetenv(var);
+  }
+  ASSERT_TRUE(launched.ok()) << launched.status();
+  EXPECT_EQ(launched->ops->name(), absl::StrCat("cuda:", gpus - 1));
+  absl::StatusOr<Replica> plain = NewReplica(c);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->ops->name(), "cuda:0");
+  c.set_device(absl::StrCat("cuda:", gpus - 1));
+  absl::StatusOr<Replica> explicit_index = NewReplica(c);
+  ASSERT_TRUE(explicit_index.ok()) << explicit_index.status();
+  EXPECT_EQ(explicit_index->ops->name(), absl::StrCat("cuda:", gpus - 1));
 }
 
 }  // namespace
