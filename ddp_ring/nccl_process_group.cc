@@ -27,6 +27,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -435,6 +436,10 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
         "rank ", rank, ": CUDA device ", options.cuda_device, " of ", devices.gpu_count));
   }
   RINGSIDE_CUDA_RETURN_IF_ERROR(rank, cudaSetDevice(options.cuda_device));
+  // NCCL reads its environment once, at its first call (the unique id below).
+  if (!options.nccl_host_id.empty()) {
+    setenv("NCCL_HOSTID", options.nccl_host_id.c_str(), /*overwrite=*/1);
+  }
 
   // Step 2: the unique id.
   absl::StatusOr<ncclUniqueId> id = ExchangeUniqueId(store, options);

@@ -71,6 +71,12 @@ struct ProcessGroupOptions {
   AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto;  // Gloo only.
   std::string hostname = "127.0.0.1";  // Address this rank listens on (Gloo).
   int cuda_device = 0;                 // NCCL only.
+  // NCCL only. Non-empty: this process's NCCL_HOSTID, set before NCCL's first call in
+  // the process. NCCL refuses two ranks on one GPU ("Duplicate GPU detected"); ranks
+  // that share a GPU and give themselves different host ids are treated as separate
+  // hosts and connected over NCCL's socket transport (an emulation of one-GPU nodes on
+  // Ethernet: label results so). Process-wide, like every NCCL setting.
+  std::string nccl_host_id;
 };
 
 // Collectives are issued in the same order on every rank and run in that order (one

@@ -430,6 +430,54 @@ else
 fi
 rep ""
 
+# ---- 4b. NCCL all-reduce (issue #20's first slice): ringside's NCCL process group
+# against PyTorch's NCCL all-reduce, same ranks, same sizes, same run. Where ranks
+# outnumber GPUs each rank has its own NCCL_HOSTID: NCCL over sockets, emulated.
+NCCL_ROWS=()
+# sweep_rows FILE: rank 0's table rows, "bytes busbw wrong", one per line.
+sweep_rows() { sed -n 's/^\[rank 0\] *//p' "$1" | awk '$1 ~ /^[0-9]+$/ && NF >= 6 {print $1, $5, $6}'; }
+if ((HAVE_GPU)); then
+  rep "## NCCL all-reduce, ringside vs PyTorch"
+  rep ""
+  for ranks in 2 4; do
+    say "bench allreduce nccl, $ranks ranks"
+    timeout -k 5 "$(tmo 150)" bin/ringside bench allreduce --backend=nccl --workers=$ranks \
+      --timeout_s=60 >"$WORK/r_nccl" 2>&1
+    rc=$?
+    logblock "ringside bench allreduce --backend=nccl --workers=$ranks (exit $rc)" "$WORK/r_nccl"
+    t_ok=0
+    if [[ -n $PY ]]; then
+      LD_LIBRARY_PATH=$ORIG_LD_LIBRARY_PATH timeout -k 5 "$(tmo 150)" bin/ringside launch \
+        --nproc_per_node=$ranks --master_port=0 -- "$PY" torch_allreduce_bench.py --backend=nccl \
+        >"$WORK/t_nccl" 2>&1 && t_ok=1
+      logblock "torch_allreduce_bench.py --backend=nccl, $ranks ranks (finished: $t_ok)" "$WORK/t_nccl"
+    fi
+    header=$(sed -n 's/^\[rank 0\] *# all-reduce/all-reduce/p' "$WORK/r_nccl" | head -1)
+    rep "$ranks ranks: $header"
+    rep ""
+    rep "| bytes | ringside busbw GB/s | torch busbw GB/s | ringside / torch | ringside #wrong | torch #wrong |"
+    rep "|---|---|---|---|---|---|"
+    sweep_rows "$WORK/r_nccl" >"$WORK/r_rows"
+    sweep_rows "$WORK/t_nccl" 2>/dev/null >"$WORK/t_rows"
+    if ((rc != 0)) || [[ ! -s $WORK/r_rows ]]; then
+      FAILURES+=("bench allreduce --backend=nccl at $ranks ranks: exit $rc, $(wc -l <"$WORK/r_rows") rows")
+    fi
+    wrong_total=$(awk '{s += $3} END {print s + 0}' "$WORK/r_rows")
+    ((wrong_total == 0)) || FAILURES+=("bench allreduce --backend=nccl at $ranks ranks: $wrong_total wrong elements")
+    while read -r bytes busbw wrong; do
+      tb=$(awk -v b="$bytes" '$1 == b {print $2}' "$WORK/t_rows")
+      tw=$(awk -v b="$bytes" '$1 == b {print $3}' "$WORK/t_rows")
+      ratio=""
+      [[ -n $tb ]] && ratio=$(awk -v r="$busbw" -v t="$tb" 'BEGIN { if (t > 0) printf "%.2f", r / t }')
+      rep "| $bytes | $busbw | ${tb:--} | ${ratio:--} | $wrong | ${tw:--} |"
+      if ((bytes >= 64 << 20)); then
+        NCCL_ROWS+=("$(printf '%5s ranks %10s bytes  ringside %8s  torch %8s  ratio %5s  wrong %s' "$ranks" "$bytes" "$busbw" "${tb:--}" "${ratio:--}" "$wrong")")
+      fi
+    done <"$WORK/r_rows"
+    rep ""
+  done
+fi
+
 # ---- 5. Verdict.
 if ((${#FAILURES[@]})); then
   VERDICT="FAIL: $(printf '%s; ' "${FAILURES[@]}" | sed 's/; $//')"
@@ -455,6 +503,10 @@ printf '%s\n' "${TEST_ROWS[@]}"
 if ((${#CLI_ROWS[@]})); then
   echo "---- command line on the GPU"
   printf '%s\n' "${CLI_ROWS[@]}"
+fi
+if ((${#NCCL_ROWS[@]})); then
+  echo "---- NCCL all-reduce busbw GB/s at 64 MiB and above (ringside / torch; same ranks)"
+  printf '%s\n' "${NCCL_ROWS[@]}"
 fi
 if ((${#BENCH_ROWS[@]})); then
   echo "---- step benchmarks, FP32 (ms = median step; ratio = torch/ringside, >= 1: ringside at least as fast)"

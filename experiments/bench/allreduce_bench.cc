@@ -13,33 +13,52 @@
 #include "common/common.h"
 #include "ddp_ring/ddp_worker.h"
 #include "ddp_ring/gloo_process_group.h"
+#include "ddp_ring/process_group_factory.h"
 #include "ddp_ring/job_store.h"
 #include "ddp_ring/store.h"
 
 namespace ringside {
 
 absl::Status RunAllReduceBench(const AllReduceBenchOptions& o) {
+  RINGSIDE_RETURN_IF_ERROR(CheckProcessGroupBackend(o.backend));
   RINGSIDE_ASSIGN_OR_RETURN(JobEnv env, ReadJobEnv());
-  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, JoinJobStore(env, o.timeout));
-  std::unique_ptr<Store> job = NewPrefixStore(absl::StrCat("bench/", env.run_id), store.get());
   ProcessGroupOptions po;
   po.rank = env.rank;
   po.world_size = env.world_size;
   po.timeout = o.timeout;
   po.algorithm = o.algorithm;
   po.hostname = ReachableAddress(env);
+  std::string placement;
+  const bool nccl = o.backend == "nccl";
+  if (nccl) {
+    const int gpus = DetectDevices().gpu_count;
+    if (gpus > 0) {
+      po.cuda_device = env.local_rank % gpus;
+      if (env.local_world_size > gpus) {
+        po.nccl_host_id = absl::StrCat("ringside-", env.run_id, "-rank", env.rank);
+        placement = absl::StrCat("emulated: ", env.local_world_size, " ranks on ", gpus,
+                                 " GPU(s), NCCL over sockets (NCCL_HOSTID per rank)");
+      }
+    }
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops,
+                            NewOps(nccl ? "cuda" : "cpu", nccl ? po.cuda_device : 0, 0));
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, JoinJobStore(env, o.timeout));
+  std::unique_ptr<Store> job = NewPrefixStore(absl::StrCat("bench/", env.run_id), store.get());
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group,
-                            NewGlooProcessGroup(job.get(), po));
+                            NewProcessGroup(o.backend, job.get(), po));
   if (env.rank == 0) {
     AllReduceBenchResult header;
     header.backend = group->backend();
-    header.algorithm = AllReduceAlgorithmDescription(o.algorithm, env.world_size);
+    header.algorithm = nccl ? "NCCL's choice" : AllReduceAlgorithmDescription(o.algorithm, env.world_size);
     header.ranks = env.world_size;
+    header.placement = placement;
     header.gap = o.gap;
     PrintAllReduceHeader(header, stdout);
   }
   // Rank 0 prints each row as its size finishes.
-  return MeasureAllReduce(group.get(), o, [](const AllReduceRow& row) { PrintAllReduceRow(row, stdout); })
+  return MeasureAllReduce(group.get(), ops.get(), o,
+                          [](const AllReduceRow& row) { PrintAllReduceRow(row, stdout); })
       .status();
 }
 
@@ -54,7 +73,7 @@ std::string AllReduceAlgorithmDescription(AllReduceAlgorithm algorithm, int rank
 }
 
 absl::StatusOr<AllReduceBenchResult> MeasureAllReduce(
-    ProcessGroup* group, const AllReduceBenchOptions& o,
+    ProcessGroup* group, Ops* ops, const AllReduceBenchOptions& o,
     const std::function<void(const AllReduceRow&)>& on_row) {
   const int n = group->world_size();
   const int rank = group->rank();
@@ -63,7 +82,12 @@ absl::StatusOr<AllReduceBenchResult> MeasureAllReduce(
   result.algorithm = AllReduceAlgorithmDescription(o.algorithm, n);
   result.ranks = n;
   result.gap = o.gap;
-  std::vector<float> data(o.max_bytes / sizeof(float));
+  const int64_t max_count = o.max_bytes / static_cast<int64_t>(sizeof(float));
+  std::vector<float> host(max_count);
+  RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> data, DeviceArray<float>::Create(ops, max_count));
+  // One float per rank: the reductions of the results (wrong counts, medians).
+  RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> one, DeviceArray<float>::Create(ops, 1));
+  RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> all, DeviceArray<float>::Create(ops, n));
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
     const int64_t count = bytes / static_cast<int64_t>(sizeof(float));
     const int iters = bytes >= (16 << 20) ? std::max(5, o.iters / 4) : o.iters;
@@ -72,7 +96,8 @@ absl::StatusOr<AllReduceBenchResult> MeasureAllReduce(
     for (int it = 0; it < o.warmup + iters; ++it) {
       // data[i] = rank + 1 + (i % 7): the sum over ranks is n (n + 1) / 2 + n (i % 7),
       // exact in float for these small integers.
-      for (int64_t i = 0; i < count; ++i) data[i] = static_cast<float>(rank + 1 + i % 7);
+      for (int64_t i = 0; i < count; ++i) host[i] = static_cast<float>(rank + 1 + i % 7);
+      RINGSIDE_RETURN_IF_ERROR(ops->CopyToDevice(data.data(), host.data(), bytes));
       // Start together, so that the time is the collective's, not the stragglers'.
       RINGSIDE_RETURN_IF_ERROR(group->Barrier()->Wait());
       if (o.gap > absl::ZeroDuration()) absl::SleepFor(o.gap);
@@ -81,18 +106,23 @@ absl::StatusOr<AllReduceBenchResult> MeasureAllReduce(
       const int64_t t1 = NowMicros();
       if (it < o.warmup) continue;
       times.push_back(static_cast<double>(t1 - t0));
+      RINGSIDE_RETURN_IF_ERROR(ops->CopyToHost(host.data(), data.data(), bytes));
       for (int64_t i = 0; i < count; ++i) {
         const float want = static_cast<float>(n * (n + 1) / 2 + n * (i % 7));
-        wrong += data[i] != want;
+        wrong += host[i] != want;
       }
     }
     // The slowest rank's median defines the collective's time.
     std::sort(times.begin(), times.end());
-    float median = static_cast<float>(times[times.size() / 2]);
+    const float median = static_cast<float>(times[times.size() / 2]);
     float wrong_total = static_cast<float>(wrong);
-    RINGSIDE_RETURN_IF_ERROR(group->AllReduce(&wrong_total, 1, ReduceOp::kSum)->Wait());
+    RINGSIDE_RETURN_IF_ERROR(ops->CopyToDevice(one.data(), &wrong_total, sizeof(float)));
+    RINGSIDE_RETURN_IF_ERROR(group->AllReduce(one.data(), 1, ReduceOp::kSum)->Wait());
+    RINGSIDE_RETURN_IF_ERROR(ops->CopyToHost(&wrong_total, one.data(), sizeof(float)));
+    RINGSIDE_RETURN_IF_ERROR(ops->CopyToDevice(one.data(), &median, sizeof(float)));
     std::vector<float> medians(n);
-    RINGSIDE_RETURN_IF_ERROR(group->AllGather(&median, 1, medians.data())->Wait());
+    RINGSIDE_RETURN_IF_ERROR(group->AllGather(one.data(), 1, all.data())->Wait());
+    RINGSIDE_RETURN_IF_ERROR(ops->CopyToHost(medians.data(), all.data(), n * sizeof(float)));
     AllReduceRow row;
     row.bytes = bytes;
     row.floats = count;
@@ -121,8 +151,10 @@ absl::StatusOr<AllReduceBenchResult> MeasureAllReduceInProcess(int ranks,
       po.timeout = o.timeout;
       po.algorithm = o.algorithm;
       absl::StatusOr<std::unique_ptr<ProcessGroup>> group = NewGlooProcessGroup(store.get(), po);
+      // Host memory; 0 threads: OpenBLAS's setting is left alone.
+      std::unique_ptr<Ops> ops = NewCpuOps(/*blas_threads=*/0);
       // A rank that fails breaks the group, so the others fail within the timeout.
-      results[rank] = group.ok() ? MeasureAllReduce(group->get(), o) : group.status();
+      results[rank] = group.ok() ? MeasureAllReduce(group->get(), ops.get(), o) : group.status();
     });
   }
   for (std::thread& t : threads) t.join();
@@ -133,8 +165,10 @@ absl::StatusOr<AllReduceBenchResult> MeasureAllReduceInProcess(int ranks,
 }
 
 void PrintAllReduceHeader(const AllReduceBenchResult& r, FILE* out) {
-  absl::FPrintF(out, "# all-reduce (sum, float32), %s, %s, %d ranks, %d us idle before each\n",
-                r.backend, r.algorithm, r.ranks, absl::ToInt64Microseconds(r.gap));
+  absl::FPrintF(out, "# all-reduce (sum, float32), %s, %s, %d ranks%s, %d us idle before each\n",
+                r.backend, r.algorithm, r.ranks,
+                r.placement.empty() ? "" : absl::StrCat(" (", r.placement, ")"),
+                absl::ToInt64Microseconds(r.gap));
   absl::FPrintF(out, "# %12s %12s %10s %10s %10s %8s\n", "bytes", "floats", "time(us)",
                 "algbw(GB/s)", "busbw(GB/s)", "#wrong");
 }

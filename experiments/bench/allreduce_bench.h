@@ -3,8 +3,10 @@
 // (bytes / time), the bus bandwidth (algbw * 2 (N-1) / N, comparable to the link's
 // bandwidth at any N) and the number of wrong elements against the closed-form sum.
 // RunAllReduceBench is one rank of a launched job (one process per rank; rank 0
-// prints); MeasureAllReduceInProcess runs the ranks as threads of the caller and
-// returns the rows (`ringside calibrate`).
+// prints), over Gloo (host memory) or NCCL (device memory: rank r uses GPU
+// LOCAL_RANK % GPUs; where a node's ranks outnumber its GPUs, each rank gets its own
+// NCCL_HOSTID and the run is labelled emulated); MeasureAllReduceInProcess runs Gloo
+// ranks as threads of the caller and returns the rows (`ringside calibrate`).
 #ifndef RINGSIDE_EXPERIMENTS_BENCH_ALLREDUCE_BENCH_H_
 #define RINGSIDE_EXPERIMENTS_BENCH_ALLREDUCE_BENCH_H_
 
@@ -17,11 +19,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/ops.h"
 #include "ddp_ring/process_group.h"
 
 namespace ringside {
 
 struct AllReduceBenchOptions {
+  std::string backend = "gloo";  // "gloo" or "nccl" (process_group_factory.h).
   int64_t min_bytes = 1 << 10;
   int64_t max_bytes = 64 << 20;  // Sizes min_bytes, 2 min_bytes, ... up to this.
   int warmup = 5;
@@ -44,18 +48,23 @@ struct AllReduceRow {
 };
 
 struct AllReduceBenchResult {
-  std::string backend;    // "gloo".
+  std::string backend;    // "gloo" or "nccl".
   std::string algorithm;  // What ran, e.g. "ring" or "auto: recursive-doubling below ...".
   int ranks = 0;
+  // Empty, or how ranks share devices, e.g. "emulated: 2 ranks on 1 GPU(s), NCCL over
+  // sockets (NCCL_HOSTID per rank)".
+  std::string placement;
   absl::Duration gap;
   std::vector<AllReduceRow> rows;
 };
 
-// The sweep on `group` (every rank calls it; collective). `on_row`, if set, is called
-// on rank 0 as each size finishes. Every rank returns the same rows. Fails with the
-// group's first failed collective.
+// The sweep on `group` (every rank calls it; collective), with its buffers in `ops`'s
+// memory (the CPU backend's for Gloo, the CUDA backend's on the group's GPU for NCCL;
+// filled and checked through copies outside the timed all-reduce). `on_row`, if set,
+// is called on rank 0 as each size finishes. Every rank returns the same rows. Fails
+// with the group's first failed collective.
 absl::StatusOr<AllReduceBenchResult> MeasureAllReduce(
-    ProcessGroup* group, const AllReduceBenchOptions& options,
+    ProcessGroup* group, Ops* ops, const AllReduceBenchOptions& options,
     const std::function<void(const AllReduceRow&)>& on_row = nullptr);
 
 // `ranks` Gloo ranks as threads of this process over an in-memory store (loopback

@@ -18,6 +18,8 @@ namespace ringside {
 namespace {
 
 absl::Status RunAllReduce(const CommandArgs& args) {
+  // Refused before any rank starts (e.g. nccl in a build without CUDA).
+  RINGSIDE_RETURN_IF_ERROR(AsUsageError(CheckProcessGroupBackend(absl::GetFlag(FLAGS_backend))));
   if (!InLaunchedJob()) {
     // --workers ranks of this very command, on loopback: the DDP job plan.
     LocalJobOptions job;
@@ -25,6 +27,9 @@ absl::Status RunAllReduce(const CommandArgs& args) {
     return LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), job);
   }
   AllReduceBenchOptions o;
+  o.backend = absl::GetFlag(FLAGS_backend);
+  // GPUs have the memory for the sizes where NCCL's bandwidth levels off.
+  if (o.backend == "nccl") o.max_bytes = int64_t{256} << 20;
   RINGSIDE_ASSIGN_OR_RETURN(o.algorithm, ParseAllReduceAlgorithm(absl::GetFlag(FLAGS_allreduce)));
   o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
   if (absl::GetFlag(FLAGS_gap_us) < 0) return absl::InvalidArgumentError("--gap_us must be >= 0");

@@ -106,9 +106,9 @@ absl::Span<const Command> Commands() {
        "the measurements of docs/benchmarks.md:",
        "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n"
        "                     [--device=cuda[:K] --precision=fp32|tf32|bf16]\n"
-       "  ringside bench allreduce --workers=2 [--allreduce=ring|halving-doubling]\n"
+       "  ringside bench allreduce --workers=2 [--allreduce=ring|halving-doubling | --backend=nccl]\n"
        "  ringside bench pushpull --sizes_mb=1,4,16,64,256 --repeats=20 [--pin_cpus=0,1]\n",
-       "model batch threads device precision warmup steps repeats workers allreduce timeout_s "
+       "model batch threads device precision warmup steps repeats workers backend allreduce timeout_s "
        "gap_us sizes_mb "
        "pin_cpus ps_chunk_kb",
        // pushpull-server: the push-pull sweep's own child.
