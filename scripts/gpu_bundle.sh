@@ -119,6 +119,7 @@ fi
 
 install -m 755 scripts/gpu_check.sh "$DEST/gpu_check.sh"
 install -m 644 experiments/bench/torch_step_bench.py "$DEST/torch_step_bench.py"
+install -m 644 experiments/bench/torch_allreduce_bench.py "$DEST/torch_allreduce_bench.py"
 
 # VERSION: what was built from what, and what the target machine must have.
 commit=$(git rev-parse HEAD)
