@@ -83,6 +83,11 @@ if [ ! -e /dev/nvidia0 ]; then
   expect_error no_gpu_train "--device=cuda: (this ringside was built without CUDA|no usable GPU)" "${common[@]}" --dataset=synthetic --device=cuda
   expect_error no_gpu_device_index "--device=cuda: (this ringside was built without CUDA|no usable GPU)" "${common[@]}" --dataset=synthetic --device=cuda:7
   expect_error no_gpu_bench "--device=cuda: (this ringside was built without CUDA|no usable GPU)" bench step --device=cuda --steps=1
+  # A build without CUDA refuses before any rank starts (usage); a CUDA build fails in
+  # every rank, naming the missing GPU.
+  if "$RINGSIDE" --version 2>/dev/null | grep -qi "build: cuda"; then :; else
+    expect_usage_error nccl_bench_without_cuda "--backend=nccl: this ringside was built without CUDA" bench allreduce --backend=nccl --workers=2
+  fi
 else
   echo "skip no_gpu_*: this machine has a GPU (/dev/nvidia0); the GPU bundle's check covers it"
 fi
