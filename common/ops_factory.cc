@@ -57,6 +57,12 @@ absl::StatusOr<DeviceSpec> ParseDevice(absl::string_view text) {
       "--device must be cpu, cuda or cuda:K (K >= 0), got '", text, "'"));
 }
 
+int CudaDeviceFor(int requested_index, int local_rank, int gpus) {
+  if (requested_index >= 0) return requested_index;
+  if (gpus < 1 || local_rank < 0) return 0;
+  return local_rank % gpus;
+}
+
 std::string DeviceName(const DeviceSpec& spec) {
   if (spec.kind == DeviceKind::kCpu) return "cpu";
   return spec.index < 0 ? "cuda" : absl::StrCat("cuda:", spec.index);

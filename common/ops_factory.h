@@ -35,6 +35,10 @@ struct DeviceSpec {
   int index = -1;
 };
 absl::StatusOr<DeviceSpec> ParseDevice(absl::string_view text);
+// The GPU a process uses: `requested_index` when >= 0 (cuda:K), else local_rank modulo
+// `gpus` (one rank per GPU, round robin where ranks outnumber GPUs; pass local_rank 0
+// outside a launched job), 0 when gpus < 1 (NewOps then names the missing GPU).
+int CudaDeviceFor(int requested_index, int local_rank, int gpus);
 // "cpu", "cuda", "cuda:K".
 std::string DeviceName(const DeviceSpec& spec);
 

@@ -44,6 +44,15 @@ TEST(ParseDeviceTest, AcceptsCpuCudaAndCudaK) {
   }
 }
 
+TEST(CudaDeviceForTest, ExplicitIndexElseLocalRankRoundRobin) {
+  EXPECT_EQ(CudaDeviceFor(3, 5, 8), 3);   // cuda:3, whatever the local rank.
+  EXPECT_EQ(CudaDeviceFor(-1, 0, 8), 0);
+  EXPECT_EQ(CudaDeviceFor(-1, 5, 8), 5);  // One rank per GPU.
+  EXPECT_EQ(CudaDeviceFor(-1, 5, 4), 1);  // More ranks than GPUs: round robin.
+  EXPECT_EQ(CudaDeviceFor(-1, 2, 1), 0);
+  EXPECT_EQ(CudaDeviceFor(-1, 2, 0), 0);  // No GPU: NewOps names it.
+}
+
 TEST(ParseGemmPrecisionTest, NamesRoundTrip) {
   for (GemmPrecision p : {GemmPrecision::kFp32, GemmPrecision::kTf32, GemmPrecision::kBf16}) {
     EXPECT_EQ(ParseGemmPrecision(GemmPrecisionName(p)).value(), p);

@@ -18,16 +18,14 @@ absl::StatusOr<std::unique_ptr<Ops>> OpsFor(const RunConfig& config) {
   RINGSIDE_ASSIGN_OR_RETURN(DeviceSpec device, ParseDevice(config.device()));
   RINGSIDE_ASSIGN_OR_RETURN(GemmPrecision precision, ParseGemmPrecision(config.precision()));
   if (device.kind == DeviceKind::kCpu) return NewOps("cpu", 0, config.threads(), precision);
-  int index = device.index;
-  if (index < 0) {
-    index = 0;
-    const int gpus = DetectDevices().gpu_count;
-    if (gpus > 0 && InLaunchedJob()) {
-      RINGSIDE_ASSIGN_OR_RETURN(JobEnv env, ReadJobEnv());
-      index = env.local_rank % gpus;
-    }
+  int local_rank = 0;
+  if (device.index < 0 && InLaunchedJob()) {
+    RINGSIDE_ASSIGN_OR_RETURN(JobEnv env, ReadJobEnv());
+    local_rank = env.local_rank;
   }
-  return NewOps("cuda", index, config.threads(), precision);
+  const int gpus = device.index < 0 ? DetectDevices().gpu_count : 0;
+  return NewOps("cuda", CudaDeviceFor(device.index, local_rank, gpus), config.threads(),
+                precision);
 }
 
 }  // namespace

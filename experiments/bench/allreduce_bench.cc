@@ -33,7 +33,7 @@ absl::Status RunAllReduceBench(const AllReduceBenchOptions& o) {
   if (nccl) {
     const int gpus = DetectDevices().gpu_count;
     if (gpus > 0) {
-      po.cuda_device = env.local_rank % gpus;
+      po.cuda_device = CudaDeviceFor(/*requested_index=*/-1, env.local_rank, gpus);
       if (env.local_world_size > gpus) {
         po.nccl_host_id = absl::StrCat("ringside-", env.run_id, "-rank", env.rank);
         placement = absl::StrCat("emulated: ", env.local_world_size, " ranks on ", gpus,
