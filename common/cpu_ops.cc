@@ -383,6 +383,12 @@ void SwapAxes01Kernel(const float* __restrict in, int d0, int d1, int inner,
   }
 }
 
+class DoneEvent final : public OpsEvent {
+ public:
+  absl::Status Wait() override { return absl::OkStatus(); }
+  bool Done() override { return true; }
+};
+
 class CpuOps final : public Ops {
  public:
   CpuOps() = default;
@@ -427,6 +433,10 @@ class CpuOps final : public Ops {
     return absl::OkStatus();
   }
 
+  void CopyToHostAsync(void* host_dst, const void* src, size_t bytes) override {
+    if (bytes > 0) std::memcpy(host_dst, src, bytes);
+  }
+
   void Copy(float* dst, const float* src, int64_t n) override {
     if (n > 0 && dst != src) {
       std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
@@ -435,6 +445,11 @@ class CpuOps final : public Ops {
 
   // Every op runs synchronously and none can fail, so there is nothing to latch.
   absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  // Ops are done when they return: every event is complete when it is recorded.
+  absl::StatusOr<std::unique_ptr<OpsEvent>> RecordEvent() override {
+    return std::unique_ptr<OpsEvent>(new DoneEvent());
+  }
 
   void GemmStrided(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                    const float* a, int lda, const float* b, int ldb, float beta, float* c,

@@ -40,6 +40,33 @@ cublasComputeType_t ComputeTypeFor(GemmPrecision precision) {
   return CUBLAS_COMPUTE_32F;
 }
 
+// An event recorded on a CudaOps stream. Owns the cudaEvent_t. Thread-safe: CUDA events
+// may be waited for from any thread; each call makes the event's device current on the
+// calling thread first.
+class CudaEvent final : public OpsEvent {
+ public:
+  CudaEvent(int device, cudaEvent_t event) : device_(device), event_(event) {}
+  ~CudaEvent() override {
+    cudaSetDevice(device_);
+    cudaEventDestroy(event_);
+  }
+
+  absl::Status Wait() override {
+    RINGSIDE_CUDA_RETURN_IF_ERROR(kNoRank, cudaSetDevice(device_));
+    RINGSIDE_CUDA_RETURN_IF_ERROR(kNoRank, cudaEventSynchronize(event_));
+    return absl::OkStatus();
+  }
+
+  bool Done() override {
+    if (cudaSetDevice(device_) != cudaSuccess) return false;
+    return cudaEventQuery(event_) == cudaSuccess;
+  }
+
+ private:
+  const int device_;
+  cudaEvent_t const event_;
+};
+
 class CudaOps final : public Ops {
  public:
   CudaOps(int device, GemmPrecision precision)
@@ -139,6 +166,13 @@ class CudaOps final : public Ops {
           "cudaMemcpyAsync(host to device, enqueued)");
   }
 
+  void CopyToHostAsync(void* host_dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    Use();
+    Latch(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_),
+          "cudaMemcpyAsync(device to host, enqueued)");
+  }
+
   void Copy(float* dst, const float* src, int64_t n) override {
     if (n <= 0 || dst == src) return;
     Use();
@@ -154,6 +188,22 @@ class CudaOps final : public Ops {
     latched_ = absl::OkStatus();
     return status;
   }
+
+  absl::StatusOr<std::unique_ptr<OpsEvent>> RecordEvent() override {
+    RINGSIDE_CUDA_RETURN_IF_ERROR(kNoRank, cudaSetDevice(device_));
+    cudaEvent_t event = nullptr;
+    // Blocking sync: a thread that waits for it sleeps instead of spinning on a core
+    // the training thread may need. No timing: cheaper to record.
+    RINGSIDE_CUDA_RETURN_IF_ERROR(
+        kNoRank, cudaEventCreateWithFlags(&event, cudaEventDisableTiming | cudaEventBlockingSync));
+    if (cudaError_t err = cudaEventRecord(event, stream_); err != cudaSuccess) {
+      cudaEventDestroy(event);
+      return CudaError(err, "cudaEventRecord", __FILE__, __LINE__, kNoRank);
+    }
+    return std::unique_ptr<OpsEvent>(new CudaEvent(device_, event));
+  }
+
+  void* native_stream() override { return stream_; }
 
   // ---- Dense linear algebra. ----
   // Row-major C [m, n] = op(A) op(B) is column-major C^T [n, m] = op(B)^T op(A)^T, and a

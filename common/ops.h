@@ -13,8 +13,8 @@
 //   reports it from Synchronize(). Invalid shapes are caller bugs (checked by the
 //   layers), not runtime errors.
 // - Host synchronisation: only Synchronize(), the blocking copies (CopyToDevice,
-//   CopyToHost) and SoftmaxXentForward (whose loss and accuracy counts are read back to
-//   the host) wait for the device. Every other op returns once it is enqueued, so a
+//   CopyToHost), OpsEvent::Wait and SoftmaxXentForward (whose loss and accuracy counts
+//   are read back to the host) wait for the device. Every other op returns once it is enqueued, so a
 //   training step waits for the device once, for its loss, plus once at its end.
 // - Pointers must not overlap unless an op says it may alias.
 // - An Ops object is not thread-safe; use one per thread of computation.
@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -56,6 +57,17 @@ struct SgdHyper {
   bool nesterov = false;
 };
 
+// A point in an Ops object's queue (Ops::RecordEvent). Thread-safe.
+class OpsEvent {
+ public:
+  virtual ~OpsEvent() = default;
+  // Blocks until every op enqueued before the event is done; a device failure among
+  // them (which the Ops object also reports from its next Synchronize) is returned.
+  virtual absl::Status Wait() = 0;
+  // True once Wait() would return at once.
+  virtual bool Done() = 0;
+};
+
 class Ops {
  public:
   virtual ~Ops() = default;
@@ -81,11 +93,29 @@ class Ops {
   // AllocateHost memory and must not change until a later Synchronize() (or blocking
   // copy) has returned. The CPU backend copies at once.
   virtual void CopyToDeviceAsync(void* dst, const void* host_src, size_t bytes) = 0;
+  // Backend -> host copy enqueued like an op: returns at once. host_dst must be
+  // AllocateHost memory; it holds the data once an event recorded after this call
+  // (RecordEvent) has completed, or after a later Synchronize(). The CPU backend copies
+  // at once.
+  virtual void CopyToHostAsync(void* host_dst, const void* src, size_t bytes) = 0;
   // Backend -> backend copy of n floats.
   virtual void Copy(float* dst, const float* src, int64_t n) = 0;
   // Blocks until every enqueued op is done; returns the first failure since the
   // previous call (and clears it).
   virtual absl::Status Synchronize() = 0;
+
+  // ---- Ordering (the stream contract; ddp_ring/process_group.h states its half). ----
+  // An event after every op enqueued so far: it completes when they are done. The
+  // event may be waited for from any thread (e.g. a sender that pushes what
+  // CopyToHostAsync brought back) while this object goes on enqueuing; it must not
+  // outlive this object. CPU backend: complete at once.
+  virtual absl::StatusOr<std::unique_ptr<OpsEvent>> RecordEvent() = 0;
+  // The queue this object enqueues on, for libraries that enqueue device work of their
+  // own and order it against these ops with their own events (the NCCL process group:
+  // cudaEvent on this stream, cudaStreamWaitEvent on its own, and back). The CUDA
+  // backend's cudaStream_t; nullptr for the CPU backend, whose ops are done when they
+  // return, so that program order is all the order there is.
+  virtual void* native_stream() { return nullptr; }
 
   // ---- Dense linear algebra. ----
   // C = alpha * op(A) * op(B) + beta * C.  op(A): [m, k] (A is stored [k, m] when

@@ -297,6 +297,18 @@ class GlooProcessGroup : public ProcessGroup {
   int world_size() const override { return world_size_; }
   std::string backend() const override { return "gloo"; }
 
+  // Gloo reads and writes host memory from its worker thread; CPU ops are done when
+  // they return, so there is nothing to order, only a backend to check.
+  absl::Status OrderAfter(Ops* ops) override {
+    if (ops == nullptr || ops->kind() != DeviceKind::kCpu) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rank ", rank_, ": the gloo backend reduces host memory; the model computes on ",
+          ops == nullptr ? std::string("nothing") : ops->name(),
+          " (use --backend=nccl on the GPU)"));
+    }
+    return absl::OkStatus();
+  }
+
   std::shared_ptr<Work> AllReduce(float* data, int64_t n, ReduceOp op) override {
     if (absl::Status s = CheckBuffer("all_reduce", data, n); !s.ok()) {
       return CompletedWork(s);

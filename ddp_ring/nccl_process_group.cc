@@ -137,12 +137,14 @@ class NcclWork : public Work {
 
   // Tracks `event`, recorded on the group's stream after the collective `name`.
   NcclWork(std::shared_ptr<NcclShared> shared, cudaEvent_t event, std::string name,
-           int rank, absl::Time deadline, absl::Duration timeout, CollectiveBytes bytes)
+           int rank, int device, absl::Time deadline, absl::Duration timeout,
+           CollectiveBytes bytes)
       : bytes_(bytes),
         shared_(std::move(shared)),
         event_(event),
         name_(std::move(name)),
         rank_(rank),
+        device_(device),
         deadline_(deadline),
         timeout_(timeout) {}
 
@@ -162,6 +164,30 @@ class NcclWork : public Work {
   bool IsCompleted() override {
     absl::MutexLock lock(&mu_);
     return done_ || Poll();
+  }
+
+  // Consumer side of the stream contract (process_group.h): `ops`' stream waits for
+  // the collective's completion event; the host goes on at once.
+  absl::Status OrderBefore(Ops* ops) override {
+    if (event_ == nullptr) return Wait();  // Finished at issue (trivial or failed).
+    if (ops == nullptr || ops->kind() != DeviceKind::kCuda || ops->native_stream() == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rank ", rank_, ": ", name_, ": NCCL results can only be ordered before CUDA ops"));
+    }
+    absl::Status status;
+    if (cudaError_t err = cudaSetDevice(device_); err != cudaSuccess) {
+      status = CudaError(err, "cudaSetDevice", __FILE__, __LINE__, rank_);
+    } else if (cudaError_t err = cudaStreamWaitEvent(
+                   static_cast<cudaStream_t>(ops->native_stream()), event_, 0);
+               err != cudaSuccess) {
+      status = CudaError(err, "cudaStreamWaitEvent", __FILE__, __LINE__, rank_);
+    }
+    if (!status.ok()) {
+      absl::MutexLock lock(&shared_->mu);
+      shared_->Break(status);
+      return Annotated(status);
+    }
+    return absl::OkStatus();
   }
 
   CollectiveBytes bytes() const override { return bytes_; }
@@ -222,6 +248,7 @@ class NcclWork : public Work {
   cudaEvent_t const event_ = nullptr;
   const std::string name_;
   const int rank_ = -1;
+  const int device_ = 0;
   const absl::Time deadline_;
   const absl::Duration timeout_;
 
@@ -261,7 +288,8 @@ class NcclProcessGroup : public ProcessGroup {
         timeout_(options.timeout),
         shared_(std::move(shared)),
         stream_(stream),
-        scratch_(scratch) {}
+        scratch_(scratch),
+        emulated_(!options.nccl_host_id.empty()) {}
 
   ~NcclProcessGroup() override {
     {
@@ -269,8 +297,34 @@ class NcclProcessGroup : public ProcessGroup {
       cudaSetDevice(device_);
       shared_->Close(timeout_);
     }
+    if (producer_event_ != nullptr) cudaEventDestroy(producer_event_);
     cudaStreamDestroy(stream_);
     cudaFree(scratch_);
+  }
+
+  bool emulated() const override { return emulated_; }
+
+  // Producer side of the stream contract (process_group.h). One event, re-recorded at
+  // each issue: cudaStreamWaitEvent waits for its most recent record at the time of
+  // the call, so the event can be reused at once.
+  absl::Status OrderAfter(Ops* ops) override {
+    if (ops == nullptr || ops->kind() != DeviceKind::kCuda || ops->native_stream() == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rank ", rank_, ": the nccl backend reduces GPU memory; the model computes on ",
+          ops == nullptr ? std::string("nothing") : ops->name(), " (use --device=cuda)"));
+    }
+    if (ops->name() != absl::StrCat("cuda:", device_)) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", rank_, ": the model computes on ",
+                                                     ops->name(), ", the NCCL group on cuda:",
+                                                     device_));
+    }
+    RINGSIDE_CUDA_RETURN_IF_ERROR(rank_, cudaSetDevice(device_));
+    if (producer_event_ == nullptr) {
+      RINGSIDE_CUDA_RETURN_IF_ERROR(
+          rank_, cudaEventCreateWithFlags(&producer_event_, cudaEventDisableTiming));
+    }
+    producer_ = static_cast<cudaStream_t>(ops->native_stream());
+    return absl::OkStatus();
   }
 
   int rank() const override { return rank_; }
@@ -344,8 +398,9 @@ class NcclProcessGroup : public ProcessGroup {
       if (event != nullptr) cudaEventDestroy(event);
       return CompletedWork(status);
     }
-    return std::make_shared<NcclWork>(shared_, event, name, rank_, absl::Now() + timeout_,
-                                      timeout_, NcclRingBytes(kind, n, rank_, world_size_, root));
+    return std::make_shared<NcclWork>(shared_, event, name, rank_, device_,
+                                      absl::Now() + timeout_, timeout_,
+                                      NcclRingBytes(kind, n, rank_, world_size_, root));
   }
 
   absl::Status Enqueue(const std::string& name, const Call& call, cudaEvent_t* event) {
@@ -366,6 +421,12 @@ class NcclProcessGroup : public ProcessGroup {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu) {
     // The issuing thread may not be the one that created the group.
     RINGSIDE_CUDA_RETURN_IF_ERROR(rank_, cudaSetDevice(device_));
+    if (producer_ != nullptr) {
+      // Stream contract, producer side: the collective waits for the ops enqueued
+      // before it (the kernels that wrote its input), on the device.
+      RINGSIDE_CUDA_RETURN_IF_ERROR(rank_, cudaEventRecord(producer_event_, producer_));
+      RINGSIDE_CUDA_RETURN_IF_ERROR(rank_, cudaStreamWaitEvent(stream_, producer_event_, 0));
+    }
     RINGSIDE_NCCL_RETURN_IF_ERROR(rank_, call(shared_->comm(), stream_));
     // Non-blocking communicator: the enqueue may still be in progress.
     absl::Status ready =
@@ -384,7 +445,11 @@ class NcclProcessGroup : public ProcessGroup {
   const std::shared_ptr<NcclShared> shared_;
   cudaStream_t const stream_;
   float* const scratch_;
+  const bool emulated_;
   int64_t next_seq_ = 0;  // Issuing thread only.
+  // OrderAfter's stream (borrowed) and the event that orders each collective after it.
+  cudaStream_t producer_ = nullptr;
+  cudaEvent_t producer_event_ = nullptr;
 };
 
 // Protocol step 2: the unique id through the store.

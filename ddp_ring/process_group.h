@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/ops.h"
 #include "ddp_ring/allreduce_algorithm.h"
 #include "ddp_ring/store.h"
 
@@ -62,6 +63,15 @@ class Work {
   // backend counts). Final once Wait() returned; a failed operation reports what moved
   // before it failed; a local one (world size 1, zero elements) reports zero.
   virtual CollectiveBytes bytes() const { return {}; }
+  // Stream ordering, consumer side (see ProcessGroup): every op enqueued on `ops` after
+  // this call runs only once the collective is done, without the host waiting for it
+  // (NCCL: `ops`' stream waits for the collective's completion event). A failure or a
+  // timeout is still only reported by Wait() and IsCompleted(): whoever queued work
+  // behind a collective must Wait() for it before blocking on `ops` (Synchronize, a
+  // blocking copy, OpsEvent::Wait), so that a dead peer ends in an error, never in a
+  // hang (a failed collective aborts the communicator, which lets the kernels queued
+  // behind it run). Host-memory backends (Gloo): the same as Wait().
+  virtual absl::Status OrderBefore(Ops* ops) { return Wait(); }
 };
 
 struct ProcessGroupOptions {
@@ -83,6 +93,21 @@ struct ProcessGroupOptions {
 // worker thread per group). The buffers belong to the caller and must stay valid and
 // untouched until Wait() returns. Pointers are host memory for Gloo, device memory for
 // NCCL. Thread-compatible: issue operations from one thread.
+//
+// Stream ordering with the model's Ops (common/ops.h), PyTorch c10d's contract
+// (ProcessGroupNCCL.hpp): a device group runs its collectives on its own stream,
+// alongside the stream of the ops that compute the model.
+//  - Producer: after OrderAfter(ops), each collective starts on the device only once
+//    every op enqueued on `ops` before it was issued is done (NCCL: an event recorded on
+//    the ops' stream at issue, waited for by the group's stream). The host does not wait,
+//    so a bucket's all-reduce can be issued the moment backward has enqueued the
+//    kernels that produce its gradients.
+//  - Consumer: Work::OrderBefore(ops) queues the ops that read a collective's result
+//    (a bucket's optimizer step) behind it, again without the host waiting.
+//  - Nothing synchronises the whole device per collective; a training step waits for
+//    its collectives (Work::Wait, bounded by the timeout) and then for the device once.
+//  - Host-memory groups (Gloo) with the CPU backend, whose ops are done when they
+//    return: OrderAfter only checks the backend, OrderBefore is Wait().
 //
 // Failures: the first failed collective breaks the group (its connections are closed,
 // which tells the peers at once); every later one fails fast with that first error.
@@ -111,6 +136,15 @@ class ProcessGroup {
                                               ReduceOp op) = 0;
   // Completes once every rank has entered it.
   virtual std::shared_ptr<Work> Barrier() = 0;
+
+  // Stream ordering, producer side (see above): collectives issued from now on wait
+  // for the work enqueued on `ops` before them. `ops` is borrowed and must outlive the
+  // group's collectives. InvalidArgument when `ops` computes where this group cannot
+  // read (Gloo: host memory only, so CPU ops; NCCL: CUDA ops on this group's device).
+  virtual absl::Status OrderAfter(Ops* ops) = 0;
+  // True when this group's ranks share GPUs and reach each other as emulated nodes
+  // (ProcessGroupOptions::nccl_host_id): its timings are an emulation, to be labelled.
+  virtual bool emulated() const { return false; }
 
   // The sum of bytes() over every operation this group has finished (or failed), read
   // at any time from any thread: the group's own traffic counter.

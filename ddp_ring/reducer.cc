@@ -36,21 +36,27 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(ProcessGroup* group, Mo
   if (options.bucket_cap_bytes <= 0 || options.first_bucket_bytes <= 0) {
     return absl::InvalidArgumentError("bucket caps must be positive");
   }
+  // Stream contract, producer side: every all-reduce waits for the kernels enqueued
+  // before it (a device group); refuses a model on memory the group cannot reduce.
+  RINGSIDE_RETURN_IF_ERROR(group->OrderAfter(ops));
   RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(hyper, model->num_params(), ops));
+  RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> eval_sums, DeviceArray<float>::Create(ops, 3));
   std::vector<Bucket> buckets =
       ComputeBuckets(model->layer_ranges(), options.first_bucket_bytes, options.bucket_cap_bytes);
-  return std::unique_ptr<Reducer>(
-      new Reducer(group, model, ops, std::move(sgd), options, std::move(buckets)));
+  return std::unique_ptr<Reducer>(new Reducer(group, model, ops, std::move(sgd), options,
+                                              std::move(buckets), std::move(eval_sums)));
 }
 
 Reducer::Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd,
-                 const ReducerOptions& options, std::vector<Bucket> buckets)
+                 const ReducerOptions& options, std::vector<Bucket> buckets,
+                 DeviceArray<float> eval_sums)
     : group_(group),
       model_(model),
       ops_(ops),
       sgd_(std::move(sgd)),
       options_(options),
       buckets_(std::move(buckets)),
+      eval_sums_(std::move(eval_sums)),
       pending_(buckets_.size()),
       work_(buckets_.size()),
       launch_us_(buckets_.size()) {
@@ -67,6 +73,9 @@ StepHooks Reducer::hooks() {
   StepHooks h;
   h.backward.grads_ready = [this](const ParamRange& range) { OnGradientReady(range); };
   h.accumulate_gradients = true;
+  // On the GPU the hooks only issue collectives that wait for the gradients' kernels
+  // on the device (OrderAfter), so backward need not wait for the device to call them.
+  h.backward.device_ordered = ops_->kind() != DeviceKind::kCpu;
   h.backward_hook_span = "launch all-reduce";
   h.backward_hook_cat = kCatComm;
   return h;
@@ -94,17 +103,28 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
   if (!options_.overlap) {
     for (size_t b = 0; b < buckets_.size(); ++b) Launch(b);
   }
-  // Protocol step: wait for each bucket's all-reduce in launch order and step SGD on
-  // its range at once (every rank now holds the same averaged gradients there), so the
-  // update of one bucket overlaps the all-reduces still in flight.
+  // Protocol step: in launch order, queue each bucket's SGD step behind its all-reduce
+  // (every rank then holds the same averaged gradients there), so the update of one
+  // bucket overlaps the all-reduces still in flight. Host-memory groups: OrderBefore
+  // waits for the all-reduce, and the step runs at once. Device groups: both are only
+  // enqueued (the stream contract); the host waits below, once per step.
+  const bool on_device = ops_->kind() != DeviceKind::kCpu;
+  std::unique_ptr<OpsEvent> backward_done;
+  if (on_device) {
+    // Backward's kernels were only enqueued (device-ordered hooks): mark their end,
+    // before the updates, to tell backward's device time from communication.
+    absl::StatusOr<std::unique_ptr<OpsEvent>> event = ops_->RecordEvent();
+    if (!event.ok()) return event.status();
+    backward_done = *std::move(event);
+  }
   absl::Status status;
   int64_t wait_us = 0, update_us = 0;
   for (size_t b = 0; b < buckets_.size() && status.ok(); ++b) {
     const int64_t w0 = NowMicros();
-    absl::Status s = work_[b] != nullptr ? work_[b]->Wait() : absl::OkStatus();
+    absl::Status s = work_[b] != nullptr ? work_[b]->OrderBefore(ops_) : absl::OkStatus();
     const int64_t w1 = NowMicros();
     wait_us += w1 - w0;
-    if (trace != nullptr) {
+    if (trace != nullptr && !on_device) {
       trace->Span("wait for all-reduce", kCatWait, kTrainingTrack, w0, w1 - w0,
                   {{"bucket", static_cast<double>(b)}});
     }
@@ -115,12 +135,38 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
     }
     sgd_.StepRange(buckets_[b].offset, buckets_[b].size, model_->params() + buckets_[b].offset,
                    model_->grads() + buckets_[b].offset, /*zero_grads=*/true);
-    status = ops_->Synchronize();
     const int64_t u1 = NowMicros();
     update_us += u1 - w1;
-    if (trace != nullptr) {
+    if (trace != nullptr && !on_device) {
       trace->Span("update", kCatUpdate, kTrainingTrack, w1, u1 - w1,
                   {{"bucket", static_cast<double>(b)}});
+    }
+  }
+  if (on_device && status.ok()) {
+    // The step's host waits, in device order: backward's remaining kernels (booked as
+    // backward, as the single-GPU strategy does), then the all-reduces (bounded by the
+    // group's timeout: a dead peer is an error here, before anything blocks on the
+    // device behind it), then the updates queued behind them.
+    const int64_t t0 = NowMicros();
+    status = backward_done->Wait();
+    const int64_t t1 = NowMicros();
+    m->set_backward_ms(m->backward_ms() + (t1 - t0) / 1e3);
+    if (trace != nullptr) trace->Span("backward (device)", kCatCompute, kTrainingTrack, t0, t1 - t0);
+    for (size_t b = 0; b < buckets_.size() && status.ok(); ++b) {
+      if (work_[b] == nullptr) continue;
+      if (absl::Status s = work_[b]->Wait(); !s.ok()) {
+        status = Annotate(s, absl::StrCat("all-reduce of bucket ", b, " (", buckets_[b].size,
+                                          " floats)"));
+      }
+    }
+    const int64_t t2 = NowMicros();
+    wait_us += t2 - t1;
+    if (trace != nullptr) trace->Span("wait for all-reduce", kCatWait, kTrainingTrack, t1, t2 - t1);
+    if (status.ok()) {
+      status = ops_->Synchronize();
+      const int64_t t3 = NowMicros();
+      update_us += t3 - t2;
+      if (trace != nullptr) trace->Span("update (device)", kCatUpdate, kTrainingTrack, t2, t3 - t2);
     }
   }
   // On failure the remaining all-reduces are waited for too (their buffers are the
@@ -177,10 +223,13 @@ void Reducer::TraceAllReduces(int64_t end_us, TraceWriter* trace) const {
 }
 
 absl::StatusOr<EvalResult> Reducer::ReduceEval(const EvalResult& local) {
-  // Counts stay exact in float up to 2^24 samples per evaluation.
+  // The counts go through backend memory (device scratch for NCCL, which reduces only
+  // GPU memory). Counts stay exact in float up to 2^24 samples per evaluation.
   float sums[3] = {static_cast<float>(local.loss_sum), static_cast<float>(local.correct),
                    static_cast<float>(local.count)};
-  RINGSIDE_RETURN_IF_ERROR(group_->AllReduce(sums, 3, ReduceOp::kSum)->Wait());
+  RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(eval_sums_.data(), sums, sizeof(sums)));
+  RINGSIDE_RETURN_IF_ERROR(group_->AllReduce(eval_sums_.data(), 3, ReduceOp::kSum)->Wait());
+  RINGSIDE_RETURN_IF_ERROR(ops_->CopyToHost(sums, eval_sums_.data(), sizeof(sums)));
   EvalResult total;
   total.loss_sum = sums[0];
   total.correct = static_cast<int64_t>(sums[1] + 0.5f);

@@ -84,7 +84,7 @@ class Reducer final : public StepStrategy {
 
  private:
   Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd, const ReducerOptions& options,
-          std::vector<Bucket> buckets);
+          std::vector<Bucket> buckets, DeviceArray<float> eval_sums);
   void Launch(size_t bucket);
   // Draws this step's all-reduces (those still unfinished end at `end_us`).
   void TraceAllReduces(int64_t end_us, TraceWriter* trace) const;
@@ -97,6 +97,7 @@ class Reducer final : public StepStrategy {
   Sgd sgd_;
   const ReducerOptions options_;
   const std::vector<Bucket> buckets_;
+  DeviceArray<float> eval_sums_;  // [3] ReduceEval's sums, in the group's memory.
   // Per step: floats still missing per bucket, and the launched all-reduces.
   std::vector<int64_t> pending_;
   std::vector<std::shared_ptr<Work>> work_;
