@@ -228,7 +228,7 @@ TEST(RankMonitorTest, AWedgedRankIsNamedAndItsMonitorKeepsItsPace) {
   // One Set per interval at most (and a beat overdue at once): no retry loop.
   const int64_t intervals = (absl::Now() - start) / kInterval;
   EXPECT_LE(wedged.sets() - sets_before, intervals + 2);
-  // The wedged rank itself finds the others fine... but not the store: it says so.
+  // The wedged rank's own reads fail too: it blames the store.
   EXPECT_THAT((*rank2)->Diagnose(0), HasSubstr("the job's store is unreachable"));
   const absl::Time destroy = absl::Now();
   rank2->reset();
