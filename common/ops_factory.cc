@@ -28,16 +28,20 @@ absl::StatusOr<std::unique_ptr<Ops>> NewOps(absl::string_view kind, int device, 
     return NewCpuOps(threads);
   }
   if (kind == "cuda") {
+    if (absl::Status s = CheckDeviceBuilt(DeviceKind::kCuda); !s.ok()) return s;
 #if RINGSIDE_CUDA
     return NewCudaOps(device, precision);
-#else
-    return absl::FailedPreconditionError(
-        "--device=cuda: this ringside was built without CUDA; rebuild with --config=cuda "
-        "(docs/build.md)");
 #endif
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown ops backend '", kind, "' (expected cpu or cuda)"));
+}
+
+absl::Status CheckDeviceBuilt(DeviceKind kind) {
+  if (kind == DeviceKind::kCpu || BuiltWithCuda()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "--device=cuda: this ringside was built without CUDA; rebuild with --config=cuda "
+      "(docs/build.md)");
 }
 
 absl::StatusOr<DeviceSpec> ParseDevice(absl::string_view text) {
@@ -61,6 +65,11 @@ int CudaDeviceFor(int requested_index, int local_rank, int gpus) {
   if (requested_index >= 0) return requested_index;
   if (gpus < 1 || local_rank < 0) return 0;
   return local_rank % gpus;
+}
+
+bool RanksShareGpu(int requested_index, int local_world_size, int gpus) {
+  const int spread_over = requested_index >= 0 ? 1 : std::max(gpus, 1);
+  return local_world_size > spread_over;
 }
 
 std::string DeviceName(const DeviceSpec& spec) {

@@ -28,6 +28,11 @@ bool BuiltWithCuda();
 absl::StatusOr<std::unique_ptr<Ops>> NewOps(absl::string_view kind, int device, int threads,
                                             GemmPrecision precision = GemmPrecision::kFp32);
 
+// FailedPrecondition ("--device=cuda: this ringside was built without CUDA; ...") for
+// a CUDA device in a build without CUDA; NewOps's own check, for callers that refuse
+// before starting processes.
+absl::Status CheckDeviceBuilt(DeviceKind kind);
+
 // --device: "cpu", "cuda" or "cuda:K" (K >= 0). `index` is -1 for plain "cuda" (the
 // job picks: LOCAL_RANK modulo the GPU count in a launched job, else 0). Empty = cpu.
 struct DeviceSpec {
@@ -39,6 +44,11 @@ absl::StatusOr<DeviceSpec> ParseDevice(absl::string_view text);
 // `gpus` (one rank per GPU, round robin where ranks outnumber GPUs; pass local_rank 0
 // outside a launched job), 0 when gpus < 1 (NewOps then names the missing GPU).
 int CudaDeviceFor(int requested_index, int local_rank, int gpus);
+// Whether the ranks of one node's job share GPUs: more of them (`local_world_size`)
+// than the GPUs they are spread over (1 for cuda:K, which every rank names alike, else
+// `gpus`; see CudaDeviceFor). Such ranks are time-sliced on one GPU, and NCCL must
+// treat them as separate hosts (ProcessGroupOptions::nccl_host_id): an emulation.
+bool RanksShareGpu(int requested_index, int local_world_size, int gpus);
 // "cpu", "cuda", "cuda:K".
 std::string DeviceName(const DeviceSpec& spec);
 

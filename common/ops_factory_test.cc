@@ -44,6 +44,17 @@ TEST(ParseDeviceTest, AcceptsCpuCudaAndCudaK) {
   }
 }
 
+TEST(RanksShareGpuTest, MoreRanksThanTheGpusTheyAreSpreadOver) {
+  EXPECT_FALSE(RanksShareGpu(-1, 1, 1));  // Single process on one GPU.
+  EXPECT_TRUE(RanksShareGpu(-1, 2, 1));   // 2 ranks, 1 GPU: emulated.
+  EXPECT_FALSE(RanksShareGpu(-1, 4, 8));  // One rank per GPU.
+  EXPECT_FALSE(RanksShareGpu(-1, 8, 8));
+  EXPECT_TRUE(RanksShareGpu(-1, 9, 8));   // Round robin wraps: GPU 0 has two.
+  EXPECT_TRUE(RanksShareGpu(3, 2, 8));    // cuda:3 on every rank: all on GPU 3.
+  EXPECT_FALSE(RanksShareGpu(3, 1, 8));
+  EXPECT_TRUE(RanksShareGpu(-1, 2, 0));   // No GPU seen: counted as one.
+}
+
 TEST(CudaDeviceForTest, ExplicitIndexElseLocalRankRoundRobin) {
   EXPECT_EQ(CudaDeviceFor(3, 5, 8), 3);   // cuda:3, whatever the local rank.
   EXPECT_EQ(CudaDeviceFor(-1, 0, 8), 0);

@@ -28,6 +28,10 @@ struct Replica {
   DatasetSplits data;
   std::unique_ptr<Model> model;  // Parameters not initialised yet (the Trainer does it).
   SgdHyper hyper;                // From the configuration (SgdHyperFor).
+  int cuda_device = -1;          // The GPU `ops` computes on; -1 on the CPU.
+  // Other ranks of this node's job compute on the same GPU (RanksShareGpu): the run
+  // is an emulation, labelled so in every metrics record (StepMetrics.emulated).
+  bool shares_gpu = false;
   double load_seconds = 0;       // Time spent loading the dataset.
 };
 
@@ -39,8 +43,10 @@ struct Replica {
 absl::StatusOr<Replica> NewReplica(const RunConfig& config);
 
 // Trainer options of rank `rank` of `world_size` processes running `run`: progress
-// lines from rank 0 only, checkpoints written by rank 0.
-TrainerOptions TrainerOptionsFor(const RunOptions& run, int rank, int world_size);
+// lines from rank 0 only, checkpoints written by rank 0; `emulated` labels the records
+// (Replica::shares_gpu).
+TrainerOptions TrainerOptionsFor(const RunOptions& run, int rank, int world_size,
+                                 bool emulated = false);
 
 // Trains `replica` with `strategy` (borrowed) through the Trainer: restores or
 // initialises the parameters, then runs the strategy's whole lifecycle (Start, the

@@ -49,10 +49,15 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   if (!device.ok()) return device.status();
   absl::StatusOr<GemmPrecision> precision = ParseGemmPrecision(c.precision());
   if (!precision.ok()) return precision.status();
-  if (device->kind == DeviceKind::kCuda && c.strategy() != "single") {
+  // DDP: the process group reduces the memory the model computes in.
+  if (c.strategy() == "ddp" && device->kind == DeviceKind::kCuda && c.backend() != "nccl") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--device=", c.device(), " trains with --strategy=single only; --strategy=",
-        c.strategy(), " on the GPU is not built yet (train it on --device=cpu)"));
+        "--device=", c.device(), " with --strategy=ddp needs --backend=nccl (--backend=",
+        c.backend(), " reduces host memory)"));
+  }
+  if (c.strategy() == "ddp" && device->kind == DeviceKind::kCpu && c.backend() == "nccl") {
+    return absl::InvalidArgumentError(
+        "--backend=nccl reduces GPU memory: add --device=cuda (or use --backend=gloo on the CPU)");
   }
   if (device->kind == DeviceKind::kCpu && *precision != GemmPrecision::kFp32) {
     return absl::InvalidArgumentError(absl::StrCat(

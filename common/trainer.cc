@@ -319,6 +319,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       m.set_epoch(epoch_);
       m.set_rank(options_.rank);
       m.set_role(strategy_->role());
+      m.set_device(ops_->name());
+      m.set_emulated(options_.emulated);
       const int64_t t0 = NowMicros();
       m.set_start_us(t0);
       if (trace_ != nullptr) trace_->SetStep(step_);

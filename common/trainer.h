@@ -120,6 +120,7 @@ struct TrainerOptions {
   bool write_checkpoints = true;  // Rank 0 of a job writes; the others read.
   int eval_batch = kDefaultEvalBatch;
   FILE* progress = stderr;      // Progress lines; nullptr for silence.
+  bool emulated = false;        // Stamped on every record (StepMetrics.emulated).
   double progress_interval_s = 2.0;
 };
 

@@ -12,6 +12,7 @@
 #include "common/common.h"
 #include "ddp_ring/job_store.h"
 #include "ddp_ring/process_group_factory.h"
+#include "ddp_ring/rank_monitor.h"
 #include "ddp_ring/store.h"
 
 namespace ringside {
@@ -117,10 +118,10 @@ absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptio
   RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(o.run.config));
   // Before the rendezvous, so that every rank refuses at once and alike.
   RINGSIDE_RETURN_IF_ERROR(CheckProcessGroupBackend(o.backend));
-  if (o.backend != "gloo") {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--backend=", o.backend, " is not available for training yet: the model "
-        "runs on the CPU ops backend, whose gradients live in host memory (use gloo)"));
+  if (o.backend != o.run.config.backend()) {
+    return absl::InternalError(absl::StrCat(me, ": backend ", o.backend,
+                                            " but the configuration says ",
+                                            o.run.config.backend()));
   }
   RunOptions run = o.run;
   run.config.set_world_size(env.world_size);
@@ -133,7 +134,12 @@ absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptio
   RINGSIDE_RETURN_IF_ERROR(CheckSameConfigEverywhere(env, config, o.timeout, job.get()));
   RINGSIDE_RETURN_IF_ERROR(CheckSameResumeStep(env, run, o.timeout, job.get()));
 
-  // Rendezvous step 3: the process group (Gloo's full mesh, through the store).
+  // The replica, as in single-process training (on the GPU: this rank's GPU, which
+  // the NCCL group must use too).
+  RINGSIDE_ASSIGN_OR_RETURN(Replica replica, NewReplica(config));
+
+  // Rendezvous step 3: the process group (Gloo's full mesh or NCCL's communicator,
+  // through the store).
   std::unique_ptr<Store> pg_store = NewPrefixStore("pg", job.get());
   ProcessGroupOptions pg_options;
   pg_options.rank = env.rank;
@@ -141,27 +147,40 @@ absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptio
   pg_options.timeout = o.timeout;
   pg_options.algorithm = o.algorithm;
   pg_options.hostname = ReachableAddress(env);
+  pg_options.cuda_device = std::max(replica.cuda_device, 0);
+  // Ranks that share a GPU: NCCL refuses two ranks on one device unless each passes
+  // for a host of its own, and then connects them over sockets (an emulation,
+  // labelled in the records). The id is unique in the job.
+  if (replica.shares_gpu) pg_options.nccl_host_id = absl::StrCat("ringside-", env.run_id, "-rank", env.rank);
+  // The store's host, named when a lost rank takes the store with it.
+  pg_options.store_host_rank = env.agent_store ? -1 : 0;
   absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
       NewProcessGroup(o.backend, pg_store.get(), pg_options);
   if (!group.ok()) return Annotate(group.status(), me);
 
-  // The replica, as in single-process training, and the reducer over it.
-  RINGSIDE_ASSIGN_OR_RETURN(Replica replica, NewReplica(config));
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Reducer> reducer,
                             Reducer::Create(group->get(), replica.model.get(), replica.ops.get(),
                                             replica.hyper, o.reducer));
   if (env.rank == 0) {
-    absl::FPrintF(stderr, "ddp: %d ranks (%s), backend %s, %d buckets, overlap %s, model %s (%d parameters)\n",
-                  env.world_size, env.launcher, (*group)->backend(), reducer->buckets().size(),
-                  o.reducer.overlap ? "on" : "off", config.model(), replica.model->num_params());
+    absl::FPrintF(stderr, "ddp: %d ranks (%s), backend %s on %s%s, %d buckets, overlap %s, model %s (%d parameters)\n",
+                  env.world_size, env.launcher, (*group)->backend(), replica.ops->name(),
+                  (*group)->emulated() || replica.shares_gpu
+                      ? absl::StrCat(" (emulated: ", env.local_world_size,
+                                     " ranks share the GPU(s) of this node; NCCL over sockets)")
+                      : std::string(),
+                  reducer->buckets().size(), o.reducer.overlap ? "on" : "off", config.model(),
+                  replica.model->num_params());
   }
   // The reducer's lifecycle: broadcast of rank 0's parameters, training, final barrier.
   absl::StatusOr<TrainResult> result =
       TrainReplica(run, env.rank, env.world_size, &replica, reducer.get());
   if (!result.ok()) {
     // Rank 0 may host the store: keep it up a moment so that the other survivors can
-    // find out, through it, which rank was lost.
-    if (env.rank == 0) absl::SleepFor(std::min(o.timeout, absl::Seconds(2)));
+    // find out, through it, which rank was lost (the NCCL group's rank monitor reads
+    // the heartbeats twice, a few intervals apart).
+    if (env.rank == 0) {
+      absl::SleepFor(std::min(o.timeout, absl::Seconds(2) + 3 * RankMonitorInterval(o.timeout)));
+    }
     return Annotate(result.status(), me);
   }
   return result;

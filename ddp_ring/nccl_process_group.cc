@@ -46,6 +46,7 @@
 #include "common/device.h"
 #include "ddp_ring/nccl_process_group.h"
 #include "common/status_macros.h"
+#include "ddp_ring/rank_monitor.h"
 
 namespace ringside {
 namespace {
@@ -87,6 +88,17 @@ class NcclShared {
 
   ncclComm_t comm() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return comm_; }
   const absl::Status& broken() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return broken_; }
+
+  // The group's liveness monitor; null once the group is destroyed. A Work copies it
+  // under `mu` and diagnoses outside it (Diagnose blocks for a few intervals).
+  std::shared_ptr<RankMonitor> monitor ABSL_GUARDED_BY(mu);
+
+  // Replaces the recorded first failure `original` by `explained` (the same failure,
+  // with the lost ranks named), so later collectives report the names too.
+  void Explain(const absl::Status& original, const absl::Status& explained)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (broken_ == original) broken_ = explained;
+  }
 
   // Records the group's first failure and aborts the communicator (which frees it and
   // makes its pending kernels return).
@@ -137,12 +149,13 @@ class NcclWork : public Work {
 
   // Tracks `event`, recorded on the group's stream after the collective `name`.
   NcclWork(std::shared_ptr<NcclShared> shared, cudaEvent_t event, std::string name,
-           int rank, int device, absl::Time deadline, absl::Duration timeout,
+           int64_t seq, int rank, int device, absl::Time deadline, absl::Duration timeout,
            CollectiveBytes bytes)
       : bytes_(bytes),
         shared_(std::move(shared)),
         event_(event),
         name_(std::move(name)),
+        seq_(seq),
         rank_(rank),
         device_(device),
         deadline_(deadline),
@@ -194,35 +207,51 @@ class NcclWork : public Work {
 
  private:
   // One look at the collective; true (with done_ and status_ set) once it finished,
-  // failed or is late.
+  // failed or is late. A failure this collective is the first to see aborts the
+  // communicator (which makes the peers' collectives fail too, and lets kernels queued
+  // behind this one run) and is then explained by the rank monitor, naming the ranks
+  // that were lost or stuck.
   bool Poll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const cudaError_t query = cudaEventQuery(event_);
     if (query == cudaSuccess) return Finish(absl::OkStatus());
-    absl::MutexLock lock(&shared_->mu);
-    if (query != cudaErrorNotReady) {
-      const absl::Status status =
-          CudaError(query, "cudaEventQuery", __FILE__, __LINE__, rank_);
-      shared_->Break(status);
-      return Finish(Annotated(status));
+    absl::Status failure;
+    std::shared_ptr<RankMonitor> monitor;
+    {
+      absl::MutexLock lock(&shared_->mu);
+      if (query != cudaErrorNotReady) {
+        failure = Annotated(CudaError(query, "cudaEventQuery", __FILE__, __LINE__, rank_));
+      } else if (!shared_->broken().ok()) {
+        // An earlier failure (explained where it was first seen).
+        return Finish(Annotated(shared_->broken()));
+      } else {
+        ncclResult_t async_error = ncclSuccess;
+        const ncclResult_t rc = ncclCommGetAsyncError(shared_->comm(), &async_error);
+        if (rc != ncclSuccess) async_error = rc;
+        if (async_error != ncclSuccess && async_error != ncclInProgress) {
+          failure = Annotated(
+              NcclError(async_error, "ncclCommGetAsyncError", __FILE__, __LINE__, rank_));
+        } else if (absl::Now() > deadline_) {
+          failure = absl::DeadlineExceededError(
+              absl::StrCat("rank ", rank_, ": ", name_, " timed out after ",
+                           absl::FormatDuration(timeout_), "; communicator aborted"));
+        } else {
+          return false;
+        }
+      }
+      shared_->Break(failure);
+      monitor = shared_->monitor;
     }
-    if (!shared_->broken().ok()) return Finish(Annotated(shared_->broken()));
-    ncclResult_t async_error = ncclSuccess;
-    const ncclResult_t rc = ncclCommGetAsyncError(shared_->comm(), &async_error);
-    if (rc != ncclSuccess) async_error = rc;
-    if (async_error != ncclSuccess && async_error != ncclInProgress) {
-      const absl::Status status =
-          NcclError(async_error, "ncclCommGetAsyncError", __FILE__, __LINE__, rank_);
-      shared_->Break(status);
-      return Finish(Annotated(status));
+    if (monitor != nullptr) {
+      const std::string lost = monitor->Diagnose(seq_);
+      if (!lost.empty()) {
+        const absl::Status explained(failure.code(),
+                                     absl::StrCat(failure.message(), "; ", lost));
+        absl::MutexLock lock(&shared_->mu);
+        shared_->Explain(failure, explained);
+        failure = explained;
+      }
     }
-    if (absl::Now() > deadline_) {
-      const absl::Status status = absl::DeadlineExceededError(
-          absl::StrCat("rank ", rank_, ": ", name_, " timed out after ",
-                       absl::FormatDuration(timeout_), "; communicator aborted"));
-      shared_->Break(status);
-      return Finish(status);
-    }
-    return false;
+    return Finish(failure);
   }
 
   absl::Status Annotated(const absl::Status& status) const {
@@ -247,6 +276,7 @@ class NcclWork : public Work {
   const std::shared_ptr<NcclShared> shared_;
   cudaEvent_t const event_ = nullptr;
   const std::string name_;
+  const int64_t seq_ = -1;
   const int rank_ = -1;
   const int device_ = 0;
   const absl::Time deadline_;
@@ -281,8 +311,9 @@ std::shared_ptr<Work> CompletedWork(absl::Status status) {
 class NcclProcessGroup : public ProcessGroup {
  public:
   NcclProcessGroup(const ProcessGroupOptions& options, std::shared_ptr<NcclShared> shared,
-                   cudaStream_t stream, float* scratch)
-      : rank_(options.rank),
+                   cudaStream_t stream, float* scratch, std::shared_ptr<RankMonitor> monitor)
+      : monitor_(std::move(monitor)),
+        rank_(options.rank),
         world_size_(options.world_size),
         device_(options.cuda_device),
         timeout_(options.timeout),
@@ -296,6 +327,7 @@ class NcclProcessGroup : public ProcessGroup {
       absl::MutexLock lock(&shared_->mu);
       cudaSetDevice(device_);
       shared_->Close(timeout_);
+      shared_->monitor.reset();
     }
     if (producer_event_ != nullptr) cudaEventDestroy(producer_event_);
     cudaStreamDestroy(stream_);
@@ -391,14 +423,16 @@ class NcclProcessGroup : public ProcessGroup {
     }
     if (n > 0 && ptr == nullptr) return NullBuffer(kind);
     if (n == 0) return CompletedWork(absl::OkStatus());
-    const std::string name = absl::StrCat(kind, " #", next_seq_++);
+    const int64_t seq = next_seq_++;
+    const std::string name = absl::StrCat(kind, " #", seq);
     cudaEvent_t event = nullptr;
     const absl::Status status = Enqueue(name, call, &event);
     if (!status.ok()) {
       if (event != nullptr) cudaEventDestroy(event);
       return CompletedWork(status);
     }
-    return std::make_shared<NcclWork>(shared_, event, name, rank_, device_,
+    if (monitor_ != nullptr) monitor_->NoteIssued(seq);
+    return std::make_shared<NcclWork>(shared_, event, name, seq, rank_, device_,
                                       absl::Now() + timeout_, timeout_,
                                       NcclRingBytes(kind, n, rank_, world_size_, root));
   }
@@ -438,6 +472,9 @@ class NcclProcessGroup : public ProcessGroup {
     return absl::OkStatus();
   }
 
+  // The group's monitor (also in shared_, for the Works); its heartbeats stop when
+  // the last holder lets go.
+  const std::shared_ptr<RankMonitor> monitor_;
   const int rank_;
   const int world_size_;
   const int device_;
@@ -554,8 +591,30 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
     return fail(CudaError(err, "cudaMemset", __FILE__, __LINE__, rank));
   }
 
-  return std::unique_ptr<ProcessGroup>(new NcclProcessGroup(
-      options, std::make_shared<NcclShared>(rank, comm), stream, scratch));
+  // Step 5: the liveness monitor, under its own keys of the store.
+  auto monitor_store = std::shared_ptr<Store>(NewPrefixStore("monitor", store));
+  RankMonitor::Options monitor_options;
+  monitor_options.rank = rank;
+  monitor_options.world_size = options.world_size;
+  monitor_options.interval = RankMonitorInterval(options.timeout);
+  monitor_options.store_host_rank = options.store_host_rank;
+  absl::StatusOr<std::unique_ptr<RankMonitor>> started =
+      RankMonitor::Start(monitor_store.get(), monitor_options);
+  if (!started.ok()) {
+    return fail(absl::Status(started.status().code(),
+                             absl::StrCat("rank ", rank, ": cannot start the rank monitor: ",
+                                          started.status().message())));
+  }
+  // The monitor keeps its prefix view alive (the deleter owns it).
+  RankMonitor* raw = started->release();
+  std::shared_ptr<RankMonitor> monitor(raw, [monitor_store](RankMonitor* m) { delete m; });
+  auto shared = std::make_shared<NcclShared>(rank, comm);
+  {
+    absl::MutexLock lock(&shared->mu);
+    shared->monitor = monitor;
+  }
+  return std::unique_ptr<ProcessGroup>(
+      new NcclProcessGroup(options, std::move(shared), stream, scratch, std::move(monitor)));
 }
 
 }  // namespace ringside

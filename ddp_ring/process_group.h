@@ -87,6 +87,10 @@ struct ProcessGroupOptions {
   // hosts and connected over NCCL's socket transport (an emulation of one-GPU nodes on
   // Ethernet: label results so). Process-wide, like every NCCL setting.
   std::string nccl_host_id;
+  // NCCL only: the rank whose process hosts the store (-1: none does, e.g. torchrun's
+  // agent). NCCL cannot name a lost peer, so the group runs a RankMonitor
+  // (rank_monitor.h) through the store, which names it when a collective fails.
+  int store_host_rank = 0;
 };
 
 // Collectives are issued in the same order on every rank and run in that order (one

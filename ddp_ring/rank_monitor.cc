@@ -21,6 +21,10 @@
 #include "ddp_ring/store.h"
 
 namespace ringside {
+
+absl::Duration RankMonitorInterval(absl::Duration timeout) {
+  return std::clamp(timeout / 8, absl::Milliseconds(50), absl::Seconds(1));
+}
 namespace {
 
 std::string HeartbeatKey(int rank) { return absl::StrCat("heartbeat/", rank); }

@@ -46,6 +46,10 @@
 
 namespace ringside {
 
+// The interval a group whose collectives time out after `timeout` should use (see
+// Timing above): timeout / 8, clamped to [50 ms, 1 s].
+absl::Duration RankMonitorInterval(absl::Duration timeout);
+
 class RankMonitor {
  public:
   struct Options {

@@ -77,12 +77,18 @@ expect_usage_error simulate_no_calibration "simulate needs --calibration" simula
 expect_usage_error bad_device "--device must be cpu, cuda or cuda:K \(K >= 0\), got 'gpu'" "${common[@]}" --dataset=synthetic --device=gpu
 expect_usage_error bad_precision "--precision must be fp32, tf32 or bf16, got 'fp16'" "${common[@]}" --dataset=synthetic --precision=fp16
 expect_usage_error precision_on_cpu "--precision=tf32 needs --device=cuda" "${common[@]}" --dataset=synthetic --precision=tf32
-expect_usage_error ddp_on_cuda "--device=cuda trains with --strategy=single only" "${common[@]}" --dataset=synthetic --strategy=ddp --device=cuda
-expect_usage_error ps_on_cuda "--device=cuda:0 trains with --strategy=single only" "${common[@]}" --dataset=synthetic --strategy=ps --device=cuda:0
+expect_usage_error ddp_cuda_gloo "--device=cuda with --strategy=ddp needs --backend=nccl \(--backend=gloo reduces host memory\)" "${common[@]}" --dataset=synthetic --strategy=ddp --device=cuda
+expect_usage_error ddp_nccl_cpu "--backend=nccl reduces GPU memory: add --device=cuda" "${common[@]}" --dataset=synthetic --strategy=ddp --backend=nccl
 if [ ! -e /dev/nvidia0 ]; then
   expect_error no_gpu_train "--device=cuda: (this ringside was built without CUDA|no usable GPU)" "${common[@]}" --dataset=synthetic --device=cuda
   expect_error no_gpu_device_index "--device=cuda: (this ringside was built without CUDA|no usable GPU)" "${common[@]}" --dataset=synthetic --device=cuda:7
   expect_error no_gpu_bench "--device=cuda: (this ringside was built without CUDA|no usable GPU)" bench step --device=cuda --steps=1
+  # PS and DDP on the GPU: a build without CUDA refuses before any process starts
+  # (usage); a CUDA build fails in the workers, naming the missing GPU.
+  if "$RINGSIDE" --version 2>/dev/null | grep -qi "build: cuda"; then :; else
+    expect_usage_error no_cuda_ps "--device=cuda: this ringside was built without CUDA" "${common[@]}" --dataset=synthetic --strategy=ps --workers=2 --device=cuda:0
+    expect_usage_error no_cuda_ddp "--backend=nccl: this ringside was built without CUDA" "${common[@]}" --dataset=synthetic --strategy=ddp --workers=2 --backend=nccl --device=cuda
+  fi
   # A build without CUDA refuses before any rank starts (usage); a CUDA build fails in
   # every rank, naming the missing GPU.
   if "$RINGSIDE" --version 2>/dev/null | grep -qi "build: cuda"; then :; else

@@ -3,6 +3,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "common/ops_factory.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "ddp_ring/allreduce_algorithm.h"
@@ -128,6 +129,12 @@ RunOptions RunOptionsFromFlags() {
   return o;
 }
 
+// A CUDA device in a build without CUDA, refused before any worker or rank starts.
+absl::Status CheckDeviceBuiltFor(const RunConfig& c) {
+  RINGSIDE_ASSIGN_OR_RETURN(DeviceSpec device, ParseDevice(c.device()));
+  return CheckDeviceBuilt(device.kind);
+}
+
 // Flag checks shared by every PS process, before anything is started or loaded.
 absl::Status CheckPsFlags(const RunConfig& c) {
   if (c.world_size() < 1) return absl::InvalidArgumentError(absl::StrFormat("--workers must be >= 1, got %d", c.world_size()));
@@ -137,6 +144,7 @@ absl::Status CheckPsFlags(const RunConfig& c) {
     return absl::InvalidArgumentError(absl::StrFormat("--ps_chunk_kb must be in [1, 65536], got %d", absl::GetFlag(FLAGS_ps_chunk_kb)));
   }
   if (absl::Status s = ValidateRunConfig(c); !s.ok()) return s;
+  if (absl::Status s = CheckDeviceBuiltFor(c); !s.ok()) return s;
   if (absl::GetFlag(FLAGS_timeout_s) < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
   return absl::OkStatus();
 }
@@ -155,6 +163,7 @@ absl::Status CheckTrainFlags() {
       return absl::InvalidArgumentError(absl::StrFormat("--workers must be >= 1, got %d", absl::GetFlag(FLAGS_workers)));
     }
     RINGSIDE_RETURN_IF_ERROR(CheckProcessGroupBackend(c.backend()));
+    RINGSIDE_RETURN_IF_ERROR(CheckDeviceBuiltFor(c));
     RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(c.allreduce()).status());
     if (absl::GetFlag(FLAGS_timeout_s) < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
   }
