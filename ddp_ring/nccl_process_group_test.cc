@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/cpu_ops.h"
+#include "common/cuda_ops.h"
 #include "common/device.h"
 #include "ddp_ring/nccl_process_group.h"
 #include "ddp_ring/store.h"
@@ -111,6 +113,56 @@ TEST(NcclProcessGroupTest, WorldOfOneOnDeviceMemory) {
   EXPECT_TRUE((*pg)->AllReduce(nullptr, 0, ReduceOp::kSum)->Wait().ok());
   EXPECT_EQ((*pg)->Broadcast(data.get(), n, 1)->Wait().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// The stream contract (process_group.h) with real CUDA ops: the collective runs on the
+// group's stream, after the ops enqueued before it and before those enqueued after
+// Work::OrderBefore, with no host wait in between. The ops stream is kept busy with
+// GEMMs before the input is written, so a collective that did not wait for it would
+// read the old input (1 -> 2 after the scale), and a consumer that did not wait for
+// the collective would scale the old output (0, then overwritten with 3).
+TEST(NcclProcessGroupTest, CollectivesRunBetweenTheOpsTheyAreOrderedWith) {
+  if (DetectDevices().gpu_count == 0) GTEST_SKIP() << "no GPU: the stream contract needs one";
+  absl::StatusOr<std::unique_ptr<Ops>> ops = NewCudaOps(0, GemmPrecision::kFp32);
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  std::unique_ptr<Store> store = NewInMemoryStore();
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> pg =
+      NewNcclProcessGroup(store.get(), Options(0, 1));
+  ASSERT_TRUE(pg.ok()) << pg.status();
+  std::unique_ptr<Ops> cpu = NewCpuOps(1);
+  EXPECT_EQ((*pg)->OrderAfter(cpu.get()).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE((*pg)->OrderAfter(ops->get()).ok());
+
+  const int64_t n = int64_t{1} << 24;  // 64 MiB.
+  const int dim = 2048;
+  absl::StatusOr<DeviceArray<float>> data = DeviceArray<float>::Create(ops->get(), n);
+  absl::StatusOr<DeviceArray<float>> out = DeviceArray<float>::Create(ops->get(), n);
+  absl::StatusOr<DeviceArray<float>> a = DeviceArray<float>::Create(ops->get(), dim * dim);
+  absl::StatusOr<DeviceArray<float>> c = DeviceArray<float>::Create(ops->get(), dim * dim);
+  ASSERT_TRUE(data.ok() && out.ok() && a.ok() && c.ok());
+  Ops& o = **ops;
+  o.Fill(data->data(), n, 1.0f);
+  o.Fill(out->data(), n, 0.0f);
+  o.Fill(a->data(), dim * dim, 1e-3f);
+  ASSERT_TRUE(o.Synchronize().ok());
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 20; ++i) {
+      o.Gemm(false, false, dim, dim, dim, 1.0f, a->data(), a->data(), 0.0f, c->data());
+    }
+    o.Fill(data->data(), n, 3.0f + round);
+    std::shared_ptr<Work> work = (*pg)->AllGather(data->data(), n, out->data());
+    ASSERT_TRUE(work->OrderBefore(ops->get()).ok());
+    o.Scale(out->data(), n, 2.0f);
+    ASSERT_TRUE(work->Wait().ok());
+    std::vector<float> host(n);
+    ASSERT_TRUE(o.CopyToHost(host.data(), out->data(), n * sizeof(float)).ok());
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) bad += host[i] != 2.0f * (3.0f + round);
+    EXPECT_EQ(bad, 0) << "round " << round << ": first element " << host[0];
+  }
+  EXPECT_EQ((*pg)->AllReduce(data->data(), n, ReduceOp::kSum)->OrderBefore(cpu.get()).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE((*pg)->emulated());
 }
 
 TEST(NcclProcessGroupTest, TwoRanksAsThreadsOnTwoGpus) {
