@@ -403,7 +403,12 @@ eq_compare() {  # eq_compare CASE TOL REF OTHER (checkpoint names under $WORK/eq
   CMP_ROWS+=("| $case | $status | $rel | $tol |")
   EQ_ROWS+=("$(printf '%-34s %-5s max relative difference %s (bound %s)' "$case" "$status" "$rel" "$tol")")
 }
-if ((HAVE_GPU)); then
+if ((!HAVE_GPU)); then
+  rep "## Training on the GPU: DDP over NCCL, PS with GPU workers, a killed rank, DDP step time"
+  rep ""
+  rep "Not run: no GPU on this machine ($GPU_NOTE)."
+  rep ""
+else
   mkdir -p "$WORK/eq"
   CMP_ROWS=()
   rep "## DDP over NCCL and PS with GPU workers: final parameters"
@@ -755,7 +760,7 @@ if ((${#FAILURES[@]})); then
   ((HAVE_GPU)) || VERDICT="$VERDICT; and NO GPU ($GPU_NOTE): nothing on the GPU path was verified"
   RC=1
 elif ((!HAVE_GPU)); then
-  VERDICT="NO GPU: $GPU_NOTE; the GPU tests skipped and the GPU benchmarks did not run, so nothing on the GPU path was verified"
+  VERDICT="NO GPU: $GPU_NOTE; the GPU tests skipped and the GPU benchmarks and training checks did not run, so nothing on the GPU path was verified"
   RC=3
 else
   VERDICT="PASS: every GPU test binary passed on $(echo "$SMI_L" | head -1 | sed 's/ (UUID.*//')"
