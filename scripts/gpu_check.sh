@@ -470,6 +470,7 @@ if ((HAVE_GPU)); then
       RINGSIDE_RUN_ID=gpu-check-kill bin/ringside "${KILL_ARGS[@]}" >"$WORK/kill$r.log" 2>&1 &
     KPID[r]=$!
   done
+  disown "${KPID[2]}"  # no "Killed" notice from the shell for the rank killed on purpose
   deadline=$((SECONDS + $(tmo 90)))
   until grep -qE 'step [1-9][0-9]+/' "$WORK/kill0.log" 2>/dev/null; do
     ((SECONDS >= deadline)) && break
