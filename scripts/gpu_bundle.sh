@@ -120,6 +120,8 @@ fi
 install -m 755 scripts/gpu_check.sh "$DEST/gpu_check.sh"
 install -m 644 experiments/bench/torch_step_bench.py "$DEST/torch_step_bench.py"
 install -m 644 experiments/bench/torch_allreduce_bench.py "$DEST/torch_allreduce_bench.py"
+install -m 644 experiments/bench/torch_ddp_bench.py "$DEST/torch_ddp_bench.py"
+install -m 644 tests/compare_checkpoints.py "$DEST/compare_checkpoints.py"
 
 # VERSION: what was built from what, and what the target machine must have.
 commit=$(git rev-parse HEAD)

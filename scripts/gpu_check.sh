@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The GPU check: runs every GPU test binary and the GPU step benchmarks (ringside next to
-# PyTorch) from the portable GPU bundle, and writes one report. Built for a machine with
-# an NVIDIA GPU, its driver and the CUDA runtime libraries, and no build tools; see
+# PyTorch) from the portable GPU bundle, checks training on the GPU (DDP over NCCL and
+# PS with GPU workers end where one GPU and Gloo DDP on the CPU do; a rank killed
+# mid-run is named by the survivors in time; NCCL all-reduce has no wrong element; DDP's
+# step time against PyTorch DDP), and writes one report. Built for a machine with an
+# NVIDIA GPU, its driver and the CUDA runtime libraries, and no build tools; see
 # docs/build.md, "The GPU bundle".
 #
 #   gpu_check.sh [--out DIR] [--quick]
@@ -13,14 +16,15 @@
 #              else ./gpu_report.
 #   --quick    shorter benchmarks (fewer steps, one ringside repeat).
 # Exit status: 0 only if a GPU is present, every test binary passed (a binary whose
-# tests all skipped on a machine with a GPU counts as failed) and every ringside
-# benchmark produced its result line; 1 if anything failed; 2 for bad usage or a missing
+# tests all skipped on a machine with a GPU counts as failed), every ringside
+# benchmark produced its result line and every training check held (a check whose
+# result is missing fails); 1 if anything failed; 2 for bad usage or a missing
 # bundle; 3 if this machine has no GPU (nothing on the GPU path was verified). The last
 # lines on stdout are a summary (the report's tables and the verdict).
 set -uo pipefail
 
 usage() {
-  sed -n '2,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  sed -n '2,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 OUTDIR=""
@@ -327,6 +331,199 @@ if ((HAVE_GPU)); then
   rep ""
 fi
 
+# ---- 3c. Training over NCCL and with GPU workers ends where the reference runs do
+# (issue #20): the CPU suite's recipe (tests/ddp_equivalence_test.sh and
+# tests/ps_equivalence_test.sh: same model, data, seed, steps, lr, momentum, weight
+# decay; batch B per rank against one process at batch N x B), FP32, on the GPU. Final
+# checkpoints compared by compare_checkpoints.py (max |a - b| / max |b|): DDP over NCCL
+# at N = 2 and 4 against one GPU at the big batch (1e-5) and against Gloo DDP on the CPU
+# (1e-4); PS with 2 GPU workers (shards on the CPU) against one GPU (1e-5). Ranks
+# outnumbering GPUs must say "emulated" in their step records.
+EQ_ROWS=()
+EQ_B=8
+# 2400 samples: every global batch (16, 32) divides the data, so the batches line up
+# without --drop_last (20 steps stay inside the first epoch).
+# shellcheck disable=SC2054  # the commas are the dataset's, not array separators
+EQ_COMMON=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5 --epochs=1
+           --steps=20 --lr=0.05 --momentum=0.9 --weight_decay=1e-4 --seed=3 --threads=1
+           --eval_batch=240)
+GPUS=$(grep -c '^GPU [0-9]' <<<"$SMI_L")
+CK_PY=""  # a python3 with numpy, for compare_checkpoints.py
+for c in $(command -v python3 2>/dev/null) /usr/bin/python3 /usr/local/bin/python3; do
+  [[ -x $c ]] || continue
+  if LD_LIBRARY_PATH=$ORIG_LD_LIBRARY_PATH "$c" -c 'import numpy' >/dev/null 2>&1; then CK_PY=$c; break; fi
+done
+eq_train() {  # eq_train NAME ARGS...: ringside train ARGS + the recipe into $WORK/eq/NAME
+  local name=$1 rc; shift
+  say "train $name"
+  timeout -k 5 "$(tmo 120)" bin/ringside train "$@" "${EQ_COMMON[@]}" --out="$WORK/eq/$name" \
+    >"$WORK/eq/$name.log" 2>&1
+  rc=$?
+  logblock "train $name: ringside train $* ${EQ_COMMON[*]} --out=DIR (exit $rc)" "$WORK/eq/$name.log"
+  rep "| $name | \`ringside train $*\` | exit $rc |"
+  if ((rc != 0)) || [[ ! -s $WORK/eq/$name/checkpoint.bin ]]; then
+    FAILURES+=("train $name: exit $rc$([[ -s $WORK/eq/$name/checkpoint.bin ]] || echo ', no checkpoint'): $(grep -m1 'error' "$WORK/eq/$name.log" | cut -c1-120)")
+    return 1
+  fi
+}
+eq_labels() {  # eq_labels NAME N: each rank's records name a GPU; emulated where N > GPUs
+  local name=$1 n=$2 r f dev emu want bad=""
+  want=$((n > GPUS ? 1 : 0))
+  for ((r = 0; r < n; r++)); do
+    f=$WORK/eq/$name/metrics.rank$r.jsonl
+    dev=$(grep -o '"device":"[^"]*"' "$f" 2>/dev/null | head -1 | cut -d'"' -f4)
+    emu=$(grep -c '"emulated":true' "$f" 2>/dev/null)
+    [[ $dev == cuda* ]] || bad="$bad rank $r device '${dev}';"
+    if ((want)) && ((${emu:-0} == 0)); then bad="$bad rank $r not emulated;"; fi
+    if ((!want)) && ((${emu:-0} > 0)); then bad="$bad rank $r emulated;"; fi
+  done
+  if [[ -n $bad ]]; then
+    FAILURES+=("$name step records:$bad (want a cuda device$( ((want)) && echo ', emulated: true'))")
+    EQ_ROWS+=("$(printf '%-34s %-5s%s' "$name records" FAIL "$bad")")
+  else
+    EQ_ROWS+=("$(printf '%-34s %-5s device %s, emulated %s on every rank' "$name records" PASS "$dev" "$( ((want)) && echo true || echo false)")")
+  fi
+}
+eq_compare() {  # eq_compare CASE TOL REF OTHER (checkpoint names under $WORK/eq)
+  local case=$1 tol=$2 ref=$WORK/eq/$3/checkpoint.bin other=$WORK/eq/$4/checkpoint.bin out rc rel status=PASS
+  if [[ -z $CK_PY ]]; then
+    status=FAIL; rel="not compared: no python3 with numpy"
+  elif [[ ! -s $ref || ! -s $other ]]; then
+    status=FAIL; rel="not compared: $([[ -s $ref ]] || echo "no $3 checkpoint ")$([[ -s $other ]] || echo "no $4 checkpoint")"
+  else
+    out=$(LD_LIBRARY_PATH=$ORIG_LD_LIBRARY_PATH timeout 60 "$CK_PY" compare_checkpoints.py "$tol" "$ref" "$other" 2>&1)
+    rc=$?
+    { echo; echo "===== compare_checkpoints.py $tol $3 $4 (exit $rc)"; echo "$out"; } >>"$LOG"
+    rel=$(sed -n 's/.*max relative difference \([^ ]*\).*/\1/p' <<<"$out" | head -1)
+    if ((rc != 0)) || [[ -z $rel ]]; then
+      status=FAIL; rel=${rel:-"$(tail -1 <<<"$out" | cut -c1-100)"}
+    fi
+  fi
+  [[ $status == PASS ]] || FAILURES+=("$case: max relative difference $rel (bound $tol)")
+  CMP_ROWS+=("| $case | $status | $rel | $tol |")
+  EQ_ROWS+=("$(printf '%-34s %-5s max relative difference %s (bound %s)' "$case" "$status" "$rel" "$tol")")
+}
+if ((!HAVE_GPU)); then
+  rep "## Training on the GPU: DDP over NCCL, PS with GPU workers, a killed rank, DDP step time"
+  rep ""
+  rep "Not run: no GPU on this machine ($GPU_NOTE)."
+  rep ""
+else
+  mkdir -p "$WORK/eq"
+  CMP_ROWS=()
+  rep "## DDP over NCCL and PS with GPU workers: final parameters"
+  rep ""
+  rep "Recipe (tests/ddp_equivalence_test.sh, tests/ps_equivalence_test.sh), every run: \`${EQ_COMMON[*]}\`; batch $EQ_B per rank, the single-process references at N x $EQ_B; FP32. $GPUS GPU(s): ranks beyond that share a GPU (emulated, NCCL over sockets)."
+  rep ""
+  rep "| run | command (plus the recipe) | exit |"
+  rep "|---|---|---|"
+  for N in 2 4; do
+    eq_train "big$N" --strategy=single --device=cuda --batch=$((N * EQ_B))
+    eq_train "nccl$N" --strategy=ddp --backend=nccl --device=cuda --workers=$N --batch=$EQ_B \
+      --timeout_s=60 && eq_labels "nccl$N" "$N"
+    eq_train "gloo$N" --strategy=ddp --backend=gloo --device=cpu --workers=$N --batch=$EQ_B --timeout_s=60
+  done
+  eq_train ps2 --strategy=ps --device=cuda --workers=2 --ps_shards=2 --batch=$EQ_B --timeout_s=60
+  for N in 2 4; do
+    eq_compare "DDP NCCL x$N vs one GPU, batch $((N * EQ_B))" 1e-5 "big$N" "nccl$N"
+    eq_compare "DDP NCCL x$N vs DDP Gloo (CPU) x$N" 1e-4 "gloo$N" "nccl$N"
+  done
+  eq_compare "PS, 2 GPU workers vs one GPU, batch $((2 * EQ_B))" 1e-5 big2 ps2
+  rep ""
+  rep "| comparison | result | max relative difference | bound |"
+  rep "|---|---|---|---|"
+  printf '%s\n' "${CMP_ROWS[@]}" >>"$REPORT"
+  rep ""
+fi
+
+# ---- 3d. A rank killed mid-run: DDP over NCCL, 3 ranks, started directly with the
+# launcher's variables (as tests/ddp_faults_test.sh case 1, so that the ranks' own
+# failure detection is tested, not the launcher's), --timeout_s=10. Rank 2 is killed
+# (SIGKILL) once rank 0 prints its step progress; ranks 0 and 1 must exit non-zero
+# within 2 x the timeout, each with a last line naming rank 2.
+KILL_ROWS=()
+KILL_T=10
+free_port() {
+  local py
+  for py in $(command -v python3 2>/dev/null) /usr/bin/python3; do
+    [[ -x $py ]] || continue
+    LD_LIBRARY_PATH=$ORIG_LD_LIBRARY_PATH "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null && return
+  done
+  echo $((20000 + RANDOM % 20000))
+}
+alive() {  # alive PID: running (not exited, not a zombie)
+  kill -0 "$1" 2>/dev/null || return 1
+  ! grep -qE '^[0-9]+ \(.*\) Z' "/proc/$1/stat" 2>/dev/null
+}
+now() { date +%s.%N; }
+if ((HAVE_GPU)); then
+  rep "## A rank killed mid-run (DDP over NCCL, 3 ranks)"
+  rep ""
+  port=$(free_port)
+  # shellcheck disable=SC2054
+  KILL_ARGS=(train --strategy=ddp --backend=nccl --device=cuda --timeout_s="$KILL_T" --threads=1
+             --model=mlp:784-64-10 --batch=32 --dataset=synthetic:train=60000,test=100 --epochs=50)
+  rep "- each rank: \`RANK=r WORLD_SIZE=3 LOCAL_RANK=r LOCAL_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port ringside ${KILL_ARGS[*]}\`; rank 2 killed (SIGKILL) after rank 0's first progress line past step 10"
+  KPID=()
+  for r in 0 1 2; do
+    RANK=$r WORLD_SIZE=3 LOCAL_RANK=$r LOCAL_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      RINGSIDE_RUN_ID=gpu-check-kill bin/ringside "${KILL_ARGS[@]}" >"$WORK/kill$r.log" 2>&1 &
+    KPID[r]=$!
+  done
+  disown "${KPID[2]}"  # no "Killed" notice from the shell for the rank killed on purpose
+  deadline=$((SECONDS + $(tmo 90)))
+  until grep -qE 'step [1-9][0-9]+/' "$WORK/kill0.log" 2>/dev/null; do
+    ((SECONDS >= deadline)) && break
+    alive "${KPID[0]}" || break
+    sleep 0.2
+  done
+  if grep -qE 'step [1-9][0-9]+/' "$WORK/kill0.log" 2>/dev/null; then
+    kill -KILL "${KPID[2]}" 2>/dev/null
+    t0=$(now)
+    declare -A KEND=()
+    limit=$((2 * KILL_T + 10))  # watch a little past 2 x timeout, to report how late
+    while :; do
+      for r in 0 1; do
+        [[ -z ${KEND[$r]:-} ]] && ! alive "${KPID[r]}" && KEND[$r]=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
+      done
+      [[ -n ${KEND[0]:-} && -n ${KEND[1]:-} ]] && break
+      awk -v a="$(now)" -v b="$t0" -v l="$limit" 'BEGIN { exit !(a - b > l) }' && break
+      sleep 0.1
+    done
+    for r in 0 1; do
+      status=PASS why=""
+      if [[ -z ${KEND[$r]:-} ]]; then
+        kill -KILL "${KPID[r]}" 2>/dev/null
+        wait "${KPID[r]}" 2>/dev/null
+        status=FAIL; why="still running ${limit} s after rank 2 was killed"; rc=killed; secs=">$limit"
+      else
+        wait "${KPID[r]}"; rc=$?
+        secs=${KEND[$r]}
+        if ((rc == 0)); then status=FAIL; why="exit 0"; fi
+        if awk -v s="$secs" -v l="$((2 * KILL_T))" 'BEGIN { exit !(s >= l) }'; then
+          status=FAIL; why="$why exited ${secs} s after the kill (bound $((2 * KILL_T)) s)"
+        fi
+      fi
+      last=$(grep -v '^\s*$' "$WORK/kill$r.log" | tail -1)
+      if ! grep -qE 'rank ([0-9]+, )*2\b' <<<"$last"; then status=FAIL; why="$why last line does not name rank 2"; fi
+      logblock "killed-rank case: rank $r (exit $rc, ${secs} s after the kill)" "$WORK/kill$r.log"
+      [[ $status == PASS ]] || FAILURES+=("rank 2 killed: rank $r:$why")
+      rep "- rank $r: $status, exit $rc, ${secs} s after the kill (bound $((2 * KILL_T)) s); last line: \`$(cut -c1-200 <<<"$last" | tr '`' "'")\`"
+      KILL_ROWS+=("$(printf 'rank %s  %-5s exit %-6s %6s s  %s' "$r" "$status" "$rc" "$secs" "$(cut -c1-100 <<<"$last")")")
+    done
+  else
+    FAILURES+=("rank 2 killed: training never reached step 10 on rank 0: $(grep -v '^\s*$' "$WORK/kill0.log" | tail -1 | cut -c1-120)")
+    rep "- FAIL: training never reached step 10 on rank 0 (see the log)"
+    KILL_ROWS+=("FAIL: training never reached step 10 on rank 0")
+    for r in 0 1; do kill -KILL "${KPID[r]}" 2>/dev/null; done
+    kill -KILL "${KPID[2]}" 2>/dev/null
+    for r in 0 1; do logblock "killed-rank case: rank $r" "$WORK/kill$r.log"; done
+  fi
+  wait "${KPID[0]}" "${KPID[1]}" "${KPID[2]}" 2>/dev/null
+  logblock "killed-rank case: rank 2 (killed)" "$WORK/kill2.log"
+  rep ""
+fi
+
 # ---- 4. Benchmarks: ringside next to PyTorch, same model, batch and precision (FP32,
 # TF32 off), same run.
 ROWS=("mlp:784-4096-4096-4096-10 256" "mlp:784-4096-4096-4096-10 1024"
@@ -462,8 +659,16 @@ if ((HAVE_GPU)); then
     if ((rc != 0)) || [[ ! -s $WORK/r_rows ]]; then
       FAILURES+=("bench allreduce --backend=nccl at $ranks ranks: exit $rc, $(wc -l <"$WORK/r_rows") rows")
     fi
-    wrong_total=$(awk '{s += $3} END {print s + 0}' "$WORK/r_rows")
-    ((wrong_total == 0)) || FAILURES+=("bench allreduce --backend=nccl at $ranks ranks: $wrong_total wrong elements")
+    # #wrong must be 0 at every size of the sweep, 1 KiB to 256 MiB (19 sizes): a
+    # missing size or a #wrong that is not a number fails as a wrong one does.
+    wrong_total=$(awk '$3 ~ /^[0-9]+$/ {s += $3} END {print s + 0}' "$WORK/r_rows")
+    wrong_sizes=$(awk '$3 !~ /^0$/ {printf "%s%s (#wrong %s)", sep, $1, $3; sep = ", "}' "$WORK/r_rows")
+    rows_n=$(wc -l <"$WORK/r_rows")
+    [[ -z $wrong_sizes ]] || FAILURES+=("bench allreduce --backend=nccl at $ranks ranks: $wrong_total wrong elements, at $wrong_sizes")
+    if ((rows_n != 19)) || [[ $(head -1 "$WORK/r_rows" | cut -d' ' -f1) != 1024 || $(tail -1 "$WORK/r_rows" | cut -d' ' -f1) != $((256 << 20)) ]]; then
+      FAILURES+=("bench allreduce --backend=nccl at $ranks ranks: $rows_n sizes from $(head -1 "$WORK/r_rows" | cut -d' ' -f1) to $(tail -1 "$WORK/r_rows" | cut -d' ' -f1) bytes (want 19, 1024 to $((256 << 20)))")
+    fi
+    wrong_note="#wrong at $ranks ranks: $wrong_total in all, over $rows_n sizes$([[ -n $wrong_sizes ]] && echo ", NOT 0 at $wrong_sizes")."
     while read -r bytes busbw wrong; do
       tb=$(awk -v b="$bytes" '$1 == b {print $2}' "$WORK/t_rows")
       tw=$(awk -v b="$bytes" '$1 == b {print $3}' "$WORK/t_rows")
@@ -475,7 +680,79 @@ if ((HAVE_GPU)); then
       fi
     done <"$WORK/r_rows"
     rep ""
+    rep "$wrong_note"
+    rep ""
   done
+fi
+
+# ---- 4c. DDP step time against PyTorch DDP (issue #20's bar: at least as fast): both
+# over NCCL on this machine's GPU(s), 2 ranks, mlp:784-4096-4096-4096-10 at batch 256 per
+# rank, FP32, same run. ringside: the median step_ms of rank 0's records after the first
+# 10% of steps; PyTorch: torch_ddp_bench.py --spawn 2 (mp.spawn, data made on the GPU,
+# each step timed between device synchronisations), rank 0's median after as many
+# warm-up steps. On one GPU both sides are emulated alike (one NCCL_HOSTID per rank).
+DDPB_ROWS=()
+if ((HAVE_GPU)); then
+  if ((QUICK)); then D_STEPS=40; else D_STEPS=100; fi
+  D_WARM=$((D_STEPS / 10))
+  D_MODEL=784-4096-4096-4096-10
+  # shellcheck disable=SC2054
+  D_ARGS=(train --strategy=ddp --backend=nccl --device=cuda --precision=fp32 --workers=2
+          --model="mlp:$D_MODEL" --batch=256 --dataset=synthetic:train=65536,test=256 --epochs=1
+          --steps="$D_STEPS" --lr=0.02 --momentum=0.9 --timeout_s=60)
+  T_DDP_ARGS=(--spawn 2 --device=cuda --backend=nccl --widths="$D_MODEL" --batch=256
+              --synthetic=16384 --lr=0.02 --momentum=0.9 --warmup="$D_WARM" --steps="$((D_STEPS - D_WARM))")
+  rep "## DDP step time, ringside vs PyTorch DDP (NCCL, 2 ranks, $GPUS GPU(s))"
+  rep ""
+  rep "- ringside: \`bin/ringside ${D_ARGS[*]} --out=DIR\`; step ms = median of rank 0's step_ms (metrics.rank0.jsonl) after the first $D_WARM steps"
+  rep "- PyTorch: \`python3 torch_ddp_bench.py ${T_DDP_ARGS[*]}\` ($TORCH_NOTE); step ms = rank 0's median over the timed steps"
+  say "ddp step time: ringside"
+  timeout -k 5 "$(tmo 180)" bin/ringside "${D_ARGS[@]}" --out="$WORK/ddpbench" >"$WORK/out" 2>&1
+  rc=$?
+  logblock "ringside ${D_ARGS[*]} (exit $rc)" "$WORK/out"
+  f=$WORK/ddpbench/metrics.rank0.jsonl
+  r_ms=$(grep -o '"step_ms":[0-9.eE+-]*' "$f" 2>/dev/null | cut -d: -f2 |
+    awk '{v[NR] = $1} END {for (i = int(NR / 10) + 1; i <= NR; i++) print v[i]}' | sort -g |
+    awk '{a[NR] = $1} END {if (NR == 0) exit; if (NR % 2) printf "%.3f", a[(NR + 1) / 2]; else printf "%.3f", (a[NR / 2] + a[NR / 2 + 1]) / 2}')
+  r_emu=$(grep -c '"emulated":true' "$f" 2>/dev/null)
+  r_dev=$(grep -o '"device":"[^"]*"' "$f" 2>/dev/null | head -1 | cut -d'"' -f4)
+  if ((rc != 0)) || [[ -z $r_ms ]]; then
+    FAILURES+=("ddp step time: ringside exit $rc, $( [[ -z $r_ms ]] && echo 'no step records' || echo "median $r_ms ms")")
+    r_ms=FAIL
+  fi
+  t_ms="" t_emu=""
+  if [[ -z $PY ]]; then
+    FAILURES+=("ddp step time: no PyTorch with CUDA to compare with ($TORCH_NOTE)")
+    t_ms=missing
+  else
+    say "ddp step time: torch"
+    LD_LIBRARY_PATH=$ORIG_LD_LIBRARY_PATH timeout -k 5 "$(tmo 240)" "$PY" torch_ddp_bench.py \
+      "${T_DDP_ARGS[@]}" >"$WORK/out" 2>&1
+    rc=$?
+    logblock "torch_ddp_bench.py ${T_DDP_ARGS[*]} (exit $rc)" "$WORK/out"
+    line=$(grep '^result:' "$WORK/out" | tail -1)
+    t_ms=$(kv step_ms "$line") t_emu=$(kv emulated "$line")
+    if ((rc != 0)) || [[ -z $t_ms ]]; then
+      FAILURES+=("ddp step time: torch_ddp_bench.py exit $rc, $( [[ -z $t_ms ]] && echo 'no result: line' || echo "step_ms $t_ms")")
+      t_ms=FAIL
+    fi
+  fi
+  ratio=""
+  if [[ $r_ms =~ ^[0-9.]+$ && $t_ms =~ ^[0-9.]+$ ]]; then
+    ratio=$(awk -v t="$t_ms" -v r="$r_ms" 'BEGIN { if (r > 0) printf "%.2f", t / r }')
+    if awk -v x="$ratio" 'BEGIN { exit !(x < 1) }'; then
+      FAILURES+=("ddp step time: ringside $r_ms ms slower than PyTorch DDP $t_ms ms (ratio $ratio)")
+    fi
+  fi
+  r_label="${r_dev:-?}$( ((${r_emu:-0} > 0)) && echo ', emulated')"
+  t_label="cuda$( [[ $t_emu == 1 ]] && echo ', emulated')"
+  rep ""
+  rep "| model | batch per rank | ranks | ringside ms | torch ms | torch/ringside | ringside device | torch device |"
+  rep "|---|---|---|---|---|---|---|---|"
+  rep "| mlp:$D_MODEL | 256 | 2 | $r_ms | ${t_ms:--} | ${ratio:--} | $r_label | $t_label |"
+  rep ""
+  DDPB_ROWS+=("$(printf 'mlp:%s batch 256 x 2 ranks: ringside %s ms (%s), torch %s ms (%s), torch/ringside %s' \
+    "$D_MODEL" "$r_ms" "$r_label" "${t_ms:--}" "$t_label" "${ratio:--}")")
 fi
 
 # ---- 5. Verdict.
@@ -484,7 +761,7 @@ if ((${#FAILURES[@]})); then
   ((HAVE_GPU)) || VERDICT="$VERDICT; and NO GPU ($GPU_NOTE): nothing on the GPU path was verified"
   RC=1
 elif ((!HAVE_GPU)); then
-  VERDICT="NO GPU: $GPU_NOTE; the GPU tests skipped and the GPU benchmarks did not run, so nothing on the GPU path was verified"
+  VERDICT="NO GPU: $GPU_NOTE; the GPU tests skipped and the GPU benchmarks and training checks did not run, so nothing on the GPU path was verified"
   RC=3
 else
   VERDICT="PASS: every GPU test binary passed on $(echo "$SMI_L" | head -1 | sed 's/ (UUID.*//')"
@@ -503,6 +780,18 @@ printf '%s\n' "${TEST_ROWS[@]}"
 if ((${#CLI_ROWS[@]})); then
   echo "---- command line on the GPU"
   printf '%s\n' "${CLI_ROWS[@]}"
+fi
+if ((${#EQ_ROWS[@]})); then
+  echo "---- DDP over NCCL and PS with GPU workers: final parameters against the references"
+  printf '%s\n' "${EQ_ROWS[@]}"
+fi
+if ((${#KILL_ROWS[@]})); then
+  echo "---- a rank killed mid-run (DDP over NCCL, 3 ranks, --timeout_s=$KILL_T): the survivors"
+  printf '%s\n' "${KILL_ROWS[@]}"
+fi
+if ((${#DDPB_ROWS[@]})); then
+  echo "---- DDP step time against PyTorch DDP (NCCL; ratio >= 1: ringside at least as fast)"
+  printf '%s\n' "${DDPB_ROWS[@]}"
 fi
 if ((${#NCCL_ROWS[@]})); then
   echo "---- NCCL all-reduce busbw GB/s at 64 MiB and above (ringside / torch; same ranks)"

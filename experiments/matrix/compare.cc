@@ -13,6 +13,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "common/device.h"
+#include "common/ops_factory.h"
 #include "common/status_macros.h"
 #include "experiments/matrix/spec.h"
 #include "experiments/matrix/summary.h"
@@ -166,6 +168,12 @@ bool ReadKeptResult(const std::string& dir, CellResult* r) {
 
 absl::Status RunCompare(const CompareOptions& o) {
   RINGSIDE_ASSIGN_OR_RETURN(ExperimentSpec spec, LoadSpec(o.spec_path));
+  // GPU cells where none can run: refused before anything is created or started.
+  if (SpecUsesGpu(spec)) {
+    if (absl::Status s = CheckGpuCellsCanRun(spec, BuiltWithCuda(), DetectDevices()); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(o.spec_path, ": ", s.message()));
+    }
+  }
   RINGSIDE_RETURN_IF_ERROR(Prepare(o, spec));
   const std::vector<Cell> cells = ExpandCells(spec);
   const absl::Duration limit = absl::Seconds(spec.cell_timeout_s() > 0 ? spec.cell_timeout_s() : 1800);

@@ -28,6 +28,9 @@ struct CompareOptions {
   FILE* summary = nullptr;
 };
 
+// A spec with cells on the GPU is refused with one error line, before any directory
+// or cell is made, in a build without CUDA or on a machine without a usable GPU
+// (CheckGpuCellsCanRun).
 // Blocks until every cell ran (or was kept from an earlier run). Cancelled after
 // SIGINT / SIGTERM (the running cell is stopped and left without a result, so the next
 // run re-runs it). Returns OK even if cells failed; they are in the summary.

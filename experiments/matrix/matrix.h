@@ -5,7 +5,7 @@
 //   compare.h         `ringside compare`: every cell as its own job, resumable
 //   summary.h         a cell's records reduced to a result; summary.csv
 //   builtin_specs.h   the specs compiled in (the demo's), embedded from specs/
-//   specs/            demo.textproto, quick.textproto, validate.textproto
+//   specs/            demo.textproto, quick.textproto, validate.textproto, gpu.textproto
 #ifndef RINGSIDE_EXPERIMENTS_MATRIX_MATRIX_H_
 #define RINGSIDE_EXPERIMENTS_MATRIX_MATRIX_H_
 

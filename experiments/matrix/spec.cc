@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/ops_factory.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "ddp_ring/allreduce_algorithm.h"
@@ -18,10 +19,98 @@ namespace {
 
 std::string FormatBatchFlag(const Cell& c) { return absl::StrCat("--batch=", c.batch_per_worker); }
 
+// A device field ("" is cpu): OK or InvalidArgument naming `field` and the text.
+absl::Status CheckDevice(const std::string& field, const std::string& text) {
+  if (ParseDevice(text).ok()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " must be cpu, cuda or cuda:K (K >= 0), got '", text, "'"));
+}
+
+// The strategy's device and backend agree (nccl: GPU; gloo: CPU).
+absl::Status CheckStrategyDevice(const ExperimentSpec& spec, const StrategySpec& s) {
+  RINGSIDE_RETURN_IF_ERROR(CheckDevice(absl::StrCat("strategy ", s.kind(), ": device"), s.device()));
+  const std::string device = StrategyDevice(spec, s);
+  if (s.kind() != "ddp") {
+    if (!s.backend().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", s.kind(), ": backend is DDP's (", s.backend(), ")"));
+    }
+    return absl::OkStatus();
+  }
+  const std::string backend = StrategyBackend(spec, s);
+  if (backend != "gloo" && backend != "nccl") {
+    return absl::InvalidArgumentError(absl::StrCat("strategy ddp: unknown backend '", backend, "' (expected gloo or nccl)"));
+  }
+  if (backend == "nccl" && !IsGpuDevice(device)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strategy ddp: backend nccl needs device cuda, but its device is ", device,
+        " (set device: \"cuda\" in the strategy or the spec)"));
+  }
+  if (backend == "gloo" && IsGpuDevice(device)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strategy ddp: backend gloo needs device cpu, but its device is ", device,
+        " (on the GPU use backend nccl, or leave backend unset)"));
+  }
+  if (backend == "nccl" && !s.allreduce().empty() && s.allreduce() != "auto") {
+    return absl::InvalidArgumentError(absl::StrCat("strategy ddp: allreduce '", s.allreduce(),
+                                                   "' is Gloo's; NCCL picks its own algorithm"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::string StrategyDevice(const ExperimentSpec& spec, const StrategySpec& s) {
+  if (!s.device().empty()) return s.device();
+  if (!spec.device().empty()) return spec.device();
+  return "cpu";
+}
+
+bool IsGpuDevice(const std::string& device) {
+  absl::StatusOr<DeviceSpec> parsed = ParseDevice(device);
+  return parsed.ok() && parsed->kind == DeviceKind::kCuda;
+}
+
+std::string StrategyBackend(const ExperimentSpec& spec, const StrategySpec& s) {
+  if (!s.backend().empty()) return s.backend();
+  return IsGpuDevice(StrategyDevice(spec, s)) ? "nccl" : "gloo";
+}
+
+bool SpecUsesGpu(const ExperimentSpec& spec) {
+  for (const StrategySpec& s : spec.strategies()) {
+    if (IsGpuDevice(StrategyDevice(spec, s))) return true;
+  }
+  return false;
+}
+
+absl::Status CheckGpuCellsCanRun(const ExperimentSpec& spec, bool built_with_cuda, const DeviceInfo& devices) {
+  if (!SpecUsesGpu(spec)) return absl::OkStatus();
+  if (!built_with_cuda) {
+    return absl::FailedPreconditionError(
+        "the spec has cells on the GPU (device cuda), but this ringside was built without CUDA "
+        "(rebuild with --config=cuda, or use the GPU bundle)");
+  }
+  if (devices.gpu_count < 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the spec has cells on the GPU (device cuda), but this machine has no usable GPU: ",
+        devices.detail.empty() ? "none found" : devices.detail));
+  }
+  for (const StrategySpec& s : spec.strategies()) {
+    absl::StatusOr<DeviceSpec> d = ParseDevice(StrategyDevice(spec, s));
+    if (d.ok() && d->kind == DeviceKind::kCuda && d->index >= devices.gpu_count) {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": device ",
+                                                     DeviceName(*d), ": this machine has ",
+                                                     devices.gpu_count, " GPU(s)"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateSpec(const ExperimentSpec& spec) {
   if (spec.strategies().empty()) return absl::InvalidArgumentError("the spec lists no strategies");
+  RINGSIDE_RETURN_IF_ERROR(CheckDevice("device", spec.device()));
+  if (absl::StatusOr<GemmPrecision> p = ParseGemmPrecision(spec.precision()); !p.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("precision must be fp32, tf32 or bf16, got '", spec.precision(), "'"));
+  }
   for (const StrategySpec& s : spec.strategies()) {
     if (s.kind() != "single" && s.kind() != "ps" && s.kind() != "ddp") {
       return absl::InvalidArgumentError(
@@ -31,6 +120,7 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
     if (!s.allreduce().empty()) {
       RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
     }
+    RINGSIDE_RETURN_IF_ERROR(CheckStrategyDevice(spec, s));
   }
   bool any_parallel = false;
   for (const StrategySpec& s : spec.strategies()) any_parallel |= s.kind() != "single";
@@ -99,24 +189,31 @@ absl::StatusOr<ExperimentSpec> LoadSpec(const std::string& path) {
   return ParseSpec(*text, path);
 }
 
-std::string StrategyLabel(const StrategySpec& s) {
+std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s) {
   if (!s.label().empty()) return s.label();
+  // "-cuda", "-cuda1" (cuda:1) for single and ps on a GPU.
+  std::string gpu;
+  if (const std::string device = StrategyDevice(spec, s); IsGpuDevice(device)) {
+    gpu = absl::StrCat("-", device);
+    gpu.erase(std::remove(gpu.begin(), gpu.end(), ':'), gpu.end());
+  }
   if (s.kind() == "ps") {
     std::string sync = s.ps_sync().empty() ? "bsp" : s.ps_sync();
     for (char& c : sync) {
       if (c == ':') c = '_';
     }
-    return absl::StrCat("ps-s", std::max(1, s.ps_shards()), "-", sync, s.ps_colocated() ? "-coloc" : "");
+    return absl::StrCat("ps-s", std::max(1, s.ps_shards()), "-", sync, s.ps_colocated() ? "-coloc" : "", gpu);
   }
   if (s.kind() == "ddp") {
     std::string label = "ddp";
+    if (StrategyBackend(spec, s) == "nccl") absl::StrAppend(&label, "-nccl");
     if (s.allreduce() == "halving-doubling") absl::StrAppend(&label, "-hd");
     if (s.allreduce() == "recursive-doubling") absl::StrAppend(&label, "-rd");
     if (s.allreduce() == "ring") absl::StrAppend(&label, "-ring");
     if (s.no_overlap()) absl::StrAppend(&label, "-nooverlap");
     return label;
   }
-  return s.kind();
+  return absl::StrCat(s.kind(), gpu);
 }
 
 std::vector<Cell> ExpandCells(const ExperimentSpec& spec) {
@@ -131,7 +228,8 @@ std::vector<Cell> ExpandCells(const ExperimentSpec& spec) {
       for (int r = 0; r < repeats; ++r) {
         Cell c;
         c.strategy = s;
-        c.label = StrategyLabel(s);
+        c.label = StrategyLabel(spec, s);
+        c.device = StrategyDevice(spec, s);
         c.workers = n;
         c.repeat = r;
         c.global_batch = spec.global_batch() > 0 ? spec.global_batch() : spec.batch_per_worker() * n;
@@ -168,7 +266,11 @@ std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& c
       absl::StrCat("--seed=", spec.has_seed() ? spec.seed() : d.seed()),
       absl::StrCat("--timeout_s=", spec.has_timeout_s() ? spec.timeout_s()
                                                         : absl::ToInt64Seconds(kDefaultPeerTimeout)),
-      absl::StrCat("--out=", out_dir)};
+      absl::StrCat("--out=", out_dir),
+      absl::StrCat("--device=", cell.device)};
+  if (IsGpuDevice(cell.device)) {
+    a.push_back(absl::StrCat("--precision=", spec.precision().empty() ? "fp32" : spec.precision()));
+  }
   if (s.kind() != "single" && !spec.network().empty()) {
     a.push_back(absl::StrCat("--network=", spec.network()));
   }
@@ -179,7 +281,7 @@ std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& c
     if (s.ps_colocated()) a.push_back("--ps_colocated");
   } else if (s.kind() == "ddp") {
     a.push_back(absl::StrCat("--workers=", cell.workers));
-    a.push_back(absl::StrCat("--backend=", s.backend().empty() ? "gloo" : s.backend()));
+    a.push_back(absl::StrCat("--backend=", StrategyBackend(spec, s)));
     if (s.bucket_cap_mb() > 0) a.push_back(absl::StrCat("--bucket_cap_mb=", s.bucket_cap_mb()));
     if (s.no_overlap()) a.push_back("--overlap=false");
     if (!s.allreduce().empty()) a.push_back(absl::StrCat("--allreduce=", s.allreduce()));

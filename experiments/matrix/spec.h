@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/device.h"
 #include "experiments/matrix/experiment.pb.h"
 
 namespace ringside {
@@ -18,13 +19,33 @@ namespace ringside {
 absl::StatusOr<ExperimentSpec> LoadSpec(const std::string& path);
 // The same for a spec's text; `name` stands for the file in messages.
 absl::StatusOr<ExperimentSpec> ParseSpec(const std::string& text, const std::string& name);
+// Also checks each strategy's device and backend: a device is cpu, cuda or cuda:K;
+// DDP's nccl needs a GPU and gloo the CPU; `allreduce` is gloo's.
 absl::Status ValidateSpec(const ExperimentSpec& spec);
+
+// Where a strategy's cells compute: its own device, else the spec's, else "cpu"
+// (the text as written: "cpu", "cuda", "cuda:K").
+std::string StrategyDevice(const ExperimentSpec& spec, const StrategySpec& s);
+// True for "cuda" and "cuda:K".
+bool IsGpuDevice(const std::string& device);
+// DDP's process-group backend: the strategy's, else the device's (nccl on a GPU,
+// gloo on the CPU).
+std::string StrategyBackend(const ExperimentSpec& spec, const StrategySpec& s);
+// Whether any cell of `spec` runs on a GPU.
+bool SpecUsesGpu(const ExperimentSpec& spec);
+// Refuses a spec with GPU cells where they cannot run, before any cell starts:
+// FailedPrecondition naming why (`built_with_cuda`: ops_factory.h BuiltWithCuda();
+// `devices`: device.h DetectDevices()), or InvalidArgument for a cuda:K the machine
+// does not have. OK for a CPU-only spec whatever the arguments.
+absl::Status CheckGpuCellsCanRun(const ExperimentSpec& spec, bool built_with_cuda,
+                                 const DeviceInfo& devices);
 
 // One cell of the matrix.
 struct Cell {
   std::string id;        // "<label>-n<N>-r<R>", a directory name.
   StrategySpec strategy;
   std::string label;
+  std::string device = "cpu";  // StrategyDevice's.
   int workers = 1;
   int repeat = 0;
   int batch_per_worker = 0;
@@ -33,10 +54,12 @@ struct Cell {
 
 // Cells in run order: strategies in spec order, worker counts ascending, repeats.
 std::vector<Cell> ExpandCells(const ExperimentSpec& spec);
-// The label a strategy gets when the spec gives none, e.g. "ps-s1-bsp", "ddp".
-std::string StrategyLabel(const StrategySpec& s);
+// The label a strategy gets when the spec gives none, e.g. "ps-s1-bsp", "ddp": on a
+// GPU single and ps add "-cuda" ("-cudaK" for cuda:K), ddp adds its backend, "-nccl".
+std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s);
 
-// `ringside train` flags for a cell writing to `out_dir`.
+// `ringside train` flags for a cell writing to `out_dir`: --device always, --precision
+// for GPU cells, --backend for DDP.
 std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& cell,
                                        const std::string& out_dir);
 

@@ -18,7 +18,7 @@ std::string SpecPath(const std::string& name) {
 }
 
 TEST(SpecTest, EveryShippedSpecLoads) {
-  for (const char* name : {"demo.textproto", "quick.textproto", "validate.textproto"}) {
+  for (const char* name : {"demo.textproto", "quick.textproto", "validate.textproto", "gpu.textproto"}) {
     absl::StatusOr<ExperimentSpec> spec = LoadSpec(SpecPath(name));
     EXPECT_TRUE(spec.ok()) << name << ": " << spec.status();
   }
@@ -79,6 +79,117 @@ TEST(SpecTest, UnsetFieldsTakeTheCommandLineDefaultsSetOnesAreKept) {
     EXPECT_NE(args.find(want), std::string::npos) << want << " not in " << args;
   }
   EXPECT_EQ(ParseSpec(base + "epochs: 0", "s").status().message(), "s: epochs must be >= 1, got 0");
+}
+
+constexpr char kBase[] = "model: \"mlp:4-2\" batch_per_worker: 8 steps: 3 workers: 2 ";
+
+std::string Args(const ExperimentSpec& spec, size_t cell) {
+  return absl::StrJoin(CellTrainArgs(spec, ExpandCells(spec)[cell], "OUT"), " ");
+}
+
+TEST(SpecTest, GpuCellsGetTheirDevicePrecisionAndBackend) {
+  absl::StatusOr<ExperimentSpec> spec = ParseSpec(
+      absl::StrCat(kBase, "device: \"cuda\" precision: \"tf32\" strategies { kind: \"single\" } "
+                          "strategies { kind: \"ps\" } strategies { kind: \"ddp\" } "
+                          "strategies { kind: \"ddp\" device: \"cpu\" }"),
+      "s");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  std::vector<std::string> ids;
+  for (const Cell& c : ExpandCells(*spec)) ids.push_back(c.id);
+  EXPECT_EQ(absl::StrJoin(ids, " "), "single-cuda-n1-r0 ps-s1-bsp-cuda-n2-r0 ddp-nccl-n2-r0 ddp-n2-r0");
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NE(Args(*spec, i).find("--device=cuda --precision=tf32"), std::string::npos) << Args(*spec, i);
+  }
+  EXPECT_NE(Args(*spec, 2).find("--backend=nccl"), std::string::npos) << Args(*spec, 2);
+  // The strategy's own device overrides the spec's: DDP on the CPU, Gloo, no precision.
+  EXPECT_NE(Args(*spec, 3).find("--device=cpu"), std::string::npos) << Args(*spec, 3);
+  EXPECT_NE(Args(*spec, 3).find("--backend=gloo"), std::string::npos) << Args(*spec, 3);
+  EXPECT_EQ(Args(*spec, 3).find("--precision"), std::string::npos) << Args(*spec, 3);
+  EXPECT_TRUE(SpecUsesGpu(*spec));
+}
+
+TEST(SpecTest, CpuSpecsAreUnchangedByTheDeviceFields) {
+  absl::StatusOr<ExperimentSpec> spec =
+      ParseSpec(absl::StrCat(kBase, "strategies { kind: \"ddp\" } strategies { kind: \"single\" }"), "s");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(ExpandCells(*spec)[0].id, "ddp-n2-r0");
+  EXPECT_EQ(ExpandCells(*spec)[1].id, "single-n1-r0");
+  EXPECT_NE(Args(*spec, 0).find("--device=cpu"), std::string::npos);
+  EXPECT_NE(Args(*spec, 0).find("--backend=gloo"), std::string::npos);
+  EXPECT_EQ(Args(*spec, 0).find("--precision"), std::string::npos);
+  EXPECT_FALSE(SpecUsesGpu(*spec));
+}
+
+TEST(SpecTest, BackendAndDeviceMustAgree) {
+  const auto error = [](const std::string& extra) {
+    return std::string(ParseSpec(absl::StrCat(kBase, extra), "s").status().message());
+  };
+  EXPECT_EQ(error("strategies { kind: \"ddp\" backend: \"nccl\" }"),
+            "s: strategy ddp: backend nccl needs device cuda, but its device is cpu (set device: \"cuda\" "
+            "in the strategy or the spec)");
+  EXPECT_EQ(error("device: \"cuda\" strategies { kind: \"ddp\" backend: \"gloo\" }"),
+            "s: strategy ddp: backend gloo needs device cpu, but its device is cuda (on the GPU use backend "
+            "nccl, or leave backend unset)");
+  EXPECT_EQ(error("strategies { kind: \"ddp\" backend: \"gloo\" device: \"cuda:1\" }"),
+            "s: strategy ddp: backend gloo needs device cpu, but its device is cuda:1 (on the GPU use backend "
+            "nccl, or leave backend unset)");
+  EXPECT_EQ(error("strategies { kind: \"ddp\" backend: \"mpi\" }"),
+            "s: strategy ddp: unknown backend 'mpi' (expected gloo or nccl)");
+  EXPECT_EQ(error("device: \"gpu\" strategies { kind: \"single\" }"),
+            "s: device must be cpu, cuda or cuda:K (K >= 0), got 'gpu'");
+  EXPECT_EQ(error("strategies { kind: \"ps\" device: \"cuda:-1\" }"),
+            "s: strategy ps: device must be cpu, cuda or cuda:K (K >= 0), got 'cuda:-1'");
+  EXPECT_EQ(error("precision: \"fp16\" strategies { kind: \"single\" }"),
+            "s: precision must be fp32, tf32 or bf16, got 'fp16'");
+  EXPECT_EQ(error("device: \"cuda\" strategies { kind: \"ddp\" allreduce: \"ring\" }"),
+            "s: strategy ddp: allreduce 'ring' is Gloo's; NCCL picks its own algorithm");
+  EXPECT_EQ(error("strategies { kind: \"ps\" backend: \"nccl\" }"), "s: strategy ps: backend is DDP's (nccl)");
+  // Accepted: nccl with a GPU from the strategy or the spec.
+  EXPECT_EQ(error("strategies { kind: \"ddp\" backend: \"nccl\" device: \"cuda\" }"), "");
+  EXPECT_EQ(error("device: \"cuda:0\" strategies { kind: \"ddp\" backend: \"nccl\" }"), "");
+}
+
+TEST(SpecTest, GpuCellsAreRefusedWhereTheyCannotRun) {
+  absl::StatusOr<ExperimentSpec> gpu =
+      ParseSpec(absl::StrCat(kBase, "strategies { kind: \"ddp\" device: \"cuda\" }"), "s");
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  DeviceInfo none;
+  none.detail = "libcuda.so.1: cannot open shared object file";
+  DeviceInfo one;
+  one.gpu_count = 1;
+  absl::Status s = CheckGpuCellsCanRun(*gpu, /*built_with_cuda=*/false, one);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "the spec has cells on the GPU (device cuda), but this ringside was built without "
+                         "CUDA (rebuild with --config=cuda, or use the GPU bundle)");
+  s = CheckGpuCellsCanRun(*gpu, /*built_with_cuda=*/true, none);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "the spec has cells on the GPU (device cuda), but this machine has no usable GPU: "
+                         "libcuda.so.1: cannot open shared object file");
+  EXPECT_TRUE(CheckGpuCellsCanRun(*gpu, true, one).ok());
+  absl::StatusOr<ExperimentSpec> k =
+      ParseSpec(absl::StrCat(kBase, "device: \"cuda:1\" strategies { kind: \"single\" }"), "s");
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(CheckGpuCellsCanRun(*k, true, one).message(),
+            "strategy single-cuda1: device cuda:1: this machine has 1 GPU(s)");
+  // A CPU spec runs anywhere.
+  absl::StatusOr<ExperimentSpec> cpu = ParseSpec(absl::StrCat(kBase, "strategies { kind: \"ddp\" }"), "s");
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_TRUE(CheckGpuCellsCanRun(*cpu, false, none).ok());
+}
+
+TEST(SpecTest, TheGpuSpecRunsSingleGpuPsAndDdpNccl) {
+  absl::StatusOr<ExperimentSpec> spec = LoadSpec(SpecPath("gpu.textproto"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  std::vector<std::string> ids;
+  for (const Cell& c : ExpandCells(*spec)) {
+    ids.push_back(c.id);
+    EXPECT_EQ(c.device, "cuda") << c.id;
+    EXPECT_EQ(c.batch_per_worker, 256) << c.id;
+  }
+  EXPECT_EQ(absl::StrJoin(ids, " "),
+            "single-cuda-n1-r0 ps-s2-bsp-cuda-n1-r0 ps-s2-bsp-cuda-n2-r0 ps-s2-bsp-cuda-n4-r0 "
+            "ddp-nccl-n1-r0 ddp-nccl-n2-r0 ddp-nccl-n4-r0");
+  EXPECT_EQ(spec->model(), "mlp:784-4096-4096-4096-10");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -86,7 +87,40 @@ void ReadLogFacts(const std::string& log, CellResult* r) {
   }
 }
 
+// Where the cell's processes computed and whether any shared its GPU: device from
+// `first` (worker 0 / rank 0, or the single process), else the cell's requested one;
+// emulated and the distinct GPUs from every worker / rank's records.
+void ReadDevices(const Cell& cell, const std::vector<StepMetrics>& first,
+                 const std::vector<std::vector<StepMetrics>>& others, CellResult* r) {
+  std::set<std::string> gpus;
+  bool emulated = false;
+  const auto scan = [&](const std::vector<StepMetrics>& v) {
+    for (const StepMetrics& m : v) {
+      emulated |= m.emulated();
+      if (absl::StartsWith(m.device(), "cuda")) gpus.insert(m.device());
+    }
+  };
+  scan(first);
+  for (const std::vector<StepMetrics>& v : others) scan(v);
+  r->set_device(!first.empty() && !first[0].device().empty() ? first[0].device() : cell.device);
+  r->set_emulated(emulated);
+  r->set_gpus(static_cast<int>(gpus.size()));
+}
+
 }  // namespace
+
+std::string EmulationNote(const std::string& kind, int workers, int gpus) {
+  const std::string shared = gpus > 1 ? absl::StrCat(gpus, " GPUs") : "one GPU";
+  if (kind == "ddp") {
+    return absl::StrCat("emulated: ", workers, " ranks share ", shared, ", NCCL over sockets");
+  }
+  return absl::StrCat("emulated: ", workers, workers == 1 ? " worker shares " : " workers share ", shared);
+}
+
+std::string DeviceNote(const CellResult& r) {
+  if (!r.emulated()) return r.device();
+  return absl::StrCat(r.device(), " (", EmulationNote(r.kind(), r.workers(), r.gpus()), ")");
+}
 
 CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
                          const std::string& exit_reason, double wall_s) {
@@ -98,6 +132,7 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
   r.set_repeat(cell.repeat);
   r.set_wall_s(wall_s);
   r.set_global_batch(cell.global_batch);
+  r.set_device(cell.device);
   const std::string log = ReadFile(dir + "/log.txt").value_or("");
   if (!exit_ok) {
     r.set_status("failed");
@@ -125,6 +160,12 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
   r.set_wait_ms(MedianOf(steady, [](const StepMetrics& s) { return s.wait_ms(); }));
   r.set_update_ms(MedianOf(steady, [](const StepMetrics& s) { return s.update_ms(); }));
   if (r.median_step_ms() > 0) r.set_samples_per_sec(cell.global_batch * 1e3 / r.median_step_ms());
+  // The other workers / ranks (PS workers and DDP ranks both write kRank files).
+  std::vector<std::vector<StepMetrics>> others;
+  for (int rank = 1; fs::exists(metrics_file(OutputOwner::kRank, rank)); ++rank) {
+    others.push_back(ReadMetrics(metrics_file(OutputOwner::kRank, rank)));
+  }
+  ReadDevices(cell, m, others, &r);
   // The busiest node: the busiest shard of a PS; the busiest rank of DDP (ranks differ,
   // e.g. recursive doubling's fold-in ranks), rank 0's records being those read above.
   if (cell.strategy.kind() == "ps") {
@@ -133,9 +174,7 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
     }
   } else if (cell.strategy.kind() == "ddp") {
     KeepBusiest(steady, &r);
-    for (int rank = 1; fs::exists(metrics_file(OutputOwner::kRank, rank)); ++rank) {
-      KeepBusiest(Steady(ReadMetrics(metrics_file(OutputOwner::kRank, rank))), &r);
-    }
+    for (const std::vector<StepMetrics>& v : others) KeepBusiest(Steady(v), &r);
   }
   ReadLogFacts(log, &r);
   return r;
@@ -162,27 +201,28 @@ absl::Status WriteSummaryCsv(const std::vector<CellResult>& results, const std::
   std::string csv =
       "cell,label,kind,workers,repeat,status,steps,median_step_ms,samples_per_sec,speedup,"
       "efficiency,compute_ms,comm_ms,wait_ms,update_ms,busiest_bytes_in,busiest_bytes_out,"
-      "test_accuracy,wall_s,data_ms,reason\n";
+      "test_accuracy,wall_s,data_ms,device,emulated,gpus,reason\n";
   for (size_t i = 0; i < results.size(); ++i) {
     const CellResult& r = results[i];
     const double speedup = speedups[i];
     std::string reason = r.reason();
     std::replace(reason.begin(), reason.end(), '"', '\'');
-    absl::StrAppendFormat(&csv, "%s,%s,%s,%d,%d,%s,%d,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.0f,%.0f,%.4f,%.1f,%.3f,\"%s\"\n",
+    absl::StrAppendFormat(&csv, "%s,%s,%s,%d,%d,%s,%d,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.0f,%.0f,%.4f,%.1f,%.3f,%s,%d,%d,\"%s\"\n",
                           r.cell(), r.label(), r.kind(), r.workers(), r.repeat(), r.status(),
                           r.steps(), r.median_step_ms(), r.samples_per_sec(), speedup,
                           speedup / std::max(1, r.workers()), r.compute_ms(), r.comm_ms(),
                           r.wait_ms(), r.update_ms(), r.busiest_bytes_in(), r.busiest_bytes_out(),
-                          r.test_accuracy(), r.wall_s(), r.data_ms(), reason);
+                          r.test_accuracy(), r.wall_s(), r.data_ms(), r.device(), r.emulated() ? 1 : 0,
+                          r.gpus(), reason);
   }
   return WriteFileAtomically(path, csv);
 }
 
 std::string SummaryTable(const std::vector<CellResult>& results) {
   const std::vector<double> speedups = Speedups(results);
-  std::string table = absl::StrFormat("%-24s %7s %6s %9s %11s %8s %10s %10s %8s %8s\n", "cell", "workers",
+  std::string table = absl::StrFormat("%-24s %7s %6s %9s %11s %8s %10s %10s %8s %8s  %s\n", "cell", "workers",
                                       "repeat", "step ms", "samples/s", "speedup", "efficiency",
-                                      "compute ms", "comm ms", "wait ms");
+                                      "compute ms", "comm ms", "wait ms", "device");
   for (size_t i = 0; i < results.size(); ++i) {
     const CellResult& r = results[i];
     absl::StrAppendFormat(&table, "%-24s %7d %6d ", r.cell(), r.workers(), r.repeat());
@@ -190,9 +230,9 @@ std::string SummaryTable(const std::vector<CellResult>& results) {
       absl::StrAppend(&table, "failed: ", r.reason(), "\n");
       continue;
     }
-    absl::StrAppendFormat(&table, "%9.2f %11.0f %8.2f %9.0f%% %10.2f %8.2f %8.2f\n", r.median_step_ms(),
+    absl::StrAppendFormat(&table, "%9.2f %11.0f %8.2f %9.0f%% %10.2f %8.2f %8.2f  %s\n", r.median_step_ms(),
                           r.samples_per_sec(), speedups[i], 100 * speedups[i] / std::max(1, r.workers()),
-                          r.compute_ms(), r.comm_ms(), r.wait_ms());
+                          r.compute_ms(), r.comm_ms(), r.wait_ms(), DeviceNote(r));
   }
   return table;
 }

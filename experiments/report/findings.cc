@@ -6,7 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
 #include "ddp_ring/allreduce_algorithm.h"
+#include "experiments/matrix/summary.h"
 
 namespace ringside {
 namespace {
@@ -15,6 +18,15 @@ using PointsByLabel = std::map<std::string, std::vector<const ReportPoint*>>;
 
 // "1 worker", "4 workers".
 std::string Workers(int n) { return absl::StrCat(n, n == 1 ? " worker" : " workers"); }
+
+// "**label**", with the emulation said where the point is one:
+// "**ddp-nccl** (emulated: 2 ranks share one GPU, NCCL over sockets)".
+std::string Name(const ReportPoint& p) {
+  if (!p.emulated) return absl::StrCat("**", p.label, "**");
+  return absl::StrCat("**", p.label, "** (", EmulationNote(p.kind, p.workers, p.gpus), ")");
+}
+
+bool OnGpu(const ReportPoint& p) { return absl::StartsWith(p.device, "cuda"); }
 
 // Why the step takes what it takes at `w`'s worker count: compute against
 // communication, the textbook traffic on the emulated link, and what dominates.
@@ -89,16 +101,17 @@ std::string Verdict(const std::vector<std::string>& order, const PointsByLabel& 
   const ReportPoint& winner = *at_top[0];
   std::string out;
   if (at_top.size() >= 2) {
-    absl::StrAppendFormat(&out, "At %d workers **%s** is the fastest: %.0f samples/s, ", top, winner.label,
+    absl::StrAppendFormat(&out, "At %d workers %s is the fastest: %.0f samples/s, ", top, Name(winner),
                           winner.samples_per_sec);
     for (size_t i = 1; i < at_top.size(); ++i) {
       absl::StrAppendFormat(&out, "%s%.2fx **%s**'s", i > 1 ? ", " : "",
                             winner.samples_per_sec / std::max(at_top[i]->samples_per_sec, 1e-9),
                             at_top[i]->label);
+      if (at_top[i]->emulated) absl::StrAppend(&out, " (emulated)");
     }
     absl::StrAppend(&out, ". ");
   } else {
-    absl::StrAppendFormat(&out, "Only **%s** ran at %d workers: %.0f samples/s. ", winner.label, top,
+    absl::StrAppendFormat(&out, "Only %s ran at %d workers: %.0f samples/s. ", Name(winner), top,
                           winner.samples_per_sec);
   }
   const bool scales = best->speedup > 1.0;
@@ -113,6 +126,24 @@ std::string Verdict(const std::vector<std::string>& order, const PointsByLabel& 
                           best->label, Workers(best->workers), best->speedup, c.strong_scaling ? "strong" : "weak");
   }
   absl::StrAppend(&out, Why(winner, c, scales));
+  // Emulated points, said once more where the verdict ends (its "\n\n").
+  std::vector<std::string> emulated;
+  for (const std::string& label : order) {
+    std::vector<std::string> counts;
+    for (const ReportPoint* p : by_label.at(label)) {
+      if (p->emulated) counts.push_back(absl::StrCat(p->workers));
+    }
+    if (!counts.empty()) {
+      emulated.push_back(absl::StrCat("**", label, "** at ", absl::StrJoin(counts, ", "), " workers"));
+    }
+  }
+  if (!emulated.empty()) {
+    out.resize(out.size() - 2);
+    absl::StrAppend(&out, " Emulated: ", absl::StrJoin(emulated, "; "),
+                    ": the ranks share one GPU (time-sliced) and NCCL connects them over sockets, so "
+                    "those times are the emulation's, not those of one GPU per rank; compare them only "
+                    "with each other.\n\n");
+  }
   return out;
 }
 
@@ -123,8 +154,12 @@ std::string StrategyParagraph(const std::vector<const ReportPoint*>& v, double m
     if (p->speedup > best->speedup) best = p;
   }
   const ReportPoint* last = v.back();
-  std::string out = absl::StrFormat("**%s**: speedup %.2fx at %s (efficiency %.0f%%)", last->label,
-                                    last->speedup, Workers(last->workers), 100 * last->efficiency);
+  std::string out = Name(*last);
+  if (OnGpu(*last)) {
+    absl::StrAppend(&out, " on ", last->device, last->kind == "ps" ? " (workers; the shards on the CPU)" : "");
+  }
+  absl::StrAppendFormat(&out, ": speedup %.2fx at %s (efficiency %.0f%%)", last->speedup,
+                        Workers(last->workers), 100 * last->efficiency);
   if (best != last) {
     absl::StrAppendFormat(&out, "; it peaks at %.2fx with %d and then falls by %.0f%%", best->speedup,
                           best->workers, 100 * (1 - last->speedup / best->speedup));

@@ -30,6 +30,9 @@ struct FindingsContext {
 // against communication and waiting per step, with N x M / B (a single master's link)
 // and 2(N-1)/N x M / B (a ring rank's) on the emulated link. Then one paragraph per
 // strategy: its speedup, peak and what dominates its step at its largest N.
+// Emulated points (ranks sharing a GPU) are labelled where named ("**ddp-nccl**
+// (emulated: 2 ranks share one GPU, NCCL over sockets)"), listed again at the end of the
+// verdict, and a strategy on a GPU names its device ("**ddp-nccl** on cuda:0").
 std::string Findings(const std::vector<ReportPoint>& points, const FindingsContext& context);
 
 }  // namespace ringside

@@ -141,14 +141,96 @@ TEST(FindingsTest, AgreesWithTheSummaryTable) {
   data.num_params = kParams;
   data.points = WithSpeedups({Point("single", 1, 1000, 1.0, 0), Point("ps", 4, 2000, 1.0, 1.0),
                               Point("ddp", 4, 1070, 1.0, 2.5)});
+  for (ReportPoint& p : data.points) p.device = "cpu";
   FindingsContext c;
   c.num_params = kParams;
   data.findings = Findings(data.points, c);
   const std::string md = ReportMarkdown(data);
   // The table's samples/s and speedup columns carry the findings' numbers.
-  EXPECT_THAT(md, HasSubstr("| ps | 4 | 2.00 |  | 2000 | 2.00 | 50% |"));
-  EXPECT_THAT(md, HasSubstr("| ddp | 4 | 3.50 |  | 1070 | 1.07 | 27% |"));
+  EXPECT_THAT(md, HasSubstr("| ps | 4 | cpu | 2.00 |  | 2000 | 2.00 | 50% |"));
+  EXPECT_THAT(md, HasSubstr("| ddp | 4 | cpu | 3.50 |  | 1070 | 1.07 | 27% |"));
   EXPECT_THAT(md, HasSubstr("**ps** is the fastest: 2000 samples/s, 1.87x **ddp**'s"));
+}
+
+// GPU points: single on the GPU, ddp-nccl with 2 and 4 ranks sharing the one GPU.
+std::vector<ReportPoint> GpuPoints() {
+  std::vector<ReportPoint> points = WithSpeedups({
+      Point("single-cuda", 1, 150000, 1.7, 0), Point("ps-s2-bsp-cuda", 2, 3000, 1.7, 150.0),
+      Point("ddp-nccl", 2, 6000, 1.7, 80.0), Point("ddp-nccl", 4, 4000, 1.7, 250.0),
+  });
+  points[0].kind = "single";
+  points[1].kind = "ps";
+  for (ReportPoint& p : points) {
+    p.device = "cuda:0";
+    p.gpus = 1;
+    p.emulated = p.kind == "ddp";
+  }
+  return points;
+}
+
+TEST(FindingsTest, EmulatedPointsAreLabelledAndTheDeviceSaid) {
+  FindingsContext c;
+  c.num_params = 36822954;
+  c.cores = 16;
+  const std::string f = Findings(GpuPoints(), c);
+  const std::string first = FirstParagraph(f);
+  EXPECT_THAT(first, HasSubstr("At 2 workers **ddp-nccl** (emulated: 2 ranks share one GPU, NCCL over sockets) "
+                               "is the fastest: 6000 samples/s, 2.00x **ps-s2-bsp-cuda**'s."));
+  EXPECT_THAT(first, HasSubstr("Emulated: **ddp-nccl** at 2, 4 workers: the ranks share one GPU (time-sliced) "
+                               "and NCCL connects them over sockets"));
+  EXPECT_THAT(f, HasSubstr("**ddp-nccl** (emulated: 4 ranks share one GPU, NCCL over sockets) on cuda:0: "
+                           "speedup 0.03x at 4 workers"));
+  EXPECT_THAT(f, HasSubstr("**ps-s2-bsp-cuda** on cuda:0 (workers; the shards on the CPU): speedup"));
+  EXPECT_THAT(f, Not(HasSubstr("**ps-s2-bsp-cuda** (emulated")));
+}
+
+TEST(FindingsTest, CpuFindingsSayNothingOfGpusOrEmulation) {
+  std::vector<ReportPoint> points = WithSpeedups({Point("single", 1, 1000, 1.0, 0), Point("ddp", 2, 1500, 1.0, 0.5)});
+  for (ReportPoint& p : points) p.device = "cpu";
+  const std::string f = Findings(points, FindingsContext{});
+  EXPECT_THAT(f, Not(HasSubstr("(emulated")));  // "no emulated link" is the network's.
+  EXPECT_THAT(f, Not(HasSubstr("Emulated")));
+  EXPECT_THAT(f, Not(HasSubstr("cuda")));
+  EXPECT_THAT(f, HasSubstr("**ddp**: speedup 1.50x at 2 workers"));
+}
+
+TEST(MarkdownTest, EmulatedCellsAreLabelledInTheTableAndTheDevicesLine) {
+  ReportData data;
+  data.name = "gpu";
+  data.network = "loopback";
+  data.num_params = 36822954;
+  data.points = GpuPoints();
+  data.points[3].gpus = 2;  // 4 ranks over 2 GPUs.
+  data.findings = Findings(data.points, FindingsContext{});
+  const std::string md = ReportMarkdown(data);
+  EXPECT_THAT(md, HasSubstr("| strategy | workers | device | step ms |"));
+  EXPECT_THAT(md, HasSubstr("| single-cuda | 1 | cuda:0 | 1.70 |"));
+  EXPECT_THAT(md, HasSubstr("| ps-s2-bsp-cuda | 2 | cuda:0 | 151.70 |"));
+  EXPECT_THAT(md, HasSubstr("| ddp-nccl | 2 | cuda:0 (emulated: 2 ranks share one GPU, NCCL over sockets) | 81.70 |"));
+  EXPECT_THAT(md, HasSubstr("| ddp-nccl | 4 | cuda:0 (emulated: 4 ranks share 2 GPUs, NCCL over sockets) | 251.70 |"));
+  EXPECT_THAT(md, HasSubstr("Devices: cuda:0 (single-cuda, ps-s2-bsp-cuda, ddp-nccl); PS shards always on the CPU. "
+                            "**Emulated cells: ddp-nccl at 2 (emulated: 2 ranks share one GPU, NCCL over sockets); "
+                            "ddp-nccl at 4 (emulated: 4 ranks share 2 GPUs, NCCL over sockets)."));
+  // A failed emulated cell still says where it ran.
+  data.points[2].ok_repeats = 0;
+  data.points[2].failed_repeats = 1;
+  data.points[2].failure = "rank 1: NCCL error";
+  EXPECT_THAT(ReportMarkdown(data),
+              HasSubstr("| ddp-nccl | 2 | cuda:0 (emulated: 2 ranks share one GPU, NCCL over sockets) | failed: "
+                        "rank 1: NCCL error |"));
+}
+
+TEST(MarkdownTest, ACpuReportSaysItsDevice) {
+  ReportData data;
+  data.name = "t";
+  data.network = "loopback";
+  data.points = WithSpeedups({Point("single", 1, 1000, 1.0, 0)});
+  data.points[0].device = "cpu";
+  const std::string md = ReportMarkdown(data);
+  EXPECT_THAT(md, HasSubstr("Weak scaling (each worker's batch is fixed). Devices: cpu.\n"));
+  EXPECT_THAT(md, HasSubstr("| single | 1 | cpu | 1.00 |"));
+  EXPECT_THAT(md, Not(HasSubstr("(emulated")));
+  EXPECT_THAT(md, Not(HasSubstr("Emulated")));
 }
 
 TEST(FindingsTest, NoMultiWorkerCell) {

@@ -1,9 +1,14 @@
 #include "experiments/report/markdown.h"
 
+#include <algorithm>
+#include <map>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "experiments/matrix/summary.h"
 #include "experiments/report/plots.h"
 
 namespace ringside {
@@ -24,17 +29,17 @@ std::string TraceLinks(const ReportPoint& p) {
 
 std::string SummaryTable(const ReportData& data) {
   std::string md =
-      "| strategy | workers | step ms | predicted ms (error) | samples/s | speedup | efficiency | data | "
-      "compute | communicate | wait | update | busiest node MB in/out | test acc | repeats | traces |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "| strategy | workers | device | step ms | predicted ms (error) | samples/s | speedup | efficiency | "
+      "data | compute | communicate | wait | update | busiest node MB in/out | test acc | repeats | traces |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const ReportPoint& p : data.points) {
     if (p.ok_repeats == 0) {
-      absl::StrAppendFormat(&md, "| %s | %d | failed: %s | | | | | | | | | | | | 0/%d | %s |\n", p.label,
-                            p.workers, Cell(p.failure), p.failed_repeats, TraceLinks(p));
+      absl::StrAppendFormat(&md, "| %s | %d | %s | failed: %s | | | | | | | | | | | | 0/%d | %s |\n", p.label,
+                            p.workers, Cell(PointDevice(p)), Cell(p.failure), p.failed_repeats, TraceLinks(p));
       continue;
     }
-    absl::StrAppendFormat(&md, "| %s | %d | %.2f | %s | %.0f | %.2f | %.0f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f / %.2f | %.4f | %d/%d | %s |\n",
-                          p.label, p.workers, p.step_ms, PredictionCell(p), p.samples_per_sec, p.speedup,
+    absl::StrAppendFormat(&md, "| %s | %d | %s | %.2f | %s | %.0f | %.2f | %.0f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f / %.2f | %.4f | %d/%d | %s |\n",
+                          p.label, p.workers, Cell(PointDevice(p)), p.step_ms, PredictionCell(p), p.samples_per_sec, p.speedup,
                           100 * p.efficiency, p.data_ms, p.compute_ms, p.comm_ms, p.wait_ms, p.update_ms,
                           p.busiest_bytes_in / 1e6, p.busiest_bytes_out / 1e6, p.test_accuracy,
                           p.ok_repeats, p.ok_repeats + p.failed_repeats, TraceLinks(p));
@@ -56,6 +61,33 @@ std::string PredictionNote(const ReportData& data) {
 
 }  // namespace
 
+std::string DevicesLine(const std::vector<ReportPoint>& points) {
+  std::vector<std::string> devices;                  // In order of appearance.
+  std::map<std::string, std::vector<std::string>> labels;  // Device -> strategies on it.
+  std::vector<std::string> emulated;
+  for (const ReportPoint& p : points) {
+    const std::string device = p.device.empty() ? "cpu" : p.device;
+    if (labels.find(device) == labels.end()) devices.push_back(device);
+    std::vector<std::string>& l = labels[device];
+    if (std::find(l.begin(), l.end(), p.label) == l.end()) l.push_back(p.label);
+    if (p.emulated) emulated.push_back(absl::StrCat(p.label, " at ", p.workers, " (", EmulationNote(p.kind, p.workers, p.gpus), ")"));
+  }
+  std::string out = "Devices: ";
+  if (devices.size() == 1 && devices[0] == "cpu") {
+    absl::StrAppend(&out, "cpu.");
+  } else {
+    std::vector<std::string> parts;
+    for (const std::string& d : devices) parts.push_back(absl::StrCat(d, " (", absl::StrJoin(labels[d], ", "), ")"));
+    absl::StrAppend(&out, absl::StrJoin(parts, "; "), "; PS shards always on the CPU.");
+  }
+  if (!emulated.empty()) {
+    absl::StrAppend(&out, " **Emulated cells: ", absl::StrJoin(emulated, "; "),
+                    ". Their times are the emulation's (ranks time-slicing one GPU), not those of one "
+                    "GPU per rank.**");
+  }
+  return out;
+}
+
 std::string PredictionCell(const ReportPoint& p) {
   if (p.predicted_step_ms <= 0 || p.step_ms <= 0) return "";
   return absl::StrFormat("%.2f (%+.0f%%)", p.predicted_step_ms,
@@ -69,7 +101,7 @@ std::string ReportMarkdown(const ReportData& data) {
                                 data.strong_scaling ? "Strong scaling (the global batch is fixed and split "
                                                       "over the workers)."
                                                     : "Weak scaling (each worker's batch is fixed).",
-                                "\n\n");
+                                " ", DevicesLine(data.points), "\n\n");
   // A calibration left out is said first, in bold, not only beside the table.
   if (!data.no_prediction_reason.empty()) {
     absl::StrAppend(&md, "**Warning: no predictions: ", data.no_prediction_reason, "**\n\n");

@@ -6,6 +6,7 @@
 #define RINGSIDE_EXPERIMENTS_REPORT_MARKDOWN_H_
 
 #include <string>
+#include <vector>
 
 #include "experiments/report/points.h"
 
@@ -17,6 +18,12 @@ inline constexpr char kPlotDir[] = "report_plots";
 // "2.10 (+5%)": a point's predicted step time and its error against the measured one;
 // "" without a prediction.
 std::string PredictionCell(const ReportPoint& p);
+
+// The report's device sentence: "Devices: cpu." or "Devices: cuda:0 (single-cuda,
+// ddp-nccl); cpu (ddp); PS shards always on the CPU.", then, where any point is
+// emulated, "**Emulated cells: ddp-nccl at 2 (emulated: 2 ranks share one GPU, NCCL over
+// sockets); ...**".
+std::string DevicesLine(const std::vector<ReportPoint>& points);
 
 // GitHub-flavoured Markdown (tables); plots are images `kPlotDir/NAME.svg` in one
 // paragraph, traces links relative to the compare directory.

@@ -36,6 +36,11 @@ absl::StatusOr<std::vector<CellResult>> ReadCellResults(const std::string& dir) 
   return out;
 }
 
+std::string PointDevice(const ReportPoint& p) {
+  if (!p.emulated) return p.device;
+  return absl::StrCat(p.device, " (", EmulationNote(p.kind, p.workers, p.gpus), ")");
+}
+
 std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
   std::vector<std::string> order;
   std::map<std::pair<std::string, int>, std::vector<const CellResult*>> groups;
@@ -69,11 +74,15 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
       std::map<std::string, std::vector<double>> v;
       for (const CellResult* r : cells) {
         p.cells.push_back(r->cell());
+        if (p.device.empty()) p.device = r->device();
+        p.emulated |= r->emulated();
+        p.gpus = std::max(p.gpus, r->gpus());
         if (r->status() != "ok") {
           ++p.failed_repeats;
           p.failure = r->reason();
           continue;
         }
+        if (p.ok_repeats == 0) p.device = r->device();  // An ok repeat's, where one is.
         ++p.ok_repeats;
         v["step"].push_back(r->median_step_ms());
         v["sps"].push_back(r->samples_per_sec());
@@ -109,7 +118,7 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
 void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* points) {
   std::vector<std::string> spec_order;
   if (ExperimentSpec parsed; google::protobuf::TextFormat::ParseFromString(spec_text, &parsed)) {
-    for (const StrategySpec& s : parsed.strategies()) spec_order.push_back(StrategyLabel(s));
+    for (const StrategySpec& s : parsed.strategies()) spec_order.push_back(StrategyLabel(parsed, s));
   }
   auto rank = [&](const std::string& label) {
     return std::find(spec_order.begin(), spec_order.end(), label) - spec_order.begin();
@@ -130,9 +139,10 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
   for (ReportPoint& p : *points) {
     const StrategySpec* strategy = nullptr;
     for (const StrategySpec& s : spec.strategies()) {
-      if (StrategyLabel(s) == p.label) strategy = &s;
+      if (StrategyLabel(spec, s) == p.label) strategy = &s;
     }
     if (strategy == nullptr || p.ok_repeats == 0) continue;
+    if (IsGpuDevice(StrategyDevice(spec, *strategy))) continue;  // CPU calibration only.
     Calibration c = calibration;
     // Strong scaling: the calibration was taken at the global batch (report.cc checks),
     // and each of N workers computes a batch N times smaller: GEMM work is linear in

@@ -36,7 +36,15 @@ struct ReportPoint {
   // Per cell: its worker 0 / rank 0 trace, relative to the compare directory.
   std::vector<std::string> trace_paths;
   double predicted_step_ms = 0;    // Cost model (0: no calibration or no prediction).
+  // Where the first repeat computed ("cpu", "cuda:0"; CellResult.device), whether any
+  // repeat was emulated (workers / ranks sharing a GPU) and the GPUs it used.
+  std::string device;
+  bool emulated = false;
+  int gpus = 0;
 };
+
+// "cuda:0", or "cuda:0 (emulated: 2 ranks share one GPU, NCCL over sockets)".
+std::string PointDevice(const ReportPoint& p);
 
 // Everything a report is rendered from (report.md, report.html, the plots).
 struct ReportData {
@@ -64,6 +72,7 @@ void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* po
 // on loopback, the spec's strategies and network, the compute time scaled by
 // max(1, processes computing at once / `cores`) for workers sharing one machine and,
 // under strong scaling (the calibration taken at the global batch), by 1 / workers.
+// Points on a GPU get none (the calibration measures the CPU's paths).
 void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, int cores,
                    std::vector<ReportPoint>* points);
 
