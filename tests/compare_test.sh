@@ -62,14 +62,19 @@ grep -q -- '--batch=32 ' "$T/strong/cells/ddp-n2-r0/command.txt" || fail "2 work
 echo 'strategies { kind: "ddp" } workers: 3 model: "mlp:784-32-10" global_batch: 64 steps: 5' >"$T/strong_bad.textproto"
 expect_error strong_indivisible "does not divide by 3 workers" --spec="$T/strong_bad.textproto" --out="$T/o5"
 
-# A matrix with a failing cell (NCCL training is not in this build): recorded, the rest run.
-spec "$T/mixed.textproto" 'strategies { kind: "ddp" backend: "nccl" label: "ddp-nccl" }'
+# A spec whose DDP reduces with NCCL on the CPU is refused before any cell runs.
+spec "$T/nccl_cpu.textproto" 'strategies { kind: "ddp" backend: "nccl" label: "ddp-nccl" }'
+expect_error nccl_on_cpu "backend nccl needs device cuda" --spec="$T/nccl_cpu.textproto" --out="$T/o6"
+[ ! -e "$T/o6/cells" ] || fail "nccl_on_cpu: cells were created for a refused spec"
+
+# A matrix with a failing cell (a consistency mode train refuses): recorded, the rest run.
+spec "$T/mixed.textproto" 'strategies { kind: "ps" ps_sync: "bogus" label: "ps-bad" }'
 timeout 300 "$RINGSIDE" compare --spec="$T/mixed.textproto" --out="$T/mixed" >"$T/mixed.log" 2>&1 \
   || fail "compare with a failing cell exited $?: $(tail -3 "$T/mixed.log")"
 csv="$T/mixed/summary.csv"
 [ "$(grep -c ',ok,' "$csv")" -eq 5 ] || fail "expected 5 ok cells: $(cat "$csv")"
 [ "$(grep -c ',failed,' "$csv")" -eq 2 ] || fail "expected 2 failed cells: $(cat "$csv")"
-grep ',failed,' "$csv" | grep -q 'nccl' || fail "failed cells do not say why: $(grep failed "$csv")"
+grep ',failed,' "$csv" | grep -q 'ps_sync' || fail "failed cells do not say why: $(grep failed "$csv")"
 for c in single-n1-r0 ps-s1-bsp-n2-r0 ddp-n2-r0; do
   [ -s "$T/mixed/cells/$c/metrics.jsonl" ] || [ -s "$T/mixed/cells/$c/metrics.rank0.jsonl" ] \
     || fail "$c kept no step records"
@@ -85,7 +90,7 @@ grep -q $'\r' "$T/mixed.log" && fail "compare wrote carriage returns to a file: 
 [ "$(tail -n 2 "$T/mixed.log" | head -n 1)" = "summary: $T/mixed/summary.csv" ] || fail "no summary path: $(tail -n 3 "$T/mixed.log")"
 table=$(sed -n '/^cell  *workers repeat  *step ms/,/^$/p' "$T/mixed.log")
 [ "$(grep -c -- '-r0 ' <<<"$table")" -eq 7 ] || fail "summary table misses cells: $table"
-[ "$(grep -c 'failed: .*nccl' <<<"$table")" -eq 2 ] || fail "summary table does not say why cells failed: $table"
+[ "$(grep -c 'failed: .*ps_sync' <<<"$table")" -eq 2 ] || fail "summary table does not say why cells failed: $table"
 grep -Eq '^single-n1-r0 +1 +0 +[0-9.]+ +[0-9]+ +1\.00 +100% ' <<<"$table" || fail "single cell row: $table"
 
 # Interrupt after the first cells finished, then resume: finished cells are kept.
@@ -117,11 +122,11 @@ done <<<"$stamps"
 "$RINGSIDE" report "$T/mixed" >"$T/report.log" 2>&1 || fail "report exited $?: $(cat "$T/report.log")"
 md="$T/mixed/report.md"; html="$T/mixed/report.html"
 [ "$(grep -c '^| ' "$md")" -ge 8 ] || fail "report.md misses rows: $(cat "$md")"
-grep -q '^| ddp-nccl | 2 | failed: .*nccl' "$md" || fail "report.md does not show the failed cell's reason"
+grep -q '^| ps-bad | 2 | cpu | failed: .*ps_sync' "$md" || fail "report.md does not show the failed cell's reason"
 grep -q 'busiest shard moves 2.00 x M' "$md" || fail "findings miss the master's N x M load: $(sed -n '/Findings/,/Summary/p' "$md")"
 [ "$(grep -o '<svg' "$html" | wc -l)" -eq 7 ] || fail "report.html does not inline 7 plots"
 for link in $(grep -o 'href="cells/[^"]*"' "$html" | sed 's/href="//; s/"$//'); do
-  [ -s "$T/mixed/$link" ] || case "$link" in *nccl*) ;; *) fail "broken trace link $link" ;; esac
+  [ -s "$T/mixed/$link" ] || case "$link" in *ps-bad*) ;; *) fail "broken trace link $link" ;; esac
 done
 "$RINGSIDE" report "$T/nothing" >/dev/null 2>"$T/report_err" && fail "report of a missing directory succeeded"
 grep -q "^ringside: error: .*no cells" "$T/report_err" || fail "report of a missing directory: $(cat "$T/report_err")"
@@ -130,7 +135,7 @@ grep -q "^ringside: error: .*no cells" "$T/report_err" || fail "report of a miss
 # gone after it, whether its cells succeeded, failed or were interrupted.
 if [ "$(id -u)" -eq 0 ] && ip netns add rs_probe_$$ 2>/dev/null && ip netns del rs_probe_$$; then
   before_ns=$(ip netns list | sort); before_links=$(ip -o link | wc -l)
-  spec "$T/net.textproto" 'network: "bw=200mbit"' 'strategies { kind: "ddp" backend: "nccl" label: "ddp-nccl" }'
+  spec "$T/net.textproto" 'network: "bw=200mbit"' 'strategies { kind: "ps" ps_sync: "bogus" label: "ps-bad" }'
   timeout 300 "$RINGSIDE" compare --spec="$T/net.textproto" --out="$T/net" >"$T/net.log" 2>&1 \
     || fail "compare on emulated links exited $?: $(tail -3 "$T/net.log")"
   [ "$(grep -c ',ok,' "$T/net/summary.csv")" -eq 5 ] || fail "emulated-link cells did not run: $(cat "$T/net/summary.csv")"
