@@ -4,7 +4,7 @@
 
 namespace ringside {
 
-inline constexpr char kRingsideVersion[] = "0.19.0";
+inline constexpr char kRingsideVersion[] = "0.20.0";
 
 }  // namespace ringside
 
