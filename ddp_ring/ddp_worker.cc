@@ -179,7 +179,7 @@ absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptio
     // find out, through it, which rank was lost (the NCCL group's rank monitor reads
     // the heartbeats twice, a few intervals apart).
     if (env.rank == 0) {
-      absl::SleepFor(std::min(o.timeout, absl::Seconds(2) + 3 * RankMonitorInterval(o.timeout)));
+      absl::SleepFor(std::min(o.timeout, std::max(absl::Seconds(2), 3 * RankMonitorInterval(o.timeout))));
     }
     return Annotate(result.status(), me);
   }
