@@ -25,6 +25,9 @@ for N in 2 3 4; do
   # Every rank wrote its own metrics; rank 0 alone wrote the checkpoint.
   for r in $(seq 0 $((N - 1))); do
     [ "$(wc -l <"$T/ddp$N/metrics.rank$r.jsonl")" -eq 20 ] || { echo "FAIL: rank $r metrics"; failures=$((failures+1)); }
+    # Labelled: the CPU, not an emulation (ranks sharing a GPU would say emulated).
+    [ "$(grep -c '"device":"cpu".*"emulated":false' "$T/ddp$N/metrics.rank$r.jsonl")" -eq 20 ] \
+      || { echo "FAIL: rank $r records not labelled device cpu, emulated false: $(head -c 400 "$T/ddp$N/metrics.rank$r.jsonl")"; failures=$((failures+1)); }
   done
 done
 # Resume on every rank: 2 ranks stopped after 10 steps and resumed to 20 end with the

@@ -29,6 +29,7 @@ for r in recs:
     for k in ("data_ms", "forward_ms", "backward_ms", "update_ms", "step_ms", "loss"):
         assert isinstance(r[k], (int, float)) and r[k] >= 0, (k, r)
     assert r["samples"] == 50 and r["role"] == "single"
+    assert r["device"] == "cpu" and r["emulated"] is False, r
     assert r["forward_ms"] + r["backward_ms"] + r["update_ms"] <= r["step_ms"] + 0.01, r
 events = json.load(open(d + "/trace.json"))
 names = {e["name"] for e in events if e["ph"] == "X"}
