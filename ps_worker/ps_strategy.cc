@@ -38,19 +38,20 @@ int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
 // arrived. The training thread enqueues the chunk's host -> device copy when forward
 // first asks for it (params_needed: after the wait for its arrival, ahead of the
 // kernels that read it in stream order) or, for chunks nobody asked for, at the next
-// Settle (SettleParams, FinishStep without params_arrive_late, StartPushPull). The
+// Settle (SettleParams between steps, FinishStep's without params_arrive_late). The
 // model's parameters thus change only between backward of step n (enqueued earlier)
 // and forward of step n+1: busy_ has nothing to protect on the device and does not
-// gate the mirror.
+// gate the mirror. (StartPushPull's Settle, inside backward, finds nothing left to
+// copy: forward asked for every parameter, and a forward without hooks -- evaluation
+// -- is preceded by SettleParams.)
 //
 // host_params_ is not overwritten while a copy from it may still run: step n's copy of
 // chunk k is enqueued before step n+1's backward announces anything (forward asks for
-// every parameter; the settles run between steps or, in StartPushPull, before the
-// first copy into host_grads_). Step n+1's reply for chunk k is written only after
-// WaitStaged(k) -- the same test the sender passed before pushing chunk k -- so after
-// an event recorded later on the stream than that copy has completed, hence after the
-// copy itself. No separate event after the parameter copies is needed. (On the CPU
-// backend every copy is done when it returns.)
+// every parameter; the settles run between steps). Step n+1's reply for chunk k is
+// written only after WaitStaged(k) -- the same test the sender passed before pushing
+// chunk k -- so after an event recorded later on the stream than that copy has
+// completed, hence after the copy itself. No separate event after the parameter
+// copies is needed. (On the CPU backend every copy is done when it returns.)
 
 absl::StatusOr<std::unique_ptr<PsStrategy>> PsStrategy::Create(
     std::vector<std::unique_ptr<ShardClient>> clients, Model* model, Ops* ops,
