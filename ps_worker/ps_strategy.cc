@@ -14,8 +14,47 @@ int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
 
 }  // namespace
 
+// Staging (a GPU model; PsStrategyOptions::stage_through_host on the CPU).
+//
+// The model's buffers are device memory, written and read only by ops enqueued on its
+// stream by the training thread. The senders (one per shard, plus each client's reader
+// thread) push from host_grads_ and pull into host_params_ instead, and never call the
+// Ops object. Who touches a chunk k of the mirrors, and when, in step n:
+//
+// Gradients. grads_ready(range) enqueues the range's device -> host copy into
+// host_grads_, records an event E after it and files E as chunk k's latest event for
+// every chunk the range overlaps; the chunk's floats are counted down in remaining_
+// under the same lock. The sender pushes chunk k once remaining_ is 0 and the latest
+// event has completed (WaitStaged): events on one stream complete in order, so the
+// latest covers every earlier piece of the chunk, and the bytes it pushes are final.
+// Backward's hooks are device-ordered: no device-wide wait per announcement.
+//
+// host_grads_ is not overwritten while it is being pushed: step n+1's first copy into
+// it is enqueued by its first grads_ready, after StartPushPull, whose Settle() has
+// waited for every sender of step n, and a sender's PushPull returns only once every
+// updated chunk is back, i.e. after the shard has read every gradient chunk it sent.
+//
+// Parameters. The reader thread writes updated chunk k into host_params_ and marks it
+// arrived. The training thread enqueues the chunk's host -> device copy when forward
+// first asks for it (params_needed: after the wait for its arrival, ahead of the
+// kernels that read it in stream order) or, for chunks nobody asked for, at the next
+// Settle (SettleParams between steps, FinishStep's without params_arrive_late). The
+// model's parameters thus change only between backward of step n (enqueued earlier)
+// and forward of step n+1: busy_ has nothing to protect on the device and does not
+// gate the mirror. (StartPushPull's Settle, inside backward, finds nothing left to
+// copy: forward asked for every parameter, and a forward without hooks -- evaluation
+// -- is preceded by SettleParams.)
+//
+// host_params_ is not overwritten while a copy from it may still run: step n's copy of
+// chunk k is enqueued before step n+1's backward announces anything (forward asks for
+// every parameter; the settles run between steps). Step n+1's reply for chunk k is
+// written only after WaitStaged(k) -- the same test the sender passed before pushing
+// chunk k -- so after an event recorded later on the stream than that copy has
+// completed, hence after the copy itself. No separate event after the parameter
+// copies is needed. (On the CPU backend every copy is done when it returns.)
+
 absl::StatusOr<std::unique_ptr<PsStrategy>> PsStrategy::Create(
-    std::vector<std::unique_ptr<ShardClient>> clients, Model* model,
+    std::vector<std::unique_ptr<ShardClient>> clients, Model* model, Ops* ops,
     const PsStrategyOptions& options) {
   int64_t covered = 0;
   for (const auto& c : clients) {
@@ -31,19 +70,33 @@ absl::StatusOr<std::unique_ptr<PsStrategy>> PsStrategy::Create(
                                                       " parameters, the model has ",
                                                       model->num_params()));
   }
-  return std::unique_ptr<PsStrategy>(new PsStrategy(std::move(clients), model, options));
+  std::unique_ptr<PsStrategy> strategy(
+      new PsStrategy(std::move(clients), model, ops, options));
+  if (strategy->staging_) {
+    RINGSIDE_ASSIGN_OR_RETURN(strategy->host_grads_,
+                              HostArray<float>::Create(ops, model->num_params()));
+    RINGSIDE_ASSIGN_OR_RETURN(strategy->host_params_,
+                              HostArray<float>::Create(ops, model->num_params()));
+  }
+  return strategy;
 }
 
 PsStrategy::PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model* model,
-                       const PsStrategyOptions& options)
-    : clients_(std::move(clients)), model_(model), options_(options) {
+                       Ops* ops, const PsStrategyOptions& options)
+    : clients_(std::move(clients)),
+      model_(model),
+      ops_(ops),
+      options_(options),
+      staging_(options.stage_through_host || ops->kind() != DeviceKind::kCpu) {
   for (const auto& c : clients_) {
     slices_.push_back(Slice{c->layout().offset(), c->layout().size()});
     senders_.push_back(std::make_unique<TaskThread>());
   }
+  on_device_.resize(clients_.size());
   absl::MutexLock l(&mu_);
   remaining_.resize(clients_.size());
   busy_.resize(clients_.size());
+  grad_events_.resize(clients_.size());
   arrived_.resize(clients_.size());
   sender_done_.assign(clients_.size(), false);
 }
@@ -69,6 +122,45 @@ bool PsStrategy::WaitForZero(const std::vector<std::vector<int64_t>>* counts, in
   return !cancelled_;
 }
 
+bool PsStrategy::WaitStaged(int s, int64_t k) {
+  if (!WaitForZero(&remaining_, s, k)) return false;
+  std::shared_ptr<OpsEvent> event;
+  {
+    absl::MutexLock l(&mu_);
+    event = grad_events_[s][k];
+  }
+  if (event == nullptr) return true;  // Copied synchronously (RecordEvent failed).
+  absl::Status status = event->Wait();
+  if (status.ok()) return true;
+  absl::MutexLock l(&mu_);
+  if (event_error_.ok()) {
+    event_error_ = Annotate(status, "copying gradients to the host for the push");
+  }
+  return false;
+}
+
+void PsStrategy::CopyChunkToDevice(int s, int64_t k) {
+  const Slice c = ChunkOf(slices_[s].size, clients_[s]->layout().chunk_floats(), k);
+  const int64_t at = slices_[s].offset + c.offset;
+  ops_->CopyToDeviceAsync(model_->params() + at, host_params_.data() + at,
+                          static_cast<size_t>(c.size) * sizeof(float));
+  on_device_[s][k] = true;
+}
+
+int64_t PsStrategy::CopyArrivedToDevice() {
+  int64_t copied = 0;
+  absl::MutexLock l(&mu_);
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    for (size_t k = 0; k < on_device_[s].size(); ++k) {
+      if (arrived_[s][k] && !on_device_[s][k]) {
+        CopyChunkToDevice(static_cast<int>(s), static_cast<int64_t>(k));
+        ++copied;
+      }
+    }
+  }
+  return copied;
+}
+
 void PsStrategy::StartPushPull() {
   // The last step's push-pulls are normally over (this step's forward waited for
   // every chunk); a failure among them is reported by this step's FinishStep.
@@ -83,7 +175,11 @@ void PsStrategy::StartPushPull() {
       busy_[s] = remaining_[s];
       arrived_[s].assign(chunks, false);
       sender_done_[s] = false;
+      grad_events_[s].assign(chunks, nullptr);
     }
+  }
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    on_device_[s].assign(clients_[s]->num_chunks(), false);
   }
   started_ = true;
   in_flight_ = true;
@@ -92,13 +188,21 @@ void PsStrategy::StartPushPull() {
   call_start_us_ = NowUs();
   call_step_ = step_;
   const int64_t step = step_;
+  // Staging: push from and pull into the host mirrors (see "Staging" above).
+  const float* grads = staging_ ? host_grads_.data() : model_->grads();
+  float* params = staging_ ? host_params_.data() : model_->params();
   for (size_t s = 0; s < clients_.size(); ++s) {
-    senders_[s]->Run([this, s, step] {
+    senders_[s]->Run([this, s, step, grads, params] {
       const Slice& slice = slices_[s];
+      const int shard = static_cast<int>(s);
       absl::Status result = clients_[s]->PushPull(
-          step, model_->grads() + slice.offset, model_->params() + slice.offset,
-          [this, s](int64_t k) { return WaitForZero(&remaining_, static_cast<int>(s), k); },
-          [this, s](int64_t k) { return WaitForZero(&busy_, static_cast<int>(s), k); },
+          step, grads + slice.offset, params + slice.offset,
+          [this, shard](int64_t k) {
+            return staging_ ? WaitStaged(shard, k) : WaitForZero(&remaining_, shard, k);
+          },
+          [this, shard](int64_t k) {
+            return staging_ ? WaitStaged(shard, k) : WaitForZero(&busy_, shard, k);
+          },
           [this, s](int64_t k) {
             absl::MutexLock l(&mu_);
             arrived_[s][k] = true;
@@ -116,6 +220,15 @@ absl::Status PsStrategy::Settle() {
   WaitForSenders();
   in_flight_ = false;
   absl::Status status;
+  {
+    // A device failure a sender saw is the cause of its Cancelled.
+    absl::MutexLock l(&mu_);
+    status = std::move(event_error_);
+    event_error_ = absl::OkStatus();
+  }
+  // The chunks that came back and nobody asked for yet (all of them without
+  // params_arrive_late) go to the device now, ahead of whatever reads them next.
+  if (staging_) CopyArrivedToDevice();
   for (size_t s = 0; s < clients_.size(); ++s) {
     if (status.ok() && !results_[s].ok()) status = results_[s];
     settled_sent_ += timings_[s].bytes_sent;
@@ -129,6 +242,12 @@ absl::Status PsStrategy::Settle() {
 absl::Status PsStrategy::SettleParams() {
   const int64_t t0 = NowUs();
   absl::Status s = Settle();
+  // Staging: "in place" is on the device. Waiting here books the copies Settle
+  // enqueued as this settle's, and ends it with the device idle.
+  if (staging_ && ops_->kind() != DeviceKind::kCpu) {
+    absl::Status done = ops_->Synchronize();
+    if (s.ok()) s = done;
+  }
   const int64_t t1 = NowUs();
   settle_us_ += t1 - t0;
   if (t1 > t0) settles_.emplace_back(t0, t1);
@@ -140,6 +259,9 @@ StepHooks PsStrategy::hooks() {
   h.backward.grads_ready = [this](const ParamRange& r) { OnGradientReady(r); };
   h.backward.params_free = [this](const ParamRange& r) { OnParamsFree(r); };
   h.backward.split_at = ChunkStarts();
+  // Staging: the hooks only enqueue copies on the model's stream and record events,
+  // which order the senders after the kernels that produced each range.
+  h.backward.device_ordered = staging_;
   h.backward_hook_span = "push";
   h.backward_hook_cat = kCatComm;
   if (options_.params_arrive_late) {
@@ -168,12 +290,43 @@ absl::Status PsStrategy::OnParamsNeeded(const ParamRange& range) {
     absl::Status s = Settle();
     return s.ok() ? absl::InternalError("a parameter chunk never came back") : s;
   }
+  if (staging_) {
+    // Every chunk overlapping the range is back in host_params_: enqueue the copies
+    // of those not on the device yet, ahead of the forward kernels that read them.
+    ForEachChunkIn(range, [this](int s, int64_t k, int64_t, int64_t) {
+      if (!on_device_[s][k]) CopyChunkToDevice(s, k);
+      return true;
+    });
+  }
   return absl::OkStatus();
 }
 
 void PsStrategy::OnGradientReady(const ParamRange& range) {
   if (!started_) StartPushPull();
+  std::shared_ptr<OpsEvent> event;
+  if (staging_) {
+    // After StartPushPull: its Settle() waited for the senders still pushing the
+    // previous step's gradients from host_grads_.
+    ops_->CopyToHostAsync(host_grads_.data() + range.offset, model_->grads() + range.offset,
+                          static_cast<size_t>(range.size) * sizeof(float));
+    absl::StatusOr<std::unique_ptr<OpsEvent>> recorded = ops_->RecordEvent();
+    if (recorded.ok()) {
+      event = std::move(*recorded);
+    } else {
+      // Nothing to order the senders with: wait for the copy here (the bytes pushed are
+      // then final) and fail the step.
+      absl::Status done = ops_->Synchronize();
+      if (deferred_.ok()) deferred_ = done.ok() ? recorded.status() : done;
+    }
+  }
   absl::MutexLock l(&mu_);
+  if (staging_) {
+    ForEachChunkIn(range, [this, &event](int s, int64_t k, int64_t, int64_t)
+                              ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                grad_events_[s][k] = event;
+                                return true;
+                              });
+  }
   CountDown(range, &remaining_);
 }
 
@@ -235,6 +388,21 @@ absl::Status PsStrategy::FinishStep(const HookTimes& hook_times, StepMetrics* m,
     for (auto& shard : busy_) std::fill(shard.begin(), shard.end(), 0);
   }
   started_ = false;
+  if (staging_) {
+    // Backward, its gradient copies (and a prefetched batch's copy) were only
+    // enqueued: the step ends when the device is done with them. That wait is
+    // backward's, as for LocalSgdStrategy (nothing on the CPU backend).
+    const int64_t w0 = NowUs();
+    absl::Status done = ops_->Synchronize();
+    const int64_t waited = NowUs() - w0;
+    if (ops_->kind() != DeviceKind::kCpu) {
+      m->set_backward_ms(m->backward_ms() + waited / 1e3);
+      if (trace != nullptr) {
+        trace->Span("backward (device)", kCatCompute, kTrainingTrack, w0, waited);
+      }
+    }
+    if (!done.ok() && deferred_.ok()) deferred_ = done;
+  }
   absl::Status deferred = std::move(deferred_);
   deferred_ = absl::OkStatus();
   RINGSIDE_RETURN_IF_ERROR(deferred);
@@ -323,21 +491,24 @@ absl::Status PsStrategy::AfterCheckpoint() {
 
 absl::Status PsStrategy::Start(int64_t step) {
   step_ = step;
+  // Staging: through the parameter mirror, with blocking copies (nothing is in flight).
+  float* params = staging_ ? host_params_.data() : model_->params();
+  const size_t bytes = static_cast<size_t>(model_->num_params()) * sizeof(float);
   if (options_.worker_id == 0) {
+    if (staging_) RINGSIDE_RETURN_IF_ERROR(ops_->CopyToHost(params, model_->params(), bytes));
     // Optimizer state first: the parameters' arrival releases the other workers.
     for (size_t s = 0; s < clients_.size(); ++s) {
       if (!restored_state_.empty()) {
         RINGSIDE_RETURN_IF_ERROR(clients_[s]->Push(step, ps::OPTIMIZER_STATE,
                                                    restored_state_.data() + slices_[s].offset));
       }
-      RINGSIDE_RETURN_IF_ERROR(
-          clients_[s]->Push(step, ps::PARAMS, model_->params() + slices_[s].offset));
+      RINGSIDE_RETURN_IF_ERROR(clients_[s]->Push(step, ps::PARAMS, params + slices_[s].offset));
     }
   }
   for (size_t s = 0; s < clients_.size(); ++s) {
-    RINGSIDE_RETURN_IF_ERROR(
-        clients_[s]->Pull(step, ps::PARAMS, model_->params() + slices_[s].offset));
+    RINGSIDE_RETURN_IF_ERROR(clients_[s]->Pull(step, ps::PARAMS, params + slices_[s].offset));
   }
+  if (staging_) RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(model_->params(), params, bytes));
   return absl::OkStatus();
 }
 

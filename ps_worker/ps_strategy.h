@@ -2,6 +2,14 @@
 // pushed as soon as backward announces them (one sender per shard, all shards in
 // parallel); the updated parameter chunks stream back into the model. The optimizer
 // runs on the shards, not here.
+//
+// On a GPU model the shards stay on the CPU and the senders work on two page-locked
+// host mirrors of the model's buffers ("staging"): each range backward announces is
+// copied to the gradient mirror on the model's stream (CopyToHostAsync) and pushed
+// once the event recorded after that copy has completed; updated chunks arrive into the
+// parameter mirror and the training thread enqueues their copy to the device the moment
+// forward asks for them (or at a settle), ahead of the kernels that read them. See
+// "Staging" in ps_strategy.cc for the ordering argument.
 #ifndef RINGSIDE_PS_WORKER_PS_STRATEGY_H_
 #define RINGSIDE_PS_WORKER_PS_STRATEGY_H_
 
@@ -15,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/model.h"
+#include "common/ops.h"
 #include "common/task_thread.h"
 #include "common/trainer.h"
 #include "ps_worker/shard_client.h"
@@ -28,23 +37,29 @@ struct PsStrategyOptions {
   // True: FinishStep returns at once and the next forward waits for each chunk it
   // reads (forward hooks); false: FinishStep waits for every chunk.
   bool params_arrive_late = true;
+  // Stage the push-pulls through host mirrors even on the CPU backend (always on
+  // another backend): tests run the GPU path's logic on the CPU with it.
+  bool stage_through_host = false;
 };
 
 // Not thread-safe (the training thread calls it); owns its sender threads (one
-// long-lived TaskThread per shard, handed each step's push-pull).
+// long-lived TaskThread per shard, handed each step's push-pull). The sender threads
+// never call `ops`; they only wait for events recorded on it.
 class PsStrategy final : public StepStrategy {
  public:
   // `clients`: one registered client per shard, in shard order, covering the model's
-  // parameters exactly. `model` is borrowed and must outlive the strategy.
+  // parameters exactly. `model` and `ops` (the model's backend) are borrowed and must
+  // outlive the strategy. Staging (ops->kind() != kCpu, or
+  // options.stage_through_host) allocates two host mirrors of num_params floats each.
   static absl::StatusOr<std::unique_ptr<PsStrategy>> Create(
-      std::vector<std::unique_ptr<ShardClient>> clients, Model* model,
+      std::vector<std::unique_ptr<ShardClient>> clients, Model* model, Ops* ops,
       const PsStrategyOptions& options);
   ~PsStrategy() override;
 
   std::string role() const override { return "worker"; }
   // Lifecycle start (protocol step 1): worker 0 pushes the optimizer state (if
   // restored) and the parameters the model holds for `step`; then every worker pulls
-  // them. Blocks until the shards hold them.
+  // them. Blocks until the shards hold them (and, staging, the device holds them).
   absl::Status Start(int64_t step) override;
   // Lifecycle end: settles, passes a barrier with every worker, then says goodbye to
   // each shard.
@@ -56,9 +71,13 @@ class PsStrategy final : public StepStrategy {
   // options.params_arrive_late): params_needed blocks until every chunk overlapping
   // the range has come back (or its shard's push-pull failed: then that error), split
   // at the same chunk starts.
+  // Staging: backward's hooks are device-ordered (grads_ready enqueues the range's copy
+  // to the gradient mirror and records an event; params_free only counts), and
+  // params_needed also enqueues the device copy of each chunk that came back.
   StepHooks hooks() override;
   // Waits for every shard's push-pull in flight; the model then holds the next step's
-  // parameters.
+  // parameters (staging: the copies of the chunks not yet on the device are enqueued
+  // and waited for).
   absl::Status SettleParams() override;
   // Ends backward's part of the step: starts the push-pulls if no gradient was
   // announced, lets every updated chunk be written, and returns at once (or, without
@@ -69,6 +88,11 @@ class PsStrategy final : public StepStrategy {
   // Trace: the settles as "wait for parameters" on the training track, and each
   // settled push-pull per shard (a lane "push-pull shard S", with its "push" nested;
   // args step, shard, bytes); LocalStep drew backward's hook calls as "push".
+  // Staging on a GPU: backward was only enqueued, so FinishStep first waits for the
+  // device (backward's kernels and the gradient copies) and books that wait as
+  // backward_ms, traced as "backward (device)", as LocalSgdStrategy does; the step thus
+  // ends with the device idle (or, without params_arrive_late, with the parameter
+  // copies done too, booked in pull_ms).
   absl::Status FinishStep(const HookTimes& hook_times, StepMetrics* m,
                           TraceWriter* trace) override;
   // Sums the counts over all workers through a barrier on shard 0.
@@ -82,9 +106,19 @@ class PsStrategy final : public StepStrategy {
   const std::vector<std::unique_ptr<ShardClient>>& clients() const { return clients_; }
 
  private:
-  PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model* model,
+  PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model* model, Ops* ops,
              const PsStrategyOptions& options);
   void StartPushPull();
+  // Staging. The sender's readiness test for chunk k of shard s (also the reader's
+  // before it overwrites the chunk's parameter mirror): its gradients were all
+  // announced and the event after their copy to the mirror has completed. False when
+  // cancelled or when the event reports a device failure (kept in event_error_).
+  bool WaitStaged(int s, int64_t k);
+  // Enqueues the copy of chunk k of shard s from the parameter mirror to the model.
+  void CopyChunkToDevice(int s, int64_t k);
+  // Enqueues the copies of every chunk that came back and is not on the device yet;
+  // how many.
+  int64_t CopyArrivedToDevice();
   // The hooks (see hooks()).
   void OnGradientReady(const ParamRange& range);
   void OnParamsFree(const ParamRange& range);
@@ -111,7 +145,17 @@ class PsStrategy final : public StepStrategy {
 
   std::vector<std::unique_ptr<ShardClient>> clients_;
   Model* const model_;
+  Ops* const ops_;
   const PsStrategyOptions options_;
+  const bool staging_;  // The senders work on the host mirrors below.
+  // Staging: page-locked host mirrors of model->grads() and model->params(), which the
+  // senders push from and pull into; see "Staging" in ps_strategy.cc for who may touch
+  // which chunk when.
+  HostArray<float> host_grads_;
+  HostArray<float> host_params_;
+  // Staging, training thread only: on_device_[s][k], the copy of chunk k of shard s from
+  // host_params_ to the model has been enqueued since the chunk last came back.
+  std::vector<std::vector<bool>> on_device_;
   int64_t step_ = 0;          // The step being trained.
   int64_t barriers_ = 0;      // Names successive barriers.
   std::vector<float> restored_state_;
@@ -124,6 +168,12 @@ class PsStrategy final : public StepStrategy {
   // (an updated chunk that comes back early waits for them).
   std::vector<std::vector<int64_t>> busy_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  // Staging: grad_events_[s][k], the event after the copy of chunk k's last announced
+  // piece to host_grads_ (events of one stream complete in order, so it covers every
+  // earlier piece too); null before the first. event_error_: the first failure an
+  // event reported to a sender.
+  std::vector<std::vector<std::shared_ptr<OpsEvent>>> grad_events_ ABSL_GUARDED_BY(mu_);
+  absl::Status event_error_ ABSL_GUARDED_BY(mu_);
   // arrived_[s][k]: chunk k of shard s is back in the model; sender_done_[s]: shard s's
   // push-pull returned (all back, or failed).
   std::vector<std::vector<bool>> arrived_ ABSL_GUARDED_BY(mu_);

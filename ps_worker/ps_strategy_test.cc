@@ -4,6 +4,12 @@
 // picks). Under BSP, N workers with batch b end where one process with batch N*b over
 // the same samples ends (up to float summation order), with and without prefetch; and
 // every worker ends with the very same parameters.
+//
+// Staging (the GPU worker's path: gradients copied to host chunks, parameters copied
+// back from them) run on the CPU backend through stage_through_host gives the direct
+// path's parameters bit for bit. On a GPU (a CUDA build on a machine with one), GPU
+// workers end within 1e-5 (relative to the largest parameter) of CPU workers; without
+// one that test skips, naming the reason.
 #include "ps_worker/ps_strategy.h"
 
 #include <algorithm>
@@ -16,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/common.h"
+#include "common/ops_factory.h"
 #include "common/test_util.h"
 #include "gtest/gtest.h"
 #include "ps_server/server_role.h"
@@ -71,10 +78,16 @@ Shards HostShards(const RunConfig& config) {
   return shards;
 }
 
+// How a worker runs its PsStrategy.
+struct WorkerMode {
+  bool params_arrive_late = true;  // BSP: the next forward waits for each chunk.
+  bool stage_through_host = false;
+};
+
 // One worker: registers, trains through the Trainer (the strategy's lifecycle: start
 // parameters from the shards, steps, goodbye) and returns its final parameters.
 absl::StatusOr<std::vector<float>> RunWorker(const RunConfig& config, int worker,
-                                             const Shards& shards) {
+                                             const Shards& shards, const WorkerMode& mode = {}) {
   RINGSIDE_ASSIGN_OR_RETURN(Replica replica, NewReplica(config));
   RINGSIDE_ASSIGN_OR_RETURN(
       std::vector<std::unique_ptr<ShardClient>> clients,
@@ -84,9 +97,11 @@ absl::StatusOr<std::vector<float>> RunWorker(const RunConfig& config, int worker
   so.worker_id = worker;
   so.num_workers = config.world_size();
   so.has_momentum = true;
-  so.params_arrive_late = true;  // BSP: the next forward waits for each chunk.
-  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<PsStrategy> strategy,
-                            PsStrategy::Create(std::move(clients), replica.model.get(), so));
+  so.params_arrive_late = mode.params_arrive_late;
+  so.stage_through_host = mode.stage_through_host;
+  RINGSIDE_ASSIGN_OR_RETURN(
+      std::unique_ptr<PsStrategy> strategy,
+      PsStrategy::Create(std::move(clients), replica.model.get(), replica.ops.get(), so));
   RunOptions run;
   run.config = config;
   RINGSIDE_ASSIGN_OR_RETURN(
@@ -96,7 +111,27 @@ absl::StatusOr<std::vector<float>> RunWorker(const RunConfig& config, int worker
     return absl::InternalError(absl::StrCat("ran ", result.steps, " steps"));
   }
   const Model& m = *replica.model;
-  return std::vector<float>(m.params(), m.params() + m.num_params());
+  std::vector<float> params(m.num_params());
+  RINGSIDE_RETURN_IF_ERROR(
+      replica.ops->CopyToHost(params.data(), m.params(), params.size() * sizeof(float)));
+  return params;
+}
+
+// A whole job: `config.world_size()` workers as threads against its shards hosted
+// here; each worker's final parameters (or error).
+std::vector<absl::StatusOr<std::vector<float>>> RunJob(const RunConfig& config,
+                                                       const WorkerMode& mode) {
+  const int workers = config.world_size();
+  Shards shards = HostShards(config);
+  EXPECT_EQ(static_cast<int>(shards.hosted.size()), config.ps_shards());
+  std::vector<absl::StatusOr<std::vector<float>>> params(workers, std::vector<float>());
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] { params[w] = RunWorker(config, w, shards, mode); });
+  }
+  for (auto& t : threads) t.join();
+  for (HostedShard& h : shards.hosted) EXPECT_TRUE(h.server->Wait().ok());
+  return params;
 }
 
 // One process, the single strategy, batch workers * kBatch over the same samples.
@@ -167,6 +202,68 @@ TEST(PsRegistrationTest, DifferentConfigurationNamesTheField) {
             absl::string_view::npos)
       << clients.status();
 }
+
+// (shards, params_arrive_late). Two workers: a shard sums two pushes in one rounding,
+// whichever arrives first, so the runs are deterministic to the bit.
+class PsStagingTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(PsStagingTest, StagingThroughHostGivesTheDirectPathsParameters) {
+  const auto [num_shards, late] = GetParam();
+  // 1 KiB chunks: several chunks per shard, so ranges and chunks cut each other.
+  const RunConfig config = JobConfig(2, num_shards, /*prefetch=*/true);
+  WorkerMode direct;
+  direct.params_arrive_late = late;
+  WorkerMode staged = direct;
+  staged.stage_through_host = true;
+  const auto want = RunJob(config, direct);
+  const auto got = RunJob(config, staged);
+  for (int w = 0; w < config.world_size(); ++w) {
+    ASSERT_TRUE(want[w].ok()) << "direct worker " << w << ": " << want[w].status();
+    ASSERT_TRUE(got[w].ok()) << "staged worker " << w << ": " << got[w].status();
+    ASSERT_EQ(got[w]->size(), want[w]->size());
+    EXPECT_EQ(*got[w], *want[w]) << "worker " << w;
+  }
+  // And they trained: not the initial parameters.
+  absl::StatusOr<Replica> initial = NewReplica(config);
+  ASSERT_TRUE(initial.ok()) << initial.status();
+  ASSERT_TRUE(initial->model->InitParams(config.seed()).ok());
+  const Model& m = *initial->model;
+  EXPECT_NE(std::vector<float>(m.params(), m.params() + m.num_params()), *want[0]);
+}
+
+INSTANTIATE_TEST_SUITE_P(ShardsLate, PsStagingTest,
+                         ::testing::Combine(::testing::Values(1, 2), ::testing::Bool()));
+
+// GPU workers (stage through pinned host chunks) against CPU workers, same job
+// otherwise. (shards, params_arrive_late).
+class PsGpuTest : public ::testing::TestWithParam<std::tuple<int, bool>> {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<Ops>> gpu = NewOps("cuda", 0, 0);
+    if (!gpu.ok()) GTEST_SKIP() << "no CUDA GPU: " << gpu.status();
+  }
+};
+
+TEST_P(PsGpuTest, GpuWorkersMatchCpuWorkers) {
+  const auto [num_shards, late] = GetParam();
+  RunConfig cpu = JobConfig(2, num_shards, /*prefetch=*/true);
+  RunConfig gpu = cpu;
+  gpu.set_device("cuda");
+  WorkerMode mode;
+  mode.params_arrive_late = late;
+  const auto want = RunJob(cpu, mode);
+  const auto got = RunJob(gpu, mode);
+  for (int w = 0; w < cpu.world_size(); ++w) {
+    ASSERT_TRUE(want[w].ok()) << "cpu worker " << w << ": " << want[w].status();
+    ASSERT_TRUE(got[w].ok()) << "gpu worker " << w << ": " << got[w].status();
+    ASSERT_EQ(got[w]->size(), want[w]->size());
+    EXPECT_LT(MaxRelativeDifference(*got[w], *want[w]), 1e-5) << "worker " << w;
+    EXPECT_EQ(*got[w], *got[0]) << "worker " << w;  // All pulled the same floats.
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ShardsLate, PsGpuTest,
+                         ::testing::Combine(::testing::Values(1, 2), ::testing::Bool()));
 
 }  // namespace
 }  // namespace ringside

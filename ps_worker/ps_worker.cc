@@ -75,7 +75,8 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
   // the worker may run it.
   sopts.params_arrive_late = config.ps_sync() == "bsp";
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<PsStrategy> strategy,
-                            PsStrategy::Create(std::move(*clients), replica.model.get(), sopts));
+                            PsStrategy::Create(std::move(*clients), replica.model.get(),
+                                               replica.ops.get(), sopts));
   if (o.worker_id == 0) {
     absl::FPrintF(stderr,
                   "ps: %d workers, %d shard(s)%s, %s, model %s (%d parameters, %.1f MB) in "
