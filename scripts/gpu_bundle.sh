@@ -26,6 +26,7 @@ TESTS=(
   //common:cuda_check_test
   //ddp_ring:nccl_process_group_test
   //common:ops_factory_test
+  //ps_worker:ps_strategy_test
 )
 BAZEL_FLAGS=(--config=cuda --config=bundle)
 
