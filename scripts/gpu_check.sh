@@ -524,6 +524,72 @@ if ((HAVE_GPU)); then
   rep ""
 fi
 
+# ---- 3e. GPU cells from an experiment spec (issue #20): `ringside compare` runs one GPU,
+# PS with GPU workers and DDP over NCCL at 1 and 2 workers (a small version of
+# experiments/matrix/specs/gpu.textproto, to fit the budget); every cell must end "ok"
+# with a cuda device in summary.csv, cells whose ranks outnumber the GPUs labelled
+# emulated. The matrix's folder is copied to OUT/gpu_cells (records, no traces) so that
+# `ringside report` can render it where gnuplot is installed.
+CELL_ROWS=()
+if ((HAVE_GPU)); then
+  rep "## GPU cells from a spec (ringside compare)"
+  rep ""
+  cat >"$WORK/gpu_cells.textproto" <<'SPEC'
+name: "gpu-check"
+device: "cuda"
+strategies { kind: "single" }
+strategies { kind: "ps" ps_shards: 2 }
+strategies { kind: "ddp" backend: "nccl" }
+workers: 1
+workers: 2
+model: "mlp:784-1024-1024-10"
+dataset: "synthetic:train=4096,test=256"
+batch_per_worker: 64
+steps: 20
+epochs: 1
+timeout_s: 60
+cell_timeout_s: 120
+SPEC
+  rep "- \`bin/ringside compare --spec=SPEC --out=DIR\` with SPEC: $(grep -v '^$' "$WORK/gpu_cells.textproto" | tr '\n' ' ')"
+  say "compare: GPU cells"
+  timeout -k 5 "$(tmo 240)" bin/ringside compare --spec="$WORK/gpu_cells.textproto" \
+    --out="$WORK/gpu_cells" >"$WORK/out" 2>&1
+  rc=$?
+  logblock "ringside compare (GPU cells) (exit $rc)" "$WORK/out"
+  csv=$WORK/gpu_cells/summary.csv
+  bad=""
+  if ((rc != 0)) || [[ ! -s $csv ]]; then
+    bad="compare exit $rc$([[ -s $csv ]] || echo ', no summary.csv')"
+  else
+    # cell,label,kind,workers,...,status (6),...,device (21),emulated (22)
+    while IFS=, read -r cell _ _ workers _ status rest; do
+      device=$(cut -d, -f15 <<<"$rest") emulated=$(cut -d, -f16 <<<"$rest")
+      want_emu=$((workers > GPUS ? 1 : 0))
+      [[ $status == ok ]] || bad="$bad $cell $status;"
+      [[ $device == cuda* ]] || bad="$bad $cell device '$device';"
+      [[ $emulated == "$want_emu" ]] || bad="$bad $cell emulated=$emulated (want $want_emu);"
+      CELL_ROWS+=("$(printf '%-22s %-7s device %-8s emulated %s' "$cell" "$status" "$device" "$emulated")")
+    done < <(tail -n +2 "$csv")
+    [[ ${#CELL_ROWS[@]} -eq 5 ]] || bad="$bad ${#CELL_ROWS[@]} cells, expected 5;"
+  fi
+  if [[ -n $bad ]]; then
+    FAILURES+=("GPU cells:$bad")
+    rep "- **FAIL**:$bad"
+  else
+    rep "- PASS: 5 cells ok, every one on a cuda device, emulated where ranks outnumber the $GPUS GPU(s)"
+  fi
+  rep ""
+  rep '```'
+  [[ -s $csv ]] && cut -d, -f1,4,6,8,9,21,22 "$csv" >>"$REPORT"
+  rep '```'
+  rep ""
+  if [[ -d $WORK/gpu_cells ]]; then
+    mkdir -p "$OUTDIR/gpu_cells"
+    (cd "$WORK/gpu_cells" && find . -name 'trace*.json' -prune -o -type f -print |
+      while read -r f; do mkdir -p "$OUTDIR/gpu_cells/$(dirname "$f")"; cp "$f" "$OUTDIR/gpu_cells/$f"; done)
+  fi
+fi
+
 # ---- 4. Benchmarks: ringside next to PyTorch, same model, batch and precision (FP32,
 # TF32 off), same run.
 ROWS=("mlp:784-4096-4096-4096-10 256" "mlp:784-4096-4096-4096-10 1024"
@@ -788,6 +854,10 @@ fi
 if ((${#KILL_ROWS[@]})); then
   echo "---- a rank killed mid-run (DDP over NCCL, 3 ranks, --timeout_s=$KILL_T): the survivors"
   printf '%s\n' "${KILL_ROWS[@]}"
+fi
+if ((${#CELL_ROWS[@]})); then
+  echo "---- GPU cells from a spec (ringside compare): status, device, emulated"
+  printf '%s\n' "${CELL_ROWS[@]}"
 fi
 if ((${#DDPB_ROWS[@]})); then
   echo "---- DDP step time against PyTorch DDP (NCCL; ratio >= 1: ringside at least as fast)"
