@@ -85,7 +85,7 @@ grep -q 'test accuracy: 0\.[0-9]' "$T/ddp.out" || fail "ddp: no accuracy: $(cat 
 [ -s "$T/ddp/checkpoint.bin" ] || fail "ddp: no checkpoint"
 echo "ok   2-rank DDP training (gloo)"
 
-timeout 120 "$RINGSIDE" train --strategy=ddp --workers=2 --backend=nccl "${data[@]}" \
+timeout 120 "$RINGSIDE" train --strategy=ddp --workers=2 --backend=nccl --device=cuda "${data[@]}" \
   --out="$T/nccl" >"$T/nccl.out" 2>&1 && fail "--backend=nccl succeeded in a build without CUDA"
 grep -q 'built without CUDA; rebuild with --config=cuda' "$T/nccl.out" \
   || fail "--backend=nccl: no rebuild hint: $(cat "$T/nccl.out")"
