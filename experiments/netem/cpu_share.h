@@ -1,0 +1,143 @@
+// CPU share per emulated node (`--node_cpus=0.5|auto`): every node of a run gets a cgroup
+// of its own whose CPU bandwidth quota caps what all its processes together may use
+// (cgroup v2 `cpu.max`, or v1 `cpu.cfs_quota_us` where the cpu controller is on v1, as
+// on the development machines). N nodes of c CPUs each then fit on a machine with at
+// least N x c CPUs without fighting each other. Needs root (write access to the cpu
+// hierarchy). docs/network.md ("CPU share per node") describes the layout, the period
+// measurement and the cleanup guarantees; network_emulator.h is the network-side twin.
+#ifndef RINGSIDE_EXPERIMENTS_NETEM_CPU_SHARE_H_
+#define RINGSIDE_EXPERIMENTS_NETEM_CPU_SHARE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace ringside {
+
+// The quota period the launcher uses. Measured on the 2-core development VM (kernel 6.18,
+// cgroup v1) with a process at 0.5 CPU that busy-loops in one thread while another
+// thread wakes on a 1 ms timer or answers UDP pings: a throttled group stalls for up to
+// (1 - share) x period, so the worst wake-up lateness is about 54 ms at the kernel's
+// default 100 ms, 16 ms at 20 ms, 7.6-9 ms at 10 ms, 4-6 ms at 5 ms and 2-3 ms at 2 ms.
+// 5 ms keeps a throttling stall (at most 2.5 ms at 0.5 CPU) of the order of one
+// emulated message's latency, at 200 throttle events per second per busy node, whose
+// kernel cost did not show in the measurement. docs/network.md has the table.
+inline constexpr absl::Duration kDefaultCpuSharePeriod = absl::Milliseconds(5);
+
+// --node_cpus: "" or "none" (no CPU share), "auto", or a positive number of CPUs
+// ("0.5", "1", "1.5").
+struct NodeCpuSpec {
+  bool enabled = false;    // False: no CPU share (processes use the whole machine).
+  bool automatic = false;  // "auto": the machine's CPUs divided by the nodes.
+  double cpus = 0;         // The fixed share when enabled && !automatic.
+};
+
+// InvalidArgument with one line naming the text for zero, negative, infinite or
+// non-numeric values.
+absl::StatusOr<NodeCpuSpec> ParseNodeCpus(absl::string_view text);
+
+// "none", "auto" or the number ("0.5"); ParseNodeCpus gives the spec back.
+std::string NodeCpusToString(const NodeCpuSpec& spec);
+
+// The CPUs this process may run on (its affinity mask; all online CPUs if unreadable).
+// What `machine_cpus` below should be.
+int MachineCpus();
+
+// The CPUs per node for a run whose largest cell uses `max_nodes` nodes (dedicated
+// server nodes included) on a machine with `machine_cpus`: "auto" gives machine_cpus /
+// max_nodes; a fixed value is returned as is unless cpus x max_nodes > machine_cpus
+// (InvalidArgument, one line naming both numbers). A disabled spec gives 0.
+// InvalidArgument for max_nodes or machine_cpus below 1.
+absl::StatusOr<double> ResolveNodeCpus(const NodeCpuSpec& spec, int max_nodes, int machine_cpus);
+
+// OK if this process can create CPU-share cgroups. FailedPrecondition if no cpu
+// controller is mounted (neither cgroup v2 with "cpu" in its root's cgroup.controllers
+// nor a v1 hierarchy with the cpu controller); PermissionDenied ("CPU shares per node
+// need root ...; run as root or drop --node_cpus") if a probe cgroup cannot be made for
+// lack of privileges. Blocks for a moment (creates and removes a probe cgroup).
+absl::Status CheckCpuSharePrivileges();
+
+// Removes the cgroups left by runs whose creating process no longer exists (e.g. a run
+// killed with SIGKILL), killing any process still inside them. Names embed the
+// creator's pid: a cgroup of a live process is never touched (if the pid was reused,
+// its cgroups stay until that process ends). Looks at the roots of the v1 cpu hierarchy
+// and of cgroup v2, whichever are mounted. Returns the paths it removed. OK if there is
+// nothing to do; an error only if a stale cgroup could not be removed.
+absl::StatusOr<std::vector<std::string>> RemoveStaleCpuShares();
+
+// The CPU shares of one run. Names: a run tag "rs<pid hex>_<n>" (n counts the shares
+// this process made), cgroups "<tag>_n<i>" for node i directly under the cpu
+// hierarchy's root. Thread-safe.
+class EmulatedCpuShares {
+ public:
+  enum class CgroupVersion { kV1, kV2 };
+
+  // One cgroup per node whose quota is cpus_per_node x period per period (v2: cpu.max
+  // "<quota_us> <period_us>" in a child of the v2 root, "+cpu" written to the root's
+  // cgroup.subtree_control if it lacks it; v1: cpu.cfs_period_us and cpu.cfs_quota_us).
+  // Uses v2 where its cpu controller is available, else v1. Blocks for a few file
+  // writes. InvalidArgument for cpus_per_node not positive and finite, nodes outside 1
+  // to 250, a period outside 1 ms to 1 s, or a quota below the kernel's 1 ms; the errors
+  // of CheckCpuSharePrivileges; Internal naming the file otherwise. On any error every
+  // cgroup already made is removed again.
+  static absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> Create(
+      double cpus_per_node, int nodes, absl::Duration period = kDefaultCpuSharePeriod);
+
+  // Tears down (see Teardown); a failure is reported on stderr, never fatal.
+  ~EmulatedCpuShares();
+
+  EmulatedCpuShares(const EmulatedCpuShares&) = delete;
+  EmulatedCpuShares& operator=(const EmulatedCpuShares&) = delete;
+
+  // The argv prefix that runs a command inside node i's cgroup:
+  //   {"sh", "-c", "echo $$ > '<cgroup>/cgroup.procs' && exec \"$@\"", "sh"}
+  // The shell moves itself into the cgroup and execs the command, so the command keeps
+  // the shell's pid and everything it starts inherits the cgroup. Put it BEFORE the
+  // network's prefix ({cpu..., "ip", "netns", "exec", ns, command...}): `ip netns exec`
+  // mounts a fresh /sys in which the cgroup hierarchies are not visible. What runs
+  // inside must exit (or be stopped by its owner) before Teardown, which kills it.
+  std::vector<std::string> CommandPrefix(int node) const;
+
+  // Node i's cgroup directory, e.g. "/sys/fs/cgroup/cpu/rs1a2b_0_n1".
+  const std::string& cgroup_path(int node) const { return paths_.at(node); }
+  const std::string& tag() const { return tag_; }  // "rs<pid hex>_<n>"
+  int num_nodes() const { return static_cast<int>(paths_.size()); }
+  double cpus_per_node() const { return cpus_per_node_; }
+  absl::Duration period() const { return period_; }
+  CgroupVersion version() const { return version_; }
+
+  // For reports, e.g. "0.5 CPU per node (cgroup v1 cpu.cfs_quota_us, 5ms period)".
+  std::string Describe() const;
+
+  // Kills every process still inside the cgroups (SIGKILL, repeated until none is
+  // left, so children forked meanwhile go too), then removes the directories.
+  // Idempotent; a cgroup already gone is not an error. Bounded: gives up on a cgroup
+  // after 5 s (Internal naming it; a later call retries it). Safe from ordinary code
+  // after a SIGINT/SIGTERM was caught; not from a signal handler. Returns the first
+  // failure, after trying every cgroup.
+  absl::Status Teardown();
+
+ private:
+  EmulatedCpuShares() = default;
+
+  double cpus_per_node_ = 0;
+  absl::Duration period_;
+  CgroupVersion version_ = CgroupVersion::kV1;
+  std::string tag_;
+  std::vector<std::string> paths_;
+
+  absl::Mutex mu_;
+  // Cgroups that may exist: each is added before its mkdir.
+  std::vector<std::string> created_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_EXPERIMENTS_NETEM_CPU_SHARE_H_
