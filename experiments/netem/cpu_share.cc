@@ -30,6 +30,7 @@ namespace ringside {
 namespace {
 
 constexpr int kMaxNodes = 250;
+constexpr int64_t kMinQuotaUs = 1000;  // The kernel's minimum quota (and period).
 constexpr absl::Duration kTeardownTimeout = absl::Seconds(5);
 constexpr const char* kPrivilegeMessage =
     "CPU shares per node need root (write access to the cgroup cpu hierarchy); run as root "
@@ -220,6 +221,14 @@ std::string NodeCpusToString(const NodeCpuSpec& spec) {
   return FormatCpus(spec.cpus);
 }
 
+absl::Duration CpuSharePeriodFor(double cpus) {
+  if (!(cpus > 0)) return kDefaultCpuSharePeriod;
+  // Whole microseconds, rounded up, as the kernel takes them.
+  const absl::Duration needed =
+      absl::Microseconds(std::ceil(static_cast<double>(kMinQuotaUs) / cpus));
+  return std::min(absl::Seconds(1), std::max(kDefaultCpuSharePeriod, needed));
+}
+
 int MachineCpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -311,10 +320,11 @@ absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> EmulatedCpuShares::Create(
   }
   const int64_t period_us = absl::ToInt64Microseconds(period);
   const int64_t quota_us = std::llround(cpus_per_node * static_cast<double>(period_us));
-  if (quota_us < 1000) {
+  if (quota_us < kMinQuotaUs) {
     return absl::InvalidArgumentError(absl::StrCat(
         "CPU share ", FormatCpus(cpus_per_node), " x period ", absl::FormatDuration(period),
-        " is a quota below the kernel's minimum of 1ms; use a larger share or period"));
+        " is a quota below the kernel's minimum of 1ms; use a larger share or period (",
+        absl::FormatDuration(CpuSharePeriodFor(cpus_per_node)), ")"));
   }
   absl::StatusOr<CpuHierarchy> h = ChooseHierarchy();
   if (!h.ok()) return h.status();

@@ -22,14 +22,20 @@
 namespace ringside {
 
 // The quota period the launcher uses. Measured on the 2-core development VM (kernel 6.18,
-// cgroup v1) with a process at 0.5 CPU that busy-loops in one thread while another
-// thread wakes on a 1 ms timer or answers UDP pings: a throttled group stalls for up to
-// (1 - share) x period, so the worst wake-up lateness is about 54 ms at the kernel's
-// default 100 ms, 16 ms at 20 ms, 7.6-9 ms at 10 ms, 4-6 ms at 5 ms and 2-3 ms at 2 ms.
-// 5 ms keeps a throttling stall (at most 2.5 ms at 0.5 CPU) of the order of one
-// emulated message's latency, at 200 throttle events per second per busy node, whose
-// kernel cost did not show in the measurement. docs/network.md has the table.
+// cgroup v1; docs/network.md has the table) with a process at 0.5 CPU that busy-loops in
+// one thread while another wakes on a 1 ms timer or answers UDP pings: a group that used
+// its quota stalls for up to (1 - share) x period, and the worst wake-up lateness was
+// 50-56 ms at the kernel's default 100 ms, 16-19 ms at 20 ms, 8-12 ms at 10 ms, 6-9 ms at
+// 5 ms and 4-12 ms at 2 ms (unthrottled: 2-4 ms, the loaded machine's own noise). 5 ms is
+// where a shorter period stops helping: 2 ms was no better in the worst case, throttles
+// twice as often and began to give a group less than its share. Its cost: the kernel's minimum quota is 1 ms, so a share
+// below 0.2 CPU needs a longer period (CpuSharePeriodFor).
 inline constexpr absl::Duration kDefaultCpuSharePeriod = absl::Milliseconds(5);
+
+// kDefaultCpuSharePeriod, lengthened where needed so that the quota cpus x period
+// reaches the kernel's minimum of 1 ms (e.g. 0.1 CPU: 10 ms), at most 1 s. For
+// cpus > 0.
+absl::Duration CpuSharePeriodFor(double cpus);
 
 // --node_cpus: "" or "none" (no CPU share), "auto", or a positive number of CPUs
 // ("0.5", "1", "1.5").
