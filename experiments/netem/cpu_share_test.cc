@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <tuple>
@@ -88,6 +89,18 @@ TEST(ResolveNodeCpusTest, AutoFixedAndTooMuch) {
   EXPECT_FALSE(ResolveNodeCpus(half, 0, 2).ok());
   EXPECT_FALSE(ResolveNodeCpus(half, 2, 0).ok());
   EXPECT_GE(MachineCpus(), 1);
+}
+
+TEST(CpuSharePeriodForTest, LengthensThePeriodForSmallShares) {
+  EXPECT_EQ(CpuSharePeriodFor(0.5), kDefaultCpuSharePeriod);
+  EXPECT_EQ(CpuSharePeriodFor(2), kDefaultCpuSharePeriod);
+  EXPECT_EQ(CpuSharePeriodFor(0.1), absl::Milliseconds(10));
+  EXPECT_NEAR(absl::ToDoubleMicroseconds(CpuSharePeriodFor(2.0 / 11)), 5500, 1);
+  EXPECT_EQ(CpuSharePeriodFor(0.0001), absl::Seconds(1));
+  for (double cpus : {0.1, 0.15, 2.0 / 9, 2.0 / 11, 0.3}) {
+    const int64_t quota = std::llround(cpus * absl::ToInt64Microseconds(CpuSharePeriodFor(cpus)));
+    EXPECT_GE(quota, 1000) << cpus;
+  }
 }
 
 TEST(EmulatedCpuSharesTest, CreateRefusesBadArgumentsBeforeTouchingCgroups) {
