@@ -69,7 +69,7 @@ absl::Span<const Command> Commands() {
        "  ringside train --strategy=ps --workers=N --ps_shards=S --ps_sync=bsp|ssp:K|asp\n"
        "                 [--ps_colocated] ...          (launches S shards and N workers here)\n",
        "strategy " RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS RINGSIDE_PS_FLAGS
-           RINGSIDE_DDP_FLAGS "network ps_servers",
+           RINGSIDE_DDP_FLAGS "network node_cpus ps_servers",
        "", "", 0, 0, false, CheckTrain, RunTrainVerb},
       {"ps-server", "host one parameter-server shard by hand (train --strategy=ps does this for you)",
        "  ringside ps-server --shard=I --listen=HOST:PORT --workers=N --ps_shards=S ...\n",

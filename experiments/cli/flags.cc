@@ -52,6 +52,9 @@ ABSL_FLAG(int32_t, timeout_s, static_cast<int32_t>(absl::ToInt64Seconds(ringside
 ABSL_FLAG(std::string, network, "",
           "ps/ddp local launch: emulated links, e.g. bw=1gbit,delay=0.5ms[,master.bw=10gbit] "
           "(each process in its own network namespace; needs root)");
+ABSL_FLAG(std::string, node_cpus, "",
+          "ps/ddp local launch: a CPU share per process (an emulated node): CPUs per node, "
+          "e.g. 0.5 or 1, or auto (the machine's cores / the processes); a cgroup each, needs root");
 ABSL_FLAG(int32_t, ps_shards, 1, "ps: server shards, each owning a contiguous slice of the parameters");
 ABSL_FLAG(std::string, ps_sync, "bsp", "ps: bsp, ssp:K (bounded staleness K) or asp");
 ABSL_FLAG(bool, ps_colocated, false, "ps: run every shard inside worker 0 (a DP-style master)");

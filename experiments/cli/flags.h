@@ -42,6 +42,7 @@ ABSL_DECLARE_FLAG(bool, overlap);
 ABSL_DECLARE_FLAG(std::string, allreduce);
 ABSL_DECLARE_FLAG(int32_t, timeout_s);
 ABSL_DECLARE_FLAG(std::string, network);
+ABSL_DECLARE_FLAG(std::string, node_cpus);
 ABSL_DECLARE_FLAG(int32_t, ps_shards);
 ABSL_DECLARE_FLAG(std::string, ps_sync);
 ABSL_DECLARE_FLAG(bool, ps_colocated);

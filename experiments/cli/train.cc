@@ -25,6 +25,7 @@ LocalJobOptions LocalJob(const CommandArgs& args) {
   LocalJobOptions o;
   o.self_args = args.self_args;
   o.network = absl::GetFlag(FLAGS_network);
+  o.node_cpus = absl::GetFlag(FLAGS_node_cpus);
   return o;
 }
 

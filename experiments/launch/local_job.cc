@@ -38,10 +38,11 @@ absl::Status LaunchLocalPsJob(const RunConfig& c, const LocalJobOptions& options
   std::vector<std::string> roles;
   for (int s = 0; s < (colocated ? 0 : shards); ++s) roles.push_back("master");
   for (int w = 0; w < c.world_size(); ++w) roles.push_back(colocated && w == 0 ? "master" : "worker");
-  ScopedSignalCatcher signals;  // An interrupt must not skip the network's teardown.
-  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<EmulatedNetwork> net,
-                            PlaceRanksInNetwork(options.network, roles, &lo));
-  if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the network");
+  ScopedSignalCatcher signals;  // An interrupt must not skip the nodes' teardown.
+  RINGSIDE_ASSIGN_OR_RETURN(EmulatedNodes nodes,
+                            PlaceRanksOnNodes(options.network, options.node_cpus, roles, &lo));
+  if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the nodes");
+  const EmulatedNetwork* net = nodes.network.get();
   std::string servers;
   for (int s = 0; s < shards; ++s) {
     RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
@@ -58,12 +59,14 @@ absl::Status LaunchLocalPsJob(const RunConfig& c, const LocalJobOptions& options
 absl::Status LaunchLocalDdpJob(int workers, const LocalJobOptions& options) {
   if (workers < 1) return absl::InvalidArgumentError(absl::StrCat("--workers must be >= 1, got ", workers));
   RINGSIDE_ASSIGN_OR_RETURN(LaunchOptions lo, SelfLaunch(workers, options));
-  // Emulated links: every rank on its own node; rank 0's node hosts the store.
-  ScopedSignalCatcher signals;  // An interrupt must not skip the network's teardown.
+  // Emulated nodes: every rank on its own node; rank 0's node hosts the store.
+  ScopedSignalCatcher signals;  // An interrupt must not skip the nodes' teardown.
   RINGSIDE_ASSIGN_OR_RETURN(
-      std::unique_ptr<EmulatedNetwork> net,
-      PlaceRanksInNetwork(options.network, std::vector<std::string>(workers, "worker"), &lo));
-  if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the network");
+      EmulatedNodes nodes,
+      PlaceRanksOnNodes(options.network, options.node_cpus,
+                        std::vector<std::string>(workers, "worker"), &lo));
+  if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the nodes");
+  const EmulatedNetwork* net = nodes.network.get();
   if (net != nullptr) {
     RINGSIDE_ASSIGN_OR_RETURN(lo.master_port, PickFreePort());  // Free in rank 0's namespace.
     lo.master_addr = net->address(0);

@@ -21,6 +21,9 @@ struct LocalJobOptions {
   std::vector<std::string> self_args;
   // Emulated links ("" for loopback): netem/network_emulator.h's profile.
   std::string network;
+  // CPU share per emulated node ("" for none, "auto", or CPUs per node):
+  // netem/cpu_share.h's --node_cpus.
+  std::string node_cpus;
 };
 
 // PS: S shard processes (local ranks 0..S-1, labels "shard s", nodes of role "master")

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Emulated nodes with a CPU share (--node_cpus): bad values end with one error line and
+# exit 1 before anything is created; the processes of a DDP and a PS job run inside
+# their node's cgroup with the quota asked for; the cgroups are gone after a normal
+# end, a failed job and a SIGINT, and those a SIGKILLed launcher left are removed at
+# the next start. Needs root and a cgroup cpu controller; otherwise SKIPPED, loudly.
+set -uo pipefail
+RINGSIDE="$1"
+T="${TEST_TMPDIR:-$(mktemp -d)}"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+ROOT=""
+for d in /sys/fs/cgroup/cpu /sys/fs/cgroup/cpu,cpuacct /sys/fs/cgroup; do
+  if [ -e "$d/cpu.cfs_period_us" ] || { [ -e "$d/cgroup.controllers" ] && grep -qw cpu "$d/cgroup.controllers"; }; then ROOT=$d; break; fi
+done
+if [ "$(id -u)" -ne 0 ] || [ -z "$ROOT" ]; then
+  echo "SKIPPED: needs root and a cgroup cpu controller (uid $(id -u), cpu root '${ROOT}')"
+  exit 0
+fi
+ours() { ls "$ROOT" | grep -E '^rs[0-9a-f]+_[0-9]+_n[0-9]+$' | sort; }
+before=$(ours)
+data=(--dataset=synthetic:train=60000,test=100 --model=mlp:784-128-10 --threads=1 --batch=32)
+
+# 1. Bad values: one line, exit 1, nothing created.
+check_bad() {  # NAME REGEX ARGS...
+  local name=$1 regex=$2 rc; shift 2
+  timeout 60 "$RINGSIDE" train --steps=3 "${data[@]}" "$@" >"$T/$name.out" 2>&1; rc=$?
+  [ "$rc" -eq 1 ] || fail "$name: exit $rc, expected 1: $(cat "$T/$name.out")"
+  [ "$(wc -l <"$T/$name.out")" -eq 1 ] || fail "$name: not one line: $(cat "$T/$name.out")"
+  grep -qE "^ringside: error: .*$regex" "$T/$name.out" || fail "$name: $(cat "$T/$name.out")"
+  [ "$(ours)" = "$before" ] || fail "$name: cgroups were created: $(ours)"
+  echo "ok   $name: $(cat "$T/$name.out")"
+}
+check_bad zero 'needs more than 0 CPUs' --strategy=ddp --workers=2 --node_cpus=0
+check_bad negative 'needs more than 0 CPUs' --strategy=ddp --workers=2 --node_cpus=-1
+check_bad word 'expected "auto", "none" or a number' --strategy=ddp --workers=2 --node_cpus=lots
+cores=$(nproc)
+check_bad too_many "but this machine has $cores" --strategy=ddp --workers=2 --node_cpus="$cores"
+
+# 2. A DDP job of 2 nodes at 0.5 CPU: every rank in its own node's cgroup, quota 0.5 x
+# period; nothing left after it ends.
+watch_job() {  # NAME NPROC ARGS...: runs the job, records each of our cgroups' quota and members
+  local name=$1 nproc=$2; shift 2
+  timeout 120 "$RINGSIDE" train "${data[@]}" "$@" >"$T/$name.out" 2>&1 &
+  local pid=$! seen=""
+  for _ in $(seq 200); do
+    seen=$(for g in $(ours); do
+      [ "$(grep -c . "$ROOT/$g/cgroup.procs" 2>/dev/null)" -ge 1 ] && echo "$g"; done)
+    [ "$(grep -c . <<<"$seen")" -ge "$nproc" ] && break
+    sleep 0.05
+  done
+  for g in $seen; do
+    if [ -e "$ROOT/$g/cpu.cfs_quota_us" ]; then
+      echo "$g $(cat "$ROOT/$g/cpu.cfs_quota_us") $(cat "$ROOT/$g/cpu.cfs_period_us")"
+    else
+      echo "$g $(cat "$ROOT/$g/cpu.max")"
+    fi
+  done >"$T/$name.groups"
+  echo "$pid" >"$T/$name.pid"
+}
+watch_job ddp 2 --strategy=ddp --workers=2 --node_cpus=0.5 --steps=400
+wait "$(cat "$T/ddp.pid")"; rc=$?
+[ "$rc" -eq 0 ] || fail "ddp: exit $rc: $(tail -3 "$T/ddp.out")"
+[ "$(wc -l <"$T/ddp.groups")" -eq 2 ] || fail "ddp: expected 2 node cgroups with processes: $(cat "$T/ddp.groups")"
+while read -r g quota period; do
+  [ "$((quota * 2))" -eq "$period" ] || fail "ddp: $g quota $quota of period $period is not 0.5 CPU"
+done <"$T/ddp.groups"
+[ "$(ours)" = "$before" ] || fail "ddp: cgroups left after a normal end: $(ours)"
+echo "ok   ddp: $(tr '\n' ';' <"$T/ddp.groups") removed after the run"
+
+# 2b. With emulated links too: each rank in its cgroup AND its network namespace (the
+# cgroup is joined first: inside `ip netns exec` the cgroup tree is not mounted).
+if ip netns add "rs_probe_$$" 2>/dev/null && ip netns del "rs_probe_$$"; then
+  watch_job both 2 --strategy=ddp --workers=2 --node_cpus=0.5 --network=bw=1gbit --steps=300
+  wait "$(cat "$T/both.pid")"; rc=$?
+  [ "$rc" -eq 0 ] || fail "links+cpu: exit $rc: $(tail -3 "$T/both.out")"
+  [ "$(wc -l <"$T/both.groups")" -eq 2 ] || fail "links+cpu: expected 2 node cgroups: $(cat "$T/both.groups")"
+  [ "$(ours)" = "$before" ] || fail "links+cpu: cgroups left: $(ours)"
+  echo "ok   links+cpu: $(tr '\n' ';' <"$T/both.groups") removed after the run"
+else
+  echo "skip links+cpu: network namespaces unavailable here"
+fi
+
+# 3. A PS job (1 shard + 2 workers = 3 nodes) with auto: machine cores / 3 each.
+watch_job ps 3 --strategy=ps --workers=2 --ps_shards=1 --node_cpus=auto --steps=300
+wait "$(cat "$T/ps.pid")"; rc=$?
+[ "$rc" -eq 0 ] || fail "ps: exit $rc: $(tail -3 "$T/ps.out")"
+[ "$(wc -l <"$T/ps.groups")" -eq 3 ] || fail "ps: expected 3 node cgroups: $(cat "$T/ps.groups")"
+[ "$(ours)" = "$before" ] || fail "ps: cgroups left: $(ours)"
+echo "ok   ps: $(tr '\n' ';' <"$T/ps.groups") removed after the run"
+
+# 4. A failed job (the ranks cannot read the dataset): nothing left.
+timeout 60 "$RINGSIDE" train --strategy=ddp --workers=2 --node_cpus=0.5 --steps=3 \
+  --dataset="$T/no-such-dir" >"$T/failed.out" 2>&1 && fail "failed: exit 0"
+[ "$(ours)" = "$before" ] || fail "failed: cgroups left: $(ours)"
+echo "ok   failed job: exit non-zero, nothing left"
+
+# 5. SIGINT to the launcher mid-run: it stops the ranks and removes the cgroups.
+watch_job sigint 2 --strategy=ddp --workers=2 --node_cpus=0.5 --steps=100000
+pid=$(cat "$T/sigint.pid")
+kill -INT "$(pgrep -P "$pid" | head -1)" 2>/dev/null
+wait "$pid"
+for _ in $(seq 100); do [ "$(ours)" = "$before" ] && break; sleep 0.1; done
+[ "$(ours)" = "$before" ] || fail "sigint: cgroups left: $(ours)"
+echo "ok   SIGINT: nothing left"
+
+# 6. SIGKILL to the launcher: its cgroups stay (nobody can clean up), and the next
+# start removes them once their creator is gone.
+watch_job sigkill 2 --strategy=ddp --workers=2 --node_cpus=0.5 --steps=100000
+pid=$(cat "$T/sigkill.pid")
+launcher=$(pgrep -P "$pid" | head -1)
+pkill -KILL -P "$launcher"; kill -KILL "$launcher"; wait "$pid" 2>/dev/null
+left=$(ours)
+[ "$left" != "$before" ] || fail "sigkill: expected leftovers of the killed launcher"
+timeout 60 "$RINGSIDE" train --strategy=ddp --workers=2 --node_cpus=0.5 --steps=3 "${data[@]}" \
+  >"$T/next.out" 2>&1 || fail "next start: $(tail -2 "$T/next.out")"
+[ "$(ours)" = "$before" ] || fail "sigkill: the next start left $(ours) (had $left)"
+echo "ok   SIGKILL: $(tr '\n' ' ' <<<"$left")removed by the next start"
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo PASS
