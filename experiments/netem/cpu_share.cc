@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "experiments/netem/run_tag.h"
 #include "experiments/sys/files.h"
 
 namespace ringside {
@@ -158,34 +159,6 @@ absl::Status RemoveCgroup(const std::string& cgroup) {
   }
 }
 
-// Cgroup names of ours: "rs<pid hex>_<seq>_n<i>" or "rs<pid hex>_<seq>_probe".
-bool ParseOurCgroup(absl::string_view name, pid_t* pid) {
-  if (!absl::ConsumePrefix(&name, "rs")) return false;
-  const size_t us = name.find('_');
-  if (us == 0 || us == absl::string_view::npos || us > 8) return false;
-  uint64_t p = 0;
-  for (char c : name.substr(0, us)) {
-    if (!absl::ascii_isxdigit(c) || absl::ascii_isupper(c)) return false;
-    p = p * 16 + (absl::ascii_isdigit(c) ? c - '0' : c - 'a' + 10);
-  }
-  absl::string_view rest = name.substr(us + 1);
-  const size_t us2 = rest.find('_');
-  if (us2 == 0 || us2 == absl::string_view::npos) return false;
-  for (char c : rest.substr(0, us2)) {
-    if (!absl::ascii_isdigit(c)) return false;
-  }
-  absl::string_view suffix = rest.substr(us2 + 1);
-  if (suffix != "probe") {
-    if (!absl::ConsumePrefix(&suffix, "n") || suffix.empty()) return false;
-    for (char c : suffix) {
-      if (!absl::ascii_isdigit(c)) return false;
-    }
-  }
-  if (p == 0 || p > 0x7fffffff) return false;
-  *pid = static_cast<pid_t>(p);
-  return true;
-}
-
 std::string FormatCpus(double cpus) { return absl::StrFormat("%g", cpus); }
 
 }  // namespace
@@ -281,27 +254,11 @@ absl::StatusOr<std::vector<std::string>> RemoveStaleCpuShares() {
     DIR* dir = opendir(h.root.c_str());
     if (dir == nullptr) continue;
     while (struct dirent* entry = readdir(dir)) {
-      pid_t pid = 0;
-      const std::string name = entry->d_name;
-      if (!ParseOurCgroup(name, &pid) || pid == getpid()) continue;
-      if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // Its creator is alive.
-      stale.push_back(absl::StrCat(h.root, "/", name));
+      if (CreatedByDeadProcess(entry->d_name)) stale.push_back(absl::StrCat(h.root, "/", entry->d_name));
     }
     closedir(dir);
   }
-  std::sort(stale.begin(), stale.end());
-  std::vector<std::string> removed;
-  absl::Status first_error;
-  for (const std::string& path : stale) {
-    absl::Status s = RemoveCgroup(path);
-    if (s.ok()) {
-      removed.push_back(path);
-    } else if (first_error.ok()) {
-      first_error = s;
-    }
-  }
-  if (!first_error.ok()) return first_error;
-  return removed;
+  return RemoveEach(std::move(stale), RemoveCgroup);
 }
 
 absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> EmulatedCpuShares::Create(

@@ -31,6 +31,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "experiments/netem/bandwidth.h"
+#include "experiments/netem/run_tag.h"
 #include "absl/time/clock.h"
 
 extern char** environ;
@@ -311,27 +312,6 @@ absl::Status ShapeEgress(const std::string& ns, const std::string& dev, const Li
   return s;
 }
 
-// Namespace names of ours: "rs<pid hex>_<seq>_<suffix>". False for anything else.
-bool ParseOurNamespace(absl::string_view name, pid_t* pid) {
-  if (!absl::ConsumePrefix(&name, "rs")) return false;
-  const size_t us = name.find('_');
-  if (us == 0 || us == absl::string_view::npos || us > 8) return false;
-  uint64_t p = 0;
-  for (char c : name.substr(0, us)) {
-    if (!absl::ascii_isxdigit(c) || absl::ascii_isupper(c)) return false;
-    p = p * 16 + (absl::ascii_isdigit(c) ? c - '0' : c - 'a' + 10);
-  }
-  absl::string_view rest = name.substr(us + 1);
-  const size_t us2 = rest.find('_');
-  if (us2 == 0 || us2 == absl::string_view::npos) return false;
-  for (char c : rest.substr(0, us2)) {
-    if (!absl::ascii_isdigit(c)) return false;
-  }
-  if (p == 0 || p > 0x7fffffff) return false;
-  *pid = static_cast<pid_t>(p);
-  return true;
-}
-
 std::string MakeTag() {
   return absl::StrFormat("rs%x_%d", static_cast<unsigned>(getpid()), g_network_seq.fetch_add(1));
 }
@@ -470,27 +450,11 @@ absl::StatusOr<std::vector<std::string>> RemoveStaleNetworks() {
   DIR* dir = opendir(kNetnsDir);
   if (dir == nullptr) return stale;  // No namespaces at all.
   while (struct dirent* entry = readdir(dir)) {
-    pid_t pid = 0;
-    const std::string name = entry->d_name;
-    if (!ParseOurNamespace(name, &pid) || pid == getpid()) continue;
-    if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // Its creator is alive.
-    stale.push_back(name);
+    if (CreatedByDeadProcess(entry->d_name)) stale.push_back(entry->d_name);
   }
   closedir(dir);
-  // Node namespaces before switch namespaces (sorting puts "_n" before "_sw").
-  std::sort(stale.begin(), stale.end());
-  std::vector<std::string> removed;
-  absl::Status first_error;
-  for (const std::string& name : stale) {
-    absl::Status s = DeleteNamespace(name);
-    if (s.ok()) {
-      removed.push_back(name);
-    } else if (first_error.ok()) {
-      first_error = s;
-    }
-  }
-  if (!first_error.ok()) return first_error;
-  return removed;
+  // Sorted, node namespaces go before switch namespaces ("_n" before "_sw").
+  return RemoveEach(std::move(stale), DeleteNamespace);
 }
 
 absl::StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
