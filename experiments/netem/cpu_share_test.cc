@@ -1,3 +1,4 @@
+#include "experiments/netem/unprivileged.h"
 #include "experiments/netem/cpu_share.h"
 
 #include <grp.h>
@@ -126,29 +127,9 @@ TEST(EmulatedCpuSharesTest, WithoutRootThePrivilegeErrorIsClear) {
     absl::Status s = CheckCpuSharePrivileges();
     return absl::StrCat(static_cast<int>(s.code()), "|", s.message());
   };
-  std::string report;
-  if (geteuid() != 0) {
-    report = check();
-  } else {
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    const pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      close(fds[0]);
-      if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
-      const std::string r = check();
-      if (write(fds[1], r.data(), r.size()) != static_cast<ssize_t>(r.size())) _exit(3);
-      _exit(0);
-    }
-    close(fds[1]);
-    char buf[4096];
-    for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) report.append(buf, n);
-    close(fds[0]);
-    int status = 0;
-    ASSERT_EQ(waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-  }
+  absl::StatusOr<std::string> unprivileged = RunAsNobody(check);
+  ASSERT_TRUE(unprivileged.ok()) << unprivileged.status();
+  const std::string report = *unprivileged;
   if (absl::StartsWith(report, absl::StrCat(static_cast<int>(absl::StatusCode::kFailedPrecondition),
                                             "|"))) {
     GTEST_SKIP() << "no cgroup cpu controller is mounted: " << report;

@@ -1,3 +1,4 @@
+#include "experiments/netem/unprivileged.h"
 #include "experiments/netem/network_emulator.h"
 
 #include <grp.h>
@@ -184,29 +185,9 @@ TEST(EmulatedNetworkTest, WithoutRootTheErrorSaysSo) {
     return absl::StrCat(static_cast<int>(priv.code()), "|", priv.message(), "\n",
                         static_cast<int>(create.code()), "|", create.message());
   };
-  std::string report;
-  if (geteuid() != 0) {
-    report = check();
-  } else {
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    const pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      close(fds[0]);
-      if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
-      const std::string r = check();
-      if (write(fds[1], r.data(), r.size()) != static_cast<ssize_t>(r.size())) _exit(3);
-      _exit(0);
-    }
-    close(fds[1]);
-    char buf[4096];
-    for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) report.append(buf, n);
-    close(fds[0]);
-    int status = 0;
-    ASSERT_EQ(waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-  }
+  absl::StatusOr<std::string> unprivileged = RunAsNobody(check);
+  ASSERT_TRUE(unprivileged.ok()) << unprivileged.status();
+  const std::string report = *unprivileged;
   const std::string expected = absl::StrCat(
       static_cast<int>(absl::StatusCode::kPermissionDenied),
       "|network emulation needs root (CAP_NET_ADMIN) to create namespaces; run as root or "
