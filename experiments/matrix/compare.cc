@@ -18,7 +18,7 @@
 #include "common/status_macros.h"
 #include "experiments/matrix/spec.h"
 #include "experiments/matrix/summary.h"
-#include "experiments/netem/network_emulator.h"
+#include "experiments/netem/netem.h"
 #include "experiments/sys/sys.h"
 #include "google/protobuf/text_format.h"
 
@@ -137,6 +137,7 @@ absl::Status Prepare(const CompareOptions& o, const ExperimentSpec& spec) {
     }
     if (profile->enabled) RINGSIDE_RETURN_IF_ERROR(CheckNetworkPrivileges());
   }
+  if (!spec.node_cpus().empty()) RINGSIDE_RETURN_IF_ERROR(CheckCpuSharePrivileges());
   std::error_code error;
   fs::create_directories(fs::path(o.out_dir) / "cells", error);
   if (error) {
@@ -174,8 +175,15 @@ absl::Status RunCompare(const CompareOptions& o) {
       return absl::Status(s.code(), absl::StrCat(o.spec_path, ": ", s.message()));
     }
   }
+  std::vector<Cell> cells = ExpandCells(spec);
+  if (absl::Status s = ResolveCellEmulation(spec, MachineCpus(), &cells); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(o.spec_path, ": ", s.message()));
+  }
   RINGSIDE_RETURN_IF_ERROR(Prepare(o, spec));
-  const std::vector<Cell> cells = ExpandCells(spec);
+  if (const std::string emulation = DescribeEmulation(spec, cells.empty() ? 0 : cells[0].node_cpus);
+      !emulation.empty() && o.progress != nullptr) {
+    absl::FPrintF(o.progress, "compare: %s\n", emulation);
+  }
   const absl::Duration limit = absl::Seconds(spec.cell_timeout_s() > 0 ? spec.cell_timeout_s() : 1800);
   ScopedSignalCatcher signals;  // Ctrl-C stops after the running cell, which re-runs later.
   CompareProgress progress(o.progress);
@@ -211,6 +219,12 @@ absl::Status RunCompare(const CompareOptions& o) {
     spent += wall;
     ++ran;
     CellResult r = SummarizeCell(cell, dir, outcome.ok, outcome.how, wall);
+    // The emulation the cell ran under, for the report's statement.
+    r.set_node_cpus(cell.node_cpus);
+    r.set_ranks_per_node(cell.ranks_per_node);
+    r.set_nodes(cell.nodes);
+    if (cell.strategy.kind() != "single") r.set_network(spec.network());
+    if (cell.strategy.kind() != "single" && cell.workers > 1) r.set_slow_node(spec.slow_node());
     if (r.status() != "ok") {
       ++failed;
       progress.Failed(cell.id, r.reason());

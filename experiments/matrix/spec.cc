@@ -5,11 +5,16 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/ops_factory.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "ddp_ring/allreduce_algorithm.h"
+#include "experiments/netem/cpu_share.h"
 #include "experiments/sys/files.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -117,6 +122,14 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
           absl::StrCat("unknown strategy '", s.kind(), "' (expected single, ps or ddp)"));
     }
     if (s.ps_shards() < 0) return absl::InvalidArgumentError("ps_shards must be >= 1");
+    if (s.ranks_per_node() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),
+                                                     ": ranks_per_node must be >= 1, got ", s.ranks_per_node()));
+    }
+    if (s.ps_shard_per_worker() && (s.kind() != "ps" || s.ps_shards() > 0 || s.ps_colocated())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "strategy ", StrategyLabel(spec, s), ": ps_shard_per_worker is for ps without ps_shards or ps_colocated"));
+    }
     if (!s.allreduce().empty()) {
       RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
     }
@@ -159,7 +172,84 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
   if (spec.has_lr() && !(spec.lr() >= 0)) {
     return absl::InvalidArgumentError(absl::StrCat("lr must be >= 0, got ", spec.lr()));
   }
+  RINGSIDE_ASSIGN_OR_RETURN(NodeCpuSpec cpus, ParseNodeCpus(spec.node_cpus()));
+  // Processes must fill whole nodes in every cell.
+  for (const Cell& c : ExpandCells(spec)) {
+    const int processes = c.workers + (c.strategy.kind() == "ps" && !c.strategy.ps_colocated() ? c.shards : 0);
+    if (processes % c.ranks_per_node != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("cell ", c.id, ": ", processes, " processes do not divide into nodes of ",
+                                                     c.ranks_per_node, " (ranks_per_node)"));
+    }
+  }
+  if (!spec.slow_node().empty()) {
+    if (!cpus.enabled) return absl::InvalidArgumentError("slow_node needs node_cpus (the slow node's CPU share is a fraction of it)");
+    const std::vector<std::string> parts = absl::StrSplit(spec.slow_node(), ':');
+    int rank = -1;
+    double fraction = 0;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &rank) || !absl::SimpleAtod(parts[1], &fraction) ||
+        rank < 0 || !(fraction > 0 && fraction <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "slow_node must be R:F (rank or worker R >= 0, fraction 0 < F <= 1), got '", spec.slow_node(), "'"));
+    }
+    for (int n : spec.workers()) {
+      if (n > 1 && rank >= n) {  // One-worker cells run without it.
+        return absl::InvalidArgumentError(absl::StrCat("slow_node: rank ", rank, " does not exist in the cells with ", n,
+                                                       " worker(s) (ranks 0..", n - 1, ")"));
+      }
+    }
+  }
   return absl::OkStatus();
+}
+
+std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus) {
+  if (node_cpus <= 0 && spec.network().empty()) return "one machine, loopback, no CPU share per node";
+  std::vector<std::string> parts;
+  if (node_cpus > 0) parts.push_back(absl::StrFormat("%.2f CPU/node", node_cpus));
+  parts.push_back(spec.network().empty() ? "loopback" : absl::StrCat(spec.network(), " links"));
+  std::vector<std::string> packed;
+  for (const StrategySpec& s : spec.strategies()) {
+    if (s.ranks_per_node() > 1) packed.push_back(absl::StrCat(StrategyLabel(spec, s), ": ", s.ranks_per_node()));
+  }
+  parts.push_back(packed.empty() ? "1 process/node" : absl::StrCat("1 process/node (", absl::StrJoin(packed, ", "), ")"));
+  if (!spec.slow_node().empty()) parts.push_back(absl::StrCat("slow node ", spec.slow_node()));
+  return absl::StrCat("emulated on one machine: ", absl::StrJoin(parts, ", "));
+}
+
+int CellNodes(const Cell& cell) {
+  const std::string& kind = cell.strategy.kind();
+  if (kind == "single") return 1;
+  int processes = cell.workers;
+  if (kind == "ps" && !cell.strategy.ps_colocated()) processes += cell.shards;
+  return std::max(1, processes / std::max(1, cell.ranks_per_node));
+}
+
+absl::Status ResolveCellEmulation(const ExperimentSpec& spec, int machine_cpus, std::vector<Cell>* cells) {
+  RINGSIDE_ASSIGN_OR_RETURN(NodeCpuSpec parsed, ParseNodeCpus(spec.node_cpus()));
+  if (!parsed.enabled) return absl::OkStatus();
+  int max_nodes = 1;
+  for (const Cell& c : *cells) max_nodes = std::max(max_nodes, c.nodes);
+  RINGSIDE_ASSIGN_OR_RETURN(double cpus, ResolveNodeCpus(parsed, max_nodes, machine_cpus));
+  for (Cell& c : *cells) c.node_cpus = cpus;
+  return absl::OkStatus();
+}
+
+std::string DescribeEmulation(const ExperimentSpec& spec, double node_cpus) {
+  std::vector<std::string> parts;
+  if (node_cpus > 0) parts.push_back(absl::StrFormat("%.2f CPU per node (cgroup CPU quota)", node_cpus));
+  if (!spec.network().empty()) parts.push_back(absl::StrCat("links ", spec.network(), " per node (network namespaces, tc)"));
+  if (parts.empty()) return "";
+  std::vector<std::string> packed;
+  for (const StrategySpec& s : spec.strategies()) {
+    if (s.ranks_per_node() > 1) packed.push_back(absl::StrCat(StrategyLabel(spec, s), ": ", s.ranks_per_node()));
+  }
+  parts.push_back(packed.empty() ? "1 process per node"
+                                 : absl::StrCat("1 process per node (", absl::StrJoin(packed, ", "), ")"));
+  if (!spec.slow_node().empty()) {
+    const std::vector<std::string> rf = absl::StrSplit(spec.slow_node(), ':');
+    parts.push_back(absl::StrCat("the node of rank/worker ", rf[0], " slowed to ", rf.size() > 1 ? rf[1] : "?", " of that share"));
+  }
+  return absl::StrCat("emulated cluster on one machine: ", absl::StrJoin(parts, ", "),
+                      "; not a real cluster's numbers");
 }
 
 absl::StatusOr<ExperimentSpec> ParseSpec(const std::string& text, const std::string& name) {
@@ -202,7 +292,9 @@ std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s) {
     for (char& c : sync) {
       if (c == ':') c = '_';
     }
-    return absl::StrCat("ps-s", std::max(1, s.ps_shards()), "-", sync, s.ps_colocated() ? "-coloc" : "", gpu);
+    return absl::StrCat("ps-s", s.ps_shard_per_worker() ? "n" : absl::StrCat(std::max(1, s.ps_shards())), "-", sync,
+                        s.ps_colocated() ? "-coloc" : "", s.ranks_per_node() > 1 ? absl::StrCat("-k", s.ranks_per_node()) : "",
+                        gpu);
   }
   if (s.kind() == "ddp") {
     std::string label = "ddp";
@@ -211,6 +303,7 @@ std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s) {
     if (s.allreduce() == "recursive-doubling") absl::StrAppend(&label, "-rd");
     if (s.allreduce() == "ring") absl::StrAppend(&label, "-ring");
     if (s.no_overlap()) absl::StrAppend(&label, "-nooverlap");
+    if (s.ranks_per_node() > 1) absl::StrAppend(&label, "-k", s.ranks_per_node());
     return label;
   }
   return absl::StrCat(s.kind(), gpu);
@@ -234,6 +327,9 @@ std::vector<Cell> ExpandCells(const ExperimentSpec& spec) {
         c.repeat = r;
         c.global_batch = spec.global_batch() > 0 ? spec.global_batch() : spec.batch_per_worker() * n;
         c.batch_per_worker = spec.global_batch() > 0 ? spec.global_batch() / n : spec.batch_per_worker();
+        if (s.kind() == "ps") c.shards = s.ps_shard_per_worker() ? n : std::max(1, s.ps_shards());
+        c.ranks_per_node = std::max(1, s.ranks_per_node());
+        c.nodes = CellNodes(c);
         // A directory name: anything but [A-Za-z0-9._-] in the label becomes '_'.
         std::string safe = c.label;
         for (char& ch : safe) {
@@ -274,9 +370,15 @@ std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& c
   if (s.kind() != "single" && !spec.network().empty()) {
     a.push_back(absl::StrCat("--network=", spec.network()));
   }
+  // The single baseline runs on one node of the same CPU share as the others' nodes.
+  if (cell.node_cpus > 0) a.push_back(absl::StrCat("--node_cpus=", cell.node_cpus));
+  if (s.kind() != "single") {
+    if (cell.ranks_per_node > 1) a.push_back(absl::StrCat("--ranks_per_node=", cell.ranks_per_node));
+    if (!spec.slow_node().empty() && cell.workers > 1) a.push_back(absl::StrCat("--slow_node=", spec.slow_node()));
+  }
   if (s.kind() == "ps") {
     a.push_back(absl::StrCat("--workers=", cell.workers));
-    a.push_back(absl::StrCat("--ps_shards=", std::max(1, s.ps_shards())));
+    a.push_back(absl::StrCat("--ps_shards=", cell.shards));
     a.push_back(absl::StrCat("--ps_sync=", s.ps_sync().empty() ? "bsp" : s.ps_sync()));
     if (s.ps_colocated()) a.push_back("--ps_colocated");
   } else if (s.kind() == "ddp") {

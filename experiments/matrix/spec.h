@@ -50,7 +50,34 @@ struct Cell {
   int repeat = 0;
   int batch_per_worker = 0;
   int global_batch = 0;
+  int shards = 0;          // PS: shard processes (ps_shards, or N with ps_shard_per_worker).
+  int ranks_per_node = 1;  // Processes per emulated node.
+  int nodes = 1;           // Emulated nodes the cell's processes occupy (CellNodes).
+  // Resolved CPU share per node (ResolveCellEmulation); 0: none.
+  double node_cpus = 0;
 };
+
+// The nodes a cell's processes occupy, ranks_per_node to a node: single 1; DDP N / K;
+// PS (S + N) / K, or N / K with ps_colocated (the shards live in worker 0).
+int CellNodes(const Cell& cell);
+
+// Resolves the spec's node_cpus over the whole matrix (auto: `machine_cpus` / the most
+// nodes any cell uses) and sets every cell's node_cpus, the single baseline's included,
+// so every cell runs on nodes of the same capacity. 0 everywhere when the spec sets
+// none. InvalidArgument (one line) when a fixed share times a cell's nodes exceeds the
+// machine.
+absl::Status ResolveCellEmulation(const ExperimentSpec& spec, int machine_cpus,
+                                  std::vector<Cell>* cells);
+
+// The emulation a spec asks for, in words, for reports and the terminal: e.g.
+// "emulated cluster on one machine: 0.40 CPU per node (cgroup quota), links bw=1gbit,
+// 1 process per node (ps-n-shards: 2)". `node_cpus` is the resolved share (0: none).
+// Empty when the spec emulates nothing.
+std::string DescribeEmulation(const ExperimentSpec& spec, double node_cpus);
+// The same in about 100 characters, for plots: "emulated on one machine: 0.40 CPU/node,
+// bw=1gbit links, 1 process/node (s: 2)"; "one machine, loopback, no CPU share per node"
+// when the spec emulates nothing.
+std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus);
 
 // Cells in run order: strategies in spec order, worker counts ascending, repeats.
 std::vector<Cell> ExpandCells(const ExperimentSpec& spec);
@@ -59,7 +86,8 @@ std::vector<Cell> ExpandCells(const ExperimentSpec& spec);
 std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s);
 
 // `ringside train` flags for a cell writing to `out_dir`: --device always, --precision
-// for GPU cells, --backend for DDP.
+// for GPU cells, --backend for DDP, and the emulation (--network, --node_cpus,
+// --ranks_per_node, --slow_node) where the spec asks for it.
 std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& cell,
                                        const std::string& out_dir);
 

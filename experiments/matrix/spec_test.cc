@@ -46,6 +46,58 @@ TEST(SpecTest, BadSpecsAreRefusedNamingTheProblem) {
   EXPECT_EQ(LoadSpec("/nonexistent.textproto").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SpecTest, AutoNodeCpusSplitsTheMachineOverTheLargestCellsNodes) {
+  // PS with one master at 4 workers: 5 nodes (the server's included); the shard-per-
+  // worker PS packs shard i with worker i (2 per node): 4; DDP 4; single 1.
+  absl::StatusOr<ExperimentSpec> spec = ParseSpec(
+      "strategies { kind: \"single\" } strategies { kind: \"ps\" label: \"m\" } "
+      "strategies { kind: \"ps\" ps_shard_per_worker: true ranks_per_node: 2 label: \"s\" } "
+      "strategies { kind: \"ddp\" } workers: 1 workers: 4 model: \"mlp:4-2\" batch_per_worker: 8 "
+      "steps: 3 node_cpus: \"auto\" network: \"bw=1gbit\"",
+      "s");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  std::vector<Cell> cells = ExpandCells(*spec);
+  std::vector<std::string> nodes;
+  for (const Cell& c : cells) nodes.push_back(absl::StrCat(c.id, "=", c.nodes));
+  EXPECT_EQ(absl::StrJoin(nodes, " "), "single-n1-r0=1 m-n1-r0=2 m-n4-r0=5 s-n1-r0=1 s-n4-r0=4 ddp-n1-r0=1 ddp-n4-r0=4");
+  ASSERT_TRUE(ResolveCellEmulation(*spec, 2, &cells).ok());
+  for (const Cell& c : cells) EXPECT_DOUBLE_EQ(c.node_cpus, 0.4) << c.id;
+  // Every cell, the single baseline included, runs on a node of that share.
+  const std::string single = absl::StrJoin(CellTrainArgs(*spec, cells[0], "OUT"), " ");
+  EXPECT_NE(single.find("--node_cpus=0.4"), std::string::npos) << single;
+  EXPECT_EQ(single.find("--network"), std::string::npos) << single;
+  const std::string packed = absl::StrJoin(CellTrainArgs(*spec, cells[4], "OUT"), " ");
+  for (const char* want : {"--node_cpus=0.4", "--ranks_per_node=2", "--ps_shards=4", "--workers=4"}) {
+    EXPECT_NE(packed.find(want), std::string::npos) << want << " in " << packed;
+  }
+  EXPECT_EQ(DescribeEmulation(*spec, 0.4),
+            "emulated cluster on one machine: 0.40 CPU per node (cgroup CPU quota), links bw=1gbit per node "
+            "(network namespaces, tc), 1 process per node (s: 2); not a real cluster's numbers");
+  // A fixed share the largest cell cannot fit is refused, naming both numbers.
+  spec->set_node_cpus("0.5");
+  cells = ExpandCells(*spec);
+  EXPECT_EQ(ResolveCellEmulation(*spec, 2, &cells).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SpecTest, BadEmulationIsRefusedBeforeAnyCell) {
+  const std::string base = "strategies { kind: \"ddp\" ranks_per_node: 2 } workers: 2 workers: 4 model: \"mlp:4-2\" "
+                           "batch_per_worker: 8 steps: 3 ";
+  EXPECT_TRUE(ParseSpec(base + "node_cpus: \"auto\" slow_node: \"1:0.5\"", "s").ok());
+  EXPECT_EQ(ParseSpec(base + "node_cpus: \"-1\"", "s").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseSpec(base + "slow_node: \"1:0.5\"", "s").status().message(),
+            "s: slow_node needs node_cpus (the slow node's CPU share is a fraction of it)");
+  EXPECT_EQ(ParseSpec(base + "node_cpus: \"auto\" slow_node: \"2:0.5\"", "s").status().message(),
+            "s: slow_node: rank 2 does not exist in the cells with 2 worker(s) (ranks 0..1)");
+  EXPECT_EQ(ParseSpec(base + "node_cpus: \"auto\" slow_node: \"1:0\"", "s").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseSpec("strategies { kind: \"ddp\" ranks_per_node: 2 } workers: 3 model: \"mlp:4-2\" "
+                      "batch_per_worker: 8 steps: 3",
+                      "s")
+                .status()
+                .message(),
+            "s: cell ddp-k2-n3-r0: 3 processes do not divide into nodes of 2 (ranks_per_node)");
+}
+
 TEST(SpecTest, CellArgsCarryTheStrategysFlags) {
   absl::StatusOr<ExperimentSpec> spec = ParseSpec(
       "strategies { kind: \"ps\" ps_shards: 2 ps_sync: \"ssp:2\" } workers: 4 model: \"mlp:4-2\" "

@@ -102,6 +102,10 @@ std::string ReportMarkdown(const ReportData& data) {
                                                       "over the workers)."
                                                     : "Weak scaling (each worker's batch is fixed).",
                                 " ", DevicesLine(data.points), "\n\n");
+  absl::StrAppend(&md, "**",
+                  data.emulation.empty() ? "No emulated nodes: every process shared this machine's cores"
+                                         : data.emulation,
+                  ".**\n\n");
   // A calibration left out is said first, in bold, not only beside the table.
   if (!data.no_prediction_reason.empty()) {
     absl::StrAppend(&md, "**Warning: no predictions: ", data.no_prediction_reason, "**\n\n");

@@ -162,6 +162,11 @@ std::string PlotScript(const ReportData& data) {
   SeriesSet s = CollectSeries(data.points);
   std::string script = "set terminal svg size 640,400 enhanced font 'sans,11' background '#ffffff'\n"
                        "set grid\n";
+  // The emulation in force, at the foot of every plot (labels persist across plots).
+  if (!data.emulation_short.empty()) {
+    absl::StrAppend(&script, "set bmargin 5\nset label 1000 '", G(data.emulation_short),
+                    "' at screen 0.5, screen 0.03 center font ',9' tc rgb '#a00000'\n");
+  }
   const std::string scaling = data.strong_scaling ? "strong scaling" : "weak scaling";
   absl::StrAppend(&script, LinePlot("speedup", absl::StrCat("Speedup vs workers (", scaling, ", log-log axes)"),
                                     "speedup over single process", s.Ordered(s.speed, true),

@@ -57,5 +57,18 @@ TEST(PlotScriptTest, TitlesSayWeakOrStrongScalingAndTheSpeedupAxesAreLogLog) {
   EXPECT_THAT(setup, HasSubstr("set logscale y 2"));
 }
 
+// The emulation in force is stated at the foot of every plot: one label, set before
+// the first plot, that gnuplot keeps for the ones after it.
+TEST(PlotScriptTest, EveryPlotStatesTheEmulation) {
+  ReportData data;
+  data.points = {Point("single", 1), Point("ddp", 2)};
+  data.emulation_short = "emulated on one machine: 0.40 CPU/node, bw=1gbit links, 1 process/node";
+  const std::string script = PlotScript(data);
+  const size_t label = script.find("set label 1000 'emulated on one machine: 0.40 CPU/node, bw=1gbit links");
+  ASSERT_NE(label, std::string::npos) << script;
+  EXPECT_LT(label, script.find("set output"));
+  EXPECT_EQ(script.find("unset label"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ringside

@@ -51,6 +51,10 @@ struct ReportData {
   std::string name;        // The compare directory's name.
   std::string spec_text;   // Its spec.textproto.
   std::string network;     // In words: "loopback (no emulated links)", "emulated links `bw=1gbit`, ...".
+  // The emulation in force (spec.h DescribeEmulation / DescribeEmulationShort), stated on
+  // every page and plot; empty / the short "one machine, loopback" without one.
+  std::string emulation;
+  std::string emulation_short;
   std::vector<ReportPoint> points;  // In spec order.
   int64_t num_params = 0;
   bool predicted = false;  // calibration.json was there and fits: points carry predictions.

@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "experiments/costmodel/calibration_check.h"
 #include "experiments/costmodel/simulate.h"
+#include "experiments/matrix/matrix.h"
 #include "experiments/netem/network_emulator.h"
 #include "experiments/report/findings.h"
 #include "experiments/report/html.h"
@@ -46,6 +47,12 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
                                 "`, every process in its own network namespace");
   }
   data.strong_scaling = spec_ok && spec.global_batch() > 0;
+  double node_cpus = 0;  // As resolved by compare ("auto" is a number in the results).
+  for (const CellResult& r : results) node_cpus = std::max(node_cpus, r.node_cpus());
+  if (spec_ok) {
+    data.emulation = DescribeEmulation(spec, node_cpus);
+    data.emulation_short = DescribeEmulationShort(spec, node_cpus);
+  }
   FindingsContext context;
   context.num_params = data.num_params;
   context.cores = static_cast<int>(std::thread::hardware_concurrency());
