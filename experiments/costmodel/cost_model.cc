@@ -220,6 +220,13 @@ absl::Status ValidateScenario(const Scenario& s) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "link_latency_s = %g: give >= 0, or -1 for the calibrated alpha", s.link_latency_s));
   }
+  if (!IsFiniteNonNegative(s.node_cpus) || s.ranks_per_node < 1 ||
+      !(s.slow_node_fraction > 0 && s.slow_node_fraction <= 1)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "node_cpus = %g, ranks_per_node = %d, slow_node_fraction = %g: need node_cpus >= 0, "
+        "ranks_per_node >= 1 and 0 < slow_node_fraction <= 1",
+        s.node_cpus, s.ranks_per_node, s.slow_node_fraction));
+  }
   if (!s.bucket_bytes.empty()) {
     double sum = 0;
     for (double b : s.bucket_bytes) {
@@ -329,7 +336,8 @@ absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
   bool has_plain_workers = true;
   bool every_node_hosts = false;
   if (!s.colocated) {
-    worker_bytes = m;
+    // Workers packed on a node share its link.
+    worker_bytes = std::min(s.ranks_per_node, n) * m;
     server_bytes = n * m / shards;
     slice = m / shards;
     calls = std::max(shards, n);  // A worker issues S calls; a server node serves N.
@@ -513,11 +521,29 @@ absl::StatusOr<double> FitPerCallOverhead(
   return std::max(0.0, WeightedLine(samples, w, /*through_origin=*/false).second);
 }
 
-absl::StatusOr<Prediction> Predict(const Calibration& calibration, const Scenario& scenario) {
-  absl::Status st = ValidateCalibration(calibration);
+Calibration CalibrationOnNode(const Calibration& calibration, const Scenario& scenario) {
+  Calibration c = calibration;
+  if (scenario.node_cpus > 0) {
+    const double cpus = scenario.node_cpus / scenario.ranks_per_node;
+    const double used = std::max(1, calibration.threads);
+    const double slower = std::max(1.0, used / cpus);
+    c.compute_s *= slower;
+    c.backward_s *= slower;
+    c.update_s_per_byte *= slower;
+    c.reduce_s_per_byte *= slower;
+  }
+  // The slowest node's compute is what every BSP / DDP step waits for.
+  c.compute_s /= scenario.slow_node_fraction;
+  c.backward_s /= scenario.slow_node_fraction;
+  return c;
+}
+
+absl::StatusOr<Prediction> Predict(const Calibration& on_loopback, const Scenario& scenario) {
+  absl::Status st = ValidateCalibration(on_loopback);
   if (!st.ok()) return st;
   st = ValidateScenario(scenario);
   if (!st.ok()) return st;
+  const Calibration calibration = CalibrationOnNode(on_loopback, scenario);
   switch (scenario.strategy) {
     case Strategy::kPs:
       return PredictPs(calibration, scenario);
@@ -537,7 +563,10 @@ double SingleProcessStepSeconds(const Calibration& calibration, double model_byt
 double Speedup(const Calibration& calibration, const Scenario& scenario,
                const Prediction& prediction) {
   if (!(prediction.step_s > 0)) return 0;
-  return scenario.workers * SingleProcessStepSeconds(calibration, scenario.model_bytes) /
+  Scenario baseline;  // One process on one node of the same share, full speed.
+  baseline.node_cpus = scenario.node_cpus;
+  return scenario.workers *
+         SingleProcessStepSeconds(CalibrationOnNode(calibration, baseline), scenario.model_bytes) /
          prediction.step_s;
 }
 

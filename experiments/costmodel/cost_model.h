@@ -143,6 +143,20 @@ struct Scenario {
   // transfer takes T (1 + min(chunk, M/S) / (M/S)) for a one-way bottleneck time T. 0:
   // perfect pipelining (T).
   double chunk_bytes = 0;
+  // Emulated nodes (netem/cpu_share.h). CPU share of each node, in CPUs; 0: none (each
+  // process computes as fast as the calibration measured). The calibration's CPU-bound
+  // costs (compute, update, reduction) were measured using max(1, threads) CPUs; a
+  // process that gets `cpus` of a node runs them max(1, used / cpus) times slower.
+  double node_cpus = 0;
+  // Computing processes (DDP ranks, PS workers) per node: they split its CPU share (a
+  // PS shard packed beside a worker mostly waits while the worker computes, and is not
+  // counted). DDP's ring keeps neighbours on one node, so the node's link carries one
+  // rank's ring traffic; PS workers packed K to a node (not colocated) push and pull K
+  // models through its link.
+  int ranks_per_node = 1;
+  // One node (a DDP rank, a PS worker) gets this fraction of the others' CPU share
+  // (0 < F <= 1; 1: none slower). Under BSP and DDP every step waits for its compute.
+  double slow_node_fraction = 1;
   // DDP bucket sizes in launch order (the first holds the last layers); must add up to
   // model_bytes. Empty: a first bucket of 1 MiB, then 25 MiB buckets (the reducer's
   // defaults, ignoring layer boundaries).
@@ -181,11 +195,17 @@ struct Prediction {
 // path's alpha and B (calibrated with the ring).
 absl::StatusOr<Prediction> Predict(const Calibration& calibration, const Scenario& scenario);
 
+// The calibration as seen by a process of `scenario`'s emulated nodes: the CPU-bound
+// costs scaled for the node's CPU share split over its computing processes, and the
+// compute divided by slow_node_fraction (see Scenario). Predict applies it.
+Calibration CalibrationOnNode(const Calibration& calibration, const Scenario& scenario);
+
 // The single-process step the speedups are relative to: compute_s + update_s_per_byte *
-// model_bytes.
+// model_bytes (of CalibrationOnNode's for a baseline on an emulated node).
 double SingleProcessStepSeconds(const Calibration& calibration, double model_bytes);
 
-// Weak scaling (fixed per-worker batch): N * T_single / T_step(N).
+// Weak scaling (fixed per-worker batch): N * T_single / T_step(N), the single process
+// on one node of scenario.node_cpus (full speed, no slow node).
 double Speedup(const Calibration& calibration, const Scenario& scenario,
                const Prediction& prediction);
 

@@ -318,6 +318,66 @@ TEST(PredictDdp, ComputeBoundWhenCommunicationHides) {
   EXPECT_LT(p.comm_s, 1e-5);
 }
 
+// ----- emulated nodes -----
+
+// A node of 0.25 CPU runs the calibration's single-thread costs 4x slower; two ranks on
+// a node of 0.5 CPU split it the same way; a node's share of 2 CPUs gives a one-thread
+// process nothing more.
+TEST(EmulatedNodes, CpuShareScalesTheCpuBoundCosts) {
+  Calibration c = TestCalibration();
+  c.threads = 1;
+  Scenario s = NoOverlap(Strategy::kRing, 4, 1e6);
+  const Prediction full = MustPredict(c, s);
+  s.node_cpus = 0.25;
+  const Prediction quarter = MustPredict(c, s);
+  EXPECT_NEAR(quarter.compute_s, 4 * full.compute_s, kTol);
+  EXPECT_NEAR(quarter.update_s, 4 * full.update_s, kTol);
+  // Wire time is the link's: the extra communication is the 4x slower reduction only.
+  const double reduce = 0.75 * 1e6 * 0.5e-9;  // (N - 1) / N of M, summed.
+  EXPECT_NEAR(quarter.comm_s - full.comm_s, 3 * reduce, 1e-9);
+  s.node_cpus = 0.5;
+  s.ranks_per_node = 2;
+  EXPECT_NEAR(MustPredict(c, s).compute_s, quarter.compute_s, kTol);
+  s.node_cpus = 2;
+  s.ranks_per_node = 1;
+  EXPECT_NEAR(MustPredict(c, s).compute_s, full.compute_s, kTol);
+  // The speedup's baseline runs on a node of the same share: compute-bound weak scaling
+  // stays near N whatever the share.
+  c.allreduce = {0, 1e15};
+  c.reduce_s_per_byte = 0;
+  c.update_s_per_byte = 0;
+  s = Make(Strategy::kRing, 4, 1e6);
+  s.node_cpus = 0.25;
+  EXPECT_NEAR(Speedup(c, s, MustPredict(c, s)), 4, 1e-6);
+}
+
+// Under BSP and DDP every step waits for the slow node's compute: F = 0.5 doubles it.
+TEST(EmulatedNodes, SlowNodeBoundsTheStep) {
+  const Calibration c = WireOnlyCalibration();
+  Scenario s = NoOverlap(Strategy::kRing, 4, 1e6);
+  const Prediction even = MustPredict(c, s);
+  s.slow_node_fraction = 0.5;
+  const Prediction slow = MustPredict(c, s);
+  EXPECT_NEAR(slow.compute_s, 2 * even.compute_s, kTol);
+  EXPECT_NEAR(slow.step_s - even.step_s, even.compute_s, kTol);
+  s.slow_node_fraction = 0;
+  EXPECT_EQ(Predict(c, s).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// PS workers packed two to a node push and pull two models through its link.
+TEST(EmulatedNodes, PackedPsWorkersShareTheirLink) {
+  const Calibration c = WireOnlyCalibration();
+  Scenario s = Make(Strategy::kPs, 4, 1e6);
+  s.shards = 4;  // Server side: N M / S = M, as one worker's.
+  const Prediction one = MustPredict(c, s);
+  s.ranks_per_node = 2;
+  const Prediction two = MustPredict(c, s);
+  EXPECT_NEAR(two.busiest_node_bytes_in, 2 * one.busiest_node_bytes_in, 1e-6);
+  // 1 MB at 100 MB/s is the 10 ms compute; 2 MB make the workers' link the bottleneck.
+  EXPECT_EQ(one.bottleneck, "compute");
+  EXPECT_EQ(two.bottleneck, "worker link");
+}
+
 // ----- asymptotics -----
 
 TEST(Asymptotics, SingleMasterGrowsLinearlyRingStaysFlat) {

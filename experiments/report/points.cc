@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "experiments/matrix/spec.h"
 #include "experiments/matrix/summary.h"
@@ -136,6 +137,15 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
     link = profile->link.bits_per_sec / 8;
     master_link = LinkForRole(*profile, "master").bits_per_sec / 8;
   }
+  // The emulated nodes' CPU share, as compare resolved it.
+  double node_cpus = 0;
+  if (std::vector<Cell> cells = ExpandCells(spec); ResolveCellEmulation(spec, cores, &cells).ok() && !cells.empty()) {
+    node_cpus = cells[0].node_cpus;
+  }
+  double slow_fraction = 1;
+  if (const size_t colon = spec.slow_node().find(':'); colon != std::string::npos) {
+    if (!absl::SimpleAtod(spec.slow_node().substr(colon + 1), &slow_fraction) || !(slow_fraction > 0)) slow_fraction = 1;
+  }
   for (ReportPoint& p : *points) {
     const StrategySpec* strategy = nullptr;
     for (const StrategySpec& s : spec.strategies()) {
@@ -148,24 +158,40 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
     // and each of N workers computes a batch N times smaller: GEMM work is linear in
     // the batch, so compute / N (per-call overheads make this optimistic at small batches).
     const double share = spec.global_batch() > 0 ? 1.0 / std::max(1, p.workers) : 1.0;
-    // Workers compute at the same time under BSP; more of them than cores share.
-    const double crowding = std::max(1.0, static_cast<double>(p.workers) / std::max(1, cores));
+    // Workers compute at the same time under BSP; more of them than cores share, unless
+    // each has an emulated node's CPU share of its own.
+    const double crowding =
+        node_cpus > 0 ? 1.0 : std::max(1.0, static_cast<double>(p.workers) / std::max(1, cores));
     c.compute_s *= share * crowding;
     c.backward_s *= share * crowding;
+    Scenario s;
+    s.node_cpus = node_cpus;
     if (p.kind == "single") {
-      p.predicted_step_ms = SingleProcessStepSeconds(c, calibration.model_bytes) * 1e3;
+      p.predicted_step_ms = SingleProcessStepSeconds(CalibrationOnNode(c, s), calibration.model_bytes) * 1e3;
       continue;
     }
-    Scenario s;
+    const int ranks_per_node = std::max(1, strategy->ranks_per_node());
+    if (p.kind == "ddp") s.ranks_per_node = ranks_per_node;
+    if (p.workers > 1 && slow_fraction < 1) s.slow_node_fraction = slow_fraction;
     s.workers = p.workers;
     s.model_bytes = calibration.model_bytes;
     s.link_bytes_per_s = link;
     s.master_link_bytes_per_s = master_link != link ? master_link : 0;
     if (p.kind == "ps") {
       s.strategy = Strategy::kPs;
-      s.shards = std::max(1, strategy->ps_shards());
+      s.shards = strategy->ps_shard_per_worker() ? p.workers : std::max(1, strategy->ps_shards());
       s.colocated = strategy->ps_colocated();
       if (s.colocated) s.colocated_hosts = 1;  // --ps_colocated: every shard in worker 0.
+      if (!s.colocated && ranks_per_node > 1) {
+        // Nodes filled shard 0, worker 0, shard 1, worker 1, ...: while shards and
+        // workers pair up, each node holds a worker beside its shard (colocated in the
+        // model's terms, one worker computing per node); past that, K workers a node.
+        if (strategy->ps_shard_per_worker() && ranks_per_node == 2) {
+          s.colocated = true;
+        } else {
+          s.ranks_per_node = ranks_per_node;
+        }
+      }
       s.chunk_bytes = kDefaultPsChunkBytes;  // The spec has no chunk size: the default.
     } else {
       const std::string& a = strategy->allreduce();

@@ -74,9 +74,11 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results);
 void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* points);
 // Fills predicted_step_ms of every point from the cost model: `calibration` measured
 // on loopback, the spec's strategies and network, the compute time scaled by
-// max(1, processes computing at once / `cores`) for workers sharing one machine and,
-// under strong scaling (the calibration taken at the global batch), by 1 / workers.
-// Points on a GPU get none (the calibration measures the CPU's paths).
+// max(1, processes computing at once / `cores`) for workers sharing one machine (with
+// the spec's emulated nodes instead: each node's CPU share, its ranks per node and the
+// slow node, cost_model.h Scenario) and, under strong scaling (the calibration taken
+// at the global batch), by 1 / workers. Points on a GPU get none (the calibration
+// measures the CPU's paths).
 void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, int cores,
                    std::vector<ReportPoint>* points);
 

@@ -74,7 +74,10 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
       data.no_prediction_reason = absl::StrCat("calibration.json was left out: ", fits.message());
       absl::FPrintF(stderr, "ringside: warning: %s/%s\n", dir, data.no_prediction_reason);
     } else {
-      PredictPoints(*calibration, spec, context.cores, &data.points);
+      // The share compare resolved and recorded ("auto" depends on the machine).
+      ExperimentSpec resolved = spec;
+      if (node_cpus > 0) resolved.set_node_cpus(absl::StrCat(node_cpus));
+      PredictPoints(*calibration, resolved, context.cores, &data.points);
       data.predicted = true;
     }
   }
