@@ -1,8 +1,9 @@
 // `ringside demo`: the preset comparison behind the README's main command. Single
-// process, a parameter server with one master, and DDP, with 1, 2 and 4 workers,
-// training the Fashion-MNIST MLP (matrix/specs/demo.textproto); runs the matrix
-// (`compare`), calibrates the cost model, writes the report, prints the summary table
-// and where the report is.
+// process, DDP, a parameter server with one master and one with a shard per worker,
+// on 1, 2 and 4 emulated nodes (a CPU share and a 1 Gbit/s link each, where root
+// allows), training a Fashion-MNIST MLP (matrix/specs/demo.textproto); calibrates the
+// cost model, runs the matrix (`compare`), writes the report, prints the summary table
+// with the model's error beside every point, and where the report is.
 #include <filesystem>
 
 #include "absl/flags/flag.h"
@@ -13,35 +14,43 @@
 #include "experiments/cli/verbs.h"
 #include "experiments/costmodel/costmodel.h"
 #include "experiments/matrix/matrix.h"
-#include "experiments/netem/network_emulator.h"
+#include "experiments/netem/netem.h"
 #include "experiments/report/report.h"
 #include "experiments/sys/sys.h"
 
 namespace ringside {
 namespace {
 
-// The demo's spec: the compiled-in file, on `network` links ("" for loopback).
-std::string DemoSpec(const std::string& network) {
+// The demo's spec: the compiled-in file, on `network` links ("" for loopback) and nodes
+// of `node_cpus` ("" for none).
+std::string DemoSpec(const std::string& network, const std::string& node_cpus) {
   std::string spec(DemoSpecText());
   if (!network.empty()) spec += "network: \"" + network + "\"\n";
+  if (!node_cpus.empty()) spec += "node_cpus: \"" + node_cpus + "\"\n";
   return spec;
 }
 
-// Prints the summary table of the demo's report.
-absl::Status PrintSummary(const std::string& out_dir, const std::string& spec) {
-  RINGSIDE_ASSIGN_OR_RETURN(std::vector<CellResult> results, ReadCellResults(out_dir));
-  absl::PrintF("%-14s %7s %9s %11s %8s %10s %16s\n", "strategy", "workers", "step ms", "samples/s",
-               "speedup", "efficiency", "busiest MB in/out");
-  std::vector<ReportPoint> points = BuildPoints(results);
-  SortPointsBySpec(spec, &points);
-  for (const ReportPoint& p : points) {
+// Prints the summary table of the demo's report, with the emulation in force and the
+// cost model's error beside every point.
+absl::Status PrintSummary(const std::string& out_dir) {
+  RINGSIDE_ASSIGN_OR_RETURN(ReportData data, LoadReportData(out_dir));
+  absl::PrintF("%s\n", data.emulation.empty() ? "no emulated nodes: every process shared this machine"
+                                              : data.emulation);
+  absl::PrintF("%-12s %7s %9s %11s %8s %10s %17s %9s %7s\n", "strategy", "workers", "step ms", "samples/s",
+               "speedup", "efficiency", "busiest MB in/out", "model ms", "error");
+  for (const ReportPoint& p : data.points) {
     if (p.ok_repeats == 0) {
-      absl::PrintF("%-14s %7d  failed: %s\n", p.label, p.workers, p.failure);
+      absl::PrintF("%-12s %7d  failed: %s\n", p.label, p.workers, p.failure);
       continue;
     }
-    absl::PrintF("%-14s %7d %9.2f %11.0f %8.2f %9.0f%% %8.2f / %-6.2f\n", p.label, p.workers, p.step_ms,
+    std::string model = "-", error = "-";
+    if (p.predicted_step_ms > 0) {
+      model = absl::StrFormat("%.1f", p.predicted_step_ms);
+      error = absl::StrFormat("%+.0f%%", 100 * (p.predicted_step_ms - p.step_ms) / p.step_ms);
+    }
+    absl::PrintF("%-12s %7d %9.1f %11.0f %8.2f %9.0f%% %8.2f / %-6.2f %9s %7s\n", p.label, p.workers, p.step_ms,
                  p.samples_per_sec, p.speedup, 100 * p.efficiency, p.busiest_bytes_in / 1e6,
-                 p.busiest_bytes_out / 1e6);
+                 p.busiest_bytes_out / 1e6, model, error);
   }
   return absl::OkStatus();
 }
@@ -54,20 +63,31 @@ absl::Status RunDemo(const std::string& out_dir) {
   if (error) {
     return absl::PermissionDeniedError(absl::StrCat("cannot create ", out_dir, ": ", error.message()));
   }
-  // Emulated 1 Gbit links need root (network namespaces); loopback otherwise. (A
-  // delay would need the netem qdisc, which not every kernel has.)
-  const absl::Status privileges = CheckNetworkPrivileges();
-  const std::string network = privileges.ok() ? "bw=1gbit" : "";
+  // Emulated nodes need root: network namespaces for the 1 Gbit links (a delay would
+  // need the netem qdisc, which not every kernel has) and cgroups for the CPU shares.
+  // Without it the demo runs on loopback with the machine's cores shared, and says so.
+  const absl::Status net_ok = CheckNetworkPrivileges();
+  const absl::Status cpu_ok = CheckCpuSharePrivileges();
+  const std::string network = net_ok.ok() ? "bw=1gbit" : "";
+  const std::string node_cpus = cpu_ok.ok() ? "auto" : "";
   const std::string spec_path = out_dir + "/demo.textproto";
-  RINGSIDE_RETURN_IF_ERROR(WriteFileAtomically(spec_path, DemoSpec(network)));
-  absl::FPrintF(stderr, "demo: single, PS with one master and DDP on 1, 2 and 4 workers (Fashion-MNIST MLP), %s\n",
-                network.empty() ? absl::StrCat("on loopback (", privileges.message(), ")")
-                                : "each process on its own emulated 1 Gbit link");
+  RINGSIDE_RETURN_IF_ERROR(WriteFileAtomically(spec_path, DemoSpec(network, node_cpus)));
+  absl::FPrintF(stderr, "demo: single, DDP, PS with one master and PS with a shard per worker on 1, 2 and 4 %s\n",
+                net_ok.ok() && cpu_ok.ok()
+                    ? "emulated nodes (a CPU share and a 1 Gbit/s link each)"
+                    : absl::StrCat("workers, NOT on emulated nodes: ", !net_ok.ok() ? net_ok.message() : "",
+                                   !net_ok.ok() && !cpu_ok.ok() ? "; " : "", !cpu_ok.ok() ? cpu_ok.message() : ""));
   // The cost model's constants, measured here once (kept on re-runs).
   const std::string calibration_path = out_dir + "/calibration.json";
   if (!std::filesystem::exists(calibration_path)) {
     absl::FPrintF(stderr, "demo: calibrating the cost model (ringside calibrate)\n");
-    CalibrateOptions co;  // The demo spec's model and batch are calibrate's defaults.
+    CalibrateOptions co;  // The demo spec's model and batch; a short step phase.
+    co.model = "mlp:784-1024-1024-10";
+    co.batch = 1024;
+    co.warmup_steps = 3;
+    co.steps = 12;
+    co.repeats = 5;
+    co.max_message_bytes = int64_t{8} << 20;  // The model's 7.4 MB.
     co.progress = stderr;
     absl::StatusOr<Calibration> calibration = Calibrate(co);
     if (!calibration.ok()) return calibration.status();
@@ -78,7 +98,7 @@ absl::Status RunDemo(const std::string& out_dir) {
   o.out_dir = out_dir;
   if (absl::Status s = RunCompare(o); !s.ok()) return s;
   if (absl::Status s = RunReport(out_dir); !s.ok()) return s;
-  RINGSIDE_RETURN_IF_ERROR(PrintSummary(out_dir, DemoSpec(network)));
+  RINGSIDE_RETURN_IF_ERROR(PrintSummary(out_dir));
   absl::PrintF("report: %s/report.html (and report.md, summary.csv)\n", out_dir);
   return absl::OkStatus();
 }
