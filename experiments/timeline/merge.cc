@@ -99,10 +99,22 @@ std::string Num(double v) {
   return absl::StrFormat("%.3f", v);
 }
 
+// In key order: protobuf's map order differs between processes, and the file must
+// be the same whichever process merges it.
 std::string ArgsJson(const google::protobuf::Struct& args) {
-  std::string out;
-  if (!google::protobuf::util::MessageToJsonString(args, &out).ok()) return "{}";
-  return out;
+  std::map<std::string, const google::protobuf::Value*> sorted;
+  for (const auto& [key, value] : args.fields()) sorted[key] = &value;
+  std::vector<std::string> fields;
+  for (const auto& [key, value] : sorted) {
+    std::string text;
+    if (value->kind_case() == google::protobuf::Value::kNumberValue) {
+      text = Num(value->number_value());
+    } else if (!google::protobuf::util::MessageToJsonString(*value, &text).ok()) {
+      continue;
+    }
+    fields.push_back(absl::StrCat("\"", JsonEscape(key), "\":", text));
+  }
+  return absl::StrCat("{", absl::StrJoin(fields, ","), "}");
 }
 
 class Merger {
@@ -125,7 +137,7 @@ class Merger {
     p.batch = *std::move(batch);
     if (truncated) out_.truncated.push_back(file.name);
     // Its own name for itself ("worker 1"): the role word, with the file's index.
-    p.role = p.owner == Owner::kShard ? "shard" : p.owner == Owner::kRank ? "rank" : "single";
+    p.role = p.owner == Owner::kShard ? "shard" : p.owner == Owner::kSingle ? "single" : "";
     for (const trace::TraceEvent& e : p.batch.events()) {
       if (e.ph() != "M" || e.name() != "process_name") continue;
       auto it = e.args().fields().find("name");
@@ -133,13 +145,20 @@ class Merger {
       std::vector<std::string> words = absl::StrSplit(it->second.string_value(), ' ');
       if (!words.empty() && !words[0].empty()) p.role = words[0];
     }
-    p.name = p.owner == Owner::kSingle ? "single process" : absl::StrCat(p.role, " ", p.index);
-    if (p.run >= 2) absl::StrAppend(&p.name, " (run ", p.run, ")");
     processes_.push_back(std::move(p));
     return absl::OkStatus();
   }
 
   MergedTimeline Finish() {
+    // A rank whose file lost its process name (cut in its first batch) is a PS worker
+    // when the run has shards.
+    const bool has_shards = std::any_of(processes_.begin(), processes_.end(),
+                                        [](const Process& p) { return p.owner == Owner::kShard; });
+    for (Process& p : processes_) {
+      if (p.role.empty()) p.role = has_shards ? "worker" : "rank";
+      p.name = p.owner == Owner::kSingle ? "single process" : absl::StrCat(p.role, " ", p.index);
+      if (p.run >= 2) absl::StrAppend(&p.name, " (run ", p.run, ")");
+    }
     std::sort(processes_.begin(), processes_.end(), [](const Process& a, const Process& b) {
       return std::make_tuple(a.owner, a.index, a.run) < std::make_tuple(b.owner, b.index, b.run);
     });
@@ -297,14 +316,16 @@ class Merger {
         if (own != nullptr) Flow("push -> aggregate", s, Mid(s), *own, Mid(*own));
         continue;
       }
-      // The pull: the last update of the step that ended before it began (else the
-      // worker's own aggregate).
+      // The pull (the updated chunks arriving): the last update of the step that began
+      // before the first arrived and ended by the last (else the worker's own
+      // aggregate, so bounded).
+      const auto before = [&s](const Span* t) { return t->start <= s.start && t->end <= s.end; };
       const Span* from = nullptr;
       for (const Span* t : it->second) {
-        if (t->process != sp->second || t->name != "update" || t->end > s.start) continue;
+        if (t->process != sp->second || t->name != "update" || !before(t)) continue;
         if (from == nullptr || t->end > from->end) from = t;
       }
-      if (from == nullptr && own != nullptr && own->end <= s.start) from = own;
+      if (from == nullptr && own != nullptr && before(own)) from = own;
       if (from != nullptr) Flow("aggregate -> pull", *from, Mid(*from), s, Mid(s));
     }
   }

@@ -18,8 +18,8 @@
 //   "push -> aggregate"  worker W's "push" (step K, shard S) to shard S's last
 //                        "aggregate" / "update" span of (step K, worker W);
 //   "aggregate -> pull"  the last "update" of step K on shard S (else W's own
-//                        aggregate) that ends before W's "pull" (step K, shard S)
-//                        starts to that pull;
+//                        aggregate) that began before W's "pull" (step K, shard S:
+//                        the updated chunks arriving) and ended by its end, to it;
 //   "ready -> all-reduce" a DDP rank's training-thread span at the bucket's readiness
 //                        (args.ready_us where the span carries it, else the
 //                        all-reduce's start) to "all-reduce bucket B".

@@ -263,6 +263,15 @@ TEST(MergeTest, ReadsTheTraceOfAKilledProcess) {
             (std::map<std::string, int>{{"push -> aggregate", 1}, {"aggregate -> pull", 1}}));
 }
 
+TEST(MergeTest, AWorkerCutInItsFirstBatchIsStillAWorker) {
+  std::vector<TraceFileText> files = PsRun();
+  files[1].text = "[\n{\"name\":\"process_na";  // Not even its name got out.
+  absl::StatusOr<MergedTimeline> merged = MergeTraceFiles(files);
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_EQ(merged->truncated, std::vector<std::string>{"trace.rank1.json"});
+  EXPECT_EQ(Parse(merged->json).process_names.at(2), "worker 1");
+}
+
 TEST(MergeTest, ResumedRunsGetTracksOfTheirOwn) {
   std::vector<TraceFileText> files = PsRun();
   files.push_back({"trace.rank0.run2.json",
