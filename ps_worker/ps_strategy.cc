@@ -433,11 +433,20 @@ void PsStrategy::Trace(TraceWriter* trace) const {
     trace->Span("wait for parameters", kCatWait, kTrainingTrack, t0, t1 - t0);
   }
   // Per shard: the push-pull, with its push (until the last gradient chunk was out)
-  // nested in it. A shard's calls follow one another, so its lane is reused.
+  // and its pull (updated chunks arriving) nested in it. A shard's calls follow one
+  // another, so its lane is reused.
   for (const CallSpan& c : spans_) {
     for (size_t s = 0; s < c.shards.size(); ++s) {
       const PushPullTiming& t = c.shards[s];
-      const int64_t last = std::max({c.start_us, t.push_done_us, t.last_chunk_us});
+      const int64_t push_done = std::max(c.start_us, t.push_done_us);
+      // The pull: the updated chunks arriving, from the first (not before the push is
+      // out, so that the two stay disjoint on the lane) to the last, at least 1 us so
+      // that a one-chunk reply can be drawn; a merged timeline draws the flow from the
+      // shard's update to it (experiments/timeline).
+      const int64_t pull_start = std::max(push_done, t.first_chunk_us);
+      const int64_t pull_end = std::max(t.last_chunk_us, pull_start + 1);
+      const bool pulled = t.last_chunk_us > 0;
+      const int64_t last = std::max({c.start_us, push_done, pulled ? pull_end : 0});
       const int tid = trace->Lane(absl::StrCat("push-pull shard ", s), c.start_us, last);
       const TraceArgs args = {{"step", static_cast<double>(c.step)},
                               {"shard", static_cast<double>(s)},
@@ -445,8 +454,8 @@ void PsStrategy::Trace(TraceWriter* trace) const {
                               {"bytes_received", static_cast<double>(t.bytes_received)},
                               {"bytes", static_cast<double>(t.bytes_sent + t.bytes_received)}};
       trace->Span("push-pull", kCatComm, tid, c.start_us, last - c.start_us, args);
-      const int64_t push_done = std::max(c.start_us, t.push_done_us);
       trace->Span("push", kCatComm, tid, c.start_us, push_done - c.start_us, args);
+      if (pulled) trace->Span("pull", kCatComm, tid, pull_start, pull_end - pull_start, args);
     }
   }
 }

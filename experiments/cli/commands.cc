@@ -114,6 +114,9 @@ absl::Span<const Command> Commands() {
        // pushpull-server: the push-pull sweep's own child.
        "size_bytes pin_cpu listen", "a benchmark (step, allreduce or pushpull)", 1, 1, false, CheckBench,
        RunBenchVerb},
+      {"timeline", "merge a run's per-process traces into one Perfetto timeline (and viewer)",
+       "  ringside timeline --run=DIR [--out=FILE]   (default DIR/timeline.json; train does this)\n",
+       "run out", "", "", 0, 0, false, nullptr, RunTimelineVerb},
       {"help", "this list, or one verb's usage and flags", "  ringside help [VERB]\n", "", "", "", 0, 1,
        false, CheckHelp, RunHelpVerb},
       {"version", "the version and build (CPU or CUDA)", "  ringside version   (or ringside --version)\n",

@@ -90,6 +90,14 @@ absl::Status RunDdpRank(const RunConfig& c) {
 
 absl::Status RunTrainVerb(const CommandArgs& args) {
   const std::string strategy = absl::GetFlag(FLAGS_strategy);
+  if ((strategy == "ps" || strategy == "ddp") && !InLaunchedJob()) {
+    // A local job: one timeline of all its processes' traces, after a failure too.
+    const absl::Status job =
+        strategy == "ps" ? RunPs(args)
+                         : LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), LocalJob(args));
+    MergeRunTimeline(absl::GetFlag(FLAGS_out));
+    return job;
+  }
   if (strategy == "ps") return RunPs(args);
   if (strategy == "ddp") {
     if (!InLaunchedJob()) return LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), LocalJob(args));

@@ -3,6 +3,8 @@
 #ifndef RINGSIDE_EXPERIMENTS_CLI_VERBS_H_
 #define RINGSIDE_EXPERIMENTS_CLI_VERBS_H_
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "experiments/cli/command.h"
 
@@ -20,6 +22,12 @@ absl::Status RunSimulateVerb(const CommandArgs& args);   // simulate.cc
 absl::Status RunBenchVerb(const CommandArgs& args);      // bench.cc
 absl::Status RunHelpVerb(const CommandArgs& args);       // help.cc
 absl::Status RunVersionVerb(const CommandArgs& args);    // help.cc
+absl::Status RunTimelineVerb(const CommandArgs& args);   // timeline.cc
+
+// After a local PS / DDP job (train.cc): merges the trace files of `out_dir` into
+// out_dir/timeline.json (and .html) and prints where; a run without traces (or no
+// `out_dir`) is skipped, a failed merge is a warning on stderr. timeline.cc.
+void MergeRunTimeline(const std::string& out_dir);
 
 }  // namespace ringside
 

@@ -30,13 +30,19 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
   for (const CellResult& r : results) data.num_params = std::max(data.num_params, r.num_params());
   data.spec_text = ReadFile(dir + "/spec.textproto").value_or("");
   SortPointsBySpec(data.spec_text, &data.points);
-  // Each cell's worker 0 / rank 0 trace (output_files.h), for the table's links.
+  // Each cell's merged timeline of all its processes (experiments/timeline), else its
+  // worker 0 / rank 0 trace (output_files.h), for the table's links.
   for (ReportPoint& p : data.points) {
     for (const std::string& c : p.cells) {
       const std::string rank0 = OutputFileName(OutputFile::kTrace, OutputOwner::kRank, 0);
       const std::string single = OutputFileName(OutputFile::kTrace, OutputOwner::kSingle, 0);
       const std::string cell_dir = absl::StrCat("cells/", c, "/");
-      p.trace_paths.push_back(cell_dir + (fs::exists(absl::StrCat(dir, "/", cell_dir, rank0)) ? rank0 : single));
+      const auto has = [&](const std::string& name) {
+        return fs::exists(absl::StrCat(dir, "/", cell_dir, name));
+      };
+      p.trace_paths.push_back(cell_dir + (has("timeline.json") ? "timeline.json"
+                                          : has(rank0)         ? rank0
+                                                               : single));
     }
   }
   ExperimentSpec spec;
