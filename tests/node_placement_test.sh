@@ -121,7 +121,7 @@ grep -q 'slow node: node 1 (holding rank 1) at 0.5 x 0.5 = 0.25 CPU' "$T/slow.ou
 echo "ok   slow node: ${rows[*]}; $(grep -o 'slow node:.*' "$T/slow.out")"
 
 # 5. The single baseline on a node: one cgroup with the quota, output unprefixed.
-watch_job single 1 train "${data[@]}" --strategy=single --node_cpus=0.5 --steps=300
+watch_job single 1 train "${data[@]}" --strategy=single --node_cpus=0.5 --steps=3000
 finish single 1
 read -r g quota period procs <"$T/single.groups"
 [ "$((quota * 2))" -eq "$period" ] || fail "single: quota $quota of $period is not 0.5 CPU"
