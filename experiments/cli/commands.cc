@@ -67,9 +67,11 @@ absl::Span<const Command> Commands() {
        "                 --epochs=5 --batch=128 --lr=0.02 --momentum=0.9 --out=DIR [--resume]\n"
        "  ringside train --strategy=ddp --workers=2 --backend=gloo ...    (launches the ranks)\n"
        "  ringside train --strategy=ps --workers=N --ps_shards=S --ps_sync=bsp|ssp:K|asp\n"
-       "                 [--ps_colocated] ...          (launches S shards and N workers here)\n",
+       "                 [--ps_colocated] ...          (launches S shards and N workers here)\n"
+       "  emulated nodes (root): [--network=bw=1gbit,delay=0.5ms] [--node_cpus=C|auto]\n"
+       "                 [--ranks_per_node=K] [--slow_node=R:F]   (single: --node_cpus only)\n",
        "strategy " RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS RINGSIDE_PS_FLAGS
-           RINGSIDE_DDP_FLAGS "network node_cpus ps_servers",
+           RINGSIDE_DDP_FLAGS "network node_cpus ranks_per_node slow_node ps_servers",
        "", "", 0, 0, false, CheckTrain, RunTrainVerb},
       {"ps-server", "host one parameter-server shard by hand (train --strategy=ps does this for you)",
        "  ringside ps-server --shard=I --listen=HOST:PORT --workers=N --ps_shards=S ...\n",
@@ -84,9 +86,11 @@ absl::Span<const Command> Commands() {
       {"launch", "start a program's ranks on this node, torchrun-style (RANK, WORLD_SIZE, ...)",
        "  ringside launch --nproc_per_node=N [--nnodes=N --node_rank=R] [--rdzv_endpoint=HOST:PORT\n"
        "                  | --master_addr --master_port | --standalone] [--max_restarts=K]\n"
+       "                  [--network=PROFILE --node_cpus=C|auto --ranks_per_node=K\n"
+       "                   --slow_node=R:F]   (emulated nodes here; --nnodes=1 only)\n"
        "                  PROGRAM ARGS...    (or -- PROGRAM ARGS...; torchrun's --nproc-per-node too)\n",
        "nproc_per_node nnodes node_rank master_addr master_port standalone rdzv_backend "
-       "rdzv_endpoint rdzv_id max_restarts",
+       "rdzv_endpoint rdzv_id max_restarts network node_cpus ranks_per_node slow_node",
        "", "a command (PROGRAM ARGS...)", 1, -1, true, nullptr, RunLaunchVerb},
       {"compare", "run an experiment matrix (a spec) cell by cell, resuming if interrupted",
        "  ringside compare --spec=experiments/matrix/specs/quick.textproto --out=runs/quick\n",

@@ -53,8 +53,16 @@ ABSL_FLAG(std::string, network, "",
           "ps/ddp local launch: emulated links, e.g. bw=1gbit,delay=0.5ms[,master.bw=10gbit] "
           "(each process in its own network namespace; needs root)");
 ABSL_FLAG(std::string, node_cpus, "",
-          "ps/ddp local launch: a CPU share per process (an emulated node): CPUs per node, "
-          "e.g. 0.5 or 1, or auto (the machine's cores / the processes); a cgroup each, needs root");
+          "local launch (train, launch): a CPU share per emulated node: CPUs per node, "
+          "e.g. 0.5 or 1, or auto (the machine's cores / the nodes); a cgroup each, needs "
+          "root; --strategy=single runs on one such node");
+ABSL_FLAG(int32_t, ranks_per_node, 1,
+          "local launch (train, launch): processes per emulated node, sharing its CPU share "
+          "and link (ddp: K consecutive ranks; ps: shard i with worker i, then the rest); "
+          "must divide the processes");
+ABSL_FLAG(std::string, slow_node, "",
+          "local launch (train, launch): R:F, the node holding rank R (ps: worker R) gets F "
+          "(0 < F <= 1) times the others' CPU share; needs --node_cpus");
 ABSL_FLAG(int32_t, ps_shards, 1, "ps: server shards, each owning a contiguous slice of the parameters");
 ABSL_FLAG(std::string, ps_sync, "bsp", "ps: bsp, ssp:K (bounded staleness K) or asp");
 ABSL_FLAG(bool, ps_colocated, false, "ps: run every shard inside worker 0 (a DP-style master)");

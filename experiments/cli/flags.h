@@ -43,6 +43,8 @@ ABSL_DECLARE_FLAG(std::string, allreduce);
 ABSL_DECLARE_FLAG(int32_t, timeout_s);
 ABSL_DECLARE_FLAG(std::string, network);
 ABSL_DECLARE_FLAG(std::string, node_cpus);
+ABSL_DECLARE_FLAG(int32_t, ranks_per_node);
+ABSL_DECLARE_FLAG(std::string, slow_node);
 ABSL_DECLARE_FLAG(int32_t, ps_shards);
 ABSL_DECLARE_FLAG(std::string, ps_sync);
 ABSL_DECLARE_FLAG(bool, ps_colocated);

@@ -13,8 +13,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "experiments/cli/flags.h"
 #include "experiments/cli/verbs.h"
 #include "experiments/launch/launcher.h"
+#include "experiments/launch/network_placement.h"
+#include "experiments/launch/node_plan.h"
+#include "experiments/sys/sys.h"
 
 ABSL_FLAG(int32_t, nproc_per_node, 1, "launch: processes on this node");
 ABSL_FLAG(std::string, nnodes, "1", "launch: nodes in the job, N (or MIN:MAX with MIN == MAX)");
@@ -115,6 +119,36 @@ absl::Status ApplyRendezvous(LaunchOptions* lo) {
   return absl::OkStatus();  // Still empty: Launch derives it from the endpoint.
 }
 
+// The emulation flags (--network, --node_cpus, --ranks_per_node, --slow_node) for
+// the processes this launcher starts: the plan of PlanDdpNodes (K consecutive local
+// ranks per node). Unset: false, nothing to do. Refused with --nnodes > 1 (the
+// emulated nodes exist on this machine only) and, with --network, an explicit
+// --master_addr or --rdzv_endpoint (rank 0 is reached at its node's address).
+absl::StatusOr<bool> EmulationWanted(const LaunchOptions& lo, NodePlan* plan) {
+  const std::string network = absl::GetFlag(FLAGS_network);
+  const std::string node_cpus = absl::GetFlag(FLAGS_node_cpus);
+  const int ranks_per_node = absl::GetFlag(FLAGS_ranks_per_node);
+  const std::string slow_node = absl::GetFlag(FLAGS_slow_node);
+  const bool wanted = !network.empty() || !node_cpus.empty() || ranks_per_node != 1 ||
+                      !slow_node.empty();
+  if (!wanted) return false;
+  if (lo.nnodes > 1) {
+    return absl::InvalidArgumentError(
+        "--network, --node_cpus, --ranks_per_node and --slow_node emulate nodes on this "
+        "machine only: they need --nnodes=1");
+  }
+  if (!network.empty() && network != "none" &&
+      (absl::GetFlag(FLAGS_master_addr) != LaunchOptions().master_addr ||
+       !absl::GetFlag(FLAGS_rdzv_endpoint).empty())) {
+    return absl::InvalidArgumentError(
+        "--network puts rank 0 on an emulated node whose address the launcher chooses: drop "
+        "--master_addr / --rdzv_endpoint");
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(SlowNodeSpec slow, ParseSlowNode(slow_node));
+  RINGSIDE_ASSIGN_OR_RETURN(*plan, PlanDdpNodes(lo.nproc_per_node, ranks_per_node, slow));
+  return true;
+}
+
 }  // namespace
 
 absl::Status RunLaunchVerb(const CommandArgs& args) {
@@ -130,6 +164,21 @@ absl::Status RunLaunchVerb(const CommandArgs& args) {
   lo.max_restarts = absl::GetFlag(FLAGS_max_restarts);
   RINGSIDE_RETURN_IF_ERROR(AsUsageError(ApplyRendezvous(&lo)));
   lo.command = args.positional;
+  NodePlan plan;
+  RINGSIDE_ASSIGN_OR_RETURN(bool emulated, EmulationWanted(lo, &plan));
+  if (!emulated) return Launch(lo);
+  ScopedSignalCatcher signals;  // An interrupt must not skip the nodes' teardown.
+  RINGSIDE_ASSIGN_OR_RETURN(
+      EmulatedNodes nodes,
+      PlaceRanksOnNodes(absl::GetFlag(FLAGS_network), absl::GetFlag(FLAGS_node_cpus), plan, &lo));
+  if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the nodes");
+  if (nodes.network != nullptr) {
+    // Rank 0 hosts the store on its node's address; every rank names its own address.
+    lo.master_addr = nodes.address_of(0);
+    for (int r = 0; r < lo.nproc_per_node; ++r) {
+      lo.rank_env.push_back({absl::StrCat("RINGSIDE_HOSTNAME=", nodes.address_of(r))});
+    }
+  }
   return Launch(lo);
 }
 

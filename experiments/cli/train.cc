@@ -26,6 +26,8 @@ LocalJobOptions LocalJob(const CommandArgs& args) {
   o.self_args = args.self_args;
   o.network = absl::GetFlag(FLAGS_network);
   o.node_cpus = absl::GetFlag(FLAGS_node_cpus);
+  o.ranks_per_node = absl::GetFlag(FLAGS_ranks_per_node);
+  o.slow_node = absl::GetFlag(FLAGS_slow_node);
   return o;
 }
 
@@ -102,6 +104,14 @@ absl::Status RunTrainVerb(const CommandArgs& args) {
   if (strategy == "ddp") {
     if (!InLaunchedJob()) return LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), LocalJob(args));
     return RunDdpRank(RunConfigFromFlags());
+  }
+  // Single on an emulated node: this binary again, inside the node (local_job.h); in
+  // the launched copy InLaunchedJob() holds and it trains here.
+  if (strategy == "single" && !InLaunchedJob()) {
+    const LocalJobOptions job = LocalJob(args);
+    if (WantsEmulatedNode(job) || job.ranks_per_node != 1 || !job.slow_node.empty()) {
+      return LaunchLocalSingleJob(job);  // Refuses the placement flags single cannot use.
+    }
   }
   return RunTrainCommand(RunOptionsFromFlags());
 }

@@ -5,7 +5,9 @@
 //   node_rendezvous.h    the launchers of several nodes agreeing on each round of a
 //                        job with restarts (node 0's launcher hosts their store)
 //   local_job.h          the PS and DDP process plans of `ringside train` on one machine
-//   network_placement.h  each local rank on its own emulated node (netem/)
+//   node_plan.h          which process runs on which emulated node (--ranks_per_node,
+//                        --slow_node); pure
+//   network_placement.h  building those nodes (netem/): cgroup and namespace per node
 // The job variables a launched process reads: common/job_env.h (JobEnv).
 #ifndef RINGSIDE_EXPERIMENTS_LAUNCH_LAUNCH_H_
 #define RINGSIDE_EXPERIMENTS_LAUNCH_LAUNCH_H_
@@ -13,6 +15,7 @@
 #include "experiments/launch/launcher.h"
 #include "experiments/launch/local_job.h"
 #include "experiments/launch/network_placement.h"
+#include "experiments/launch/node_plan.h"
 #include "experiments/launch/node_rendezvous.h"
 
 #endif  // RINGSIDE_EXPERIMENTS_LAUNCH_LAUNCH_H_

@@ -110,8 +110,10 @@ SpawnOptions RankSpawn(const LaunchOptions& o, int lr, const Round& round) {
   if (lr < static_cast<int>(o.rank_env.size())) {
     so.env_set.insert(so.env_set.end(), o.rank_env[lr].begin(), o.rank_env[lr].end());
   }
-  so.out = ChildStream::kPipe;
-  so.err = ChildStream::kStdout;
+  if (o.prefix_output) {
+    so.out = ChildStream::kPipe;
+    so.err = ChildStream::kStdout;
+  }  // Else both inherited.
   return so;
 }
 

@@ -55,6 +55,9 @@ struct LaunchOptions {
   // NS} to start the rank inside an emulated node) and extra NAME=VALUE environment.
   std::vector<std::vector<std::string>> rank_prefix;
   std::vector<std::vector<std::string>> rank_env;
+  // False: the ranks write straight to this process's stdout and stderr, without the
+  // "[rank R] " prefix (for a one-process job that should look unlaunched).
+  bool prefix_output = true;
 };
 
 // The run id of a job whose rank 0 hosts the store at `master_addr`:`master_port`

@@ -1,11 +1,14 @@
 #include "experiments/launch/local_job.h"
 
 #include <memory>
+#include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "experiments/launch/launcher.h"
 #include "experiments/launch/network_placement.h"
+#include "experiments/launch/node_plan.h"
 #include "experiments/sys/sys.h"
 
 namespace ringside {
@@ -26,54 +29,93 @@ absl::StatusOr<LaunchOptions> SelfLaunch(int nproc, const LocalJobOptions& optio
   return lo;
 }
 
+// A free port not in `taken` (PickFreePort may hand out the same one twice), added
+// to it. Free on this machine's loopback, and so in a fresh namespace too.
+absl::StatusOr<int> PickDistinctFreePort(std::set<int>* taken) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
+    if (taken->insert(port).second) return port;
+  }
+  return absl::UnavailableError("no distinct free port found");
+}
+
 }  // namespace
+
+bool WantsEmulatedNode(const LocalJobOptions& options) {
+  const absl::string_view v = absl::StripAsciiWhitespace(options.node_cpus);
+  return !v.empty() && v != "none";
+}
 
 absl::Status LaunchLocalPsJob(const RunConfig& c, const LocalJobOptions& options) {
   const int shards = c.ps_shards();
   const bool colocated = c.ps_colocated();
+  RINGSIDE_ASSIGN_OR_RETURN(SlowNodeSpec slow, ParseSlowNode(options.slow_node));
+  RINGSIDE_ASSIGN_OR_RETURN(
+      NodePlan plan, PlanPsNodes(shards, c.world_size(), colocated, options.ranks_per_node, slow));
   RINGSIDE_ASSIGN_OR_RETURN(
       LaunchOptions lo, SelfLaunch(c.world_size() + (colocated ? 0 : shards), options));
-  // Emulated links: every process on its own node; the shards' nodes (or worker 0's,
-  // colocated) have the role "master" for per-role overrides.
-  std::vector<std::string> roles;
-  for (int s = 0; s < (colocated ? 0 : shards); ++s) roles.push_back("master");
-  for (int w = 0; w < c.world_size(); ++w) roles.push_back(colocated && w == 0 ? "master" : "worker");
+  lo.labels = plan.labels;
   ScopedSignalCatcher signals;  // An interrupt must not skip the nodes' teardown.
   RINGSIDE_ASSIGN_OR_RETURN(EmulatedNodes nodes,
-                            PlaceRanksOnNodes(options.network, options.node_cpus, roles, &lo));
+                            PlaceRanksOnNodes(options.network, options.node_cpus, plan, &lo));
   if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the nodes");
-  const EmulatedNetwork* net = nodes.network.get();
   std::string servers;
+  std::set<int> ports;  // Shards of one node share its address: distinct ports.
   for (int s = 0; s < shards; ++s) {
-    RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
-    // The node that hosts shard s: its own, or worker 0's when colocated.
-    const std::string host = net == nullptr ? "127.0.0.1" : net->address(colocated ? 0 : s);
+    RINGSIDE_ASSIGN_OR_RETURN(int port, PickDistinctFreePort(&ports));
+    // The node that hosts shard s: its own process's, or worker 0's when colocated.
+    const std::string host = nodes.address_of(colocated ? 0 : s);
     absl::StrAppend(&servers, s > 0 ? "," : "", host, ":", port);
-    if (!colocated) lo.labels.push_back(absl::StrCat("shard ", s));
   }
-  for (int w = 0; w < c.world_size(); ++w) lo.labels.push_back(absl::StrCat("worker ", w));
   lo.command.push_back(absl::StrCat("--ps_servers=", servers));
   return Launch(lo);
 }
 
 absl::Status LaunchLocalDdpJob(int workers, const LocalJobOptions& options) {
   if (workers < 1) return absl::InvalidArgumentError(absl::StrCat("--workers must be >= 1, got ", workers));
+  RINGSIDE_ASSIGN_OR_RETURN(SlowNodeSpec slow, ParseSlowNode(options.slow_node));
+  RINGSIDE_ASSIGN_OR_RETURN(NodePlan plan, PlanDdpNodes(workers, options.ranks_per_node, slow));
   RINGSIDE_ASSIGN_OR_RETURN(LaunchOptions lo, SelfLaunch(workers, options));
-  // Emulated nodes: every rank on its own node; rank 0's node hosts the store.
+  // Rank 0's node hosts the store.
   ScopedSignalCatcher signals;  // An interrupt must not skip the nodes' teardown.
-  RINGSIDE_ASSIGN_OR_RETURN(
-      EmulatedNodes nodes,
-      PlaceRanksOnNodes(options.network, options.node_cpus,
-                        std::vector<std::string>(workers, "worker"), &lo));
+  RINGSIDE_ASSIGN_OR_RETURN(EmulatedNodes nodes,
+                            PlaceRanksOnNodes(options.network, options.node_cpus, plan, &lo));
   if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the nodes");
-  const EmulatedNetwork* net = nodes.network.get();
-  if (net != nullptr) {
+  if (nodes.network != nullptr) {
     RINGSIDE_ASSIGN_OR_RETURN(lo.master_port, PickFreePort());  // Free in rank 0's namespace.
-    lo.master_addr = net->address(0);
+    lo.master_addr = nodes.address_of(0);
+    // Ranks of one node share its address; each binds its own free port there.
     for (int r = 0; r < workers; ++r) {
-      lo.rank_env.push_back({absl::StrCat("RINGSIDE_HOSTNAME=", net->address(r))});
+      lo.rank_env.push_back({absl::StrCat("RINGSIDE_HOSTNAME=", nodes.address_of(r))});
     }
   }
+  return Launch(lo);
+}
+
+absl::Status LaunchLocalSingleJob(const LocalJobOptions& options) {
+  if (options.ranks_per_node != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ranks_per_node=", options.ranks_per_node,
+        ": --strategy=single is one process on one node (use --ranks_per_node=1)"));
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(SlowNodeSpec slow, ParseSlowNode(options.slow_node));
+  if (slow.enabled) {
+    return absl::InvalidArgumentError(
+        "--slow_node needs --strategy=ps or ddp (a single process has no other nodes to be "
+        "slower than)");
+  }
+  if (!WantsEmulatedNode(options)) {
+    return absl::InvalidArgumentError("--strategy=single runs on an emulated node only with --node_cpus");
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(NodePlan plan, PlanDdpNodes(1, 1, slow));
+  plan.labels = {"single"};
+  RINGSIDE_ASSIGN_OR_RETURN(LaunchOptions lo, SelfLaunch(1, options));
+  lo.labels = {"single"};
+  lo.prefix_output = false;  // The single job's own lines, as without emulation.
+  ScopedSignalCatcher signals;  // An interrupt must not skip the node's teardown.
+  RINGSIDE_ASSIGN_OR_RETURN(EmulatedNodes node,
+                            PlaceRanksOnNodes(/*profile=*/"", options.node_cpus, plan, &lo));
+  if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the node");
   return Launch(lo);
 }
 

@@ -1,7 +1,7 @@
-// Launching a local job's processes on emulated cluster nodes: each local rank gets
-// its own node, with its own network namespace and shaped link
-// (netem/network_emulator.h, --network) and/or its own CPU share (netem/cpu_share.h,
-// --node_cpus).
+// Launching a local job's processes on emulated cluster nodes: a NodePlan
+// (node_plan.h) says which processes share a node; each node gets its own network
+// namespace and shaped link (netem/network_emulator.h, --network) and/or its own CPU
+// share (netem/cpu_share.h, --node_cpus), which all its processes share.
 #ifndef RINGSIDE_EXPERIMENTS_LAUNCH_NETWORK_PLACEMENT_H_
 #define RINGSIDE_EXPERIMENTS_LAUNCH_NETWORK_PLACEMENT_H_
 
@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "experiments/launch/launcher.h"
+#include "experiments/launch/node_plan.h"
 #include "experiments/netem/netem.h"
 
 namespace ringside {
@@ -20,18 +21,27 @@ namespace ringside {
 struct EmulatedNodes {
   std::unique_ptr<EmulatedNetwork> network;
   std::unique_ptr<EmulatedCpuShares> cpu;
+  // The node each local rank runs on (the plan's node_of).
+  std::vector<int> node_of;
+
+  // The address local rank `lr` is reached at: its node's under --network, else
+  // "127.0.0.1".
+  std::string address_of(int local_rank) const;
 };
 
-// Creates the network for `profile` ("bw=1gbit,delay=0.5ms", per-role overrides) and
-// the CPU shares for `node_cpus` ("", "auto" or a number of CPUs per node), with one
-// node per entry of `roles` (local rank i runs on node i), and sets
-// `launch->rank_prefix` so that each rank starts inside its node: in its cgroup, then
-// in its namespace. Removes what killed runs left first. Bad `node_cpus`
-// (InvalidArgument, one line) is refused before anything is created;
-// PermissionDenied without root.
+// Creates the network for `profile` ("bw=1gbit,delay=0.5ms", per-role overrides, the
+// plan's node roles) and the CPU shares for `node_cpus` ("", "auto" or a number of
+// CPUs per node; auto: the machine's CPUs / the plan's nodes; the plan's slow node
+// gets its factor times that), one of each per node of `plan`, and sets
+// `launch->rank_prefix` so that each local rank starts inside its node: in its
+// cgroup, then in its namespace. Processes of one node share both. When anything is
+// emulated, prints the plan's Summary and the CPU share (slow node and its quota
+// named) to stderr, one line each, prefixed "ringside: ". Removes what killed runs
+// left first. Everything is checked before anything is created: InvalidArgument (one
+// line) for bad `profile` or `node_cpus`, a plan with a slow node but no --node_cpus,
+// or more CPUs than the machine has; PermissionDenied without root.
 absl::StatusOr<EmulatedNodes> PlaceRanksOnNodes(const std::string& profile,
-                                                const std::string& node_cpus,
-                                                const std::vector<std::string>& roles,
+                                                const std::string& node_cpus, const NodePlan& plan,
                                                 LaunchOptions* launch);
 
 }  // namespace ringside

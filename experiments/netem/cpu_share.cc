@@ -263,10 +263,16 @@ absl::StatusOr<std::vector<std::string>> RemoveStaleCpuShares() {
 
 absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> EmulatedCpuShares::Create(
     double cpus_per_node, int nodes, absl::Duration period) {
-  if (!(cpus_per_node > 0) || !std::isfinite(cpus_per_node)) {
+  if (nodes < 1 || nodes > kMaxNodes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("CPU share per node must be a positive number, got ", cpus_per_node));
+        absl::StrCat("CPU shares need 1 to ", kMaxNodes, " nodes, got ", nodes));
   }
+  return Create(std::vector<double>(nodes, cpus_per_node), period);
+}
+
+absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> EmulatedCpuShares::Create(
+    const std::vector<double>& node_cpus, absl::Duration period) {
+  const int nodes = static_cast<int>(node_cpus.size());
   if (nodes < 1 || nodes > kMaxNodes) {
     return absl::InvalidArgumentError(
         absl::StrCat("CPU shares need 1 to ", kMaxNodes, " nodes, got ", nodes));
@@ -276,13 +282,22 @@ absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> EmulatedCpuShares::Create(
         "CPU share period must be 1ms to 1s, got ", absl::FormatDuration(period)));
   }
   const int64_t period_us = absl::ToInt64Microseconds(period);
-  const int64_t quota_us = std::llround(cpus_per_node * static_cast<double>(period_us));
-  if (quota_us < kMinQuotaUs) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "CPU share ", FormatCpus(cpus_per_node), " x period ", absl::FormatDuration(period),
-        " is a quota below the kernel's minimum of 1ms; use a larger share or period (",
-        absl::FormatDuration(CpuSharePeriodFor(cpus_per_node)), ")"));
+  std::vector<int64_t> quotas_us;
+  for (double cpus : node_cpus) {
+    if (!(cpus > 0) || !std::isfinite(cpus)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("CPU share per node must be a positive number, got ", cpus));
+    }
+    const int64_t quota_us = std::llround(cpus * static_cast<double>(period_us));
+    if (quota_us < kMinQuotaUs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "CPU share ", FormatCpus(cpus), " x period ", absl::FormatDuration(period),
+          " is a quota below the kernel's minimum of 1ms; use a larger share or period (",
+          absl::FormatDuration(CpuSharePeriodFor(cpus)), ")"));
+    }
+    quotas_us.push_back(quota_us);
   }
+  const double cpus_per_node = *std::max_element(node_cpus.begin(), node_cpus.end());
   absl::StatusOr<CpuHierarchy> h = ChooseHierarchy();
   if (!h.ok()) return h.status();
   absl::Status privileges = CheckCpuSharePrivileges();
@@ -290,6 +305,7 @@ absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> EmulatedCpuShares::Create(
 
   std::unique_ptr<EmulatedCpuShares> shares(new EmulatedCpuShares());
   shares->cpus_per_node_ = cpus_per_node;
+  shares->node_cpus_ = node_cpus;
   shares->period_ = period;
   shares->version_ = h->version;
   shares->tag_ = MakeTag();
@@ -313,7 +329,9 @@ absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> EmulatedCpuShares::Create(
         if (!s.ok()) return s;
       }
     }
-    for (const std::string& path : shares->paths_) {
+    for (int i = 0; i < nodes; ++i) {
+      const std::string& path = shares->paths_[i];
+      const int64_t quota_us = quotas_us[i];
       {
         absl::MutexLock lock(&shares->mu_);
         shares->created_.push_back(path);  // Before the mkdir: a half-done one is cleaned too.
@@ -358,9 +376,21 @@ std::vector<std::string> EmulatedCpuShares::CommandPrefix(int node) const {
           absl::StrCat("echo $$ > '", paths_.at(node), "/cgroup.procs' && exec \"$@\""), "sh"};
 }
 
+absl::Duration EmulatedCpuShares::quota(int node) const {
+  return absl::Microseconds(
+      std::llround(node_cpus_.at(node) * static_cast<double>(absl::ToInt64Microseconds(period_))));
+}
+
 std::string EmulatedCpuShares::Describe() const {
+  std::string others;
+  for (int i = 0; i < num_nodes(); ++i) {
+    if (node_cpus_[i] != cpus_per_node_) {
+      absl::StrAppend(&others, ", node ", i, " ", FormatCpus(node_cpus_[i]),
+                      node_cpus_[i] > 1 ? " CPUs" : " CPU");
+    }
+  }
   return absl::StrCat(FormatCpus(cpus_per_node_), cpus_per_node_ > 1 ? " CPUs" : " CPU",
-                      " per node (cgroup ",
+                      " per node", others, " (cgroup ",
                       version_ == CgroupVersion::kV2 ? "v2 cpu.max" : "v1 cpu.cfs_quota_us", ", ",
                       absl::FormatDuration(period_), " period)");
 }

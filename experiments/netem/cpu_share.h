@@ -96,6 +96,12 @@ class EmulatedCpuShares {
   static absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> Create(
       double cpus_per_node, int nodes, absl::Duration period = kDefaultCpuSharePeriod);
 
+  // The same with a share of its own for each node (node i gets node_cpus[i] x period
+  // per period; e.g. a slow node at a fraction of the others'), one period for all.
+  // Every share must give a quota of at least 1 ms (CpuSharePeriodFor of the smallest).
+  static absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> Create(
+      const std::vector<double>& node_cpus, absl::Duration period = kDefaultCpuSharePeriod);
+
   // Tears down (see Teardown); a failure is reported on stderr, never fatal.
   ~EmulatedCpuShares();
 
@@ -115,11 +121,16 @@ class EmulatedCpuShares {
   const std::string& cgroup_path(int node) const { return paths_.at(node); }
   const std::string& tag() const { return tag_; }  // "rs<pid hex>_<n>"
   int num_nodes() const { return static_cast<int>(paths_.size()); }
+  // The largest node's share (all nodes' when they are equal).
   double cpus_per_node() const { return cpus_per_node_; }
+  // Node i's share in CPUs, and its quota per period.
+  double cpus(int node) const { return node_cpus_.at(node); }
+  absl::Duration quota(int node) const;
   absl::Duration period() const { return period_; }
   CgroupVersion version() const { return version_; }
 
-  // For reports, e.g. "0.5 CPU per node (cgroup v1 cpu.cfs_quota_us, 5ms period)".
+  // For reports, e.g. "0.5 CPU per node (cgroup v1 cpu.cfs_quota_us, 5ms period)";
+  // nodes whose share differs are named: "0.5 CPU per node, node 1 0.25 CPU (...)".
   std::string Describe() const;
 
   // Kills every process still inside the cgroups (SIGKILL, repeated until none is
@@ -134,6 +145,7 @@ class EmulatedCpuShares {
   EmulatedCpuShares() = default;
 
   double cpus_per_node_ = 0;
+  std::vector<double> node_cpus_;
   absl::Duration period_;
   CgroupVersion version_ = CgroupVersion::kV1;
   std::string tag_;

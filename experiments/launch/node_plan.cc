@@ -1,0 +1,136 @@
+#include "experiments/launch/node_plan.h"
+
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace ringside {
+namespace {
+
+// Fills everything but roles and the slow node from the processes' placement order
+// (`order[i]` is the local rank placed i-th) and their labels.
+absl::StatusOr<NodePlan> Place(const std::vector<int>& order, std::vector<std::string> labels,
+                               int ranks_per_node, absl::string_view what) {
+  const int n = static_cast<int>(order.size());
+  if (ranks_per_node < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ranks_per_node must be >= 1, got ", ranks_per_node));
+  }
+  if (n % ranks_per_node != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ranks_per_node=", ranks_per_node, " does not divide the ", n, " ", what,
+        " into whole nodes"));
+  }
+  NodePlan plan;
+  plan.ranks_per_node = ranks_per_node;
+  plan.labels = std::move(labels);
+  plan.node_of.assign(n, 0);
+  plan.members.assign(n / ranks_per_node, {});
+  for (int i = 0; i < n; ++i) {
+    plan.node_of[order[i]] = i / ranks_per_node;
+    plan.members[i / ranks_per_node].push_back(order[i]);
+  }
+  return plan;
+}
+
+void MarkSlow(const SlowNodeSpec& slow, int local_rank, NodePlan* plan) {
+  if (!slow.enabled) return;
+  plan->slow_node = plan->node_of[local_rank];
+  plan->slow_factor = slow.factor;
+  plan->slow_label = plan->labels[local_rank];
+}
+
+}  // namespace
+
+absl::StatusOr<SlowNodeSpec> ParseSlowNode(absl::string_view text) {
+  SlowNodeSpec spec;
+  const absl::string_view t = absl::StripAsciiWhitespace(text);
+  if (t.empty() || t == "none") return spec;
+  const std::vector<absl::string_view> parts = absl::StrSplit(t, ':');
+  int rank = -1;
+  double factor = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &rank) || rank < 0 ||
+      !absl::SimpleAtod(parts[1], &factor) || !std::isfinite(factor)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--slow_node \"", text, "\": expected R:F, a rank (PS: worker) R >= 0 and a fraction "
+        "0 < F <= 1 of the other nodes' CPU share, e.g. 1:0.5"));
+  }
+  if (!(factor > 0) || factor > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--slow_node \"", text, "\": the fraction F must be in (0, 1], got ", parts[1]));
+  }
+  spec.enabled = true;
+  spec.rank = rank;
+  spec.factor = factor;
+  return spec;
+}
+
+std::string NodePlan::Summary() const {
+  std::vector<std::string> nodes;
+  for (int node = 0; node < num_nodes(); ++node) {
+    std::vector<std::string> names;
+    for (int lr : members[node]) names.push_back(labels[lr]);
+    nodes.push_back(absl::StrCat("node ", node, " = ", absl::StrJoin(names, " + ")));
+  }
+  return absl::StrCat("nodes: ", absl::StrJoin(nodes, ", "));
+}
+
+absl::StatusOr<NodePlan> PlanDdpNodes(int world, int ranks_per_node, const SlowNodeSpec& slow) {
+  if (world < 1) return absl::InvalidArgumentError(absl::StrCat("--workers must be >= 1, got ", world));
+  if (slow.enabled && slow.rank >= world) {
+    return absl::InvalidArgumentError(absl::StrCat("--slow_node=", slow.rank, ":", slow.factor,
+                                                   ": there is no rank ", slow.rank, " (ranks 0 to ",
+                                                   world - 1, ")"));
+  }
+  std::vector<int> order;
+  std::vector<std::string> labels;
+  for (int r = 0; r < world; ++r) {
+    order.push_back(r);
+    labels.push_back(absl::StrCat("rank ", r));
+  }
+  absl::StatusOr<NodePlan> plan = Place(order, std::move(labels), ranks_per_node, "ranks");
+  if (!plan.ok()) return plan;
+  plan->roles.assign(plan->num_nodes(), "worker");
+  MarkSlow(slow, slow.rank, &*plan);
+  return plan;
+}
+
+absl::StatusOr<NodePlan> PlanPsNodes(int shards, int workers, bool colocated, int ranks_per_node,
+                                     const SlowNodeSpec& slow) {
+  if (shards < 1 || workers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a PS job needs --ps_shards >= 1 and --workers >= 1, got ", shards, " and ", workers));
+  }
+  if (slow.enabled && slow.rank >= workers) {
+    return absl::InvalidArgumentError(absl::StrCat("--slow_node=", slow.rank, ":", slow.factor,
+                                                   ": there is no worker ", slow.rank,
+                                                   " (workers 0 to ", workers - 1, ")"));
+  }
+  const int server_procs = colocated ? 0 : shards;
+  std::vector<std::string> labels;
+  for (int s = 0; s < server_procs; ++s) labels.push_back(absl::StrCat("shard ", s));
+  for (int w = 0; w < workers; ++w) labels.push_back(absl::StrCat("worker ", w));
+  // Shard i's local rank is i, worker w's is server_procs + w; pair them up.
+  std::vector<int> order;
+  for (int i = 0; i < std::max(server_procs, workers); ++i) {
+    if (i < server_procs) order.push_back(i);
+    if (i < workers) order.push_back(server_procs + i);
+  }
+  absl::StatusOr<NodePlan> plan =
+      Place(order, std::move(labels), ranks_per_node,
+            colocated ? "workers" : absl::StrCat("processes (", shards, " shards + ", workers,
+                                                 " workers)"));
+  if (!plan.ok()) return plan;
+  plan->roles.assign(plan->num_nodes(), "worker");
+  for (int s = 0; s < server_procs; ++s) plan->roles[plan->node_of[s]] = "master";
+  if (colocated) plan->roles[plan->node_of[0]] = "master";
+  MarkSlow(slow, server_procs + slow.rank, &*plan);
+  return plan;
+}
+
+}  // namespace ringside
