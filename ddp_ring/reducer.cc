@@ -100,9 +100,14 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
     return absl::InternalError(absl::StrCat("backward announced ", next_bucket_, " of ",
                                             buckets_.size(), " buckets"));
   }
+  // Backward is done (on a GPU: enqueued; backward_end_us moves below to when the host
+  // saw it finish).
+  int64_t backward_end_us = NowMicros();
   if (!options_.overlap) {
     for (size_t b = 0; b < buckets_.size(); ++b) Launch(b);
   }
+  // Buckets launch in order: bucket 0 first (during backward, with overlap).
+  const int64_t first_launch_us = buckets_.empty() ? backward_end_us : launch_us_[0];
   // Protocol step: in launch order, queue each bucket's SGD step behind its all-reduce
   // (every rank then holds the same averaged gradients there), so the update of one
   // bucket overlaps the all-reduces still in flight. Host-memory groups: OrderBefore
@@ -150,6 +155,7 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
     const int64_t t0 = NowMicros();
     status = backward_done->Wait();
     const int64_t t1 = NowMicros();
+    backward_end_us = t1;
     m->set_backward_ms(m->backward_ms() + (t1 - t0) / 1e3);
     if (trace != nullptr) trace->Span("backward (device)", kCatCompute, kTrainingTrack, t0, t1 - t0);
     for (size_t b = 0; b < buckets_.size() && status.ok(); ++b) {
@@ -189,6 +195,11 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
   // Communication on the training thread: launching buckets during backward (time
   // LocalStep took out of backward_ms) plus the exposed waits after it.
   m->set_comm_ms((wait_us + hook_times.backward_us) / 1e3);
+  // Who was late: the exposed wait (the late rank's is the shortest) and when this
+  // rank was ready (StepMetrics).
+  m->set_allreduce_wait_ms(wait_us / 1e3);
+  m->set_backward_end_us(backward_end_us);
+  m->set_first_bucket_us(first_launch_us);
   m->set_update_ms(update_us / 1e3);
   m->set_bytes_sent(bytes.sent);
   m->set_bytes_received(bytes.received);

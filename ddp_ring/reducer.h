@@ -65,10 +65,12 @@ class Reducer final : public StepStrategy {
   // Waits for the buckets in launch order (launching those not launched yet) and steps
   // SGD on each bucket's range as soon as its all-reduce is done. Fills
   // comm_ms (communication on the training thread: launching buckets during backward,
-  // hook_times.backward_us, plus the time blocked after backward waiting for them,
-  // i.e. the exposed communication), update_ms and the bytes this rank sent and
-  // received for the step's buckets, as the process group counted them (the sum of
-  // Work::bytes). Trace: "wait for all-reduce" (kCatWait) and "update" per bucket on
+  // hook_times.backward_us, plus allreduce_wait_ms), allreduce_wait_ms (the time
+  // blocked after backward waiting for the all-reduces, i.e. the exposed communication,
+  // which includes waiting for late ranks: the latest rank waits least),
+  // backward_end_us and first_bucket_us (wall clock; StepMetrics), update_ms and the
+  // bytes this rank sent and received for the step's buckets, as the process group
+  // counted them (the sum of Work::bytes). Trace: "wait for all-reduce" (kCatWait) and "update" per bucket on
   // the training track, and each bucket's all-reduce on a lane of "all-reduce" (args
   // bucket, bytes); LocalStep drew the launches during backward.
   absl::Status FinishStep(const HookTimes& hook_times, StepMetrics* m,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "common/common.h"
 #include "common/test_util.h"
 #include "ddp_ring/gloo_process_group.h"
@@ -225,6 +226,65 @@ TEST(ReducerOverlapTest, BucketsStartDuringBackward) {
         EXPECT_EQ(count, 0) << "rank " << r;
       }
     }
+  }
+}
+
+// Who was late: a rank that starts every backward `kLateMs` later than the other (a
+// test-only delay standing in for a slower node) waits about that much less for the
+// all-reduces after its backward, and finishes backward later; allreduce_wait_ms is
+// the exposed part of comm_ms.
+TEST(ReducerLateRankTest, TheLateRankWaitsLeast) {
+  constexpr int kWorld = 2, kLate = 1, kSteps = 6;
+  constexpr double kLateMs = 40;
+  std::unique_ptr<Store> store = NewInMemoryStore();
+  std::vector<std::vector<StepMetrics>> records(kWorld);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kWorld; ++r) {
+    threads.emplace_back([&, r] {
+      ProcessGroupOptions po;
+      po.rank = r;
+      po.world_size = kWorld;
+      po.timeout = absl::Seconds(30);
+      auto group = NewGlooProcessGroup(store.get(), po);
+      ASSERT_TRUE(group.ok()) << group.status();
+      auto ops = NewCpuOps(1);
+      auto model = Model::Create(kSmall.spec, {kSmall.dim, 1, 1}, kSmall.classes, ops.get());
+      ASSERT_TRUE(model.ok());
+      ReducerOptions ro;
+      ro.first_bucket_bytes = kSmall.first_bucket_bytes;
+      ro.bucket_cap_bytes = kSmall.bucket_cap_bytes;
+      auto reducer = Reducer::Create(group->get(), model->get(), ops.get(), kHyper, ro);
+      ASSERT_TRUE(reducer.ok());
+      ASSERT_TRUE((*reducer)->Start(0).ok());
+      const StepHooks hooks = (*reducer)->hooks();
+      for (int step = 0; step < kSteps; ++step) {
+        const Batch b = MakeBatch(kSmall.dim, kSmall.classes, kSmall.per_rank, 1000 * step + r);
+        if (r == kLate) absl::SleepFor(absl::Milliseconds(kLateMs));
+        ASSERT_TRUE((*model)->Forward(b.x.data(), b.y.data(), kSmall.per_rank).ok());
+        const int64_t before_backward = NowMicros();
+        ASSERT_TRUE((*model)->Backward(1.0f / (kSmall.per_rank * kWorld), hooks.backward,
+                                       hooks.accumulate_gradients).ok());
+        StepMetrics m;
+        ASSERT_TRUE((*reducer)->FinishStep(HookTimes(), &m, nullptr).ok());
+        EXPECT_GE(m.first_bucket_us(), before_backward);
+        EXPECT_GE(m.backward_end_us(), m.first_bucket_us());
+        EXPECT_GE(m.allreduce_wait_ms(), 0);
+        EXPECT_DOUBLE_EQ(m.comm_ms(), m.allreduce_wait_ms());  // No launch time given.
+        records[r].push_back(m);
+      }
+      ASSERT_TRUE((*reducer)->Finish().ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(records[0].size(), static_cast<size_t>(kSteps));
+  ASSERT_EQ(records[kLate].size(), static_cast<size_t>(kSteps));
+  for (int step = 1; step < kSteps; ++step) {  // Step 0 also waits for the start.
+    const StepMetrics& early = records[0][step];
+    const StepMetrics& late = records[kLate][step];
+    EXPECT_LT(late.allreduce_wait_ms(), early.allreduce_wait_ms()) << "step " << step;
+    EXPECT_GT(early.allreduce_wait_ms() - late.allreduce_wait_ms(), 0.5 * kLateMs)
+        << "step " << step;
+    EXPECT_GT(late.backward_end_us() - early.backward_end_us(), 500 * kLateMs) << "step " << step;
   }
 }
 

@@ -49,6 +49,7 @@ struct Shard::StepRecord {
   int64_t chunks_served = 0;   // Parameter chunks of step + 1 sent back.
   int64_t first_push_done_us = 0;
   int64_t last_push_done_us = 0;
+  int late_worker = 0;         // Whose complete push came last (so far).
   double aggregate_ms = 0;
   double update_ms = 0;
   int queue_depth = 0;
@@ -404,6 +405,7 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, BlockSource next, int64
     const int64_t now = NowUs();
     if (r.pushes_done++ == 0) r.first_push_done_us = now;
     r.last_push_done_us = now;
+    r.late_worker = w;
     MaybeFinishRecord(step);
   }
   return absl::OkStatus();
@@ -581,6 +583,7 @@ void Shard::MaybeFinishRecord(int64_t step) {
   m.set_bytes_received(r.bytes_in);
   m.set_bytes_sent(r.bytes_out);
   m.set_wait_ms((r.last_push_done_us - r.first_push_done_us) / 1e3);
+  m.set_late_worker(r.late_worker);
   m.set_aggregate_ms(r.aggregate_ms);
   m.set_update_ms(r.update_ms);
   m.set_queue_depth(r.queue_depth);
@@ -630,7 +633,8 @@ void Shard::TraceStep(int64_t step, const StepRecord& r) const {
     trace->Span("wait for workers", kCatWait,
                 trace->Lane("wait for workers", r.first_push_done_us, r.last_push_done_us),
                 r.first_push_done_us, r.last_push_done_us - r.first_push_done_us,
-                {{"step", static_cast<double>(step)}});
+                {{"step", static_cast<double>(step)},
+                 {"late_worker", static_cast<double>(r.late_worker)}});
   }
 }
 

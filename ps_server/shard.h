@@ -65,7 +65,8 @@ struct PsShardOptions {
   MetricsWriter* metrics = nullptr;  // Per-step shard records; borrowed, may be null.
   // Spans (borrowed, may be null): per worker, each pushed chunk's "aggregate" and
   // "update" (on the thread that received it); per step, "step" (first gradient in
-  // until the last reply out) and "wait for workers" (first to last complete push).
+  // until the last reply out) and "wait for workers" (first to last complete push; arg
+  // late_worker, the last one, as in the step record).
   TraceWriter* trace = nullptr;
 };
 

@@ -1084,7 +1084,9 @@ TEST(ShardStatsTest, StepRecordsCountTheWireBytesOfPushesAndPulls) {
     // Two streams in flight during the step.
     shard->StreamStarted();
     shard->StreamStarted();
-    for (int w = 0; w < kWorkers; ++w) {
+    // Step 0 in worker order, step 1 in reverse: the last complete push is late_worker.
+    for (int i = 0; i < kWorkers; ++i) {
+      const int w = s % 2 == 0 ? i : kWorkers - 1 - i;
       ASSERT_TRUE(PushSlice(*shard, w, s, ps::GRADIENTS, Gradient(kSliceSize, w, s), &step_in[s]).ok());
     }
     shard->StreamEnded();
@@ -1103,6 +1105,7 @@ TEST(ShardStatsTest, StepRecordsCountTheWireBytesOfPushesAndPulls) {
     EXPECT_EQ(last.bytes_sent(), step_out[s]);
     EXPECT_EQ(last.queue_depth(), 2);
     EXPECT_GE(last.wait_ms(), 0);
+    EXPECT_EQ(last.late_worker(), s % 2 == 0 ? kWorkers - 1 : 0);
     EXPECT_GE(last.step_ms(), 0);
     total_in += step_in[s];
     total_out += step_out[s];

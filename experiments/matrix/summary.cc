@@ -1,5 +1,6 @@
 #include "experiments/matrix/summary.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/metrics.h"
 #include "common/output_files.h"
@@ -107,7 +109,169 @@ void ReadDevices(const Cell& cell, const std::vector<StepMetrics>& first,
   r->set_gpus(static_cast<int>(gpus.size()));
 }
 
+// One compared step: who was last (-1: not known), each participant's wait (ms) and
+// the step's length (mean over the participants).
+struct StepView {
+  int last = -1;
+  std::map<int, double> wait;
+  double step_ms = 0;
+};
+
+// The steps every one of the `n` processes recorded: wait[p] = wait(record) of process p,
+// step_ms the mean of theirs; `last` unset. Keyed by step index.
+template <typename F>
+std::map<int64_t, StepView> CompleteSteps(const std::vector<std::vector<StepMetrics>>& records,
+                                          F wait) {
+  const int n = static_cast<int>(records.size());
+  std::map<int64_t, std::map<int, double>> step_ms;
+  std::map<int64_t, StepView> views;
+  for (int p = 0; p < n; ++p) {
+    for (const StepMetrics& m : records[p]) {
+      views[m.step()].wait[p] = wait(m);
+      step_ms[m.step()][p] = m.step_ms();
+    }
+  }
+  for (auto it = views.begin(); it != views.end();) {
+    if (static_cast<int>(it->second.wait.size()) < n) {
+      it = views.erase(it);
+      continue;
+    }
+    for (const auto& [p, ms] : step_ms[it->first]) it->second.step_ms += ms / n;
+    ++it;
+  }
+  return views;
+}
+
+// The participant with the smallest wait (the lowest id among equals).
+int LeastWaiting(const StepView& v) {
+  int best = -1;
+  for (const auto& [p, w] : v.wait) {
+    if (best < 0 || w < v.wait.at(best)) best = p;
+  }
+  return best;
+}
+
+// LateRankOptions' rule over `n` participants' compared steps.
+LateRanks Analyze(int n, const std::vector<StepView>& steps, const LateRankOptions& o) {
+  LateRanks out;
+  if (n < 2) return out;
+  std::vector<int> counts(n, 0);
+  int compared = 0;
+  for (const StepView& v : steps) {
+    if (v.last < 0 || v.last >= n) continue;
+    ++counts[v.last];
+    ++compared;
+  }
+  out.steps = compared;
+  if (compared == 0) return out;
+  std::vector<int> order(n);
+  for (int p = 0; p < n; ++p) order[p] = p;
+  std::stable_sort(order.begin(), order.end(), [&counts](int a, int b) { return counts[a] > counts[b]; });
+  std::vector<int> chosen = {order[0]};
+  bool clear = false;
+  for (int k = 1; k <= std::max(1, n / 2) && !clear; ++k) {
+    int c = 0;
+    for (int i = 0; i < k; ++i) c += counts[order[i]];
+    const double p = static_cast<double>(k) / n;
+    const double chance = compared * p + o.min_sigmas * std::sqrt(compared * p * (1 - p));
+    bool ok = c >= o.min_share * compared && c >= chance;
+    for (int i = 0; i < k; ++i) ok = ok && 2 * k * counts[order[i]] >= c;
+    if (ok) {
+      chosen.assign(order.begin(), order.begin() + k);
+      clear = true;
+    }
+  }
+  std::sort(chosen.begin(), chosen.end());
+  out.ranks = chosen;
+  int last = 0;
+  for (int p : chosen) last += counts[p];
+  out.share = static_cast<double>(last) / compared;
+  // The others' wait for them: per step, the mean over the others of their wait beyond
+  // the least of the chosen ones'.
+  std::vector<double> excess, step_ms;
+  for (const StepView& v : steps) {
+    if (v.step_ms > 0) step_ms.push_back(v.step_ms);
+    double late = 0;
+    bool found = false;
+    for (int p : chosen) {
+      if (auto it = v.wait.find(p); it != v.wait.end() && (!found || it->second < late)) {
+        late = it->second;
+        found = true;
+      }
+    }
+    if (!found) continue;
+    double sum = 0;
+    int others = 0;
+    for (const auto& [p, w] : v.wait) {
+      if (std::find(chosen.begin(), chosen.end(), p) != chosen.end()) continue;
+      sum += w - late;
+      ++others;
+    }
+    if (others > 0) excess.push_back(sum / others);
+  }
+  out.wait_ms = std::max(0.0, Median(excess));
+  const double step = Median(step_ms);
+  out.wait_fraction = step > 0 ? out.wait_ms / step : 0;
+  out.named = clear && compared >= o.min_steps && out.wait_ms >= o.min_wait_ms &&
+              out.wait_fraction >= o.min_wait_fraction;
+  return out;
+}
+
+void SetLate(const LateRanks& late, CellResult* r) {
+  r->clear_late_ranks();
+  for (int p : late.ranks) r->add_late_ranks(p);
+  r->set_late_named(late.named);
+  r->set_late_share(late.share);
+  r->set_late_wait_ms(late.wait_ms);
+  r->set_late_wait_fraction(late.wait_fraction);
+  r->set_late_steps(late.steps);
+}
+
 }  // namespace
+
+LateRanks FindLateDdpRanks(const std::vector<std::vector<StepMetrics>>& ranks,
+                           const LateRankOptions& options) {
+  std::map<int64_t, StepView> views =
+      CompleteSteps(ranks, [](const StepMetrics& m) { return m.allreduce_wait_ms(); });
+  std::vector<StepView> steps;
+  for (auto& [step, v] : views) {
+    v.last = LeastWaiting(v);
+    steps.push_back(std::move(v));
+  }
+  return Analyze(static_cast<int>(ranks.size()), steps, options);
+}
+
+LateRanks FindLatePsWorkers(const std::vector<std::vector<StepMetrics>>& workers,
+                            const std::vector<std::vector<StepMetrics>>& shards,
+                            const LateRankOptions& options) {
+  const int n = static_cast<int>(workers.size());
+  // Step -> worker -> shards that recorded it last.
+  std::map<int64_t, std::map<int, int>> votes;
+  for (const std::vector<StepMetrics>& shard : shards) {
+    for (const StepMetrics& m : shard) {
+      if (m.late_worker() >= 0 && m.late_worker() < n) ++votes[m.step()][m.late_worker()];
+    }
+  }
+  std::map<int64_t, StepView> views =
+      CompleteSteps(workers, [](const StepMetrics& m) { return m.pull_ms(); });
+  std::vector<StepView> steps;
+  for (auto& [step, v] : views) {
+    if (shards.empty()) {
+      v.last = LeastWaiting(v);
+    } else if (auto it = votes.find(step - 1); it != votes.end()) {
+      // The most votes; among equals, the one that waited least.
+      int most = 0;
+      for (const auto& [w, count] : it->second) {
+        if (count > most || (count == most && v.wait.at(w) < v.wait.at(v.last))) {
+          most = count;
+          v.last = w;
+        }
+      }
+    }
+    steps.push_back(std::move(v));
+  }
+  return Analyze(n, steps, options);
+}
 
 std::string EmulationNote(const std::string& kind, int workers, int gpus) {
   const std::string shared = gpus > 1 ? absl::StrCat(gpus, " GPUs") : "one GPU";
@@ -166,15 +330,22 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
     others.push_back(ReadMetrics(metrics_file(OutputOwner::kRank, rank)));
   }
   ReadDevices(cell, m, others, &r);
+  // Every worker's / rank's records after warm-up, rank 0's first.
+  std::vector<std::vector<StepMetrics>> all = {steady};
+  for (const std::vector<StepMetrics>& v : others) all.push_back(Steady(v));
   // The busiest node: the busiest shard of a PS; the busiest rank of DDP (ranks differ,
-  // e.g. recursive doubling's fold-in ranks), rank 0's records being those read above.
+  // e.g. recursive doubling's fold-in ranks). Then who the others waited for.
   if (cell.strategy.kind() == "ps") {
+    r.set_ps_sync(cell.strategy.ps_sync().empty() ? "bsp" : cell.strategy.ps_sync());
+    std::vector<std::vector<StepMetrics>> shards;
     for (int s = 0; fs::exists(metrics_file(OutputOwner::kShard, s)); ++s) {
-      KeepBusiest(Steady(ReadMetrics(metrics_file(OutputOwner::kShard, s))), &r);
+      shards.push_back(Steady(ReadMetrics(metrics_file(OutputOwner::kShard, s))));
+      KeepBusiest(shards.back(), &r);
     }
+    SetLate(FindLatePsWorkers(all, shards), &r);
   } else if (cell.strategy.kind() == "ddp") {
-    KeepBusiest(steady, &r);
-    for (const std::vector<StepMetrics>& v : others) KeepBusiest(Steady(v), &r);
+    for (const std::vector<StepMetrics>& v : all) KeepBusiest(v, &r);
+    SetLate(FindLateDdpRanks(all), &r);
   }
   ReadLogFacts(log, &r);
   return r;
@@ -201,19 +372,24 @@ absl::Status WriteSummaryCsv(const std::vector<CellResult>& results, const std::
   std::string csv =
       "cell,label,kind,workers,repeat,status,steps,median_step_ms,samples_per_sec,speedup,"
       "efficiency,compute_ms,comm_ms,wait_ms,update_ms,busiest_bytes_in,busiest_bytes_out,"
-      "test_accuracy,wall_s,data_ms,device,emulated,gpus,reason\n";
+      "test_accuracy,wall_s,data_ms,device,emulated,gpus,late,late_share,late_wait_ms,"
+      "late_wait_fraction,reason\n";
   for (size_t i = 0; i < results.size(); ++i) {
     const CellResult& r = results[i];
     const double speedup = speedups[i];
     std::string reason = r.reason();
     std::replace(reason.begin(), reason.end(), '"', '\'');
-    absl::StrAppendFormat(&csv, "%s,%s,%s,%d,%d,%s,%d,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.0f,%.0f,%.4f,%.1f,%.3f,%s,%d,%d,\"%s\"\n",
+    // The named late ranks, ';'-separated (empty: none clearly late), and the figures
+    // for them, or for the most often last one (CellResult.late_*).
+    const std::string late = r.late_named() ? absl::StrJoin(r.late_ranks(), ";") : "";
+    absl::StrAppendFormat(&csv, "%s,%s,%s,%d,%d,%s,%d,%.3f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.0f,%.0f,%.4f,%.1f,%.3f,%s,%d,%d,%s,%.3f,%.3f,%.3f,\"%s\"\n",
                           r.cell(), r.label(), r.kind(), r.workers(), r.repeat(), r.status(),
                           r.steps(), r.median_step_ms(), r.samples_per_sec(), speedup,
                           speedup / std::max(1, r.workers()), r.compute_ms(), r.comm_ms(),
                           r.wait_ms(), r.update_ms(), r.busiest_bytes_in(), r.busiest_bytes_out(),
                           r.test_accuracy(), r.wall_s(), r.data_ms(), r.device(), r.emulated() ? 1 : 0,
-                          r.gpus(), reason);
+                          r.gpus(), late, r.late_share(), r.late_wait_ms(), r.late_wait_fraction(),
+                          reason);
   }
   return WriteFileAtomically(path, csv);
 }

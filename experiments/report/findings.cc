@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -187,6 +188,44 @@ std::string StrategyParagraph(const std::vector<const ReportPoint*>& v, double m
   return out;
 }
 
+// "rank 3", "workers 1 and 2", "ranks 0, 1 and 3".
+std::string WhoLate(const ReportPoint& p) {
+  const std::string noun = p.kind == "ps" ? "worker" : "rank";
+  if (p.late_ranks.size() == 1) return absl::StrCat(noun, " ", p.late_ranks[0]);
+  std::vector<std::string> ids;
+  for (int r : p.late_ranks) ids.push_back(absl::StrCat(r));
+  const std::string last = ids.back();
+  ids.pop_back();
+  return absl::StrCat(noun, "s ", absl::StrJoin(ids, ", "), " and ", last);
+}
+
+// One line per point whose repeats named late ranks (ReportPoint.late_*), e.g. "**ddp**
+// x4: rank 3 was last in 96% of steps; the others waited a median 41.0 ms per step for
+// it (28% of the step)."; "" when none did.
+std::string LateParagraph(const std::vector<std::string>& order, const PointsByLabel& by_label) {
+  std::vector<std::string> lines;
+  for (const std::string& label : order) {
+    for (const ReportPoint* p : by_label.at(label)) {
+      if (p->late_ranks.empty()) continue;
+      const bool one = p->late_ranks.size() == 1;
+      std::string sync;
+      if (p->kind == "ps" && !p->ps_sync.empty()) {
+        sync = absl::StrCat(" (", absl::AsciiStrToUpper(p->ps_sync), ")");
+      }
+      lines.push_back(absl::StrFormat(
+          "- %s x%d%s: %s %s last in %.0f%% of steps; the others waited a median %.1f ms per "
+          "step for %s (%.0f%% of the step).",
+          Name(*p), p->workers, sync, WhoLate(*p), one ? "was" : "were", 100 * p->late_share,
+          p->late_wait_ms, one ? "it" : "them", 100 * p->late_wait_fraction));
+    }
+  }
+  if (lines.empty()) return "";
+  return absl::StrCat(
+      "Late ranks (the others waited for them; DDP: the rank that finished backward last "
+      "waits least in the all-reduce; PS: the worker whose push reached the shards last):\n\n",
+      absl::StrJoin(lines, "\n"), "\n\n");
+}
+
 }  // namespace
 
 std::string Findings(const std::vector<ReportPoint>& points, const FindingsContext& context) {
@@ -202,6 +241,7 @@ std::string Findings(const std::vector<ReportPoint>& points, const FindingsConte
   for (const std::string& label : order) {
     absl::StrAppend(&out, StrategyParagraph(by_label[label], 4.0 * context.num_params));
   }
+  absl::StrAppend(&out, LateParagraph(order, by_label));
   return out;
 }
 

@@ -233,6 +233,44 @@ TEST(MarkdownTest, ACpuReportSaysItsDevice) {
   EXPECT_THAT(md, Not(HasSubstr("Emulated")));
 }
 
+TEST(FindingsTest, LateRanksAreNamedWithTheirCost) {
+  std::vector<ReportPoint> points = WithSpeedups({
+      Point("single", 1, 1000, 100, 0), Point("ddp", 4, 3000, 100, 40),
+      Point("ps-bsp", 4, 2000, 100, 60), Point("ps-ssp2", 4, 2500, 100, 50),
+      Point("ps-asp", 4, 2800, 100, 10),
+  });
+  points[1].late_ranks = {3};
+  points[1].late_share = 0.96;
+  points[1].late_wait_ms = 41;
+  points[1].late_wait_fraction = 0.28;
+  points[2].ps_sync = "bsp";
+  points[2].late_ranks = {2, 3};
+  points[2].late_share = 0.9;
+  points[2].late_wait_ms = 55.25;
+  points[2].late_wait_fraction = 0.35;
+  points[3].ps_sync = "ssp:2";
+  points[3].late_ranks = {1};
+  points[3].late_share = 0.75;
+  points[3].late_wait_ms = 30;
+  points[3].late_wait_fraction = 0.2;
+  points[4].ps_sync = "asp";  // Nobody waited: nothing named.
+  const std::string f = Findings(points, FindingsContext{});
+  EXPECT_THAT(f, HasSubstr("\n\n- **ddp** x4: rank 3 was last in 96% of steps; the others waited a median "
+                           "41.0 ms per step for it (28% of the step).\n"));
+  EXPECT_THAT(f, HasSubstr("\n- **ps-bsp** x4 (BSP): workers 2 and 3 were last in 90% of steps; the others "
+                           "waited a median 55.2 ms per step for them (35% of the step).\n"));
+  EXPECT_THAT(f, HasSubstr("\n- **ps-ssp2** x4 (SSP:2): worker 1 was last in 75% of steps; the others waited "
+                           "a median 30.0 ms per step for it (20% of the step).\n\n"));
+  EXPECT_THAT(f, Not(HasSubstr("**ps-asp** x4")));
+}
+
+TEST(FindingsTest, NoLateRankNoLateParagraph) {
+  const std::string f = Findings(WithSpeedups({Point("single", 1, 1000, 1.0, 0), Point("ddp", 4, 3000, 1.0, 0.5)}),
+                                 FindingsContext{});
+  EXPECT_THAT(f, Not(HasSubstr("Late ranks")));
+  EXPECT_THAT(f, Not(HasSubstr(" was last in ")));
+}
+
 TEST(FindingsTest, NoMultiWorkerCell) {
   EXPECT_EQ(Findings(WithSpeedups({Point("single", 1, 1000, 1.0, 0)}), FindingsContext{}),
             "No multi-worker cell finished.\n");

@@ -37,6 +37,37 @@ absl::StatusOr<std::vector<CellResult>> ReadCellResults(const std::string& dir) 
   return out;
 }
 
+namespace {
+
+// The late ranks a majority of the ok repeats named (ReportPoint.late_*).
+void SetLatePoint(const std::vector<const CellResult*>& cells, ReportPoint* p) {
+  std::map<std::vector<int>, std::vector<const CellResult*>> named;
+  int ok = 0;
+  for (const CellResult* r : cells) {
+    if (r->status() != "ok") continue;
+    ++ok;
+    if (p->ps_sync.empty()) p->ps_sync = r->ps_sync();
+    if (r->late_named()) {
+      named[std::vector<int>(r->late_ranks().begin(), r->late_ranks().end())].push_back(r);
+    }
+  }
+  for (const auto& [ranks, repeats] : named) {
+    if (2 * static_cast<int>(repeats.size()) <= ok) continue;
+    std::vector<double> share, wait, fraction;
+    for (const CellResult* r : repeats) {
+      share.push_back(r->late_share());
+      wait.push_back(r->late_wait_ms());
+      fraction.push_back(r->late_wait_fraction());
+    }
+    p->late_ranks = ranks;
+    p->late_share = Median(share);
+    p->late_wait_ms = Median(wait);
+    p->late_wait_fraction = Median(fraction);
+  }
+}
+
+}  // namespace
+
 std::string PointDevice(const ReportPoint& p) {
   if (!p.emulated) return p.device;
   return absl::StrCat(p.device, " (", EmulationNote(p.kind, p.workers, p.gpus), ")");
@@ -110,6 +141,7 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
       p.busiest_bytes_out = Median(v["out"]);
       p.test_accuracy = Median(v["acc"]);
       p.wall_s = Median(v["wall"]);
+      SetLatePoint(cells, &p);
       points.push_back(p);
     }
   }

@@ -41,6 +41,15 @@ struct ReportPoint {
   std::string device;
   bool emulated = false;
   int gpus = 0;
+  std::string ps_sync;  // PS: "bsp", "ssp:K", "asp" (CellResult.ps_sync).
+  // Who the others waited for (CellResult.late_*): the rank(s) / worker(s) that more
+  // than half of the ok repeats named (empty: none clearly late), with the medians over
+  // those repeats of the share of steps they were last, the others' wait for them per
+  // step, and that wait over the step.
+  std::vector<int> late_ranks;
+  double late_share = 0;
+  double late_wait_ms = 0;
+  double late_wait_fraction = 0;
 };
 
 // "cuda:0", or "cuda:0 (emulated: 2 ranks share one GPU, NCCL over sockets)".

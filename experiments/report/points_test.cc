@@ -1,8 +1,10 @@
 #include "experiments/report/points.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "experiments/matrix/summary.h"
 #include "gtest/gtest.h"
 #include "google/protobuf/text_format.h"
 
@@ -101,6 +103,195 @@ TEST(PredictPointsTest, PointsOnTheGpuGetNoPrediction) {
   PredictPoints(ComputeOnly(), spec, 8, &points);
   EXPECT_EQ(points[0].predicted_step_ms, 0);
   EXPECT_EQ(points[1].predicted_step_ms, 0);
+}
+
+TEST(BuildPointsTest, LateRanksNamedByMostRepeats) {
+  std::vector<CellResult> cells;
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    CellResult r = Result("ps", "ps", 4, repeat, "cpu", false, 0);
+    r.set_ps_sync("ssp:2");
+    r.add_late_ranks(2);
+    r.set_late_named(repeat < 2);  // Two of three repeats name worker 2.
+    r.set_late_share(repeat == 0 ? 0.9 : 0.8);
+    r.set_late_wait_ms(repeat == 0 ? 30 : 20);
+    r.set_late_wait_fraction(0.25);
+    cells.push_back(r);
+  }
+  std::vector<ReportPoint> points = BuildPoints(cells);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].ps_sync, "ssp:2");
+  EXPECT_EQ(points[0].late_ranks, std::vector<int>({2}));
+  EXPECT_DOUBLE_EQ(points[0].late_share, 0.9);  // Upper median of the naming repeats.
+  EXPECT_DOUBLE_EQ(points[0].late_wait_ms, 30);
+  EXPECT_DOUBLE_EQ(points[0].late_wait_fraction, 0.25);
+  // One of three: not named.
+  cells[1].set_late_named(false);
+  points = BuildPoints(cells);
+  EXPECT_TRUE(points[0].late_ranks.empty());
+}
+
+// Post-processing of synthetic step records: who was late, how often, what it cost.
+
+// DDP rank records: rank r waits wait(step, r) ms in the step's all-reduces; steps of
+// `step_ms`.
+template <typename F>
+std::vector<std::vector<StepMetrics>> DdpRecords(int world, int steps, double step_ms, F wait) {
+  std::vector<std::vector<StepMetrics>> ranks(world);
+  for (int r = 0; r < world; ++r) {
+    for (int s = 0; s < steps; ++s) {
+      StepMetrics m;
+      m.set_step(100 + s);
+      m.set_rank(r);
+      m.set_role("rank");
+      m.set_step_ms(step_ms);
+      m.set_allreduce_wait_ms(wait(s, r));
+      ranks[r].push_back(m);
+    }
+  }
+  return ranks;
+}
+
+// A deterministic jitter in [0, 1) per (step, process).
+double Jitter(int step, int process) {
+  uint32_t x = static_cast<uint32_t>(step * 7919 + process * 104729 + 12345);
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  return (x % 10007) / 10007.0;
+}
+
+TEST(LateRanksTest, DdpNamesTheRankThatWaitsLeast) {
+  // Rank 3 ends backward ~40 ms after the others: it waits ~2 ms, they ~42 ms.
+  const auto records = DdpRecords(4, 50, 150, [](int s, int r) {
+    return (r == 3 ? 2.0 : 42.0) + Jitter(s, r) + (r == 3 && s == 7 ? 60 : 0);  // One odd step.
+  });
+  const LateRanks late = FindLateDdpRanks(records);
+  EXPECT_TRUE(late.named);
+  EXPECT_EQ(late.ranks, std::vector<int>({3}));
+  EXPECT_EQ(late.steps, 50);
+  EXPECT_DOUBLE_EQ(late.share, 49.0 / 50);
+  EXPECT_NEAR(late.wait_ms, 40, 1);
+  EXPECT_NEAR(late.wait_fraction, 40.0 / 150, 0.01);
+}
+
+TEST(LateRanksTest, DdpTwoRanksOfOneSlowNode) {
+  // Ranks 2 and 3 share a slow node and take turns being last.
+  const auto records = DdpRecords(4, 40, 100, [](int s, int r) {
+    if (r < 2) return 30.0 + Jitter(s, r);
+    return (r == 2 + s % 2 ? 1.0 : 3.0) + Jitter(s, r);
+  });
+  const LateRanks late = FindLateDdpRanks(records);
+  EXPECT_TRUE(late.named);
+  EXPECT_EQ(late.ranks, std::vector<int>({2, 3}));
+  EXPECT_DOUBLE_EQ(late.share, 1.0);
+  EXPECT_NEAR(late.wait_ms, 29, 1);
+}
+
+TEST(LateRanksTest, DdpEvenRanksNameNobody) {
+  // Equal ranks: who waits least is chance, and the waits differ by jitter only.
+  for (int world : {2, 3, 4, 8}) {
+    const auto records = DdpRecords(world, 60, 50, [](int s, int r) { return 10 + 2 * Jitter(s, r); });
+    const LateRanks late = FindLateDdpRanks(records);
+    EXPECT_FALSE(late.named) << "world " << world << ": share " << late.share;
+    EXPECT_EQ(late.ranks.size(), 1u);  // The most often last, for the record.
+  }
+}
+
+TEST(LateRanksTest, DdpAlwaysLastButNoRealWaitNamesNobody) {
+  // Rank 1 always waits least, but only 0.3 ms less: below noise.
+  const auto records = DdpRecords(2, 30, 20, [](int s, int r) { return r == 1 ? 5.0 : 5.3; });
+  const LateRanks late = FindLateDdpRanks(records);
+  EXPECT_EQ(late.ranks, std::vector<int>({1}));
+  EXPECT_DOUBLE_EQ(late.share, 1.0);
+  EXPECT_FALSE(late.named);
+  // 3 ms of a 200 ms step: above 1 ms, below 5% of the step.
+  const auto slow_steps = DdpRecords(2, 30, 200, [](int s, int r) { return r == 1 ? 5.0 : 8.0; });
+  EXPECT_FALSE(FindLateDdpRanks(slow_steps).named);
+}
+
+TEST(LateRanksTest, DdpTwoRanksTakingTurnsNameNobody) {
+  const auto records = DdpRecords(2, 40, 100, [](int s, int r) { return r == s % 2 ? 1.0 : 40.0; });
+  const LateRanks late = FindLateDdpRanks(records);
+  EXPECT_DOUBLE_EQ(late.share, 0.5);
+  EXPECT_FALSE(late.named);
+}
+
+TEST(LateRanksTest, DdpComparesOnlyStepsEveryRankRecordedAndNeedsEnough) {
+  auto records = DdpRecords(2, 8, 100, [](int s, int r) { return r == 0 ? 1.0 : 40.0; });
+  records[1].erase(records[1].begin(), records[1].begin() + 4);
+  LateRanks late = FindLateDdpRanks(records);
+  EXPECT_EQ(late.steps, 4);
+  EXPECT_EQ(late.ranks, std::vector<int>({0}));
+  EXPECT_FALSE(late.named);  // Fewer than 5 steps.
+  records[1].clear();
+  EXPECT_EQ(FindLateDdpRanks(records).steps, 0);
+  EXPECT_TRUE(FindLateDdpRanks({records[0]}).ranks.empty());  // One rank: nothing to compare.
+}
+
+// PS worker records (pull_ms = pull(step, worker)) and one shard record per step and
+// shard saying who pushed last (late(step, shard)).
+template <typename P, typename L>
+void PsRecords(int workers, int shards, int steps, double step_ms, P pull, L late,
+               std::vector<std::vector<StepMetrics>>* worker_records,
+               std::vector<std::vector<StepMetrics>>* shard_records) {
+  worker_records->assign(workers, {});
+  shard_records->assign(shards, {});
+  for (int s = 0; s < steps; ++s) {
+    for (int w = 0; w < workers; ++w) {
+      StepMetrics m;
+      m.set_step(s);
+      m.set_rank(w);
+      m.set_role("worker");
+      m.set_step_ms(step_ms);
+      m.set_pull_ms(pull(s, w));
+      (*worker_records)[w].push_back(m);
+    }
+    for (int k = 0; k < shards; ++k) {
+      StepMetrics m;
+      m.set_step(s);
+      m.set_rank(k);
+      m.set_role("server");
+      m.set_late_worker(late(s, k));
+      (*shard_records)[k].push_back(m);
+    }
+  }
+}
+
+TEST(LateRanksTest, PsBspNamesTheWorkerThatPushedLast) {
+  std::vector<std::vector<StepMetrics>> workers, shards;
+  // Worker 2 pushes last on both shards (shard 1 once disagrees); the others wait ~25 ms
+  // more than it for the next step's parameters.
+  PsRecords(3, 2, 30, 100, [](int s, int w) { return (w == 2 ? 3.0 : 28.0) + Jitter(s, w); },
+            [](int s, int k) { return k == 1 && s == 5 ? 0 : 2; }, &workers, &shards);
+  const LateRanks late = FindLatePsWorkers(workers, shards);
+  EXPECT_TRUE(late.named);
+  EXPECT_EQ(late.ranks, std::vector<int>({2}));
+  EXPECT_EQ(late.steps, 29);  // Step 0's pull follows no recorded step.
+  EXPECT_DOUBLE_EQ(late.share, 1.0);
+  EXPECT_NEAR(late.wait_ms, 25, 1);
+  EXPECT_NEAR(late.wait_fraction, 0.25, 0.01);
+}
+
+TEST(LateRanksTest, PsAspNamesNobody) {
+  // Worker 1 pushes last every step, but under ASP nobody waits for it.
+  std::vector<std::vector<StepMetrics>> workers, shards;
+  PsRecords(4, 1, 30, 100, [](int s, int w) { return 0.2 * Jitter(s, w); },
+            [](int s, int k) { return 1; }, &workers, &shards);
+  const LateRanks late = FindLatePsWorkers(workers, shards);
+  EXPECT_EQ(late.ranks, std::vector<int>({1}));
+  EXPECT_DOUBLE_EQ(late.share, 1.0);
+  EXPECT_FALSE(late.named);
+}
+
+TEST(LateRanksTest, PsWithoutShardRecordsUsesTheShortestPull) {
+  std::vector<std::vector<StepMetrics>> workers, shards;
+  PsRecords(2, 0, 20, 50, [](int s, int w) { return w == 0 ? 1.0 : 21.0; },
+            [](int s, int k) { return 0; }, &workers, &shards);
+  const LateRanks late = FindLatePsWorkers(workers, {});
+  EXPECT_TRUE(late.named);
+  EXPECT_EQ(late.ranks, std::vector<int>({0}));
+  EXPECT_EQ(late.steps, 20);
+  EXPECT_NEAR(late.wait_ms, 20, 1e-9);
 }
 
 }  // namespace
