@@ -99,8 +99,9 @@ absl::Span<const Command> Commands() {
        "  ringside report runs/quick\n", "", "", "a directory written by compare (DIR)", 1, 1, false,
        nullptr, RunReportVerb},
       {"calibrate", "measure the cost model's constants on this machine",
-       "  ringside calibrate --model=mlp:784-256-256-10 --batch=128 --out=calibration.json\n",
-       "model batch threads steps out", "", "", 0, 0, false, nullptr, RunCalibrateVerb},
+       "  ringside calibrate --model=mlp:784-256-256-10 --batch=128 --out=calibration.json\n"
+       "                     [--node_cpus=C]   (compute measured on an emulated node of C CPUs; root)\n",
+       "model batch threads steps out node_cpus", "", "", 0, 0, false, nullptr, RunCalibrateVerb},
       {"simulate", "predict step times far past this machine from a calibration",
        "  ringside simulate --calibration=calibration.json --links=1gbit,10gbit [--max_workers=1024]\n"
        "                    [--model=SPEC --batch=B]   (refused unless the calibration's)\n",

@@ -1,7 +1,7 @@
 // `ringside demo`: the preset comparison behind the README's main command. Single
 // process, DDP, a parameter server with one master and one with a shard per worker,
-// on 1, 2 and 4 emulated nodes (a CPU share and a 1 Gbit/s link each, where root
-// allows), training a Fashion-MNIST MLP (matrix/specs/demo.textproto); calibrates the
+// on 1, 2 and 4 emulated nodes (a CPU share and a 150 Mbit/s link each, where root
+// allows), training LeNet on Fashion-MNIST (matrix/specs/demo.textproto); calibrates the
 // cost model, runs the matrix (`compare`), writes the report, prints the summary table
 // with the model's error beside every point, and where the report is.
 #include <filesystem>
@@ -63,18 +63,18 @@ absl::Status RunDemo(const std::string& out_dir) {
   if (error) {
     return absl::PermissionDeniedError(absl::StrCat("cannot create ", out_dir, ": ", error.message()));
   }
-  // Emulated nodes need root: network namespaces for the 1 Gbit links (a delay would
+  // Emulated nodes need root: network namespaces for the links (a delay would
   // need the netem qdisc, which not every kernel has) and cgroups for the CPU shares.
   // Without it the demo runs on loopback with the machine's cores shared, and says so.
   const absl::Status net_ok = CheckNetworkPrivileges();
   const absl::Status cpu_ok = CheckCpuSharePrivileges();
-  const std::string network = net_ok.ok() ? "bw=1gbit" : "";
+  const std::string network = net_ok.ok() ? "bw=150mbit" : "";
   const std::string node_cpus = cpu_ok.ok() ? "auto" : "";
   const std::string spec_path = out_dir + "/demo.textproto";
   RINGSIDE_RETURN_IF_ERROR(WriteFileAtomically(spec_path, DemoSpec(network, node_cpus)));
   absl::FPrintF(stderr, "demo: single, DDP, PS with one master and PS with a shard per worker on 1, 2 and 4 %s\n",
                 net_ok.ok() && cpu_ok.ok()
-                    ? "emulated nodes (a CPU share and a 1 Gbit/s link each)"
+                    ? "emulated nodes (a CPU share and a 150 Mbit/s link each)"
                     : absl::StrCat("workers, NOT on emulated nodes: ", !net_ok.ok() ? net_ok.message() : "",
                                    !net_ok.ok() && !cpu_ok.ok() ? "; " : "", !cpu_ok.ok() ? cpu_ok.message() : ""));
   // The cost model's constants, measured here once (kept on re-runs).
@@ -82,12 +82,19 @@ absl::Status RunDemo(const std::string& out_dir) {
   if (!std::filesystem::exists(calibration_path)) {
     absl::FPrintF(stderr, "demo: calibrating the cost model (ringside calibrate)\n");
     CalibrateOptions co;  // The demo spec's model and batch; a short step phase.
-    co.model = "mlp:784-1024-1024-10";
-    co.batch = 1024;
+    co.model = "cnn:lenet";
+    co.batch = 256;
     co.warmup_steps = 3;
     co.steps = 12;
     co.repeats = 5;
-    co.max_message_bytes = int64_t{8} << 20;  // The model's 7.4 MB.
+    co.max_message_bytes = int64_t{4} << 20;  // The model's 2.33 MB.
+    // Compute measured on a node of the cells' share (throttling included).
+    if (!node_cpus.empty()) {
+      RINGSIDE_ASSIGN_OR_RETURN(ExperimentSpec spec, ParseSpec(DemoSpec(network, node_cpus), "demo"));
+      std::vector<Cell> cells = ExpandCells(spec);
+      RINGSIDE_RETURN_IF_ERROR(ResolveCellEmulation(spec, MachineCpus(), &cells));
+      co.node_cpus = cells.empty() ? 0 : cells[0].node_cpus;
+    }
     co.progress = stderr;
     absl::StatusOr<Calibration> calibration = Calibrate(co);
     if (!calibration.ok()) return calibration.status();

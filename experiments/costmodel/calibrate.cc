@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "experiments/netem/cpu_share.h"
 #include "experiments/bench/bench.h"
 #include "experiments/costmodel/calibration_check.h"
 #include "experiments/sys/sys.h"
@@ -156,10 +157,12 @@ absl::Status MeasureCompute(const CalibrateOptions& o, PhaseProgress* progress, 
   so.measure_floor = false;
   // Expected: the steps' GEMM work at a nominal rate.
   RINGSIDE_ASSIGN_OR_RETURN(ModelWeight weight, WeighModel(o.model, o.batch));
-  const double expected =
-      (o.warmup_steps + o.steps) * weight.gemm_flops / (kNominalGemmFlopsPerThread * o.threads);
-  progress->Start(1, absl::StrFormat("compute: %s at batch %d, %d thread(s), %d + %d steps", o.model,
-                                     o.batch, o.threads, o.warmup_steps, o.steps),
+  const double cpus = o.node_cpus > 0 ? std::min<double>(o.threads, o.node_cpus) : o.threads;
+  const double expected = (o.warmup_steps + o.steps) * weight.gemm_flops / (kNominalGemmFlopsPerThread * cpus);
+  progress->Start(1, absl::StrFormat("compute: %s at batch %d, %d thread(s)%s, %d + %d steps", o.model, o.batch,
+                                     o.threads,
+                                     o.node_cpus > 0 ? absl::StrFormat(" on a node of %g CPU", o.node_cpus) : "",
+                                     o.warmup_steps, o.steps),
                   expected);
   absl::StatusOr<StepBenchResult> step = MeasureStepBench(so);
   if (!step.ok()) {
@@ -256,12 +259,23 @@ absl::StatusOr<Calibration> Calibrate(const CalibrateOptions& o) {
   c.batch = o.batch;
   c.threads = o.threads;
   PhaseProgress progress(o.progress);
+  // The CPU-bound phases on an emulated node: this process in a cgroup of that share,
+  // moved back out (and the cgroup removed) before the paths are measured.
+  std::unique_ptr<EmulatedCpuShares> node;
+  if (o.node_cpus > 0) {
+    RINGSIDE_RETURN_IF_ERROR(CheckCpuSharePrivileges());
+    RemoveStaleCpuShares().IgnoreError();
+    RINGSIDE_ASSIGN_OR_RETURN(node, EmulatedCpuShares::Create(o.node_cpus, 1, CpuSharePeriodFor(o.node_cpus)));
+    RINGSIDE_RETURN_IF_ERROR(node->JoinNode(0));
+    c.node_cpus = o.node_cpus;
+  }
   RINGSIDE_RETURN_IF_ERROR(MeasureCompute(o, &progress, &c));
   progress.Start(2, absl::StrFormat("gamma: summing two %s buffers, %d times", Binary(kReduceFloats * 4),
                                     kReduceRuns),
                  0);
   c.reduce_s_per_byte = MeasureReducePerByte();
   progress.Finish(absl::StrFormat("%.3f ns per byte", c.reduce_s_per_byte * 1e9));
+  if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->Teardown());
   RINGSIDE_RETURN_IF_ERROR(MeasurePushPullPath(o, &progress, &c));
   RINGSIDE_RETURN_IF_ERROR(MeasureAllReducePath(o, &progress, &c));
   RINGSIDE_RETURN_IF_ERROR(ValidateCalibration(c));

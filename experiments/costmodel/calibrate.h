@@ -26,6 +26,10 @@ struct CalibrateOptions {
   std::string model = "mlp:784-256-256-10";  // Any spec Model::Create takes.
   int batch = 128;          // Per-worker batch the compute time is measured at.
   int threads = 1;          // BLAS threads for the compute measurement.
+  // > 0: measure compute, SGD and gamma on an emulated node of this many CPUs (this
+  // process joins a cgroup with that quota for those phases; root). Recorded in the
+  // calibration; the cost model scales from it (cost_model.h Scenario.node_cpus).
+  double node_cpus = 0;
   // The measurement budget (tests make it tiny):
   int warmup_steps = 8;     // Untimed steps before the timed ones.
   int steps = 80;           // Timed training steps (medians).

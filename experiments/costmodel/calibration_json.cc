@@ -41,6 +41,7 @@ std::string CalibrationToJson(const Calibration& c) {
   if (!c.model.empty()) m.set_model(c.model);
   if (c.batch > 0) m.set_batch(c.batch);
   if (c.threads > 0) m.set_threads(c.threads);
+  if (c.node_cpus > 0) m.set_node_cpus(c.node_cpus);
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
   options.preserve_proto_field_names = true;
@@ -79,6 +80,7 @@ absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json) {
   c.model = m.model();
   c.batch = m.batch();
   c.threads = m.threads();
+  c.node_cpus = m.node_cpus();
   if (c.batch < 0 || c.threads < 0) {
     return absl::InvalidArgumentError("calibration JSON: \"batch\" and \"threads\" must be >= 0");
   }

@@ -375,7 +375,9 @@ absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
   const double slice_bytes = m / shards;
   const double unpipelined =
       s.chunk_bytes > 0 && slice_bytes > 0 ? std::min(s.chunk_bytes, slice_bytes) / slice_bytes : 0;
-  p.comm_s = latency_s + one_way_s * (1 + unpipelined);
+  p.comm_s = s.ps_overlap
+                 ? latency_s + std::max(0.0, one_way_s - c.backward_s) + one_way_s * unpipelined
+                 : latency_s + one_way_s * (1 + unpipelined);
   p.comm_total_s = p.comm_s;
   // Under BSP a shard sums N pushes into its accumulator (with one worker it steps on
   // the pushed gradient directly), then steps SGD once on its slice.
@@ -398,6 +400,7 @@ absl::Status ValidateCalibration(const Calibration& c) {
       {"update_s_per_byte", c.update_s_per_byte},
       {"reduce_s_per_byte", c.reduce_s_per_byte},
       {"model_bytes", c.model_bytes},
+      {"node_cpus", c.node_cpus},
       {"push_pull_per_call_s", c.push_pull_per_call_s},
       {"push_pull.alpha_s", c.push_pull.alpha_s},
       {"push_pull.bytes_per_s", c.push_pull.bytes_per_s},
@@ -523,10 +526,13 @@ absl::StatusOr<double> FitPerCallOverhead(
 
 Calibration CalibrationOnNode(const Calibration& calibration, const Scenario& scenario) {
   Calibration c = calibration;
-  if (scenario.node_cpus > 0) {
-    const double cpus = scenario.node_cpus / scenario.ranks_per_node;
-    const double used = std::max(1, calibration.threads);
-    const double slower = std::max(1.0, used / cpus);
+  const double threads = std::max(1, calibration.threads);
+  auto usable = [threads](double cpus) { return cpus > 0 ? std::min(threads, cpus) : threads; };
+  const double measured_on = usable(calibration.node_cpus);
+  const double runs_on = usable(scenario.node_cpus > 0 ? scenario.node_cpus / scenario.ranks_per_node : 0);
+  if (measured_on != runs_on) {
+    const double slower = measured_on / runs_on;
+    c.node_cpus = runs_on;
     c.compute_s *= slower;
     c.backward_s *= slower;
     c.update_s_per_byte *= slower;

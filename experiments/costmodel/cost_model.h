@@ -62,6 +62,9 @@ struct Calibration {
   std::string model;
   int batch = 0;
   int threads = 0;
+  // The CPU share of the emulated node the compute, SGD and gamma were measured on
+  // (`ringside calibrate --node_cpus`); 0: the machine's cores, unthrottled.
+  double node_cpus = 0;
 };
 
 // Least-squares fit of time = alpha + bytes / B to (message bytes, seconds) samples, the
@@ -138,15 +141,21 @@ struct Scenario {
   bool path_limits = true;
   // DDP: launch buckets during backward (PyTorch DDP style); false: after backward.
   bool overlap = true;
+  // PS: workers push each chunk as backward produces it (as ringside's PS worker does),
+  // so the one-way transfer T overlaps backward: the step waits for max(0, T -
+  // backward) plus the unpipelined reply of the last chunk (below). false: the whole
+  // push-pull after backward, T (1 + unpipelined).
+  bool ps_overlap = false;
   // PS: chunk size of the tensor streams. A shard can send a chunk back only once all
   // N workers pushed it, so the last pushed chunk's reply never overlaps the push: the
   // transfer takes T (1 + min(chunk, M/S) / (M/S)) for a one-way bottleneck time T. 0:
   // perfect pipelining (T).
   double chunk_bytes = 0;
-  // Emulated nodes (netem/cpu_share.h). CPU share of each node, in CPUs; 0: none (each
-  // process computes as fast as the calibration measured). The calibration's CPU-bound
-  // costs (compute, update, reduction) were measured using max(1, threads) CPUs; a
-  // process that gets `cpus` of a node runs them max(1, used / cpus) times slower.
+  // Emulated nodes (netem/cpu_share.h). CPU share of each node, in CPUs; 0: none. The
+  // calibration's CPU-bound costs (compute, update, reduction) were measured on
+  // e(calibration.node_cpus) CPUs, where e(x) = min(max(1, threads), x) and e(0) =
+  // max(1, threads); a process that gets `cpus` of a node runs them e(calibrated) /
+  // e(cpus) times as long.
   double node_cpus = 0;
   // Computing processes (DDP ranks, PS workers) per node: they split its CPU share (a
   // PS shard packed beside a worker mostly waits while the worker computes, and is not

@@ -378,6 +378,21 @@ TEST(EmulatedNodes, PackedPsWorkersShareTheirLink) {
   EXPECT_EQ(two.bottleneck, "worker link");
 }
 
+// Pushing during backward hides the transfer up to backward's length; the last chunk's
+// reply still waits for every worker's push.
+TEST(EmulatedNodes, PsPushDuringBackwardHidesUpToBackward) {
+  const Calibration c = WireOnlyCalibration();  // backward 6 ms, 100 MB/s.
+  Scenario s = Make(Strategy::kPs, 2, 1e6);     // Server side: 2 MB, T = 20 ms.
+  s.chunk_bytes = 2.5e5;                        // A quarter of the slice: unpipelined 1/4.
+  const Prediction serial = MustPredict(c, s);
+  EXPECT_NEAR(serial.comm_s, 0.020 * 1.25, kTol);
+  s.ps_overlap = true;
+  EXPECT_NEAR(MustPredict(c, s).comm_s, (0.020 - 0.006) + 0.020 * 0.25, kTol);
+  s.model_bytes = 2e5;  // T = 4 ms < backward: only the last chunk's reply is left.
+  s.chunk_bytes = 1e5;  // Half the slice.
+  EXPECT_NEAR(MustPredict(c, s).comm_s, 0.004 * 0.5, kTol);
+}
+
 // ----- asymptotics -----
 
 TEST(Asymptotics, SingleMasterGrowsLinearlyRingStaysFlat) {

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "common/status_macros.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -395,7 +396,26 @@ std::string EmulatedCpuShares::Describe() const {
                       absl::FormatDuration(period_), " period)");
 }
 
+absl::Status EmulatedCpuShares::JoinNode(int node) {
+  absl::MutexLock lock(&mu_);
+  // cgroup.procs moves the whole thread group (v1 and v2).
+  RINGSIDE_RETURN_IF_ERROR(WriteControl(paths_.at(node) + "/cgroup.procs", absl::StrCat(getpid())));
+  joined_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status EmulatedCpuShares::LeaveNode() {
+  absl::MutexLock lock(&mu_);
+  if (!joined_ || paths_.empty()) return absl::OkStatus();
+  const std::string root = paths_[0].substr(0, paths_[0].rfind('/'));
+  RINGSIDE_RETURN_IF_ERROR(WriteControl(root + "/cgroup.procs", absl::StrCat(getpid())));
+  joined_ = false;
+  return absl::OkStatus();
+}
+
 absl::Status EmulatedCpuShares::Teardown() {
+  // Never kill this process: leave first (a failure leaves the cgroups in place).
+  RINGSIDE_RETURN_IF_ERROR(LeaveNode());
   absl::MutexLock lock(&mu_);
   absl::Status first_error;
   std::vector<std::string> left;

@@ -133,7 +133,15 @@ class EmulatedCpuShares {
   // nodes whose share differs are named: "0.5 CPU per node, node 1 0.25 CPU (...)".
   std::string Describe() const;
 
-  // Kills every process still inside the cgroups (SIGKILL, repeated until none is
+  // Moves this whole process (every thread) into node `node`'s cgroup, so that its own
+  // work runs on that node's share (`ringside calibrate --node_cpus` measures compute
+  // that way), until LeaveNode or Teardown moves it back to the hierarchy's root, the
+  // parent of every cgroup made here. Internal naming the file on failure.
+  absl::Status JoinNode(int node);
+  absl::Status LeaveNode();
+
+  // Moves this process out if it joined a node (LeaveNode), then kills every process
+  // still inside the cgroups (SIGKILL, repeated until none is
   // left, so children forked meanwhile go too), then removes the directories.
   // Idempotent; a cgroup already gone is not an error. Bounded: gives up on a cgroup
   // after 5 s (Internal naming it; a later call retries it). Safe from ordinary code
@@ -154,6 +162,7 @@ class EmulatedCpuShares {
   absl::Mutex mu_;
   // Cgroups that may exist: each is added before its mkdir.
   std::vector<std::string> created_ ABSL_GUARDED_BY(mu_);
+  bool joined_ ABSL_GUARDED_BY(mu_) = false;  // This process is in one of them.
 };
 
 }  // namespace ringside

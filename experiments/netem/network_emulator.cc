@@ -268,10 +268,16 @@ absl::Status ShapeEgress(const std::string& ns, const std::string& dev, const Li
 
   std::vector<std::string> netem = base;
   if (rate) {
-    // Burst: 1 ms worth of bytes, at least 32 KiB (several MTUs; GSO packets above it
-    // are segmented by tbf). Queue: 50 ms at the link rate.
+    // Burst: 1 ms worth of bytes, at least 128 KiB: two 64 KiB GSO packets. tbf
+    // segments a GSO packet larger than its burst into MTU-sized ones, and the
+    // receiver then wakes per 1500 bytes instead of per 64 KiB; on a node with a CPU
+    // share (--node_cpus) that per-packet work came out of the share and slowed
+    // DDP's backward by a third at 150 Mbit/s with a 32 KiB burst (docs/network.md).
+    // The price: at low rates a burst of up to 128 KiB leaves at once (7 ms' worth at
+    // 150 Mbit/s); rates over a window of 50 ms or more are exact. Queue: 50 ms at the
+    // link rate.
     const double bytes_per_sec = link.bits_per_sec / 8;
-    const int64_t burst = std::max<int64_t>(32 << 10, static_cast<int64_t>(bytes_per_sec / 1000));
+    const int64_t burst = std::max<int64_t>(128 << 10, static_cast<int64_t>(bytes_per_sec / 1000));
     std::vector<std::string> tbf = base;
     tbf.insert(tbf.end(), {"root", "handle", "1:", "tbf", "rate",
                            absl::StrFormat("%.0fbit", link.bits_per_sec), "burst",

@@ -149,7 +149,8 @@ std::string Verdict(const std::vector<std::string>& order, const PointsByLabel& 
 }
 
 // One strategy: its speedup at its largest N, its peak, and what dominates there.
-std::string StrategyParagraph(const std::vector<const ReportPoint*>& v, double model_bytes) {
+std::string StrategyParagraph(const std::vector<const ReportPoint*>& v, const FindingsContext& c) {
+  const double model_bytes = 4.0 * c.num_params;
   const ReportPoint* best = v[0];
   for (const ReportPoint* p : v) {
     if (p->speedup > best->speedup) best = p;
@@ -174,6 +175,19 @@ std::string StrategyParagraph(const std::vector<const ReportPoint*>& v, double m
     if (last->kind == "ps") {
       absl::StrAppendFormat(&out, "; its busiest shard moves %.2f x M each way per step (N x M / S: it grows "
                             "with N)", ratio);
+      // On emulated links: is that node's link what the step waits for? Its wire time
+      // against the communication the worker saw.
+      const double master = c.master_link_bytes_per_s > 0 ? c.master_link_bytes_per_s : c.link_bytes_per_s;
+      const double bytes = std::max(last->busiest_bytes_in, last->busiest_bytes_out);
+      const double wire_ms = master > 0 ? 1e3 * bytes / master : 0;
+      if (wire_ms > 0 && comm > 0 && wire_ms >= 0.5 * comm) {
+        const bool one_master = ratio >= last->workers - 0.5 && last->workers > 1;
+        absl::StrAppendFormat(&out, ". **Its bottleneck is %s**: %.2f MB each way per step take %.0f ms at "
+                              "%.3g Gbit/s, %.0f%% of the step%s",
+                              one_master ? "the master's link" : "the link of its busiest shard's node",
+                              bytes / 1e6, wire_ms, master * 8 / 1e9, 100 * wire_ms / last->step_ms,
+                              one_master ? "; more shards (or a faster master link) relieve it" : "");
+      }
     } else {
       // The bytes tell which all-reduce ran: `auto` runs recursive doubling for buckets
       // under kAutoRecursiveDoublingBelowBytes (ddp_ring/allreduce_algorithm.h).
@@ -239,7 +253,7 @@ std::string Findings(const std::vector<ReportPoint>& points, const FindingsConte
   if (order.empty()) return "No multi-worker cell finished.\n";
   std::string out = Verdict(order, by_label, context);
   for (const std::string& label : order) {
-    absl::StrAppend(&out, StrategyParagraph(by_label[label], 4.0 * context.num_params));
+    absl::StrAppend(&out, StrategyParagraph(by_label[label], context));
   }
   absl::StrAppend(&out, LateParagraph(order, by_label));
   return out;

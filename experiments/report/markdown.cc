@@ -49,10 +49,15 @@ std::string SummaryTable(const ReportData& data) {
 
 std::string PredictionNote(const ReportData& data) {
   if (data.predicted) {
-    return "Predictions: the cost model (docs/cost_model.md) with calibration.json (measured on "
-           "loopback by `ringside calibrate` with this spec's model and batch), the spec's links, and "
-           "compute slowed by workers / cores where workers outnumber cores; error = (predicted - "
-           "measured) / measured.";
+    return absl::StrCat(
+        "Predictions: the cost model (docs/cost_model.md) with calibration.json (measured by `ringside "
+        "calibrate` with this spec's model and batch: its paths on loopback, compute ",
+        data.calibration_node_cpus > 0 ? absl::StrFormat("on an emulated node of %g CPU", data.calibration_node_cpus)
+                                       : std::string("on the machine's cores"),
+        "), the spec's links, ",
+        data.emulation.empty() ? "and compute slowed by workers / cores where workers outnumber cores"
+                               : "and the emulated nodes' CPU share (PS pushes overlapping backward)",
+        "; error = (predicted - measured) / measured.");
   }
   if (!data.no_prediction_reason.empty()) return absl::StrCat("No predictions: ", data.no_prediction_reason);
   return "No predictions: there is no calibration.json (`ringside calibrate --model=MODEL --batch=BATCH "

@@ -225,6 +225,7 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
         }
       }
       s.chunk_bytes = kDefaultPsChunkBytes;  // The spec has no chunk size: the default.
+      s.ps_overlap = true;  // ps_strategy pushes chunks from backward's hooks.
     } else {
       const std::string& a = strategy->allreduce();
       s.strategy = a == "halving-doubling"     ? Strategy::kHalvingDoubling

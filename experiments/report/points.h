@@ -67,6 +67,7 @@ struct ReportData {
   std::vector<ReportPoint> points;  // In spec order.
   int64_t num_params = 0;
   bool predicted = false;  // calibration.json was there and fits: points carry predictions.
+  double calibration_node_cpus = 0;  // The CPU share its compute was measured on (0: none).
   // Why there are no predictions, when there are none (e.g. the calibration was taken
   // with another model); empty: there was no calibration.json.
   std::string no_prediction_reason;

@@ -84,9 +84,13 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
       ExperimentSpec resolved = spec;
       if (node_cpus > 0) resolved.set_node_cpus(absl::StrCat(node_cpus));
       PredictPoints(*calibration, resolved, context.cores, &data.points);
+      data.calibration_node_cpus = calibration->node_cpus;
       data.predicted = true;
     }
   }
+  // With emulated nodes every worker computes on a CPU share of its own, not on cores
+  // shared with the others.
+  if (node_cpus > 0) context.cores = 0;
   data.findings = Findings(data.points, context);
   return data;
 }
