@@ -36,8 +36,8 @@ absl::Status PrintSummary(const std::string& out_dir) {
   RINGSIDE_ASSIGN_OR_RETURN(ReportData data, LoadReportData(out_dir));
   absl::PrintF("%s\n", data.emulation.empty() ? "no emulated nodes: every process shared this machine"
                                               : data.emulation);
-  absl::PrintF("%-12s %7s %9s %11s %8s %10s %17s %9s %7s\n", "strategy", "workers", "step ms", "samples/s",
-               "speedup", "efficiency", "busiest MB in/out", "model ms", "error");
+  absl::PrintF("%-12s %7s %9s %13s %11s %8s %13s %10s %17s %9s %7s\n", "strategy", "workers", "step ms",
+               "(range)", "samples/s", "speedup", "(range)", "efficiency", "busiest MB in/out", "model ms", "error");
   for (const ReportPoint& p : data.points) {
     if (p.ok_repeats == 0) {
       absl::PrintF("%-12s %7d  failed: %s\n", p.label, p.workers, p.failure);
@@ -48,9 +48,11 @@ absl::Status PrintSummary(const std::string& out_dir) {
       model = absl::StrFormat("%.1f", p.predicted_step_ms);
       error = absl::StrFormat("%+.0f%%", 100 * (p.predicted_step_ms - p.step_ms) / p.step_ms);
     }
-    absl::PrintF("%-12s %7d %9.1f %11.0f %8.2f %9.0f%% %8.2f / %-6.2f %9s %7s\n", p.label, p.workers, p.step_ms,
-                 p.samples_per_sec, p.speedup, 100 * p.efficiency, p.busiest_bytes_in / 1e6,
-                 p.busiest_bytes_out / 1e6, model, error);
+    const std::string step_range = absl::StrFormat("%.0f-%.0f", p.step_ms_min, p.step_ms_max);
+    const std::string speedup_range = absl::StrFormat("%.2f-%.2f", p.speedup_min, p.speedup_max);
+    absl::PrintF("%-12s %7d %9.1f %13s %11.0f %8.2f %13s %9.0f%% %8.2f / %-6.2f %9s %7s\n", p.label, p.workers,
+                 p.step_ms, step_range, p.samples_per_sec, p.speedup, speedup_range, 100 * p.efficiency,
+                 p.busiest_bytes_in / 1e6, p.busiest_bytes_out / 1e6, model, error);
   }
   return absl::OkStatus();
 }
@@ -72,7 +74,7 @@ absl::Status RunDemo(const std::string& out_dir) {
   const std::string node_cpus = cpu_ok.ok() ? "auto" : "";
   const std::string spec_path = out_dir + "/demo.textproto";
   RINGSIDE_RETURN_IF_ERROR(WriteFileAtomically(spec_path, DemoSpec(network, node_cpus)));
-  absl::FPrintF(stderr, "demo: single, DDP, PS with one master and PS with a shard per worker on 1, 2 and 4 %s\n",
+  absl::FPrintF(stderr, "demo: single (1 node), DDP, PS with one master and PS with a shard per worker on 2 and 4 %s, 3 times each\n",
                 net_ok.ok() && cpu_ok.ok()
                     ? "emulated nodes (a CPU share and a 150 Mbit/s link each)"
                     : absl::StrCat("workers, NOT on emulated nodes: ", !net_ok.ok() ? net_ok.message() : "",

@@ -180,7 +180,8 @@ std::string StrategyParagraph(const std::vector<const ReportPoint*>& v, const Fi
       const double master = c.master_link_bytes_per_s > 0 ? c.master_link_bytes_per_s : c.link_bytes_per_s;
       const double bytes = std::max(last->busiest_bytes_in, last->busiest_bytes_out);
       const double wire_ms = master > 0 ? 1e3 * bytes / master : 0;
-      if (wire_ms > 0 && comm > 0 && wire_ms >= 0.5 * comm) {
+      // Named only where it matters: most of the communication and 30% of the step.
+      if (wire_ms > 0 && comm > 0 && wire_ms >= 0.5 * comm && wire_ms >= 0.3 * last->step_ms) {
         const bool one_master = ratio >= last->workers - 0.5 && last->workers > 1;
         absl::StrAppendFormat(&out, ". **Its bottleneck is %s**: %.2f MB each way per step take %.0f ms at "
                               "%.3g Gbit/s, %.0f%% of the step%s",

@@ -29,7 +29,8 @@ std::string TraceLinks(const ReportPoint& p) {
 
 std::string SummaryTable(const ReportData& data) {
   std::string md =
-      "| strategy | workers | device | step ms | predicted ms (error) | samples/s | speedup | efficiency | "
+      "| strategy | workers | device | step ms (range over repeats) | predicted ms (error) | samples/s | "
+      "speedup (range) | efficiency | "
       "data | compute | communicate | wait | update | busiest node MB in/out | test acc | repeats | traces |\n"
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const ReportPoint& p : data.points) {
@@ -38,8 +39,15 @@ std::string SummaryTable(const ReportData& data) {
                             p.workers, Cell(PointDevice(p)), Cell(p.failure), p.failed_repeats, TraceLinks(p));
       continue;
     }
-    absl::StrAppendFormat(&md, "| %s | %d | %s | %.2f | %s | %.0f | %.2f | %.0f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f / %.2f | %.4f | %d/%d | %s |\n",
-                          p.label, p.workers, Cell(PointDevice(p)), p.step_ms, PredictionCell(p), p.samples_per_sec, p.speedup,
+    // Medians, with the spread over repeats where there are several.
+    std::string step = absl::StrFormat("%.2f", p.step_ms);
+    std::string speedup = absl::StrFormat("%.2f", p.speedup);
+    if (p.ok_repeats > 1) {
+      absl::StrAppendFormat(&step, " (%.1f-%.1f)", p.step_ms_min, p.step_ms_max);
+      absl::StrAppendFormat(&speedup, " (%.2f-%.2f)", p.speedup_min, p.speedup_max);
+    }
+    absl::StrAppendFormat(&md, "| %s | %d | %s | %s | %s | %.0f | %s | %.0f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f / %.2f | %.4f | %d/%d | %s |\n",
+                          p.label, p.workers, Cell(PointDevice(p)), step, PredictionCell(p), p.samples_per_sec, speedup,
                           100 * p.efficiency, p.data_ms, p.compute_ms, p.comm_ms, p.wait_ms, p.update_ms,
                           p.busiest_bytes_in / 1e6, p.busiest_bytes_out / 1e6, p.test_accuracy,
                           p.ok_repeats, p.ok_repeats + p.failed_repeats, TraceLinks(p));

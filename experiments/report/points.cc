@@ -131,6 +131,14 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
       p.step_ms = Median(v["step"]);
       p.samples_per_sec = Median(v["sps"]);
       p.speedup = base > 0 ? p.samples_per_sec / base : 0;
+      if (!v["step"].empty()) {
+        const auto [smin, smax] = std::minmax_element(v["step"].begin(), v["step"].end());
+        p.step_ms_min = *smin;
+        p.step_ms_max = *smax;
+        const auto [tmin, tmax] = std::minmax_element(v["sps"].begin(), v["sps"].end());
+        p.speedup_min = base > 0 ? *tmin / base : 0;
+        p.speedup_max = base > 0 ? *tmax / base : 0;
+      }
       p.efficiency = p.speedup / p.workers;
       p.compute_ms = Median(v["compute"]);
       p.data_ms = Median(v["data"]);

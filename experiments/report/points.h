@@ -23,6 +23,9 @@ struct ReportPoint {
   int failed_repeats = 0;
   std::string failure;          // A failed repeat's reason.
   double step_ms = 0;
+  // The spread over the ok repeats (min and max; equal to the median with one repeat).
+  double step_ms_min = 0, step_ms_max = 0;
+  double speedup_min = 0, speedup_max = 0;
   double samples_per_sec = 0;
   double speedup = 0;           // Throughput over the single-process baseline's.
   double efficiency = 0;        // speedup / workers.
