@@ -10,15 +10,7 @@ T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-ROOT=""
-for d in /sys/fs/cgroup/cpu /sys/fs/cgroup/cpu,cpuacct /sys/fs/cgroup; do
-  if [ -e "$d/cpu.cfs_period_us" ] || { [ -e "$d/cgroup.controllers" ] && grep -qw cpu "$d/cgroup.controllers"; }; then ROOT=$d; break; fi
-done
-if [ "$(id -u)" -ne 0 ] || [ -z "$ROOT" ]; then
-  echo "SKIPPED: needs root and a cgroup cpu controller (uid $(id -u), cpu root '${ROOT}')"
-  exit 0
-fi
-ours() { ls "$ROOT" | grep -E '^rs[0-9a-f]+_[0-9]+_n[0-9]+$' | sort; }
+source "$(dirname "$0")/cpu_share_util.sh"  # ROOT, ours; skips without root.
 before=$(ours)
 data=(--dataset=synthetic:train=60000,test=100 --model=mlp:784-128-10 --threads=1 --batch=32)
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A slow node (spec slow_node / --slow_node=R:F) is really slower, and the others wait
 # for it: with rank / worker 1's node at a quarter of the others' CPU share, under DDP
-# and a BSP parameter server, (almost) every step waits for it, the cell's result names
-# it (late_named, late_ranks) with the share of steps it was last, and the report says
+# and a BSP parameter server, (almost) every step waits for it; the cell's result names
+# it (late_named, late_ranks) with the share of steps it was last (BSP: at least 90%;
+# DDP: 80%), and the report says
 # so in words. Also the report states the emulation in force. Needs root and a cgroup
 # cpu controller; otherwise SKIPPED, loudly.
 set -uo pipefail
@@ -11,15 +12,7 @@ T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-ROOT=""
-for d in /sys/fs/cgroup/cpu /sys/fs/cgroup/cpu,cpuacct /sys/fs/cgroup; do
-  if [ -e "$d/cpu.cfs_period_us" ] || { [ -e "$d/cgroup.controllers" ] && grep -qw cpu "$d/cgroup.controllers"; }; then ROOT=$d; break; fi
-done
-if [ "$(id -u)" -ne 0 ] || [ -z "$ROOT" ]; then
-  echo "SKIPPED: needs root and a cgroup cpu controller (uid $(id -u), cpu root '${ROOT}')"
-  exit 0
-fi
-ours() { ls "$ROOT" | grep -E '^rs[0-9a-f]+_[0-9]+_n[0-9]+$' | sort; }
+source "$(dirname "$0")/cpu_share_util.sh"  # ROOT, ours; skips without root.
 before=$(ours)
 
 cat >"$T/slow.textproto" <<'SPEC'
@@ -40,8 +33,13 @@ rc=$?
 grep -q "compare: emulated cluster on one machine: .* CPU per node .*rank/worker 1 slowed to 0.25" "$T/compare.err" ||
   fail "compare did not state the emulation: $(head -3 "$T/compare.err")"
 
+# Under BSP the shards see whose push came last: every step. DDP infers it (the late rank
+# waits least in the all-reduce), which scheduling noise on a 2-core machine blurs in a
+# step or two of ten.
 for cell in ddp-n2-r0 ps-bsp-n2-r0; do
   r="$T/run/cells/$cell/result.textproto"
+  min_share=0.9
+  [ "$cell" = ddp-n2-r0 ] && min_share=0.8
   [ -f "$r" ] || { fail "$cell: no result"; continue; }
   grep -q 'status: "ok"' "$r" || fail "$cell: $(grep reason "$r")"
   grep -q '^slow_node: "1:0.25"' "$r" || fail "$cell: the result does not record the slow node"
@@ -49,12 +47,13 @@ for cell in ddp-n2-r0 ps-bsp-n2-r0; do
   [ "$(grep -c '^late_ranks:' "$r")" -eq 1 ] && grep -q '^late_ranks: 1$' "$r" ||
     fail "$cell: late_ranks is not exactly [1]: $(grep late_ranks "$r" | tr '\n' ' ')"
   share=$(sed -n 's/^late_share: //p' "$r")
-  awk -v s="${share:-0}" 'BEGIN { exit !(s >= 0.9) }' || fail "$cell: rank 1 was last in only ${share:-0} of the steps"
+  awk -v s="${share:-0}" -v m="$min_share" 'BEGIN { exit !(s >= m) }' ||
+    fail "$cell: rank 1 was last in only ${share:-0} of the steps (< $min_share)"
 done
 
 "$RINGSIDE" report "$T/run" >"$T/report.out" 2>&1 || fail "report failed: $(tail -2 "$T/report.out")"
 md="$T/run/report.md"
-grep -Eq '^- \*\*ddp\*\* x2: rank 1 was last in (9[0-9]|100)% of steps; the others waited a median [0-9.]+ ms per step for it' "$md" ||
+grep -Eq '^- \*\*ddp\*\* x2: rank 1 was last in ([89][0-9]|100)% of steps; the others waited a median [0-9.]+ ms per step for it' "$md" ||
   fail "the report does not name rank 1: $(grep -A4 'Late ranks' "$md")"
 grep -Eq '^- \*\*ps-bsp\*\* x2 \(BSP\): worker 1 was last in (9[0-9]|100)% of steps' "$md" ||
   fail "the report does not name worker 1: $(grep -A4 'Late ranks' "$md")"

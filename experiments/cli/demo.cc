@@ -1,6 +1,6 @@
 // `ringside demo`: the preset comparison behind the README's main command. Single
 // process, DDP, a parameter server with one master and one with a shard per worker,
-// on 1, 2 and 4 emulated nodes (a CPU share and a 150 Mbit/s link each, where root
+// on 2 and 4 emulated nodes (single: 1) (a CPU share and a 150 Mbit/s link each, where root
 // allows), training LeNet on Fashion-MNIST (matrix/specs/demo.textproto); calibrates the
 // cost model, runs the matrix (`compare`), writes the report, prints the summary table
 // with the model's error beside every point, and where the report is.

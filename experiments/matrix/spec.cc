@@ -1,6 +1,7 @@
 #include "experiments/matrix/spec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -229,6 +230,9 @@ absl::Status ResolveCellEmulation(const ExperimentSpec& spec, int machine_cpus, 
   int max_nodes = 1;
   for (const Cell& c : *cells) max_nodes = std::max(max_nodes, c.nodes);
   RINGSIDE_ASSIGN_OR_RETURN(double cpus, ResolveNodeCpus(parsed, max_nodes, machine_cpus));
+  // Rounded down to 1e-4 CPU: the flag carries it as decimal text, and 2/3 printed as
+  // 0.666667 would ask 3 nodes for more than 2 CPUs.
+  cpus = std::floor(cpus * 1e4) / 1e4;
   for (Cell& c : *cells) c.node_cpus = cpus;
   return absl::OkStatus();
 }

@@ -78,8 +78,18 @@ TEST(SpecTest, AutoNodeCpusSplitsTheMachineOverTheLargestCellsNodes) {
   EXPECT_EQ(DescribeEmulation(*spec, 0.4),
             "emulated cluster on one machine: 0.40 CPU per node (cgroup CPU quota), links bw=1gbit per node "
             "(network namespaces, tc), 1 process per node (s: 2); not a real cluster's numbers");
+  // A share that does not divide evenly is rounded down, so that the nodes' decimal
+  // flags never add up to more than the machine: 2 CPUs over 3 nodes.
+  spec->clear_strategies();
+  spec->add_strategies()->set_kind("ps");
+  spec->clear_workers();
+  spec->add_workers(2);
+  cells = ExpandCells(*spec);
+  ASSERT_TRUE(ResolveCellEmulation(*spec, 2, &cells).ok());
+  EXPECT_DOUBLE_EQ(cells[0].node_cpus, 0.6666);
+  EXPECT_NE(absl::StrJoin(CellTrainArgs(*spec, cells[0], "OUT"), " ").find("--node_cpus=0.6666 "), std::string::npos);
   // A fixed share the largest cell cannot fit is refused, naming both numbers.
-  spec->set_node_cpus("0.5");
+  spec->set_node_cpus("0.8");  // x 3 nodes = 2.4 CPUs.
   cells = ExpandCells(*spec);
   EXPECT_EQ(ResolveCellEmulation(*spec, 2, &cells).code(), absl::StatusCode::kInvalidArgument);
 }

@@ -203,7 +203,7 @@ TEST(MarkdownTest, EmulatedCellsAreLabelledInTheTableAndTheDevicesLine) {
   data.points[3].gpus = 2;  // 4 ranks over 2 GPUs.
   data.findings = Findings(data.points, FindingsContext{});
   const std::string md = ReportMarkdown(data);
-  EXPECT_THAT(md, HasSubstr("| strategy | workers | device | step ms |"));
+  EXPECT_THAT(md, HasSubstr("| strategy | workers | device | step ms (range over repeats) |"));
   EXPECT_THAT(md, HasSubstr("| single-cuda | 1 | cuda:0 | 1.70 |"));
   EXPECT_THAT(md, HasSubstr("| ps-s2-bsp-cuda | 2 | cuda:0 | 151.70 |"));
   EXPECT_THAT(md, HasSubstr("| ddp-nccl | 2 | cuda:0 (emulated: 2 ranks share one GPU, NCCL over sockets) | 81.70 |"));
