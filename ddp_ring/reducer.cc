@@ -229,7 +229,10 @@ void Reducer::TraceAllReduces(int64_t end_us, TraceWriter* trace) const {
                 {{"bucket", static_cast<double>(d.bucket)},
                  {"bytes", static_cast<double>(buckets_[d.bucket].size * sizeof(float))},
                  {"bytes_sent", static_cast<double>(bytes.sent)},
-                 {"bytes_received", static_cast<double>(bytes.received)}});
+                 {"bytes_received", static_cast<double>(bytes.received)},
+                 // When its last gradient was ready (its launch): the merged timeline's
+                 // flow from readiness to this all-reduce starts here.
+                 {"ready_us", static_cast<double>(launch_us_[d.bucket])}});
   }
 }
 

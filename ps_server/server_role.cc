@@ -66,6 +66,9 @@ absl::StatusOr<HostedShard> HostShard(const RunConfig& config, int shard,
   return hosted;
 }
 
+// How long an aborted shard keeps answering before it shuts down.
+constexpr absl::Duration kAbortGrace = absl::Seconds(2);
+
 absl::Status RunPsServer(const PsServerRoleOptions& o) {
   RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted,
                             HostShard(o.config, o.shard, o.address, o.timeout, o.out_dir, o.resume));
@@ -73,8 +76,12 @@ absl::Status RunPsServer(const PsServerRoleOptions& o) {
                 o.config.ps_shards(), hosted.server->port(),
                 SyncPolicyText(hosted.server->shard()->options().sync), o.config.world_size());
   absl::Status status = hosted.server->Wait();
-  // After an abort, keep answering a moment so that every worker hears why.
-  hosted.server->Shutdown(status.ok() ? absl::Seconds(1) : absl::Seconds(2));
+  // After an abort, keep serving a moment so that every worker hears why: calls in
+  // flight and new ones (a worker whose step this shard had already released starts
+  // its next call) are answered with the abort's reason. Shutdown refuses new calls at
+  // once, and such a worker would see only CANCELLED.
+  if (!status.ok()) absl::SleepFor(kAbortGrace);
+  hosted.server->Shutdown(absl::Seconds(1));
   if (status.ok()) {
     const ps::ShardStats stats = hosted.server->shard()->Stats();
     absl::FPrintF(stderr, "ps: shard %d done: %d steps, %.1f MB in, %.1f MB out\n", o.shard,

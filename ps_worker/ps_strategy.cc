@@ -184,6 +184,10 @@ void PsStrategy::StartPushPull() {
   started_ = true;
   in_flight_ = true;
   results_.assign(clients_.size(), absl::OkStatus());
+  {
+    absl::MutexLock l(&mu_);
+    failure_order_.clear();
+  }
   timings_.assign(clients_.size(), PushPullTiming());
   call_start_us_ = NowUs();
   call_step_ = step_;
@@ -210,6 +214,7 @@ void PsStrategy::StartPushPull() {
           &timings_[s]);
       results_[s] = result;
       absl::MutexLock l(&mu_);
+      if (!result.ok()) failure_order_.push_back(shard);
       sender_done_[s] = true;
     });
   }
@@ -220,17 +225,25 @@ absl::Status PsStrategy::Settle() {
   WaitForSenders();
   in_flight_ = false;
   absl::Status status;
+  std::vector<int> failed;  // Shards in the order their calls failed.
   {
     // A device failure a sender saw is the cause of its Cancelled.
     absl::MutexLock l(&mu_);
     status = std::move(event_error_);
     event_error_ = absl::OkStatus();
+    failed = failure_order_;
   }
   // The chunks that came back and nobody asked for yet (all of them without
   // params_arrive_late) go to the device now, ahead of whatever reads them next.
   if (staging_) CopyArrivedToDevice();
+  // The first failure in time, preferring one that is not a Cancelled: a later
+  // failure, or a call that ended cancelled, is usually the consequence of the first
+  // (a shard that died makes the others abort the step a timeout later).
+  for (int s : failed) {
+    const bool better = status.ok() || (absl::IsCancelled(status) && !absl::IsCancelled(results_[s]));
+    if (better) status = results_[s];
+  }
   for (size_t s = 0; s < clients_.size(); ++s) {
-    if (status.ok() && !results_[s].ok()) status = results_[s];
     settled_sent_ += timings_[s].bytes_sent;
     settled_received_ += timings_[s].bytes_received;
   }

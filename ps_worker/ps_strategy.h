@@ -178,6 +178,9 @@ class PsStrategy final : public StepStrategy {
   // push-pull returned (all back, or failed).
   std::vector<std::vector<bool>> arrived_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> sender_done_ ABSL_GUARDED_BY(mu_);
+  // The shards whose push-pull failed, in the order the failures ended their calls:
+  // Settle reports the first (the cause; a later one is often its consequence).
+  std::vector<int> failure_order_ ABSL_GUARDED_BY(mu_);
 
   bool started_ = false;       // Senders of this step are running.
   bool in_flight_ = false;     // Senders started and not yet settled.

@@ -104,8 +104,9 @@ absl::Span<const Command> Commands() {
        "model batch threads steps out node_cpus", "", "", 0, 0, false, nullptr, RunCalibrateVerb},
       {"simulate", "predict step times far past this machine from a calibration",
        "  ringside simulate --calibration=calibration.json --links=1gbit,10gbit [--max_workers=1024]\n"
-       "                    [--model=SPEC --batch=B]   (refused unless the calibration's)\n",
-       "calibration links max_workers model_mb model batch", "", "", 0, 0, false, CheckSimulate,
+       "                    [--model=SPEC --batch=B]   (refused unless the calibration's)\n"
+       "                    [--node_cpus=C [--slow_node=R:F]]   (emulated nodes of C CPUs)\n",
+       "calibration links max_workers model_mb model batch node_cpus slow_node", "", "", 0, 0, false, CheckSimulate,
        RunSimulateVerb},
       {"bench",
        "the measurements of docs/benchmarks.md:",

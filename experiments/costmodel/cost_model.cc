@@ -538,9 +538,12 @@ Calibration CalibrationOnNode(const Calibration& calibration, const Scenario& sc
     c.update_s_per_byte *= slower;
     c.reduce_s_per_byte *= slower;
   }
-  // The slowest node's compute is what every BSP / DDP step waits for.
-  c.compute_s /= scenario.slow_node_fraction;
-  c.backward_s /= scenario.slow_node_fraction;
+  // The slowest node's compute is what every BSP / DDP step waits for (one worker has
+  // no others to be slower than).
+  if (scenario.workers > 1) {
+    c.compute_s /= scenario.slow_node_fraction;
+    c.backward_s /= scenario.slow_node_fraction;
+  }
   return c;
 }
 
@@ -593,6 +596,8 @@ absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
   base.master_link_bytes_per_s = options.master_link_bytes_per_s;
   base.path_limits = options.path_limits;
   base.overlap = options.overlap;
+  base.node_cpus = options.node_cpus;
+  base.slow_node_fraction = options.slow_node_fraction;
 
   // Each curve: a label and how to make its scenario for N workers.
   std::vector<std::pair<std::string, std::function<Scenario(int)>>> specs;

@@ -165,6 +165,7 @@ struct Scenario {
   int ranks_per_node = 1;
   // One node (a DDP rank, a PS worker) gets this fraction of the others' CPU share
   // (0 < F <= 1; 1: none slower). Under BSP and DDP every step waits for its compute.
+  // Ignored with one worker.
   double slow_node_fraction = 1;
   // DDP bucket sizes in launch order (the first holds the last layers); must add up to
   // model_bytes. Empty: a first bucket of 1 MiB, then 25 MiB buckets (the reducer's
@@ -232,6 +233,10 @@ struct SweepOptions {
   std::vector<int> workers;        // Empty: PowersOfTwo(1024).
   std::vector<int> shards = {1};   // Standalone PS curves "PS S=<s>".
   bool colocated = true;           // Adds "PS S=N colocated" (one shard per worker).
+  // Emulated nodes, as in Scenario: each node's CPU share (0: none) and one node at a
+  // fraction of it (1: none slower).
+  double node_cpus = 0;
+  double slow_node_fraction = 1;
 };
 
 // One strategy's predictions over the sweep's N.

@@ -393,6 +393,31 @@ TEST(EmulatedNodes, PsPushDuringBackwardHidesUpToBackward) {
   EXPECT_NEAR(MustPredict(c, s).comm_s, 0.004 * 0.5, kTol);
 }
 
+// A sweep on emulated nodes (`ringside simulate --node_cpus`): compute-bound weak
+// scaling stays linear whatever the share, since the baseline runs on a node of it too,
+// while each step takes 1 / share as long.
+TEST(EmulatedNodes, SweepsCarryTheNodeShare) {
+  Calibration c = WireOnlyCalibration();
+  c.threads = 1;
+  c.allreduce = {0, 1e15};
+  SweepOptions o;
+  o.model_bytes = 1e6;
+  o.workers = {1, 4};
+  o.shards = {};
+  o.colocated = false;
+  o.node_cpus = 0.5;
+  absl::StatusOr<std::vector<Curve>> curves = PredictCurves(c, o);
+  ASSERT_TRUE(curves.ok()) << curves.status();
+  const Curve& ring = curves->at(0);
+  ASSERT_EQ(ring.label, "ring");
+  EXPECT_NEAR(ring.predictions[1].compute_s, 2 * c.compute_s, kTol);
+  EXPECT_NEAR(ring.speedups[1], 4, 1e-6);
+  o.slow_node_fraction = 0.5;  // Every step waits for the slow node: speedup 4 / 2.
+  curves = PredictCurves(c, o);
+  ASSERT_TRUE(curves.ok()) << curves.status();
+  EXPECT_NEAR(curves->at(0).speedups[1], 2, 1e-6);
+}
+
 // ----- asymptotics -----
 
 TEST(Asymptotics, SingleMasterGrowsLinearlyRingStaysFlat) {

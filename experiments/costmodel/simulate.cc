@@ -64,6 +64,8 @@ absl::Status PrintOneLink(const SimulateOptions& options, double model_bytes, do
   sweep.workers = options.workers;
   sweep.shards = options.shards;
   sweep.colocated = options.colocated;
+  sweep.node_cpus = options.node_cpus;
+  sweep.slow_node_fraction = options.slow_node_fraction;
   absl::StatusOr<std::vector<Curve>> curves = PredictCurves(options.calibration, sweep);
   if (!curves.ok()) return curves.status();
 
@@ -88,11 +90,19 @@ absl::Status PrintOneLink(const SimulateOptions& options, double model_bytes, do
     absl::FPrintF(out, "link latency %.1f us one way, node to node\n",
                   options.link_latency_s * 1e6);
   }
-  const double single = SingleProcessStepSeconds(c, model_bytes);
+  if (options.node_cpus > 0 || options.slow_node_fraction < 1) {
+    absl::FPrintF(out, "emulated nodes: %g CPU each%s (compute measured on %s)\n", options.node_cpus,
+                  options.slow_node_fraction < 1 ? absl::StrFormat(", one at %g of that", options.slow_node_fraction) : "",
+                  c.node_cpus > 0 ? absl::StrFormat("a node of %g CPU", c.node_cpus) : std::string("the machine's cores"));
+  }
+  Scenario on_node;  // The single baseline: one node of the share, full speed.
+  on_node.node_cpus = options.node_cpus;
+  const Calibration baseline = CalibrationOnNode(c, on_node);
+  const double single = SingleProcessStepSeconds(baseline, model_bytes);
   absl::FPrintF(out,
                 "single process: %.3f ms/step (compute %.3f ms + update %.3f ms); DDP "
                 "overlap %s\n",
-                single * 1e3, c.compute_s * 1e3, c.update_s_per_byte * model_bytes * 1e3,
+                single * 1e3, baseline.compute_s * 1e3, baseline.update_s_per_byte * model_bytes * 1e3,
                 options.overlap ? "on" : "off");
   absl::FPrintF(out, "step time ms and speedup (weak scaling: N x single / step)\n");
 

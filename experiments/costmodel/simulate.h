@@ -31,6 +31,10 @@ struct SimulateOptions {
   double master_link_bytes_per_s = 0;
   bool path_limits = true;
   bool overlap = true;
+  // Emulated nodes (cost_model.h Scenario): every node's CPU share (0: none) and the
+  // slow node's fraction of it (1: none); the single baseline runs on one such node.
+  double node_cpus = 0;
+  double slow_node_fraction = 1;
 };
 
 // Writes what the calibration was measured with, the tables and "crossover: ..." lines

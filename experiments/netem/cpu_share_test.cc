@@ -1,4 +1,3 @@
-#include "experiments/netem/unprivileged.h"
 #include "experiments/netem/cpu_share.h"
 
 #include <grp.h>
@@ -7,12 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
-#include <tuple>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "experiments/netem/unprivileged.h"
 #include "experiments/sys/files.h"
 #include "experiments/sys/subprocess.h"
 #include "gtest/gtest.h"
@@ -301,6 +302,52 @@ TEST(EmulatedCpuSharesTest, DestructorRemovesEverything) {
     ASSERT_EQ(rmdir(paths[2].c_str()), 0);
   }
   for (const std::string& p : paths) EXPECT_FALSE(DirExists(p)) << p;
+}
+
+// A share per node (a slow node at a fraction of the others'): each cgroup's quota is
+// its own share of the one period.
+TEST(EmulatedCpuSharesTest, EachNodeGetsItsOwnShare) {
+  SKIP_WITHOUT_CGROUPS();
+  absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> shares =
+      EmulatedCpuShares::Create(std::vector<double>{0.5, 0.25}, absl::Milliseconds(8));
+  ASSERT_TRUE(shares.ok()) << shares.status();
+  const EmulatedCpuShares& s = **shares;
+  EXPECT_DOUBLE_EQ(s.cpus(0), 0.5);
+  EXPECT_DOUBLE_EQ(s.cpus(1), 0.25);
+  EXPECT_EQ(s.quota(0), absl::Milliseconds(4));
+  EXPECT_EQ(s.quota(1), absl::Milliseconds(2));
+  EXPECT_TRUE(absl::StrContains(s.Describe(), "node 1 0.25 CPU")) << s.Describe();
+  for (int i = 0; i < 2; ++i) {
+    const std::string quota_us = absl::StrCat(absl::ToInt64Microseconds(s.quota(i)));
+    if (s.version() == EmulatedCpuShares::CgroupVersion::kV2) {
+      EXPECT_EQ(*ReadFile(s.cgroup_path(i) + "/cpu.max"), absl::StrCat(quota_us, " 8000\n"));
+    } else {
+      EXPECT_EQ(*ReadFile(s.cgroup_path(i) + "/cpu.cfs_quota_us"), absl::StrCat(quota_us, "\n"));
+    }
+  }
+}
+
+// This very process joins a node (calibrate --node_cpus measures its compute there) and
+// leaves it; Teardown while joined moves it out first instead of killing it.
+TEST(EmulatedCpuSharesTest, ThisProcessJoinsANodeAndLeavesIt) {
+  SKIP_WITHOUT_CGROUPS();
+  absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> shares = EmulatedCpuShares::Create(0.5, 2);
+  ASSERT_TRUE(shares.ok()) << shares.status();
+  EmulatedCpuShares& s = **shares;
+  auto in = [&](int node) {
+    const std::vector<pid_t> pids = ProcsOf(s.cgroup_path(node));
+    return std::find(pids.begin(), pids.end(), getpid()) != pids.end();
+  };
+  ASSERT_TRUE(s.JoinNode(1).ok());
+  EXPECT_TRUE(in(1));
+  EXPECT_FALSE(in(0));
+  ASSERT_TRUE(s.LeaveNode().ok());
+  EXPECT_FALSE(in(1));
+  EXPECT_TRUE(s.LeaveNode().ok());  // Not joined: nothing to do.
+  ASSERT_TRUE(s.JoinNode(0).ok());
+  EXPECT_TRUE(s.Teardown().ok());   // Leaves, then removes: this test is still alive.
+  EXPECT_FALSE(DirExists(s.cgroup_path(0)));
+  EXPECT_FALSE(DirExists(s.cgroup_path(1)));
 }
 
 TEST(EmulatedCpuSharesTest, RemoveStaleCpuSharesTakesOnlyDeadCreators) {
