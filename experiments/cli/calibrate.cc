@@ -2,7 +2,6 @@
 // measured here for that model and per-worker batch (which the file records).
 // Progress, one line per phase, on stderr; the JSON and the file's name on stdout.
 #include "absl/flags/flag.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "experiments/cli/flags.h"
@@ -19,12 +18,10 @@ absl::Status RunCalibrateVerb(const CommandArgs& args) {
   o.batch = absl::GetFlag(FLAGS_batch);
   o.threads = absl::GetFlag(FLAGS_threads) > 0 ? absl::GetFlag(FLAGS_threads) : 1;
   if (absl::GetFlag(FLAGS_steps) > 0) o.steps = static_cast<int>(absl::GetFlag(FLAGS_steps));
-  if (const std::string cpus = absl::GetFlag(FLAGS_node_cpus); !cpus.empty()) {
-    // A number of CPUs: "auto" has no nodes to divide by here.
-    if (!absl::SimpleAtod(cpus, &o.node_cpus) || !(o.node_cpus > 0) || o.node_cpus > MachineCpus()) {
-      return absl::InvalidArgumentError(absl::StrCat("--node_cpus for calibrate must be a number of CPUs in (0, ",
-                                                     MachineCpus(), "], got '", cpus, "'"));
-    }
+  RINGSIDE_ASSIGN_OR_RETURN(o.node_cpus, NodeCpusWithoutNodes("calibrate"));
+  if (o.node_cpus > MachineCpus()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--node_cpus=", o.node_cpus, ": this machine has ", MachineCpus(), " CPU(s)"));
   }
   o.progress = stderr;
   RINGSIDE_ASSIGN_OR_RETURN(Calibration c, Calibrate(o));

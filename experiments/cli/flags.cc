@@ -1,6 +1,7 @@
 #include "experiments/cli/flags.h"
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/ops_factory.h"
@@ -9,6 +10,7 @@
 #include "ddp_ring/allreduce_algorithm.h"
 #include "ddp_ring/process_group_factory.h"
 #include "ddp_ring/reducer.h"
+#include "experiments/netem/netem.h"
 #include "ps_server/ps_server.h"
 
 ABSL_FLAG(std::string, strategy, ringside::kDefaultStrategy, "single, ps (parameter server) or ddp (all-reduce ring)");
@@ -191,6 +193,16 @@ absl::Status CheckIndexFlag(const char* name, int value, const char* limit_name,
 }
 
 }  // namespace
+
+absl::StatusOr<double> NodeCpusWithoutNodes(const char* verb) {
+  RINGSIDE_ASSIGN_OR_RETURN(NodeCpuSpec spec, ParseNodeCpus(absl::GetFlag(FLAGS_node_cpus)));
+  if (!spec.enabled) return 0.0;
+  if (spec.automatic) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--node_cpus=auto divides the machine by a job's nodes; ", verb, " has none: give CPUs per node (e.g. 0.4)"));
+  }
+  return spec.cpus;
+}
 
 absl::Status CheckPsServerFlags() {
   const RunConfig c = RunConfigFromFlags("ps");

@@ -10,6 +10,7 @@
 
 #include "absl/flags/declare.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/ringside.pb.h"
 #include "common/run_config.h"
 
@@ -89,6 +90,11 @@ absl::Status CheckTrainFlags();
 // --shard, or --worker_id and --ps_servers (one address per shard).
 absl::Status CheckPsServerFlags();
 absl::Status CheckPsWorkerFlags();
+
+// --node_cpus for a verb that runs no job of nodes (calibrate, simulate): 0 when unset
+// or "none", else the CPUs given. "auto" (nothing to divide the machine by) and bad
+// values are InvalidArgument naming `verb`, one line.
+absl::StatusOr<double> NodeCpusWithoutNodes(const char* verb);
 
 }  // namespace ringside
 

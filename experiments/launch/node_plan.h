@@ -9,20 +9,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "experiments/netem/cpu_share.h"  // SlowNodeSpec, ParseSlowNode.
 
 namespace ringside {
-
-// --slow_node: "" or "none" (no slow node), or "R:F": the node holding DDP rank R (PS:
-// worker R) gets F times the CPU share of the others, 0 < F <= 1.
-struct SlowNodeSpec {
-  bool enabled = false;
-  int rank = 0;         // DDP rank or PS worker id.
-  double factor = 1.0;  // In (0, 1].
-};
-
-// InvalidArgument with one line naming the text for anything else (a missing or
-// negative R, F <= 0, F > 1, F not finite, extra text).
-absl::StatusOr<SlowNodeSpec> ParseSlowNode(absl::string_view text);
 
 // The placement of a local job's processes. "Local rank" is the launcher's order of
 // the processes (launcher.h): PS shards 0..S-1 then workers; DDP ranks 0..N-1.

@@ -182,19 +182,12 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
                                                      c.ranks_per_node, " (ranks_per_node)"));
     }
   }
-  if (!spec.slow_node().empty()) {
+  RINGSIDE_ASSIGN_OR_RETURN(SlowNodeSpec slow, ParseSlowNode(spec.slow_node()));
+  if (slow.enabled) {
     if (!cpus.enabled) return absl::InvalidArgumentError("slow_node needs node_cpus (the slow node's CPU share is a fraction of it)");
-    const std::vector<std::string> parts = absl::StrSplit(spec.slow_node(), ':');
-    int rank = -1;
-    double fraction = 0;
-    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &rank) || !absl::SimpleAtod(parts[1], &fraction) ||
-        rank < 0 || !(fraction > 0 && fraction <= 1)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "slow_node must be R:F (rank or worker R >= 0, fraction 0 < F <= 1), got '", spec.slow_node(), "'"));
-    }
     for (int n : spec.workers()) {
-      if (n > 1 && rank >= n) {  // One-worker cells run without it.
-        return absl::InvalidArgumentError(absl::StrCat("slow_node: rank ", rank, " does not exist in the cells with ", n,
+      if (n > 1 && slow.rank >= n) {  // One-worker cells run without it.
+        return absl::InvalidArgumentError(absl::StrCat("slow_node: rank ", slow.rank, " does not exist in the cells with ", n,
                                                        " worker(s) (ranks 0..", n - 1, ")"));
       }
     }
@@ -202,16 +195,26 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The strategies that pack several processes on a node, as " (label: K, ...)"; "" for none.
+std::string PackedStrategies(const ExperimentSpec& spec) {
+  std::vector<std::string> packed;
+  for (const StrategySpec& s : spec.strategies()) {
+    if (s.ranks_per_node() > 1) packed.push_back(absl::StrCat(StrategyLabel(spec, s), ": ", s.ranks_per_node()));
+  }
+  return packed.empty() ? "" : absl::StrCat(" (", absl::StrJoin(packed, ", "), ")");
+}
+
+}  // namespace
+
 std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus) {
   if (node_cpus <= 0 && spec.network().empty()) return "one machine, loopback, no CPU share per node";
   std::vector<std::string> parts;
   if (node_cpus > 0) parts.push_back(absl::StrFormat("%.2f CPU/node", node_cpus));
   parts.push_back(spec.network().empty() ? "loopback" : absl::StrCat(spec.network(), " links"));
-  std::vector<std::string> packed;
-  for (const StrategySpec& s : spec.strategies()) {
-    if (s.ranks_per_node() > 1) packed.push_back(absl::StrCat(StrategyLabel(spec, s), ": ", s.ranks_per_node()));
-  }
-  parts.push_back(packed.empty() ? "1 process/node" : absl::StrCat("1 process/node (", absl::StrJoin(packed, ", "), ")"));
+  const std::string packed = PackedStrategies(spec);
+  parts.push_back(absl::StrCat("1 process/node", packed));
   if (!spec.slow_node().empty()) parts.push_back(absl::StrCat("slow node ", spec.slow_node()));
   return absl::StrCat("emulated on one machine: ", absl::StrJoin(parts, ", "));
 }
@@ -242,15 +245,10 @@ std::string DescribeEmulation(const ExperimentSpec& spec, double node_cpus) {
   if (node_cpus > 0) parts.push_back(absl::StrFormat("%.2f CPU per node (cgroup CPU quota)", node_cpus));
   if (!spec.network().empty()) parts.push_back(absl::StrCat("links ", spec.network(), " per node (network namespaces, tc)"));
   if (parts.empty()) return "";
-  std::vector<std::string> packed;
-  for (const StrategySpec& s : spec.strategies()) {
-    if (s.ranks_per_node() > 1) packed.push_back(absl::StrCat(StrategyLabel(spec, s), ": ", s.ranks_per_node()));
-  }
-  parts.push_back(packed.empty() ? "1 process per node"
-                                 : absl::StrCat("1 process per node (", absl::StrJoin(packed, ", "), ")"));
-  if (!spec.slow_node().empty()) {
-    const std::vector<std::string> rf = absl::StrSplit(spec.slow_node(), ':');
-    parts.push_back(absl::StrCat("the node of rank/worker ", rf[0], " slowed to ", rf.size() > 1 ? rf[1] : "?", " of that share"));
+  const std::string packed = PackedStrategies(spec);
+  parts.push_back(absl::StrCat("1 process per node", packed));
+  if (absl::StatusOr<SlowNodeSpec> slow = ParseSlowNode(spec.slow_node()); slow.ok() && slow->enabled) {
+    parts.push_back(absl::StrCat("the node of rank/worker ", slow->rank, " slowed to ", slow->factor, " of that share"));
   }
   return absl::StrCat("emulated cluster on one machine: ", absl::StrJoin(parts, ", "),
                       "; not a real cluster's numbers");

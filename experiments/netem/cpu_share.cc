@@ -214,6 +214,29 @@ int MachineCpus() {
   return online > 0 ? static_cast<int>(online) : 1;
 }
 
+absl::StatusOr<SlowNodeSpec> ParseSlowNode(absl::string_view text) {
+  SlowNodeSpec spec;
+  const absl::string_view t = absl::StripAsciiWhitespace(text);
+  if (t.empty() || t == "none") return spec;
+  const std::vector<absl::string_view> parts = absl::StrSplit(t, ':');
+  int rank = -1;
+  double factor = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &rank) || rank < 0 ||
+      !absl::SimpleAtod(parts[1], &factor) || !std::isfinite(factor)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--slow_node \"", text, "\": expected R:F, a rank (PS: worker) R >= 0 and a fraction "
+        "0 < F <= 1 of the other nodes' CPU share, e.g. 1:0.5"));
+  }
+  if (!(factor > 0) || factor > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--slow_node \"", text, "\": the fraction F must be in (0, 1], got ", parts[1]));
+  }
+  spec.enabled = true;
+  spec.rank = rank;
+  spec.factor = factor;
+  return spec;
+}
+
 absl::StatusOr<double> ResolveNodeCpus(const NodeCpuSpec& spec, int max_nodes, int machine_cpus) {
   if (max_nodes < 1 || machine_cpus < 1) {
     return absl::InvalidArgumentError(absl::StrCat("CPU share: need at least 1 node and 1 CPU, got ",

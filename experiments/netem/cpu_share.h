@@ -63,6 +63,18 @@ int MachineCpus();
 // InvalidArgument for max_nodes or machine_cpus below 1.
 absl::StatusOr<double> ResolveNodeCpus(const NodeCpuSpec& spec, int max_nodes, int machine_cpus);
 
+// --slow_node: "" or "none" (no slow node), or "R:F": the node holding DDP rank R (PS:
+// worker R) gets F times the CPU share of the others, 0 < F <= 1.
+struct SlowNodeSpec {
+  bool enabled = false;
+  int rank = 0;         // DDP rank or PS worker id.
+  double factor = 1.0;  // In (0, 1].
+};
+
+// InvalidArgument with one line naming the text for anything else (a missing or
+// negative R, F <= 0, F > 1, F not finite, extra text).
+absl::StatusOr<SlowNodeSpec> ParseSlowNode(absl::string_view text);
+
 // OK if this process can create CPU-share cgroups. FailedPrecondition if no cpu
 // controller is mounted (neither cgroup v2 with "cpu" in its root's cgroup.controllers
 // nor a v1 hierarchy with the cpu controller); PermissionDenied ("CPU shares per node

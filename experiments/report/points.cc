@@ -4,11 +4,10 @@
 #include <filesystem>
 #include <map>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "experiments/matrix/spec.h"
 #include "experiments/matrix/summary.h"
-#include "experiments/netem/network_emulator.h"
+#include "experiments/netem/netem.h"
 #include "experiments/sys/sys.h"
 #include "ps_server/shard.h"
 #include "google/protobuf/text_format.h"
@@ -182,10 +181,8 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
   if (std::vector<Cell> cells = ExpandCells(spec); ResolveCellEmulation(spec, cores, &cells).ok() && !cells.empty()) {
     node_cpus = cells[0].node_cpus;
   }
-  double slow_fraction = 1;
-  if (const size_t colon = spec.slow_node().find(':'); colon != std::string::npos) {
-    if (!absl::SimpleAtod(spec.slow_node().substr(colon + 1), &slow_fraction) || !(slow_fraction > 0)) slow_fraction = 1;
-  }
+  const absl::StatusOr<SlowNodeSpec> slow = ParseSlowNode(spec.slow_node());
+  const double slow_fraction = slow.ok() && slow->enabled ? slow->factor : 1;
   for (ReportPoint& p : *points) {
     const StrategySpec* strategy = nullptr;
     for (const StrategySpec& s : spec.strategies()) {
