@@ -13,7 +13,8 @@
 //                               auto (by size); the byte counts each moves
 //     tcp_pairs.h               the direct full-duplex TCP pairs the doublings run on
 //     gloo_store_adapter.h      the store as Gloo's rendezvous store
-//     process_group_test_util.h (tests) ranks as threads, expected byte counts
+//     local_ranks.h             ranks as threads of one process (teaching commands)
+//     process_group_test_util.h (tests) closed forms, expected byte counts
 //   reducer.h         gradient buckets all-reduced during backward (a StepStrategy)
 //   ddp_worker.h      one rank end to end: env, rendezvous, config check, training
 #ifndef RINGSIDE_DDP_RING_DDP_RING_H_
@@ -22,6 +23,7 @@
 #include "ddp_ring/ddp_worker.h"
 #include "ddp_ring/gloo_process_group.h"
 #include "ddp_ring/job_store.h"
+#include "ddp_ring/local_ranks.h"
 #include "ddp_ring/process_group.h"
 #include "ddp_ring/process_group_factory.h"
 #include "ddp_ring/reducer.h"
