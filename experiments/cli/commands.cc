@@ -123,6 +123,19 @@ absl::Span<const Command> Commands() {
       {"timeline", "merge a run's per-process traces into one Perfetto timeline (and viewer)",
        "  ringside timeline --run=DIR [--out=FILE]   (default DIR/timeline.json; train does this)\n",
        "run out", "", "", 0, 0, false, nullptr, RunTimelineVerb},
+      {"collective", "run one collective on N ranks (threads, Gloo) and print every buffer",
+       "  ringside collective OP --ranks=N --elements=E [--root=R]\n"
+       "      OP: broadcast scatter gather reduce all-gather all-reduce reduce-scatter all-to-all\n",
+       "ranks elements root timeout_s", "", "a collective (OP)", 1, 1, false, nullptr, RunCollectiveVerb},
+      {"explain", "step through the ring all-reduce or a parameter server's step, with values",
+       "  ringside explain ring --ranks=N --elements=E [--frames=ring.svg|ring.html]\n"
+       "  ringside explain ps --workers=N --shards=S [--model=SPEC] [--frames=ps.svg|ps.html]\n",
+       "ranks elements workers shards model batch frames", "", "what to explain (ring or ps)", 1, 1, false,
+       nullptr, RunExplainVerb},
+      {"lab", "the labs of docs/labs/: run one small and check that its effect shows",
+       "  ringside lab list\n"
+       "  ringside lab check N [--out=DIR]\n",
+       "out", "", "list, or check and a lab number", 1, 2, false, nullptr, RunLabVerb},
       {"help", "this list, or one verb's usage and flags", "  ringside help [VERB]\n", "", "", "", 0, 1,
        false, CheckHelp, RunHelpVerb},
       {"version", "the version and build (CPU or CUDA)", "  ringside version   (or ringside --version)\n",

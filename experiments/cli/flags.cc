@@ -88,6 +88,18 @@ ABSL_FLAG(std::string, pin_cpus, "",
           "each (as iperf3 -A); empty: the scheduler places them");
 ABSL_FLAG(int, pin_cpu, -1, "bench pushpull-server: the shard's CPU (-1: not pinned)");
 ABSL_FLAG(int32_t, repeats, 1, "bench: measurements to print");
+ABSL_FLAG(int32_t, ranks, 4, "collective, explain ring: ranks (threads of this process)");
+ABSL_FLAG(int64_t, elements, 8, "collective, explain ring: floats in each rank's buffer");
+ABSL_FLAG(int32_t, root, 0, "collective: the root rank of broadcast, scatter, gather and reduce");
+ABSL_FLAG(int32_t, shards, 1, "explain ps: parameter-server shards");
+ABSL_FLAG(std::string, frames, "",
+          "explain: also write the steps as a sequence of frames, FILE.svg or FILE.html");
+ABSL_FLAG(bool, dp_interpreter_lock, false,
+          "dp: serialise the replicas' host-side work around each op, an emulation of a "
+          "global interpreter lock (labelled so)");
+ABSL_FLAG(std::string, bug, "",
+          "teaching: comma-separated bugs to switch on (no_set_epoch, no_broadcast, "
+          "rank_seeds, uneven_shards)");
 
 namespace ringside {
 

@@ -66,6 +66,13 @@ ABSL_DECLARE_FLAG(int64_t, size_bytes);
 ABSL_DECLARE_FLAG(std::string, pin_cpus);
 ABSL_DECLARE_FLAG(int, pin_cpu);
 ABSL_DECLARE_FLAG(int32_t, repeats);
+ABSL_DECLARE_FLAG(int32_t, ranks);
+ABSL_DECLARE_FLAG(int64_t, elements);
+ABSL_DECLARE_FLAG(int32_t, root);
+ABSL_DECLARE_FLAG(int32_t, shards);
+ABSL_DECLARE_FLAG(std::string, frames);
+ABSL_DECLARE_FLAG(bool, dp_interpreter_lock);
+ABSL_DECLARE_FLAG(std::string, bug);
 
 namespace ringside {
 

@@ -23,6 +23,9 @@ absl::Status RunBenchVerb(const CommandArgs& args);      // bench.cc
 absl::Status RunHelpVerb(const CommandArgs& args);       // help.cc
 absl::Status RunVersionVerb(const CommandArgs& args);    // help.cc
 absl::Status RunTimelineVerb(const CommandArgs& args);   // timeline.cc
+absl::Status RunCollectiveVerb(const CommandArgs& args); // collective.cc
+absl::Status RunExplainVerb(const CommandArgs& args);    // explain.cc
+absl::Status RunLabVerb(const CommandArgs& args);        // lab.cc
 
 // After a local PS / DDP job (train.cc): merges the trace files of `out_dir` into
 // out_dir/timeline.json (and .html) and prints where; a run without traces (or no
