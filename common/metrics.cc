@@ -66,6 +66,27 @@ absl::Status FromJsonLine(const std::string& line, google::protobuf::Message* me
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<StepMetrics>> ReadMetricsFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", strerror(errno)));
+  std::vector<StepMetrics> records;
+  std::string line;
+  int line_number = 0;
+  absl::Status pending;  // A bad line: an error unless it turns out to be the last.
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (!pending.ok()) return pending;
+    if (line.empty()) continue;
+    StepMetrics m;
+    if (absl::Status s = FromJsonLine(line, &m); !s.ok()) {
+      pending = absl::DataLossError(absl::StrCat(path, ":", line_number, ": ", s.message()));
+      continue;
+    }
+    records.push_back(std::move(m));
+  }
+  return records;
+}
+
 absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::string& path,
                                                                   bool append) {
   FILE* f = fopen(path.c_str(), append ? "a" : "w");

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -21,6 +22,11 @@ std::string ToJsonLine(const google::protobuf::Message& message);
 
 // Parses a line written by ToJsonLine back into `message` (via protobuf's JSON parser).
 absl::Status FromJsonLine(const std::string& line, google::protobuf::Message* message);
+
+// Every record of a metrics file written by MetricsWriter, in file order. NotFound
+// "cannot read PATH" when missing; DataLoss naming PATH and the line for a record that
+// does not parse, except a last line cut short (a killed writer), which is dropped.
+absl::StatusOr<std::vector<StepMetrics>> ReadMetricsFile(const std::string& path);
 
 // Appends records to a JSON-lines file. Thread-safe.
 class MetricsWriter {

@@ -94,6 +94,34 @@ TEST(MetricsTest, OpenResumedDropsStepsPastTheCheckpoint) {
   EXPECT_TRUE(MetricsWriter::OpenResumed(TempPath("new.jsonl"), 3).ok());
 }
 
+TEST(MetricsTest, ReadMetricsFileReadsWhatTheWriterWrote) {
+  const std::string path = TempPath("read.jsonl");
+  {
+    auto writer = MetricsWriter::Open(path, /*append=*/false);
+    ASSERT_TRUE(writer.ok());
+    for (int step = 0; step < 3; ++step) {
+      StepMetrics m;
+      m.set_step(step);
+      m.set_step_ms(1.5 * step);
+      ASSERT_TRUE((*writer)->Write(m).ok());
+    }
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  // A kill cut the last line short: dropped.
+  std::ofstream(path, std::ios::app) << "{\"step\":3,\"epo";
+  absl::StatusOr<std::vector<StepMetrics>> records = ReadMetricsFile(path);
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 3u);
+  EXPECT_EQ((*records)[2].step(), 2);
+  EXPECT_DOUBLE_EQ((*records)[2].step_ms(), 3.0);
+  // A bad line followed by good ones is corruption, named with its line.
+  std::ofstream(path, std::ios::app) << "\n{\"step\":4}\n";
+  records = ReadMetricsFile(path);
+  EXPECT_EQ(records.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(records.status().message().find("read.jsonl:4"), std::string::npos) << records.status();
+  EXPECT_EQ(ReadMetricsFile(TempPath("missing.jsonl")).status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST(MetricsTest, UnwritablePathFails) {
   EXPECT_EQ(MetricsWriter::Open("/nonexistent-dir/m.jsonl", false).status().code(),
             absl::StatusCode::kPermissionDenied);

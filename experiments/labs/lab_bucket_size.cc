@@ -1,0 +1,36 @@
+// Lab 4: DDP's bucket cap swept from 0.25 MB to 25 MB on a 3.6 MB model. Small buckets
+// are many all-reduce calls (each paying the ring's 2 (N - 1) latency steps) but the
+// first can start while backward still computes the earlier layers; one big bucket
+// waits for the whole of backward.
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "experiments/labs/lab_ddp_job.h"
+#include "experiments/labs/labs.h"
+
+namespace ringside {
+
+absl::StatusOr<LabVerdict> CheckBucketSize(const LabContext& lab) {
+  std::vector<DdpFacts> sweep;
+  for (const char* cap : {"0.25", "1.5", "25"}) {
+    RINGSIDE_ASSIGN_OR_RETURN(
+        DdpFacts f, RunDdpLabJob(lab, absl::StrCat("cap", cap),
+                                 {absl::StrCat("--bucket_cap_mb=", cap), absl::StrCat("--first_bucket_mb=", cap)}));
+    sweep.push_back(f);
+  }
+  LabVerdict v;
+  // Smaller caps: more buckets, the first launched well before backward's end, less
+  // communication left once backward is done.
+  v.shown = sweep[0].buckets > sweep[1].buckets && sweep[1].buckets > sweep[2].buckets &&
+            sweep[2].buckets == 1 && sweep[0].lead_ms > sweep[2].lead_ms + 10 &&
+            sweep[0].wait_ms < 0.85 * sweep[2].wait_ms;
+  v.effect = absl::StrFormat(
+      "bucket cap 0.25 / 1.5 / 25 MB: %d / %d / %d buckets; the first all-reduce started %.0f / "
+      "%.0f / %.0f ms before backward ended; %.0f / %.0f / %.0f ms of waiting after it; steps "
+      "%.0f / %.0f / %.0f ms",
+      sweep[0].buckets, sweep[1].buckets, sweep[2].buckets, sweep[0].lead_ms, sweep[1].lead_ms,
+      sweep[2].lead_ms, sweep[0].wait_ms, sweep[1].wait_ms, sweep[2].wait_ms, sweep[0].step_ms,
+      sweep[1].step_ms, sweep[2].step_ms);
+  return v;
+}
+
+}  // namespace ringside

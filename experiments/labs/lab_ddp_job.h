@@ -1,0 +1,32 @@
+// A DDP job of the bucket labs (4 and 5) and what its records say about the buckets.
+#ifndef RINGSIDE_EXPERIMENTS_LABS_LAB_DDP_JOB_H_
+#define RINGSIDE_EXPERIMENTS_LABS_LAB_DDP_JOB_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "experiments/labs/lab_job.h"
+
+namespace ringside {
+
+struct DdpFacts {
+  int buckets = 0;       // From the job's "ddp: ... N buckets" line.
+  // Medians over rank 0's steps after warm-up:
+  double lead_ms = 0;    // How long before backward ended the first bucket's all-reduce
+                         // was launched (negative: after it ended).
+  double wait_ms = 0;    // Waiting for the all-reduces after backward.
+  double step_ms = 0;
+};
+
+// Runs `ringside train --strategy=ddp --workers=2` with `extra` flags as job `name`, and
+// reads its facts. The setting makes communication and computation comparable, so that
+// overlapping them shows: two emulated nodes of 0.3 CPU on 200 Mbit/s links (root),
+// an MLP of six layers (3.6 MB, so caps of 0.25 to 25 MB give 6 to 1 buckets), 256
+// samples per rank. FailedPrecondition without the privileges emulated nodes need.
+absl::StatusOr<DdpFacts> RunDdpLabJob(const LabContext& lab, const std::string& name,
+                                      const std::vector<std::string>& extra);
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_EXPERIMENTS_LABS_LAB_DDP_JOB_H_

@@ -1,0 +1,73 @@
+// One training job a lab runs: this same `ringside` binary with the lab's flags, its
+// output directory, and what the job printed and wrote (metrics, checkpoint).
+#ifndef RINGSIDE_EXPERIMENTS_LABS_LAB_JOB_H_
+#define RINGSIDE_EXPERIMENTS_LABS_LAB_JOB_H_
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/output_files.h"
+#include "common/ringside.pb.h"
+
+namespace ringside {
+
+// Where a lab check runs. Borrowed by the checks; not thread-safe.
+struct LabContext {
+  std::string ringside;   // The binary that runs the jobs (this one).
+  std::string out_dir;    // One subdirectory per job, replaced on every check.
+  FILE* out = stdout;     // Where the check narrates: commands, numbers, the verdict.
+};
+
+// A finished job.
+struct LabJob {
+  std::string dir;          // Its --out.
+  std::string stdout_text;
+  std::string stderr_text;
+  double seconds = 0;       // Wall time of the whole command.
+};
+
+// Runs `ringside ARGS... --out=OUT_DIR/NAME` (the directory emptied first), printing
+// "  $ ringside ARGS...   (T s)" to lab.out. Blocks at most `timeout`. The job's last
+// error line (Internal naming the job) when it exits non-zero; DeadlineExceeded when
+// it runs past `timeout` (it is killed with everything it started).
+absl::StatusOr<LabJob> RunLabJob(const LabContext& lab, const std::string& name,
+                                 const std::vector<std::string>& args,
+                                 absl::Duration timeout = absl::Seconds(110));
+
+// The step records of one process of `job` (OutputOwner/index as output_files.h).
+absl::StatusOr<std::vector<StepMetrics>> JobMetrics(const LabJob& job, OutputOwner owner,
+                                                    int index = 0);
+
+// The median over `records` after the first `skip` (warm-up) of field(record).
+template <typename F>
+double MedianAfter(const std::vector<StepMetrics>& records, int skip, F field);
+
+// The flags every lab's jobs share: a small MLP on a synthetic task of `train_samples`
+// (and 512 test samples), one epoch, one BLAS thread per process (the machine has 2
+// cores and a job up to 5 processes), SGD with momentum, a seed.
+std::vector<std::string> LabCommonFlags(int train_samples = 4096);
+
+// `a` with `more` appended.
+std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& more);
+
+}  // namespace ringside
+
+#include "experiments/sys/median.h"
+
+namespace ringside {
+
+template <typename F>
+double MedianAfter(const std::vector<StepMetrics>& records, int skip, F field) {
+  std::vector<double> values;
+  for (size_t i = static_cast<size_t>(skip); i < records.size(); ++i) {
+    values.push_back(static_cast<double>(field(records[i])));
+  }
+  return Median(values);
+}
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_EXPERIMENTS_LABS_LAB_JOB_H_
