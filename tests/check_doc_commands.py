@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""Runs the commands the tutorials and labs show, and checks their key output.
+
+usage: check_doc_commands.py RINGSIDE CHECKS [--only=labs|tutorial] DOC...
+
+DOC files are markdown. A command is a line "$ ringside ..." inside a fenced code block
+(a "\\" at the end continues it on the next line). CHECKS (docs/checked_commands.txt)
+lists every such command once, each followed by what its output must hold:
+  "> REGEX"    Python re.search over stdout + stderr must find it (any number);
+  "! exit N"   the exit status must be N (default 0);
+  "! root"     the command needs root (emulated nodes): without root it is skipped,
+               loudly.
+Checks made:
+  - every command of every DOC is in CHECKS, and every command of CHECKS is in a DOC
+    (the docs and the checks cannot drift apart);
+  - docs/tutorial.md and docs/tutorial.zh.md (when both are given) have the same
+    section structure: the same headings' levels and numbers ("## 3. ..."), in order,
+    and the same commands in each section;
+  - each command whose doc matches --only (labs: docs/labs/*; tutorial: the rest) runs
+    with `ringside` on PATH (the binary under test), in a fresh scratch directory
+    shared by the commands in file order, within 170 s, and its output and exit status
+    match.
+Prints one line per command; exits 1 naming every failure.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+TIMEOUT_S = 170
+
+
+def doc_commands(path):
+    """[(section, command)] of a markdown file, in order."""
+    out, section, in_block, pending = [], "", False, None
+    for line in open(path, encoding="utf-8"):
+        line = line.rstrip("\n")
+        if line.startswith("```"):
+            in_block = not in_block
+            continue
+        if not in_block:
+            m = re.match(r"(#+)\s+(\d+(?:\.\d+)*)\.?\s", line)
+            if m:
+                section = "%s %s" % (m.group(1), m.group(2))
+            continue
+        if pending is not None:
+            pending += " " + line.strip()
+        elif line.startswith("$ ringside"):
+            pending = line[2:].strip()
+        else:
+            continue
+        if pending.endswith("\\"):
+            pending = pending[:-1].rstrip()
+            continue
+        out.append((section, " ".join(pending.split())))
+        pending = None
+    return out
+
+
+def headings(path):
+    """Levels and numbers of the numbered headings, in order."""
+    out, in_block = [], False
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("```"):
+            in_block = not in_block
+        if in_block:
+            continue
+        m = re.match(r"(#+)\s+(\d+(?:\.\d+)*)\.?\s", line)
+        if m:
+            out.append("%s %s" % (m.group(1), m.group(2)))
+    return out
+
+
+def read_checks(path):
+    """{command: [exit_status, [regex], needs_root]}, in file order."""
+    checks, current = {}, None
+    for n, line in enumerate(open(path, encoding="utf-8"), 1):
+        line = line.rstrip("\n")
+        if not line.strip() or line.startswith("#"):
+            continue
+        if line.startswith("$ "):
+            current = " ".join(line[2:].split())
+            if current in checks:
+                sys.exit("FAIL: %s:%d: %s is listed twice" % (path, n, current))
+            checks[current] = [0, [], False]
+        elif current is None:
+            sys.exit("FAIL: %s:%d: a check before any command" % (path, n))
+        elif line.startswith("> "):
+            checks[current][1].append(line[2:])
+        elif line.startswith("! exit "):
+            checks[current][0] = int(line[len("! exit "):])
+        elif line == "! root":
+            checks[current][2] = True
+        else:
+            sys.exit("FAIL: %s:%d: not a command, '> REGEX' or '! exit N': %s" % (path, n, line))
+    return checks
+
+
+def main():
+    opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if len(args) < 3:
+        sys.exit(__doc__)
+    ringside, checks_path, docs = os.path.abspath(args[0]), args[1], args[2:]
+    only = opts.get("only")
+    checks = read_checks(checks_path)
+    failures = []
+    per_doc = {d: doc_commands(d) for d in docs}
+    shown = set()
+    for d, cmds in per_doc.items():
+        for _, c in cmds:
+            shown.add(c)
+            if c not in checks:
+                failures.append("%s shows a command docs/checked_commands.txt does not check: %s" % (d, c))
+    for c in checks:
+        if c not in shown:
+            failures.append("docs/checked_commands.txt checks a command no doc shows: %s" % c)
+    en = [d for d in docs if d.endswith("tutorial.md")]
+    zh = [d for d in docs if d.endswith("tutorial.zh.md")]
+    if en and zh:
+        if headings(en[0]) != headings(zh[0]):
+            failures.append("the section structure of %s and %s differs:\n  %s\n  %s" %
+                            (en[0], zh[0], headings(en[0]), headings(zh[0])))
+        if per_doc[en[0]] != per_doc[zh[0]]:
+            a, b = per_doc[en[0]], per_doc[zh[0]]
+            diff = [(x, y) for x, y in zip(a, b) if x != y][:1] or [(len(a), len(b))]
+            failures.append("%s and %s show different commands per section, first: %s" %
+                            (en[0], zh[0], diff[0]))
+    # The commands to run, in doc order, once each.
+    to_run = []
+    for d, cmds in per_doc.items():
+        is_lab = "/labs/" in d
+        if only == "labs" and not is_lab or only == "tutorial" and is_lab:
+            continue
+        for _, c in cmds:
+            if c in checks and c not in to_run:
+                to_run.append(c)
+    bindir = tempfile.mkdtemp(prefix="bin", dir=os.environ.get("TEST_TMPDIR"))
+    os.symlink(ringside, os.path.join(bindir, "ringside"))
+    work = tempfile.mkdtemp(prefix="work", dir=os.environ.get("TEST_TMPDIR"))
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+    for c in to_run:
+        status, patterns, needs_root = checks[c]
+        if needs_root and os.geteuid() != 0:
+            print("SKIPPED (needs root for emulated nodes): %s" % c)
+            continue
+        start = time.time()
+        try:
+            p = subprocess.run(["bash", "-c", c], cwd=work, env=env, capture_output=True,
+                               text=True, timeout=TIMEOUT_S)
+            output, code = p.stdout + p.stderr, p.returncode
+        except subprocess.TimeoutExpired as e:
+            output, code = "", "timeout after %d s" % TIMEOUT_S
+        took = time.time() - start
+        bad = []
+        if code != status:
+            bad.append("exit %s, expected %d" % (code, status))
+        for pat in patterns:
+            if not re.search(pat, output, re.M):
+                bad.append("no match for /%s/" % pat)
+        print("%s  (%.1f s)  %s" % ("ok  " if not bad else "FAIL", took, c))
+        if bad:
+            tail = "\n".join(output.strip().splitlines()[-8:])
+            failures.append("%s: %s\n%s" % (c, "; ".join(bad), tail))
+    for f in failures:
+        print("FAIL: " + f)
+    print("%d command(s) run, %d failure(s)" % (len(to_run), len(failures)))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
