@@ -10,10 +10,15 @@
 //   matrix/     experiment specs, `compare`, cell results            (matrix/matrix.h)
 //   report/     `report`: points, findings, plots, Markdown, HTML    (report/report.h)
 //   bench/      `bench step|allreduce|pushpull` and their PyTorch peers (bench/bench.h)
+//   timeline/   one Perfetto timeline of a run's processes           (timeline/timeline.h)
+//   explain/    `explain ring|ps`: a step at a time, checked against the real thing
+//                                                                    (explain/explain.h)
+//   labs/       the labs of docs/labs/ and `lab check N`             (labs/labs.h)
 //   train_command.h  `train --strategy=single`
 //   ringside_main.cc the binary: process-wide tuning, then cli::RunCli
-// Dependencies point down: cli -> (launch, matrix, report, costmodel, bench) ->
-// (netem, sys); report -> (matrix, costmodel); nothing here is used by the strategies.
+// Dependencies point down: cli -> (launch, matrix, report, costmodel, bench, explain,
+// labs) -> (netem, sys); report -> (matrix, costmodel); labs -> matrix; nothing here is
+// used by the strategies.
 #ifndef RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
 #define RINGSIDE_EXPERIMENTS_EXPERIMENTS_H_
 
