@@ -100,6 +100,13 @@ fi
 expect_error report_missing_dir 'has no cells/' report "$T/no-such-report"
 expect_error simulate_missing_calibration 'no-such.json' simulate --calibration="$T/no-such.json"
 
+# Labs: a lab that does not exist, no number, an unknown lab command.
+expect_usage_error lab_missing "there is no lab '9' \(labs: 1, 2, 3, 4, 5, 6, 7\)" lab check 9
+expect_usage_error lab_not_a_number "there is no lab 'x'" lab check x
+expect_usage_error lab_no_number '`lab check` needs a lab number' lab check
+expect_usage_error lab_unknown_command "unknown lab command 'run'" lab run 1
+expect_usage_error lab_no_command 'needs list, or check and a lab number' lab
+
 # Checkpoints: unreadable, garbage, of another model.
 mkdir -p "$T/ckpt-garbage" "$T/ckpt-unreadable" "$T/ckpt-other"
 echo "garbage" >"$T/ckpt-garbage/checkpoint.bin"
