@@ -1,5 +1,6 @@
 #include "experiments/explain/ps_explainer.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 

@@ -1,5 +1,7 @@
 #include "experiments/explain/ring_explainer.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <string>
