@@ -15,7 +15,6 @@ constexpr double kTitleY = 30;
 constexpr double kCaptionY = 54;
 constexpr double kCaptionStep = 18;
 constexpr double kBoxTitleHeight = 20;
-constexpr double kBoxLineHeight = 13;
 // Sideways offset of an arrow from the line between box centres, so that A -> B and
 // B -> A do not overlap.
 constexpr double kArrowOffset = 9;
@@ -64,12 +63,15 @@ std::string Arrow(const FrameBox& from, const FrameBox& to, const std::string& l
   EdgePoint(from, dx, dy, &x1, &y1);
   EdgePoint(to, -dx, -dy, &x2, &y2);
   x1 += ox; y1 += oy; x2 += ox; y2 += oy;
-  const double mx = (x1 + x2) / 2 + ox * 1.2, my = (y1 + y2) / 2 + oy * 1.2;
+  const double mx = (x1 + x2) / 2 + ox * 1.5, my = (y1 + y2) / 2 + oy * 1.5;
+  // The label extends away from the arrow, on the side it is offset to.
+  const char* anchor = ox > 3 ? "start" : ox < -3 ? "end" : "middle";
   return absl::StrCat(
       "<g class=\"arrow\"><line x1=\"", Num(x1), "\" y1=\"", Num(y1), "\" x2=\"", Num(x2),
       "\" y2=\"", Num(y2), "\" stroke=\"#c0392b\" stroke-width=\"2\" marker-end=\"url(#", head, ")\"/>",
       "<text x=\"", Num(mx), "\" y=\"", Num(my),
-      "\" font-size=\"11\" font-family=\"monospace\" fill=\"#c0392b\" text-anchor=\"middle\" "
+      "\" font-size=\"11\" font-family=\"monospace\" fill=\"#c0392b\" text-anchor=\"", anchor,
+      "\" "
       "dominant-baseline=\"middle\" stroke=\"#ffffff\" stroke-width=\"3\" "
       "paint-order=\"stroke\">",
       Escape(label), "</text></g>\n");
@@ -85,8 +87,8 @@ std::string Box(const FrameBox& b) {
       "</text>");
   for (size_t i = 0; i < b.lines.size(); ++i) {
     absl::StrAppend(&out, "<text x=\"", Num(b.x + 6), "\" y=\"",
-                    Num(b.y + kBoxTitleHeight + kBoxLineHeight * (i + 0.8)),
-                    "\" font-size=\"11\" font-family=\"monospace\" xml:space=\"preserve\">",
+                    Num(b.y + kBoxTitleHeight + b.line_height * (i + 0.8)),
+                    "\" font-size=\"", b.line_height < 12 ? "10" : "11", "\" font-family=\"monospace\" xml:space=\"preserve\">",
                     Escape(b.lines[i]), "</text>");
   }
   absl::StrAppend(&out, "</g>\n");

@@ -15,7 +15,7 @@ namespace ringside {
 
 // Every frame is kFrameWidth x kFrameHeight user units; coordinates are in them.
 inline constexpr double kFrameWidth = 960;
-inline constexpr double kFrameHeight = 640;
+inline constexpr double kFrameHeight = 700;
 
 // A node: a rounded box with a bold title and lines of monospace text under it.
 struct FrameBox {
@@ -23,6 +23,7 @@ struct FrameBox {
   std::vector<std::string> lines;  // Drawn under the title, one text line each.
   double x = 0, y = 0;             // Top-left corner.
   double width = 160, height = 60;
+  double line_height = 13;         // Of `lines`; their font is a little smaller.
   bool highlight = false;          // Drawn in the accent colour (the node this frame is about).
 };
 

@@ -242,8 +242,8 @@ std::vector<Frame> PsFrames(const PsExplanation& e) {
   const bool labels = n * shards <= 8;
   auto layout = [&](const std::string& phase) {
     Frame f;
-    std::vector<FrameBox> top = row(shards, 130, 92);
-    std::vector<FrameBox> bottom = row(n, 470, 64);
+    std::vector<FrameBox> top = row(shards, 150, 64);
+    std::vector<FrameBox> bottom = row(n, 540, 64);
     for (int s = 0; s < shards; ++s) {
       const PsShardPart& p = e.shards[s];
       FrameBox& b = top[s];

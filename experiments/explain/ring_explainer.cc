@@ -296,17 +296,22 @@ std::vector<Frame> RingFrames(const RingExplanation& e) {
   const int w = e.world;
   const int64_t n = e.elements;
   // Ranks on an ellipse, rank 0 at the top, clockwise.
-  constexpr double kCenterX = kFrameWidth / 2, kCenterY = 370, kRadiusX = 330, kRadiusY = 190;
-  constexpr double kBoxWidth = 200;
-  const double box_height = 24 + 13.0 * w;
+  constexpr double kCenterX = kFrameWidth / 2, kCenterY = 400, kRadiusX = 370, kRadiusY = 215;
+  constexpr double kBoxWidth = 180;
+  // Many ranks: tighter lines, and the ranks half a step round so that none sits at
+  // the ellipse's flat left and right ends, where neighbours come closest.
+  const double line_height = w >= 6 ? 11 : 13;
+  const double box_height = 24 + line_height * w;
+  const double turn = w >= 6 ? 0.5 : 0;
   auto boxes = [&](const std::vector<std::vector<float>>& data, const RingStep* step) {
     std::vector<FrameBox> out;
     for (int r = 0; r < w; ++r) {
-      const double angle = 2 * M_PI * r / w - M_PI / 2;
+      const double angle = 2 * M_PI * (r + turn) / w - M_PI / 2;
       FrameBox box;
       box.title = absl::StrCat("rank ", r);
       box.width = kBoxWidth;
       box.height = box_height;
+      box.line_height = line_height;
       box.x = kCenterX + kRadiusX * std::cos(angle) - kBoxWidth / 2;
       box.y = kCenterY + kRadiusY * std::sin(angle) - box_height / 2;
       for (int c = 0; c < w; ++c) {
@@ -314,6 +319,8 @@ std::vector<Frame> RingFrames(const RingExplanation& e) {
         std::string mark = "  ";
         if (step != nullptr && step->ranks[r].received.index == c) {
           mark = step->phase == RingPhase::kReduceScatter ? "+=" : "<-";
+        } else if (step != nullptr && step->ranks[r].sent.index == c) {
+          mark = "->";
         }
         box.lines.push_back(absl::StrCat(mark, "c", c, " ",
                                          List(Values(data[r], chunk), kFrameValues, ShortNumber)));
@@ -334,10 +341,10 @@ std::vector<Frame> RingFrames(const RingExplanation& e) {
     const bool reduce = step.phase == RingPhase::kReduceScatter;
     Frame f;
     f.title = absl::StrCat(PhaseName(step.phase), " step ", step.step + 1, " of ", w - 1);
-    f.caption.push_back(reduce ? "each rank sends one chunk's running sum to the right and adds "
+    f.caption.push_back(reduce ? "each rank sends (->) one chunk's running sum to the right and adds "
                                  "what it receives (+=) to its own copy"
-                               : "each rank sends one finished chunk to the right and stores what "
-                                 "it receives (<-)");
+                               : "each rank sends (->) one finished chunk to the right and stores "
+                                 "what it receives (<-)");
     if (reduce && step.step == w - 2) {
       f.caption.push_back("now rank r holds the full sum of chunk r + 1");
     } else if (!reduce && step.step == w - 2) {
