@@ -2,6 +2,8 @@
 // --shards=S`: step-by-step views of the ring all-reduce and of a parameter server's
 // step (experiments/explain/explain.h), each ending with a check against the real
 // thing, and optionally written as frames (--frames=FILE.svg|FILE.html).
+#include "experiments/explain/explain.h"
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -14,7 +16,6 @@
 #include "common/status_macros.h"
 #include "experiments/cli/flags.h"
 #include "experiments/cli/verbs.h"
-#include "experiments/explain/explain.h"
 #include "experiments/sys/process_info.h"
 
 namespace ringside {
@@ -77,21 +78,22 @@ absl::Status ExplainRingVerb(const CommandArgs& args) {
   for (int r = 0; r < ranks; ++r) {
     counted.push_back(absl::StrCat(4 * e.floats_sent[r], "/", 4 * e.floats_received[r]));
   }
-  absl::PrintF("check: its Work::bytes() count the same traffic on every rank (sent/received "
-               "bytes: %s)\n",
-               absl::StrJoin(counted, ", "));
+  absl::PrintF(
+      "check: its Work::bytes() count the same traffic on every rank (sent/received "
+      "bytes: %s)\n",
+      absl::StrJoin(counted, ", "));
   if (!random && ranks > 1 && elements > 0) {
     // Small integers add up exactly in any order; random floats do not, so this check
     // shows that the order of the additions is the backend's too.
-    const RingExplanation r =
-        ExplainRing(RingInputs(ranks, elements, RingValues::kRandom, seed));
+    const RingExplanation r = ExplainRing(RingInputs(ranks, elements, RingValues::kRandom, seed));
     RINGSIDE_RETURN_IF_ERROR(CheckRing(r, " on random values"));
-    absl::PrintF("check: so it does on random floats (seed %d), whose sums depend on the order "
-                 "of the additions\n",
-                 seed);
+    absl::PrintF(
+        "check: so it does on random floats (seed %d), whose sums depend on the order "
+        "of the additions\n",
+        seed);
   }
-  return MaybeWriteFrames(RingFrames(e), absl::StrCat("ring all-reduce: ", ranks, " ranks, ",
-                                                      elements, " floats"));
+  return MaybeWriteFrames(
+      RingFrames(e), absl::StrCat("ring all-reduce: ", ranks, " ranks, ", elements, " floats"));
 }
 
 absl::Status ExplainPsVerb(const CommandArgs&) {
@@ -119,9 +121,10 @@ absl::Status ExplainPsVerb(const CommandArgs&) {
 
   absl::StatusOr<std::string> self = SelfExePath();
   if (!self.ok()) return self.status();
-  absl::PrintF("\nthe real thing: ringside train --strategy=ps --workers=%d --ps_shards=%d "
-               "--model=%s --steps=%d (synthetic data) ...\n",
-               options.workers, options.shards, options.model, kPsCheckSteps);
+  absl::PrintF(
+      "\nthe real thing: ringside train --strategy=ps --workers=%d --ps_shards=%d "
+      "--model=%s --steps=%d (synthetic data) ...\n",
+      options.workers, options.shards, options.model, kPsCheckSteps);
   std::fflush(stdout);
   absl::StatusOr<std::vector<PsMeasuredStep>> measured =
       RunPsJob(*self, options, kPsCheckSteps, batch, kPsCheckTimeoutS);
@@ -133,8 +136,9 @@ absl::Status ExplainPsVerb(const CommandArgs&) {
   if (!compared.ok()) {
     return absl::InternalError(absl::StrCat("check failed: ", compared.message()));
   }
-  absl::PrintF("check: every shard's bytes in and out per step, measured by the real run, are "
-               "within 1%% of the prediction\n");
+  absl::PrintF(
+      "check: every shard's bytes in and out per step, measured by the real run, are "
+      "within 1%% of the prediction\n");
   return MaybeWriteFrames(PsFrames(*e), absl::StrCat("parameter server: ", options.workers,
                                                      " workers, ", options.shards, " shards"));
 }

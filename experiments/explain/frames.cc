@@ -25,12 +25,23 @@ std::string Escape(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -62,14 +73,17 @@ std::string Arrow(const FrameBox& from, const FrameBox& to, const std::string& l
   double x1, y1, x2, y2;
   EdgePoint(from, dx, dy, &x1, &y1);
   EdgePoint(to, -dx, -dy, &x2, &y2);
-  x1 += ox; y1 += oy; x2 += ox; y2 += oy;
+  x1 += ox;
+  y1 += oy;
+  x2 += ox;
+  y2 += oy;
   const double mx = (x1 + x2) / 2 + ox * 1.5, my = (y1 + y2) / 2 + oy * 1.5;
   // The label extends away from the arrow, on the side it is offset to.
   const char* anchor = ox > 3 ? "start" : ox < -3 ? "end" : "middle";
   return absl::StrCat(
       "<g class=\"arrow\"><line x1=\"", Num(x1), "\" y1=\"", Num(y1), "\" x2=\"", Num(x2),
-      "\" y2=\"", Num(y2), "\" stroke=\"#c0392b\" stroke-width=\"2\" marker-end=\"url(#", head, ")\"/>",
-      "<text x=\"", Num(mx), "\" y=\"", Num(my),
+      "\" y2=\"", Num(y2), "\" stroke=\"#c0392b\" stroke-width=\"2\" marker-end=\"url(#", head,
+      ")\"/>", "<text x=\"", Num(mx), "\" y=\"", Num(my),
       "\" font-size=\"11\" font-family=\"monospace\" fill=\"#c0392b\" text-anchor=\"", anchor,
       "\" "
       "dominant-baseline=\"middle\" stroke=\"#ffffff\" stroke-width=\"3\" "
@@ -87,9 +101,10 @@ std::string Box(const FrameBox& b) {
       "</text>");
   for (size_t i = 0; i < b.lines.size(); ++i) {
     absl::StrAppend(&out, "<text x=\"", Num(b.x + 6), "\" y=\"",
-                    Num(b.y + kBoxTitleHeight + b.line_height * (i + 0.8)),
-                    "\" font-size=\"", b.line_height < 12 ? "10" : "11", "\" font-family=\"monospace\" xml:space=\"preserve\">",
-                    Escape(b.lines[i]), "</text>");
+                    Num(b.y + kBoxTitleHeight + b.line_height * (i + 0.8)), "\" font-size=\"",
+                    b.line_height < 12 ? "10" : "11",
+                    "\" font-family=\"monospace\" xml:space=\"preserve\">", Escape(b.lines[i]),
+                    "</text>");
   }
   absl::StrAppend(&out, "</g>\n");
   return out;
@@ -142,14 +157,14 @@ std::string FramesSvgDocument(const std::vector<Frame>& frames, const std::strin
   constexpr double kGap = 20;
   const int count = static_cast<int>(frames.size());
   const double height = count * (kFrameHeight + kGap);
-  std::string out = absl::StrCat(
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 ", Num(kFrameWidth), " ",
-      Num(height), "\" width=\"", Num(kFrameWidth), "\" height=\"", Num(height), "\">\n",
-      "<title>", Escape(title), "</title>\n", Defs("head"));
+  std::string out =
+      absl::StrCat("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
+                   "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 ", Num(kFrameWidth),
+                   " ", Num(height), "\" width=\"", Num(kFrameWidth), "\" height=\"", Num(height),
+                   "\">\n", "<title>", Escape(title), "</title>\n", Defs("head"));
   for (int i = 0; i < count; ++i) {
-    absl::StrAppend(&out, "<g class=\"frame\" id=\"frame", i + 1,
-                    "\" transform=\"translate(0,", Num(i * (kFrameHeight + kGap)), ")\">\n",
+    absl::StrAppend(&out, "<g class=\"frame\" id=\"frame", i + 1, "\" transform=\"translate(0,",
+                    Num(i * (kFrameHeight + kGap)), ")\">\n",
                     FrameBody(frames[i], i, count, "head"), "</g>\n");
   }
   absl::StrAppend(&out, "</svg>\n");
@@ -175,32 +190,33 @@ std::string FramesHtmlDocument(const std::vector<Frame>& frames, const std::stri
       count, "\">frame 1 of ", count,
       " (script not run)</span></div>\n<p>Keys: left and right arrow.</p>\n<div id=\"frames\">\n");
   for (int i = 0; i < count; ++i) absl::StrAppend(&out, FrameSvg(frames[i], i, count));
-  absl::StrAppend(
-      &out,
-      "</div>\n<script>\n"
-      "(function () {\n"
-      "  var frames = document.querySelectorAll('svg.frame');\n"
-      "  var status = document.getElementById('status');\n"
-      "  var current = 0;\n"
-      "  function show(i) {\n"
-      "    if (frames.length === 0) { status.textContent = 'no frames'; return; }\n"
-      "    current = Math.max(0, Math.min(frames.length - 1, i));\n"
-      "    for (var k = 0; k < frames.length; ++k) {\n"
-      "      frames[k].classList.toggle('shown', k === current);\n"
-      "    }\n"
-      "    status.textContent = 'frame ' + (current + 1) + ' of ' + frames.length;\n"
-      "    status.setAttribute('data-shown', String(current + 1));\n"
-      "  }\n"
-      "  document.getElementById('prev').addEventListener('click', function () { show(current - 1); });\n"
-      "  document.getElementById('next').addEventListener('click', function () { show(current + 1); });\n"
-      "  document.addEventListener('keydown', function (e) {\n"
-      "    if (e.key === 'ArrowLeft') { show(current - 1); e.preventDefault(); }\n"
-      "    if (e.key === 'ArrowRight') { show(current + 1); e.preventDefault(); }\n"
-      "  });\n"
-      "  var start = parseInt(window.location.hash.replace('#', ''), 10);\n"
-      "  show(isNaN(start) ? 0 : start - 1);\n"
-      "})();\n"
-      "</script>\n</body>\n</html>\n");
+  absl::StrAppend(&out,
+                  "</div>\n<script>\n"
+                  "(function () {\n"
+                  "  var frames = document.querySelectorAll('svg.frame');\n"
+                  "  var status = document.getElementById('status');\n"
+                  "  var current = 0;\n"
+                  "  function show(i) {\n"
+                  "    if (frames.length === 0) { status.textContent = 'no frames'; return; }\n"
+                  "    current = Math.max(0, Math.min(frames.length - 1, i));\n"
+                  "    for (var k = 0; k < frames.length; ++k) {\n"
+                  "      frames[k].classList.toggle('shown', k === current);\n"
+                  "    }\n"
+                  "    status.textContent = 'frame ' + (current + 1) + ' of ' + frames.length;\n"
+                  "    status.setAttribute('data-shown', String(current + 1));\n"
+                  "  }\n"
+                  "  document.getElementById('prev').addEventListener('click', function () { "
+                  "show(current - 1); });\n"
+                  "  document.getElementById('next').addEventListener('click', function () { "
+                  "show(current + 1); });\n"
+                  "  document.addEventListener('keydown', function (e) {\n"
+                  "    if (e.key === 'ArrowLeft') { show(current - 1); e.preventDefault(); }\n"
+                  "    if (e.key === 'ArrowRight') { show(current + 1); e.preventDefault(); }\n"
+                  "  });\n"
+                  "  var start = parseInt(window.location.hash.replace('#', ''), 10);\n"
+                  "  show(isNaN(start) ? 0 : start - 1);\n"
+                  "})();\n"
+                  "</script>\n</body>\n</html>\n");
   return out;
 }
 
@@ -208,9 +224,10 @@ absl::Status CheckFramesPath(const std::string& path) {
   if (absl::EndsWith(path, ".svg") || absl::EndsWith(path, ".html")) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--frames=", path, ": the file name must end in .svg (all frames in one picture) or "
-      ".html (a page that steps through them)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--frames=", path,
+                   ": the file name must end in .svg (all frames in one picture) or "
+                   ".html (a page that steps through them)"));
 }
 
 absl::Status WriteFrames(const std::string& path, const std::vector<Frame>& frames,

@@ -23,8 +23,8 @@ struct FrameBox {
   std::vector<std::string> lines;  // Drawn under the title, one text line each.
   double x = 0, y = 0;             // Top-left corner.
   double width = 160, height = 60;
-  double line_height = 13;         // Of `lines`; their font is a little smaller.
-  bool highlight = false;          // Drawn in the accent colour (the node this frame is about).
+  double line_height = 13;  // Of `lines`; their font is a little smaller.
+  bool highlight = false;   // Drawn in the accent colour (the node this frame is about).
 };
 
 // A message from box `from` to box `to` (indices into Frame::boxes), drawn as an arrow
@@ -37,8 +37,8 @@ struct FrameArrow {
 };
 
 struct Frame {
-  std::string title;                  // "reduce-scatter step 1 of 2".
-  std::vector<std::string> caption;   // Lines under the title.
+  std::string title;                 // "reduce-scatter step 1 of 2".
+  std::vector<std::string> caption;  // Lines under the title.
   std::vector<FrameBox> boxes;
   std::vector<FrameArrow> arrows;
 };

@@ -142,7 +142,8 @@ TEST(FramesTest, PsFramesAreWellFormed) {
 TEST(FramesTest, WriteFramesPicksTheFormatByExtension) {
   const char* tmp = getenv("TEST_TMPDIR");
   const std::string dir = tmp != nullptr ? tmp : "/tmp";
-  const std::vector<Frame> frames = RingFrames(ExplainRing(RingInputs(2, 3, RingValues::kReadable, 1)));
+  const std::vector<Frame> frames =
+      RingFrames(ExplainRing(RingInputs(2, 3, RingValues::kReadable, 1)));
   ASSERT_TRUE(WriteFrames(dir + "/r.svg", frames, "r").ok());
   ASSERT_TRUE(WriteFrames(dir + "/r.html", frames, "r").ok());
   std::stringstream svg, html;

@@ -99,8 +99,7 @@ absl::StatusOr<int64_t> ModelParamCount(const std::string& model) {
   return built->num_params();
 }
 
-int64_t ChunkWireBytes(int worker, int64_t step, int kind, int64_t offset,
-                       int64_t payload_bytes) {
+int64_t ChunkWireBytes(int worker, int64_t step, int kind, int64_t offset, int64_t payload_bytes) {
   // worker_id and kind are int32 fields, sign-extended to 10 bytes when negative.
   auto int32_bytes = [](int v) { return v < 0 ? 10 : VarintBytes(static_cast<uint64_t>(v)); };
   return 5 + int32_bytes(worker) + VarintBytes(static_cast<uint64_t>(step)) + int32_bytes(kind) +
@@ -110,7 +109,8 @@ int64_t ChunkWireBytes(int worker, int64_t step, int kind, int64_t offset,
 
 absl::StatusOr<PsExplanation> ExplainPs(const PsExplainOptions& options, int64_t step) {
   if (options.workers < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--workers must be >= 1, got ", options.workers));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--workers must be >= 1, got ", options.workers));
   }
   if (options.shards < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--shards must be >= 1, got ", options.shards));
@@ -157,18 +157,21 @@ std::string FormatPsExplanation(const PsExplanation& e) {
   const int n = e.options.workers;
   const int shards = e.options.shards;
   const int64_t model_bytes = 4 * e.num_params;
-  std::string out = absl::StrCat(
-      "parameter server, BSP: ", Plural(n, "worker", "workers"), ", ",
-      Plural(shards, "shard", "shards"), "; model ", e.options.model, " = ",
-      Commas(e.num_params), " floats = ", Size(model_bytes), "\n");
-  absl::StrAppend(&out, "slicing: shard s owns floats [floor(s P / S), floor((s + 1) P / S)) of "
-                        "the P = ", Commas(e.num_params), " parameters, sent in chunks of up to ",
+  std::string out =
+      absl::StrCat("parameter server, BSP: ", Plural(n, "worker", "workers"), ", ",
+                   Plural(shards, "shard", "shards"), "; model ", e.options.model, " = ",
+                   Commas(e.num_params), " floats = ", Size(model_bytes), "\n");
+  absl::StrAppend(&out,
+                  "slicing: shard s owns floats [floor(s P / S), floor((s + 1) P / S)) of "
+                  "the P = ",
+                  Commas(e.num_params), " parameters, sent in chunks of up to ",
                   Commas(e.chunk_floats), " floats (--ps_chunk_kb=", e.options.chunk_bytes / 1024,
                   "):\n");
   for (const PsShardPart& p : e.shards) {
     absl::StrAppend(&out, "  shard ", p.shard, ": floats [", Commas(p.offset), ", ",
-                    Commas(p.offset + p.floats), ")  ", Commas(p.floats), " floats = ",
-                    Size(4 * p.floats), " in ", Plural(p.chunks, "chunk", "chunks"), "\n");
+                    Commas(p.offset + p.floats), ")  ", Commas(p.floats),
+                    " floats = ", Size(4 * p.floats), " in ", Plural(p.chunks, "chunk", "chunks"),
+                    "\n");
   }
   const PsShardPart& first = e.shards.front();
   absl::StrAppend(
@@ -178,7 +181,8 @@ std::string FormatPsExplanation(const PsExplanation& e) {
       "       worker w -> shard 0: ", Commas(4 * first.floats), " bytes of floats + ",
       Commas(first.wire_in / n - 4 * first.floats), " bytes of protobuf framing (",
       Plural(first.chunks, "chunk message", "chunk messages"), ")\n",
-      "  2. aggregate: each shard adds up the ", n, " workers' gradients of its slice (BSP: it "
+      "  2. aggregate: each shard adds up the ", n,
+      " workers' gradients of its slice (BSP: it "
       "waits for the slowest worker)\n",
       "       shard 0: ", n, " x ", Commas(first.floats), " floats in\n",
       "  3. update: each shard runs SGD (momentum, weight decay) on its slice with the averaged "
@@ -204,7 +208,8 @@ std::string FormatPsExplanation(const PsExplanation& e) {
     absl::StrAppend(&out, "\n", Plural(n, "worker", "workers"), ", 1 shard: the master moves ",
                     Size(master), " per step (in + out)");
     if (n > 1) {
-      absl::StrAppend(&out, "; with ", n, " shards each moves ", Size(static_cast<double>(master) / n));
+      absl::StrAppend(&out, "; with ", n, " shards each moves ",
+                      Size(static_cast<double>(master) / n));
     }
     absl::StrAppend(&out, "\n");
   } else {
@@ -214,8 +219,8 @@ std::string FormatPsExplanation(const PsExplanation& e) {
                     Size(master), "\n");
   }
   if (n > 1) {
-    absl::StrAppend(&out, absl::StrFormat(
-                              "(a DDP ring rank moves 2 x 2(N-1)/N x %s = %s per step in + out, "
+    absl::StrAppend(
+        &out, absl::StrFormat("(a DDP ring rank moves 2 x 2(N-1)/N x %s = %s per step in + out, "
                               "whatever N: `ringside explain ring`)\n",
                               Size(model_bytes), Size(4.0 * (n - 1) / n * model_bytes)));
   }
@@ -274,16 +279,16 @@ std::vector<Frame> PsFrames(const PsExplanation& e) {
     for (FrameBox& b : bottom) f.boxes.push_back(std::move(b));
     return f;
   };
-  const std::string totals =
-      absl::StrCat("master (all shards) per step: in ", Size(e.master_in), ", out ",
-                   Size(e.master_out));
+  const std::string totals = absl::StrCat("master (all shards) per step: in ", Size(e.master_in),
+                                          ", out ", Size(e.master_out));
   std::vector<Frame> frames;
   Frame start = layout("start");
   start.title = absl::StrCat("parameter server: ", n, " workers, ", shards, " shards, ",
                              Commas(e.num_params), " floats");
-  start.caption = {"shard s owns floats [floor(s P / S), floor((s + 1) P / S)); every worker "
-                   "holds the whole model",
-                   "one BSP step: push, aggregate, update, pull"};
+  start.caption = {
+      "shard s owns floats [floor(s P / S), floor((s + 1) P / S)); every worker "
+      "holds the whole model",
+      "one BSP step: push, aggregate, update, pull"};
   frames.push_back(std::move(start));
 
   Frame push = layout("push");
@@ -291,8 +296,8 @@ std::vector<Frame> PsFrames(const PsExplanation& e) {
   push.caption = {totals};
   for (int w = 0; w < n; ++w) {
     for (int s = 0; s < shards; ++s) {
-      push.arrows.push_back({shards + w, s,
-                             labels ? Size(e.shards[s].wire_in / n) : std::string()});
+      push.arrows.push_back(
+          {shards + w, s, labels ? Size(e.shards[s].wire_in / n) : std::string()});
     }
   }
   frames.push_back(std::move(push));
@@ -313,8 +318,8 @@ std::vector<Frame> PsFrames(const PsExplanation& e) {
                                        " per step (in + out)")};
   for (int s = 0; s < shards; ++s) {
     for (int w = 0; w < n; ++w) {
-      pull.arrows.push_back({s, shards + w,
-                             labels ? Size(e.shards[s].wire_out / n) : std::string()});
+      pull.arrows.push_back(
+          {s, shards + w, labels ? Size(e.shards[s].wire_out / n) : std::string()});
     }
   }
   frames.push_back(std::move(pull));
@@ -322,12 +327,12 @@ std::vector<Frame> PsFrames(const PsExplanation& e) {
 }
 
 absl::StatusOr<std::vector<PsMeasuredStep>> RunPsJob(const std::string& binary,
-                                                     const PsExplainOptions& options,
-                                                     int steps, int batch, int timeout_s) {
+                                                     const PsExplainOptions& options, int steps,
+                                                     int batch, int timeout_s) {
   std::string dir = absl::StrCat(TempRoot(), "/ringside-explain-ps-XXXXXX");
   if (mkdtemp(dir.data()) == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot create a temporary directory under ",
-                                            TempRoot()));
+    return absl::InternalError(
+        absl::StrCat("cannot create a temporary directory under ", TempRoot()));
   }
   // Removes the run's directory whatever happens below.
   struct RemoveDir {
@@ -358,11 +363,11 @@ absl::StatusOr<std::vector<PsMeasuredStep>> RunPsJob(const std::string& binary,
   };
   RINGSIDE_ASSIGN_OR_RETURN(CommandOutput run, RunCommand(argv, absl::Seconds(timeout_s)));
   if (!run.ok()) {
-    return absl::InternalError(absl::StrCat(
-        "the real run (", absl::StrJoin(argv.begin() + 1, argv.end(), " "), ") ",
-        run.exit_code >= 0 ? absl::StrCat("exited with status ", run.exit_code)
-                           : absl::StrCat("was killed by signal ", run.term_signal),
-        ": ", Tail(run.stdout_text + run.stderr_text, 3)));
+    return absl::InternalError(
+        absl::StrCat("the real run (", absl::StrJoin(argv.begin() + 1, argv.end(), " "), ") ",
+                     run.exit_code >= 0 ? absl::StrCat("exited with status ", run.exit_code)
+                                        : absl::StrCat("was killed by signal ", run.term_signal),
+                     ": ", Tail(run.stdout_text + run.stderr_text, 3)));
   }
   std::vector<PsMeasuredStep> measured;
   for (int s = 0; s < options.shards; ++s) {
@@ -406,8 +411,8 @@ absl::Status ComparePsBytes(const PsExplainOptions& options, int steps,
     for (const auto& [what, got, want] :
          {std::tuple<const char*, int64_t, int64_t>{"in", m.bytes_received, p.wire_in},
           std::tuple<const char*, int64_t, int64_t>{"out", m.bytes_sent, p.wire_out}}) {
-      const double off = want == 0 ? (got == 0 ? 0.0 : 1.0)
-                                   : std::abs(static_cast<double>(got - want)) / want;
+      const double off =
+          want == 0 ? (got == 0 ? 0.0 : 1.0) : std::abs(static_cast<double>(got - want)) / want;
       if (off > tolerance && first_error.ok()) {
         first_error = absl::FailedPreconditionError(absl::StrFormat(
             "shard %d step %d: measured %s %d bytes, predicted %d (off by %.2f%%, more than "
@@ -427,13 +432,13 @@ absl::Status ComparePsBytes(const PsExplainOptions& options, int steps,
       }
     }
   }
-  if (first_error.ok() && static_cast<int64_t>(measured.size()) != int64_t{steps} * options.shards) {
-    first_error = absl::FailedPreconditionError(absl::StrCat(
-        "the shards reported ", measured.size(), " step records, expected ", steps, " x ",
-        options.shards));
+  if (first_error.ok() &&
+      static_cast<int64_t>(measured.size()) != int64_t{steps} * options.shards) {
+    first_error = absl::FailedPreconditionError(
+        absl::StrCat("the shards reported ", measured.size(), " step records, expected ", steps,
+                     " x ", options.shards));
   }
-  absl::StrAppend(report, "  ", exact, " of ", measured.size(),
-                  " records exact to the byte\n");
+  absl::StrAppend(report, "  ", exact, " of ", measured.size(), " records exact to the byte\n");
   return first_error;
 }
 

@@ -40,8 +40,7 @@ absl::StatusOr<int64_t> ModelParamCount(const std::string& model);
 // The serialized size of one ps.Chunk as WireChunk writes it (ps_server/wire_chunk.cc):
 // 5 tags of 1 byte, the varints of worker_id, step, kind, offset (floats, relative to
 // the slice) and the payload length, and the payload.
-int64_t ChunkWireBytes(int worker, int64_t step, int kind, int64_t offset,
-                       int64_t payload_bytes);
+int64_t ChunkWireBytes(int worker, int64_t step, int kind, int64_t offset, int64_t payload_bytes);
 
 // One shard's part of a step.
 struct PsShardPart {
@@ -61,11 +60,11 @@ struct PsExplanation {
   PsExplainOptions options;
   int64_t num_params = 0;
   int64_t chunk_floats = 0;
-  int64_t step = 0;                // The step the wire counts are for.
-  std::vector<PsShardPart> shards; // [S].
-  std::vector<int64_t> worker_out; // [N]: wire bytes each worker pushes per step.
-  std::vector<int64_t> worker_in;  // [N]: wire bytes each worker pulls per step.
-  int64_t master_in = 0;           // Sum over shards of wire_in ("the master").
+  int64_t step = 0;                 // The step the wire counts are for.
+  std::vector<PsShardPart> shards;  // [S].
+  std::vector<int64_t> worker_out;  // [N]: wire bytes each worker pushes per step.
+  std::vector<int64_t> worker_in;   // [N]: wire bytes each worker pulls per step.
+  int64_t master_in = 0;            // Sum over shards of wire_in ("the master").
   int64_t master_out = 0;
 };
 
@@ -96,8 +95,8 @@ struct PsMeasuredStep {
 // every record of DIR/metrics.shard<s>.jsonl. Blocks; the run is killed past
 // `timeout_s`. An error quotes the end of the run's output.
 absl::StatusOr<std::vector<PsMeasuredStep>> RunPsJob(const std::string& binary,
-                                                     const PsExplainOptions& options,
-                                                     int steps, int batch, int timeout_s);
+                                                     const PsExplainOptions& options, int steps,
+                                                     int batch, int timeout_s);
 
 // Compares each measured record with ExplainPs's prediction for its shard and step:
 // a table "shard s step t: predicted in/out, measured in/out" in *report, and OK when

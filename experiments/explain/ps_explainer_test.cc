@@ -93,7 +93,7 @@ TEST(PsExplainerTest, ShardsSplitTheMasterLoad) {
       EXPECT_EQ(payload, 4 * n * kParams);  // N x the model in, whatever S.
       EXPECT_EQ(in, e->master_in);
       EXPECT_EQ(out, e->master_out);
-      EXPECT_EQ(workers_out, in);           // What the workers push the shards receive.
+      EXPECT_EQ(workers_out, in);  // What the workers push the shards receive.
       EXPECT_EQ(workers_in, out);
     }
   }

@@ -79,8 +79,7 @@ RingChunk RingChunkOf(int64_t n, int world, int c) {
   return {c, begin, n * (c + 1) / world - begin};
 }
 
-std::vector<std::vector<float>> RingInputs(int world, int64_t n, RingValues values,
-                                           uint64_t seed) {
+std::vector<std::vector<float>> RingInputs(int world, int64_t n, RingValues values, uint64_t seed) {
   std::vector<std::vector<float>> inputs(world, std::vector<float>(n));
   Rng rng(Mix64(seed ^ 0x72696e67ULL));  // "ring".
   for (int r = 0; r < world; ++r) {
@@ -197,8 +196,8 @@ absl::Status CompareWithBackend(const RingExplanation& explanation, const RingBa
     for (size_t i = 0; i < want.size(); ++i) {
       if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) {
         return absl::InternalError(absl::StrFormat(
-            "rank %d element %d: the Gloo ring all-reduce gives %.9g, the explanation %.9g",
-            r, i, got[i], want[i]));
+            "rank %d element %d: the Gloo ring all-reduce gives %.9g, the explanation %.9g", r, i,
+            got[i], want[i]));
       }
     }
     const int64_t sent = 4 * explanation.floats_sent[r];
@@ -215,11 +214,11 @@ absl::Status CompareWithBackend(const RingExplanation& explanation, const RingBa
 std::string FormatRingExplanation(const RingExplanation& e) {
   const int w = e.world;
   const int64_t n = e.elements;
-  std::string out = absl::StrCat("ring all-reduce (sum) of ", n, " floats over ", w,
-                                 w == 1 ? " rank" : " ranks",
-                                 ", as ringside's Gloo backend runs it (--allreduce=ring)\n");
-  absl::StrAppend(&out, "chunks: the vector is cut into ", w, " chunks, chunk c = elements [",
-                  n, " c / ", w, ", ", n, " (c + 1) / ", w, ")\n");
+  std::string out =
+      absl::StrCat("ring all-reduce (sum) of ", n, " floats over ", w, w == 1 ? " rank" : " ranks",
+                   ", as ringside's Gloo backend runs it (--allreduce=ring)\n");
+  absl::StrAppend(&out, "chunks: the vector is cut into ", w, " chunks, chunk c = elements [", n,
+                  " c / ", w, ", ", n, " (c + 1) / ", w, ")\n");
   for (int c = 0; c < w; ++c) {
     const RingChunk chunk = RingChunkOf(n, w, c);
     absl::StrAppend(&out, "  ", ChunkName(chunk), ": ", chunk.count, " floats\n");
@@ -227,8 +226,9 @@ std::string FormatRingExplanation(const RingExplanation& e) {
   if (w > 1) {
     std::vector<std::string> ring;
     for (int r = 0; r < w; ++r) ring.push_back(absl::StrCat(r));
-    absl::StrAppend(&out, "the ring: ", absl::StrJoin(ring, " -> "),
-                    " -> 0; each rank sends to its right neighbour and receives from its left one\n");
+    absl::StrAppend(
+        &out, "the ring: ", absl::StrJoin(ring, " -> "),
+        " -> 0; each rank sends to its right neighbour and receives from its left one\n");
   }
   absl::StrAppend(&out, "\nstart (chunks separated by |):\n");
   for (int r = 0; r < w; ++r) {
@@ -248,9 +248,8 @@ std::string FormatRingExplanation(const RingExplanation& e) {
                     ":\n");
     for (const RingRankStep& rs : step.ranks) {
       absl::StrAppend(&out, "  rank ", rs.rank, " sends chunk ", rs.sent.index, " ",
-                      List(rs.sent_values), " to rank ", Mod(rs.rank + 1, w),
-                      "; gets chunk ", rs.received.index, " from rank ", Mod(rs.rank - 1, w),
-                      ": ");
+                      List(rs.sent_values), " to rank ", Mod(rs.rank + 1, w), "; gets chunk ",
+                      rs.received.index, " from rank ", Mod(rs.rank - 1, w), ": ");
       if (reduce) {
         absl::StrAppend(&out, List(rs.old_values), " + ", List(rs.received_values), " = ",
                         List(rs.new_values), "\n");
@@ -271,20 +270,19 @@ std::string FormatRingExplanation(const RingExplanation& e) {
                       absl::StrJoin(holds, ", "), "\n");
     }
   }
-  absl::StrAppend(&out, "\nresult: every rank holds the sum ", Buffer(e.result.front(), w),
-                  "\n");
+  absl::StrAppend(&out, "\nresult: every rank holds the sum ", Buffer(e.result.front(), w), "\n");
   int64_t total = 0;
   for (int r = 0; r < w; ++r) total += e.floats_sent[r];
   absl::StrAppend(&out, "traffic: each rank sent 2(N-1) = ", 2 * (w - 1),
                   " chunks to its right neighbour and received as many from its left one:\n");
   for (int r = 0; r < w; ++r) {
     absl::StrAppend(&out, "  rank ", r, ": sent ", e.floats_sent[r], " floats (",
-                    4 * e.floats_sent[r], " bytes), received ", e.floats_received[r],
-                    " floats (", 4 * e.floats_received[r], " bytes)\n");
+                    4 * e.floats_sent[r], " bytes), received ", e.floats_received[r], " floats (",
+                    4 * e.floats_received[r], " bytes)\n");
   }
   if (w > 1) {
-    absl::StrAppend(&out, absl::StrFormat(
-                              "  on average %.2f floats per rank = 2(N-1)/N x %d: about twice "
+    absl::StrAppend(
+        &out, absl::StrFormat("  on average %.2f floats per rank = 2(N-1)/N x %d: about twice "
                               "the vector, whatever N (a parameter server's single master would "
                               "receive N x %d = %d and send as many)\n",
                               static_cast<double>(total) / w, n, n, w * n));
@@ -341,10 +339,11 @@ std::vector<Frame> RingFrames(const RingExplanation& e) {
     const bool reduce = step.phase == RingPhase::kReduceScatter;
     Frame f;
     f.title = absl::StrCat(PhaseName(step.phase), " step ", step.step + 1, " of ", w - 1);
-    f.caption.push_back(reduce ? "each rank sends (->) one chunk's running sum to the right and adds "
-                                 "what it receives (+=) to its own copy"
-                               : "each rank sends (->) one finished chunk to the right and stores "
-                                 "what it receives (<-)");
+    f.caption.push_back(reduce
+                            ? "each rank sends (->) one chunk's running sum to the right and adds "
+                              "what it receives (+=) to its own copy"
+                            : "each rank sends (->) one finished chunk to the right and stores "
+                              "what it receives (<-)");
     if (reduce && step.step == w - 2) {
       f.caption.push_back("now rank r holds the full sum of chunk r + 1");
     } else if (!reduce && step.step == w - 2) {

@@ -86,8 +86,7 @@ enum class RingValues {
 };
 
 // inputs [world][n]. world >= 1, n >= 0.
-std::vector<std::vector<float>> RingInputs(int world, int64_t n, RingValues values,
-                                           uint64_t seed);
+std::vector<std::vector<float>> RingInputs(int world, int64_t n, RingValues values, uint64_t seed);
 
 // The ring all-reduce of `inputs` (non-empty, all of one length), step by step.
 RingExplanation ExplainRing(const std::vector<std::vector<float>>& inputs);

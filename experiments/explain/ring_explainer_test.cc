@@ -73,8 +73,8 @@ TEST(RingExplainerTest, ScheduleSendsEveryChunkButOnePerPhase) {
       EXPECT_EQ(received, e.floats_received[r]);
       EXPECT_EQ(e.floats_sent[r],
                 2 * n - RingChunkOf(n, w, r + 1).count - RingChunkOf(n, w, r + 2).count);
-      EXPECT_EQ(e.floats_received[r], 2 * n - RingChunkOf(n, w, r).count -
-                                          RingChunkOf(n, w, r + 1).count);
+      EXPECT_EQ(e.floats_received[r],
+                2 * n - RingChunkOf(n, w, r).count - RingChunkOf(n, w, r + 1).count);
     }
   }
 }
@@ -118,8 +118,7 @@ TEST(RingExplainerTest, MatchesTheGlooRingBitForBit) {
   for (int w = 2; w <= 8; ++w) {
     for (int64_t n : std::vector<int64_t>{0, 1, w - 1, w + 1, 2 * w + 3, 1000}) {
       SCOPED_TRACE(testing::Message() << "ranks " << w << ", elements " << n);
-      const RingExplanation e =
-          ExplainRing(RingInputs(w, n, RingValues::kRandom, 100 * w + n));
+      const RingExplanation e = ExplainRing(RingInputs(w, n, RingValues::kRandom, 100 * w + n));
       absl::StatusOr<RingBackendRun> run = RunGlooRing(e.inputs, 30);
       ASSERT_TRUE(run.ok()) << run.status();
       EXPECT_TRUE(CompareWithBackend(e, *run).ok()) << CompareWithBackend(e, *run);
