@@ -128,9 +128,9 @@ absl::Span<const Command> Commands() {
        "      OP: broadcast scatter gather reduce all-gather all-reduce reduce-scatter all-to-all\n",
        "ranks elements root timeout_s", "", "a collective (OP)", 1, 1, false, nullptr, RunCollectiveVerb},
       {"explain", "step through the ring all-reduce or a parameter server's step, with values",
-       "  ringside explain ring --ranks=N --elements=E [--frames=ring.svg|ring.html]\n"
+       "  ringside explain ring --ranks=N --elements=E [--seed=S] [--frames=ring.svg|ring.html]\n"
        "  ringside explain ps --workers=N --shards=S [--model=SPEC] [--frames=ps.svg|ps.html]\n",
-       "ranks elements workers shards model batch frames", "", "what to explain (ring or ps)", 1, 1, false,
+       "ranks elements seed workers shards model batch ps_chunk_kb frames", "", "what to explain (ring or ps)", 1, 1, false,
        nullptr, RunExplainVerb},
       {"lab", "the labs of docs/labs/: run one small and check that its effect shows",
        "  ringside lab list\n"
