@@ -14,11 +14,12 @@
 //      ranks.
 //
 // Algorithms: the all-reduces (ring, halving-doubling, recursive doubling), broadcast,
-// all-gather and reduce-scatter are ringside's own, driven on Gloo's unbound buffers
-// (ring, broadcast, all-gather, reduce-scatter) or on the direct TCP pairs (the
-// doublings), so that every payload byte is counted where it is handed to the
-// transport or taken from it (Work::bytes, total_bytes). Only the barrier is Gloo's;
-// it moves no payload. Message headers are not counted.
+// reduce, all-gather, reduce-scatter, scatter, gather and all-to-all are ringside's
+// own, driven on Gloo's unbound buffers (ring, binomial trees, all-gather,
+// reduce-scatter, and the flat patterns of Gloo's scatter, gather and alltoall) or on
+// the direct TCP pairs (the doublings), so that every payload byte is counted where it
+// is handed to the transport or taken from it (Work::bytes, total_bytes). Only the
+// barrier is Gloo's; it moves no payload. Message headers are not counted.
 //
 // Failure model: any Gloo exception becomes a Status (DeadlineExceeded for timeouts,
 // Unavailable for a peer that went away, Internal for broken invariants) naming the
@@ -48,6 +49,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -83,6 +85,10 @@ constexpr uint8_t kRingReduceSlotPrefix = 0x53;
 constexpr uint8_t kRingGatherSlotPrefix = 0x54;
 constexpr uint8_t kBroadcastSlotPrefix = 0x55;
 constexpr uint8_t kAllGatherSlotPrefix = 0x56;
+constexpr uint8_t kReduceSlotPrefix = 0x57;
+constexpr uint8_t kScatterSlotPrefix = 0x58;
+constexpr uint8_t kGatherSlotPrefix = 0x59;
+constexpr uint8_t kAllToAllSlotPrefix = 0x5a;
 
 // The ring all-reduce's pipelining (RingAllReduce): the largest segment of a chunk, and
 // how many segment transfers are in flight at once (one of them being waited for and
@@ -384,6 +390,52 @@ class GlooProcessGroup : public ProcessGroup {
     });
   }
 
+  std::shared_ptr<Work> Reduce(float* data, int64_t n, ReduceOp op, int root) override {
+    if (absl::Status s = CheckRooted("reduce", root, {data}, n); !s.ok()) {
+      return CompletedWork(s);
+    }
+    if (n == 0) return CompletedWork(absl::OkStatus());
+    return Enqueue("reduce", [this, data, n, op, root](uint32_t tag) {
+      if (world_size_ > 1) BinomialReduce(data, n, root, tag);
+      if (rank_ == root && op == ReduceOp::kAverage) Scale(data, n, 1.0f / world_size_);
+      return absl::OkStatus();
+    });
+  }
+
+  std::shared_ptr<Work> Scatter(const float* in, float* out, int64_t n, int root) override {
+    if (absl::Status s = CheckRooted("scatter", root, {out, rank_ == root ? in : out}, n);
+        !s.ok()) {
+      return CompletedWork(s);
+    }
+    if (n == 0) return CompletedWork(absl::OkStatus());
+    return Enqueue("scatter", [this, in, out, n, root](uint32_t tag) {
+      FlatScatter(in, out, n, root, tag);
+      return absl::OkStatus();
+    });
+  }
+
+  std::shared_ptr<Work> Gather(const float* in, int64_t n, float* out, int root) override {
+    if (absl::Status s = CheckRooted("gather", root, {in, rank_ == root ? out : in}, n);
+        !s.ok()) {
+      return CompletedWork(s);
+    }
+    if (n == 0) return CompletedWork(absl::OkStatus());
+    return Enqueue("gather", [this, in, out, n, root](uint32_t tag) {
+      FlatGather(in, out, n, root, tag);
+      return absl::OkStatus();
+    });
+  }
+
+  std::shared_ptr<Work> AllToAll(const float* in, float* out, int64_t n) override {
+    if (absl::Status s = CheckBuffer("all_to_all", in, n); !s.ok()) return CompletedWork(s);
+    if (absl::Status s = CheckBuffer("all_to_all", out, n); !s.ok()) return CompletedWork(s);
+    if (n == 0) return CompletedWork(absl::OkStatus());
+    return Enqueue("all_to_all", [this, in, out, n](uint32_t tag) {
+      PairwiseAllToAll(in, out, n, tag);
+      return absl::OkStatus();
+    });
+  }
+
   CollectiveBytes total_bytes() const override {
     absl::MutexLock lock(&mu_);
     return total_bytes_;
@@ -420,6 +472,18 @@ class GlooProcessGroup : public ProcessGroup {
     if (n > 0 && ptr == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("rank ", rank_, ": ", op, " with a null buffer"));
+    }
+    return absl::OkStatus();
+  }
+
+  // CheckBuffer for each of `buffers` (the ones this rank reads or writes), then the
+  // root: InvalidArgument unless it is in [0, world_size).
+  absl::Status CheckRooted(absl::string_view op, int root,
+                           std::initializer_list<const float*> buffers, int64_t n) const {
+    for (const float* buffer : buffers) RINGSIDE_RETURN_IF_ERROR(CheckBuffer(op, buffer, n));
+    if (root < 0 || root >= world_size_) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", rank_, ": ", op, " root ", root,
+                                                     " is not in [0, ", world_size_, ")"));
     }
     return absl::OkStatus();
   }
@@ -754,6 +818,128 @@ class GlooProcessGroup : public ProcessGroup {
         WaitUnbound(buf.get(), n, nullptr, 0);
       }
     }
+  }
+
+  // Binomial-tree reduce on unbound buffers, the broadcast's tree (BinomialBroadcast)
+  // run backwards: with v = (rank - root) mod w, for k from the last round down to 0,
+  // ranks v < 2^k receive the partial sum of v + 2^k and add it to their own, and ranks
+  // 2^k <= v < 2^(k+1) send their partial sum to v - 2^k. A rank's subtree has reported
+  // before it sends. A non-root rank sends n floats once (the root never) and receives
+  // n per child, the broadcast's traffic reversed. The root sums straight into `data`;
+  // other ranks with children sum into a copy, so that their `data` stays untouched.
+  // Worker thread only; throws Gloo's exceptions.
+  void BinomialReduce(float* data, int64_t n, int root, uint32_t tag) {
+    const int w = world_size_;
+    const int v = (rank_ - root + w) % w;
+    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+    const uint64_t slot = gloo::Slot::build(kReduceSlotPrefix, tag);
+    int top = 1;  // The first round's 2^k: the largest power of two below w.
+    while (top * 2 < w) top *= 2;
+    bool has_children = false;
+    for (int mask = top; mask >= 1; mask /= 2) has_children |= v < mask && v + mask < w;
+    // The running sum: `data` itself on the root, a copy on an inner rank, the
+    // untouched input on a leaf.
+    std::vector<float> copy;
+    float* sum = data;
+    if (v != 0 && has_children) {
+      copy.assign(data, data + n);
+      sum = copy.data();
+    }
+    std::unique_ptr<gloo::transport::UnboundBuffer> sum_buf =
+        context_->createUnboundBuffer(sum, bytes);
+    std::unique_ptr<gloo::transport::UnboundBuffer> scratch_buf;
+    if (has_children) {
+      if (static_cast<int64_t>(scratch_.size()) < n) scratch_.resize(n);
+      scratch_buf = context_->createUnboundBuffer(scratch_.data(), bytes);
+    }
+    for (int mask = top; mask >= 1; mask /= 2) {
+      if (v < mask && v + mask < w) {
+        scratch_buf->recv((v + mask + root) % w, slot);
+        WaitUnbound(scratch_buf.get(), n, nullptr, 0);
+        for (int64_t i = 0; i < n; ++i) sum[i] += scratch_[i];
+      } else if (v >= mask && v < 2 * mask) {
+        sum_buf->send((v - mask + root) % w, slot);
+        WaitUnbound(nullptr, 0, sum_buf.get(), n);
+      }
+    }
+  }
+
+  // Flat scatter on unbound buffers (Gloo's own scatter's pattern): the root sends
+  // slice r of `in` to each rank r != root, all at once, and copies its own slice; every
+  // other rank receives its slice into `out`. The root sends (w - 1) n floats, every
+  // other rank receives n. Worker thread only; throws Gloo's exceptions.
+  void FlatScatter(const float* in, float* out, int64_t n, int root, uint32_t tag) {
+    const int w = world_size_;
+    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+    if (rank_ == root) {
+      std::memmove(out, in + static_cast<int64_t>(root) * n, bytes);
+      if (w == 1) return;
+      std::unique_ptr<gloo::transport::UnboundBuffer> in_buf =
+          context_->createUnboundBuffer(const_cast<float*>(in), bytes * w);
+      const uint64_t slot = gloo::Slot::build(kScatterSlotPrefix, tag);
+      for (int i = 1; i < w; ++i) {
+        const int peer = (root + i) % w;
+        in_buf->send(peer, slot, peer * bytes, bytes);
+      }
+      for (int i = 1; i < w; ++i) WaitUnbound(nullptr, 0, in_buf.get(), n);
+      return;
+    }
+    std::unique_ptr<gloo::transport::UnboundBuffer> out_buf =
+        context_->createUnboundBuffer(out, bytes);
+    out_buf->recv(root, gloo::Slot::build(kScatterSlotPrefix, tag));
+    WaitUnbound(out_buf.get(), n, nullptr, 0);
+  }
+
+  // Flat gather, FlatScatter reversed (Gloo's own gather's pattern): every rank but the
+  // root sends `in` to the root, which receives slice r of `out` from each rank r at
+  // once and copies its own. The root receives (w - 1) n floats, every other rank sends
+  // n. Worker thread only; throws Gloo's exceptions.
+  void FlatGather(const float* in, float* out, int64_t n, int root, uint32_t tag) {
+    const int w = world_size_;
+    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+    const uint64_t slot = gloo::Slot::build(kGatherSlotPrefix, tag);
+    if (rank_ == root) {
+      std::memmove(out + static_cast<int64_t>(root) * n, in, bytes);
+      if (w == 1) return;
+      std::unique_ptr<gloo::transport::UnboundBuffer> out_buf =
+          context_->createUnboundBuffer(out, bytes * w);
+      for (int i = 1; i < w; ++i) {
+        const int peer = (root + i) % w;
+        out_buf->recv(peer, slot, peer * bytes, bytes);
+      }
+      for (int i = 1; i < w; ++i) WaitUnbound(out_buf.get(), n, nullptr, 0);
+      return;
+    }
+    std::unique_ptr<gloo::transport::UnboundBuffer> in_buf =
+        context_->createUnboundBuffer(const_cast<float*>(in), bytes);
+    in_buf->send(root, slot);
+    WaitUnbound(nullptr, 0, in_buf.get(), n);
+  }
+
+  // Pairwise all-to-all on unbound buffers (Gloo's own alltoall's pattern): every rank
+  // posts, for i = 1 .. w - 1, the receive of slice rank - i of `out` from rank - i and
+  // the send of slice rank + i of `in` to rank + i (staggered, so that no rank is
+  // everybody's first peer), copies its own slice, then waits for all of them. Each
+  // rank sends and receives (w - 1) n floats. Worker thread only; throws Gloo's
+  // exceptions.
+  void PairwiseAllToAll(const float* in, float* out, int64_t n, uint32_t tag) {
+    const int w = world_size_;
+    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+    std::memmove(out + static_cast<int64_t>(rank_) * n, in + static_cast<int64_t>(rank_) * n,
+                 bytes);
+    if (w == 1) return;
+    std::unique_ptr<gloo::transport::UnboundBuffer> in_buf =
+        context_->createUnboundBuffer(const_cast<float*>(in), bytes * w);
+    std::unique_ptr<gloo::transport::UnboundBuffer> out_buf =
+        context_->createUnboundBuffer(out, bytes * w);
+    const uint64_t slot = gloo::Slot::build(kAllToAllSlotPrefix, tag);
+    for (int i = 1; i < w; ++i) {
+      const int from = (rank_ - i + w) % w;
+      const int to = (rank_ + i) % w;
+      out_buf->recv(from, slot, from * bytes, bytes);
+      in_buf->send(to, slot, to * bytes, bytes);
+    }
+    for (int i = 1; i < w; ++i) WaitUnbound(out_buf.get(), n, in_buf.get(), n);
   }
 
   // Ring all-gather on an unbound buffer over out [w * n], whose slice `rank` is already

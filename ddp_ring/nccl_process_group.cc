@@ -287,10 +287,15 @@ class NcclWork : public Work {
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
-// What NCCL's ring moves on `rank` for a collective of `kind` over n floats per rank
-// (n floats in total for broadcast), each direction: all-reduce 2 (w - 1) / w x n,
-// all-gather and reduce-scatter (w - 1) x n; broadcast n, except that the root receives
-// nothing and its ring predecessor sends nothing (rings assumed in rank order).
+// What NCCL moves on `rank` for a collective of `kind` over n floats per rank (n floats
+// in total for broadcast and reduce), each direction. Its ring: all-reduce
+// 2 (w - 1) / w x n, all-gather and reduce-scatter (w - 1) x n; broadcast n, except that
+// the root receives nothing and its ring predecessor sends nothing; reduce the same
+// chain reversed: n, except that the root sends nothing and its ring successor
+// receives nothing (rings assumed in rank order). Scatter, gather and all-to-all are
+// sends and receives (NcclProcessGroup::Grouped): the root sends (scatter) or receives
+// (gather) (w - 1) x n and every other rank receives or sends n; all-to-all (w - 1) x n
+// each way. A rank's transfer to itself is not counted.
 CollectiveBytes NcclRingBytes(absl::string_view kind, int64_t n, int rank, int world, int root) {
   const int64_t bytes = n * static_cast<int64_t>(sizeof(float));
   if (world < 2) return {};
@@ -301,7 +306,25 @@ CollectiveBytes NcclRingBytes(absl::string_view kind, int64_t n, int rank, int w
   if (kind == "broadcast") {
     return {rank == (root + world - 1) % world ? 0 : bytes, rank == root ? 0 : bytes};
   }
-  return {(world - 1) * bytes, (world - 1) * bytes};  // all_gather, reduce_scatter
+  if (kind == "reduce") {
+    return {rank == root ? 0 : bytes, rank == (root + 1) % world ? 0 : bytes};
+  }
+  if (kind == "scatter") return {rank == root ? (world - 1) * bytes : 0, rank == root ? 0 : bytes};
+  if (kind == "gather") return {rank == root ? 0 : bytes, rank == root ? (world - 1) * bytes : 0};
+  return {(world - 1) * bytes, (world - 1) * bytes};  // all_gather, reduce_scatter, all_to_all
+}
+
+// Runs `body` (ncclSend and ncclRecv calls) between ncclGroupStart and ncclGroupEnd, so
+// that NCCL schedules them together (no deadlock whatever their order). The group is
+// closed even when `body` fails; the first error is returned. In non-blocking mode
+// ncclGroupEnd may return ncclInProgress: the caller then polls the communicator.
+ncclResult_t Grouped(const std::function<ncclResult_t()>& body) {
+  const ncclResult_t start = ncclGroupStart();
+  if (start != ncclSuccess) return start;
+  const ncclResult_t calls = body();
+  const ncclResult_t end = ncclGroupEnd();
+  if (calls != ncclSuccess && calls != ncclInProgress) return calls;
+  return end;
 }
 
 std::shared_ptr<Work> CompletedWork(absl::Status status) {
@@ -373,11 +396,7 @@ class NcclProcessGroup : public ProcessGroup {
   }
 
   std::shared_ptr<Work> Broadcast(float* data, int64_t n, int root) override {
-    if (root < 0 || root >= world_size_) {
-      return CompletedWork(absl::InvalidArgumentError(
-          absl::StrCat("rank ", rank_, ": broadcast root ", root, " is not in [0, ",
-                       world_size_, ")")));
-    }
+    if (!ValidRoot(root)) return BadRoot("broadcast", root);
     return Launch("broadcast", data, n, root, [=](ncclComm_t comm, cudaStream_t stream) {
       return ncclBroadcast(data, data, n, ncclFloat, root, comm, stream);
     });
@@ -398,6 +417,73 @@ class NcclProcessGroup : public ProcessGroup {
     });
   }
 
+  std::shared_ptr<Work> Reduce(float* data, int64_t n, ReduceOp op, int root) override {
+    if (!ValidRoot(root)) return BadRoot("reduce", root);
+    // In place: NCCL reads every rank's sendbuff and writes recvbuff on the root only.
+    return Launch("reduce", data, n, root, [=](ncclComm_t comm, cudaStream_t stream) {
+      return ncclReduce(data, data, n, ncclFloat, ToNccl(op), root, comm, stream);
+    });
+  }
+
+  // The root sends slice r of `in` to each rank r (itself included: NCCL copies it);
+  // every rank receives its slice into `out`.
+  std::shared_ptr<Work> Scatter(const float* in, float* out, int64_t n, int root) override {
+    if (!ValidRoot(root)) return BadRoot("scatter", root);
+    if (n > 0 && rank_ == root && in == nullptr) return NullBuffer("scatter");
+    const int rank = rank_, world = world_size_;
+    return Launch("scatter", out, n, root, [=](ncclComm_t comm, cudaStream_t stream) {
+      return Grouped([&]() -> ncclResult_t {
+        if (rank == root) {
+          for (int r = 0; r < world; ++r) {
+            const ncclResult_t rc =
+                ncclSend(in + static_cast<int64_t>(r) * n, n, ncclFloat, r, comm, stream);
+            if (rc != ncclSuccess && rc != ncclInProgress) return rc;
+          }
+        }
+        return ncclRecv(out, n, ncclFloat, root, comm, stream);
+      });
+    });
+  }
+
+  // Scatter reversed: every rank sends `in` to the root, which receives slice r of
+  // `out` from each rank r (itself included).
+  std::shared_ptr<Work> Gather(const float* in, int64_t n, float* out, int root) override {
+    if (!ValidRoot(root)) return BadRoot("gather", root);
+    if (n > 0 && rank_ == root && out == nullptr) return NullBuffer("gather");
+    const int rank = rank_, world = world_size_;
+    return Launch("gather", in, n, root, [=](ncclComm_t comm, cudaStream_t stream) {
+      return Grouped([&]() -> ncclResult_t {
+        if (rank == root) {
+          for (int r = 0; r < world; ++r) {
+            const ncclResult_t rc =
+                ncclRecv(out + static_cast<int64_t>(r) * n, n, ncclFloat, r, comm, stream);
+            if (rc != ncclSuccess && rc != ncclInProgress) return rc;
+          }
+        }
+        return ncclSend(in, n, ncclFloat, root, comm, stream);
+      });
+    });
+  }
+
+  // Every rank sends slice r of `in` to rank r and receives rank r's slice into slice r
+  // of `out`, for every r (itself included), in one group: NCCL's all-to-all recipe.
+  std::shared_ptr<Work> AllToAll(const float* in, float* out, int64_t n) override {
+    if (n > 0 && out == nullptr) return NullBuffer("all_to_all");
+    const int world = world_size_;
+    return Launch("all_to_all", in, n, /*root=*/0, [=](ncclComm_t comm, cudaStream_t stream) {
+      return Grouped([&]() -> ncclResult_t {
+        for (int r = 0; r < world; ++r) {
+          const int64_t at = static_cast<int64_t>(r) * n;
+          ncclResult_t rc = ncclSend(in + at, n, ncclFloat, r, comm, stream);
+          if (rc != ncclSuccess && rc != ncclInProgress) return rc;
+          rc = ncclRecv(out + at, n, ncclFloat, r, comm, stream);
+          if (rc != ncclSuccess && rc != ncclInProgress) return rc;
+        }
+        return ncclSuccess;
+      });
+    });
+  }
+
   std::shared_ptr<Work> Barrier() override {
     // An all-reduce of one float: completes only once every rank contributed.
     float* scratch = scratch_;
@@ -408,6 +494,12 @@ class NcclProcessGroup : public ProcessGroup {
 
  private:
   using Call = std::function<ncclResult_t(ncclComm_t, cudaStream_t)>;
+
+  bool ValidRoot(int root) const { return root >= 0 && root < world_size_; }
+  std::shared_ptr<Work> BadRoot(absl::string_view op, int root) const {
+    return CompletedWork(absl::InvalidArgumentError(absl::StrCat(
+        "rank ", rank_, ": ", op, " root ", root, " is not in [0, ", world_size_, ")")));
+  }
 
   std::shared_ptr<Work> NullBuffer(absl::string_view op) const {
     return CompletedWork(absl::InvalidArgumentError(

@@ -1,6 +1,7 @@
 // The NCCL process group. Without a GPU only the refusal paths run; the collectives
-// are skipped (GTEST_SKIP) and run for real on a machine with one (world 1) or two
-// (world 2, ranks as threads) GPUs.
+// (all of them: all-reduce, broadcast, all-gather, reduce-scatter, barrier, reduce,
+// scatter, gather, all-to-all) are skipped (GTEST_SKIP) and run for real on a machine
+// with one (world 1) or two (world 2, ranks as threads) GPUs.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -113,6 +114,37 @@ TEST(NcclProcessGroupTest, WorldOfOneOnDeviceMemory) {
   EXPECT_TRUE((*pg)->AllReduce(nullptr, 0, ReduceOp::kSum)->Wait().ok());
   EXPECT_EQ((*pg)->Broadcast(data.get(), n, 1)->Wait().code(),
             absl::StatusCode::kInvalidArgument);
+
+  // The newer collectives over one rank: copies (scatter, gather and all-to-all are
+  // grouped sends and receives to itself), no bytes counted.
+  std::shared_ptr<Work> work = (*pg)->Reduce(data.get(), n, ReduceOp::kSum, 0);
+  ASSERT_TRUE(work->Wait().ok()) << work->Wait();
+  EXPECT_EQ(data.Download(), host);
+  EXPECT_EQ(work->bytes(), CollectiveBytes{});
+  for (auto issue : {+[](ProcessGroup& g, float* in, float* out, int64_t n) {
+                       return g.Scatter(in, out, n, 0);
+                     },
+                     +[](ProcessGroup& g, float* in, float* out, int64_t n) {
+                       return g.Gather(in, n, out, 0);
+                     },
+                     +[](ProcessGroup& g, float* in, float* out, int64_t n) {
+                       return g.AllToAll(in, out, n);
+                     }}) {
+    out.Upload(std::vector<float>(n, 0.0f));
+    work = issue(**pg, data.get(), out.get(), n);
+    ASSERT_TRUE(work->Wait().ok()) << work->Wait();
+    EXPECT_EQ(out.Download(), host);
+    EXPECT_EQ(work->bytes(), CollectiveBytes{});
+  }
+  EXPECT_EQ((*pg)->Reduce(data.get(), n, ReduceOp::kSum, 1)->Wait().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*pg)->Scatter(nullptr, out.get(), n, 0)->Wait().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*pg)->Gather(data.get(), n, nullptr, 0)->Wait().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*pg)->AllToAll(data.get(), nullptr, n)->Wait().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE((*pg)->AllToAll(nullptr, nullptr, 0)->Wait().ok());
 }
 
 // The stream contract (process_group.h) with real CUDA ops: the collective runs on the
@@ -193,6 +225,57 @@ TEST(NcclProcessGroupTest, TwoRanksAsThreadsOnTwoGpus) {
       bad = 0;
       for (int64_t i = 0; i < n; ++i) bad += got[i] != Value(1, i);
       EXPECT_EQ(bad, 0) << "rank " << rank;
+
+      // The newer collectives against their closed forms (byte counts: the sends and
+      // receives are exact; reduce is NCCL's chain 0 -> 1 estimate).
+      const int64_t b = n * static_cast<int64_t>(sizeof(float));
+      data.Upload(host);
+      std::shared_ptr<Work> work = (*pg)->Reduce(data.get(), n, ReduceOp::kSum, 1);
+      ASSERT_TRUE(work->Wait().ok()) << work->Wait();
+      got = data.Download();
+      bad = 0;
+      for (int64_t i = 0; i < n; ++i) bad += got[i] != (rank == 1 ? SumOfValues(world, i) : host[i]);
+      EXPECT_EQ(bad, 0) << "reduce, rank " << rank;
+      EXPECT_EQ(work->bytes(), (CollectiveBytes{rank == 1 ? 0 : b, rank == 1 ? b : 0}));
+
+      // Scatter from rank 0 of Value(0, j), j < 2n.
+      std::vector<float> whole(2 * n);
+      for (int64_t j = 0; j < 2 * n; ++j) whole[j] = Value(0, j);
+      DeviceBuffer two(2 * n);
+      two.Upload(whole);
+      work = (*pg)->Scatter(rank == 0 ? two.get() : nullptr, data.get(), n, 0);
+      ASSERT_TRUE(work->Wait().ok()) << work->Wait();
+      got = data.Download();
+      bad = 0;
+      for (int64_t i = 0; i < n; ++i) bad += got[i] != Value(0, rank * n + i);
+      EXPECT_EQ(bad, 0) << "scatter, rank " << rank;
+      EXPECT_EQ(work->bytes(), (CollectiveBytes{rank == 0 ? b : 0, rank == 0 ? 0 : b}));
+
+      // Gather at rank 1.
+      data.Upload(host);
+      work = (*pg)->Gather(data.get(), n, rank == 1 ? two.get() : nullptr, 1);
+      ASSERT_TRUE(work->Wait().ok()) << work->Wait();
+      if (rank == 1) {
+        got = two.Download();
+        bad = 0;
+        for (int64_t j = 0; j < 2 * n; ++j) bad += got[j] != Value(static_cast<int>(j / n), j % n);
+        EXPECT_EQ(bad, 0) << "gather";
+      }
+      EXPECT_EQ(work->bytes(), (CollectiveBytes{rank == 1 ? 0 : b, rank == 1 ? b : 0}));
+
+      // All-to-all of Value(rank, j), j < 2n: out [s n + i] = Value(s, rank n + i).
+      for (int64_t j = 0; j < 2 * n; ++j) whole[j] = Value(rank, j);
+      two.Upload(whole);
+      DeviceBuffer two_out(2 * n);
+      work = (*pg)->AllToAll(two.get(), two_out.get(), n);
+      ASSERT_TRUE(work->Wait().ok()) << work->Wait();
+      got = two_out.Download();
+      bad = 0;
+      for (int64_t j = 0; j < 2 * n; ++j) {
+        bad += got[j] != Value(static_cast<int>(j / n), rank * n + j % n);
+      }
+      EXPECT_EQ(bad, 0) << "all-to-all, rank " << rank;
+      EXPECT_EQ(work->bytes(), (CollectiveBytes{b, b}));
       EXPECT_TRUE((*pg)->Barrier()->Wait().ok());
     });
   }

@@ -24,8 +24,9 @@ enum class ReduceOp { kSum, kAverage };
 // Bytes one rank moved through its transport: `sent` handed to it, `received` taken
 // from it. Gloo group: the payload, counted where ringside's own algorithms hand it to
 // the transport or take it from it (message headers excluded; the barrier, Gloo's,
-// moves none). NCCL group: what NCCL's ring algorithm moves for the collective, an
-// estimate, since NCCL exposes no counters.
+// moves none). NCCL group: an estimate, since NCCL exposes no counters: what NCCL's
+// ring algorithm moves for the collective, and for scatter, gather and all-to-all
+// (NCCL sends and receives) their payload to and from the other ranks.
 struct CollectiveBytes {
   int64_t sent = 0;
   int64_t received = 0;
@@ -96,7 +97,10 @@ struct ProcessGroupOptions {
 // Collectives are issued in the same order on every rank and run in that order (one
 // worker thread per group). The buffers belong to the caller and must stay valid and
 // untouched until Wait() returns. Pointers are host memory for Gloo, device memory for
-// NCCL. Thread-compatible: issue operations from one thread.
+// NCCL. Thread-compatible: issue operations from one thread. A negative n, a null
+// buffer that the rank reads or writes (n > 0), or a root outside [0, world_size): the
+// Work fails with InvalidArgument at once, without communicating. n == 0 completes at
+// once.
 //
 // Stream ordering with the model's Ops (common/ops.h), PyTorch c10d's contract
 // (ProcessGroupNCCL.hpp): a device group runs its collectives on its own stream,
@@ -138,6 +142,21 @@ class ProcessGroup {
   // out [n] = op over ranks of in [rank * n, (rank + 1) * n), with in [world_size * n].
   virtual std::shared_ptr<Work> ReduceScatter(const float* in, float* out, int64_t n,
                                               ReduceOp op) = 0;
+  // Root's data [n] = op over ranks of data [n], in place. Every rank's data [n] is
+  // read; only the root's is written (the other ranks' buffers are left untouched).
+  virtual std::shared_ptr<Work> Reduce(float* data, int64_t n, ReduceOp op, int root) = 0;
+  // out [n] = root's in [rank * n, (rank + 1) * n), with root's in [world_size * n].
+  // `in` is read on the root only (it may be null elsewhere); in and out must not
+  // overlap.
+  virtual std::shared_ptr<Work> Scatter(const float* in, float* out, int64_t n, int root) = 0;
+  // Root's out [world_size * n] = concatenation over ranks (in rank order) of in [n].
+  // `out` is written on the root only (it may be null elsewhere); in and out must not
+  // overlap.
+  virtual std::shared_ptr<Work> Gather(const float* in, int64_t n, float* out, int root) = 0;
+  // in [world_size * n] and out [world_size * n]: rank r's out [s * n, (s + 1) * n) =
+  // rank s's in [r * n, (r + 1) * n) for every rank s (a transpose of the ranks'
+  // slices). in and out must not overlap.
+  virtual std::shared_ptr<Work> AllToAll(const float* in, float* out, int64_t n) = 0;
   // Completes once every rank has entered it.
   virtual std::shared_ptr<Work> Barrier() = 0;
 

@@ -51,6 +51,21 @@ class LoggingGroup final : public ProcessGroup {
     std::copy(in, in + n, out);
     return Issue();
   }
+  std::shared_ptr<Work> Reduce(float* data, int64_t n, ReduceOp op, int root) override {
+    return Issue();
+  }
+  std::shared_ptr<Work> Scatter(const float* in, float* out, int64_t n, int root) override {
+    std::copy(in, in + n, out);
+    return Issue();
+  }
+  std::shared_ptr<Work> Gather(const float* in, int64_t n, float* out, int root) override {
+    std::copy(in, in + n, out);
+    return Issue();
+  }
+  std::shared_ptr<Work> AllToAll(const float* in, float* out, int64_t n) override {
+    std::copy(in, in + n, out);
+    return Issue();
+  }
   std::shared_ptr<Work> Barrier() override { return Issue(); }
 
  private:
@@ -229,6 +244,10 @@ TEST(ReducerStreamTest, GroupThatCannotReadTheModelsMemoryIsRefused) {
     std::shared_ptr<Work> ReduceScatter(const float*, float*, int64_t, ReduceOp) override {
       return nullptr;
     }
+    std::shared_ptr<Work> Reduce(float*, int64_t, ReduceOp, int) override { return nullptr; }
+    std::shared_ptr<Work> Scatter(const float*, float*, int64_t, int) override { return nullptr; }
+    std::shared_ptr<Work> Gather(const float*, int64_t, float*, int) override { return nullptr; }
+    std::shared_ptr<Work> AllToAll(const float*, float*, int64_t) override { return nullptr; }
     std::shared_ptr<Work> Barrier() override { return nullptr; }
   } group;
   auto model = Model::Create(kSpec, {kDim, 1, 1}, kClasses, &ops);
