@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Runs the commands the tutorials and labs show, and checks their key output.
 
-usage: check_doc_commands.py RINGSIDE CHECKS [--only=labs|tutorial] DOC...
+usage: check_doc_commands.py RINGSIDE CHECKS [--only=labs|tutorial|none] DOC...
 
 DOC files are markdown. A command is a line "$ ringside ..." inside a fenced code block
 (a "\\" at the end continues it on the next line). CHECKS (docs/checked_commands.txt)
@@ -16,7 +16,8 @@ Checks made:
   - docs/tutorial.md and docs/tutorial.zh.md (when both are given) have the same
     section structure: the same headings' levels and numbers ("## 3. ..."), in order,
     and the same commands in each section;
-  - each command whose doc matches --only (labs: docs/labs/*; tutorial: the rest) runs
+  - each command whose doc matches --only (labs: docs/labs/*; tutorial: the rest; none:
+    no command; without --only: all) runs
     with `ringside` on PATH (the binary under test), in a fresh scratch directory
     shared by the commands in file order, within 170 s, and its output and exit status
     match.
@@ -132,7 +133,7 @@ def main():
     to_run = []
     for d, cmds in per_doc.items():
         is_lab = "/labs/" in d
-        if only == "labs" and not is_lab or only == "tutorial" and is_lab:
+        if only == "none" or only == "labs" and not is_lab or only == "tutorial" and is_lab:
             continue
         for _, c in cmds:
             if c in checks and c not in to_run:
