@@ -351,14 +351,22 @@ class BugChecks final : public StepStrategy {
     for (int r = 0; r < o_.world_size; ++r) keys.push_back(EpochEndKey(r));
     const absl::Duration wait = 2 * o_.timeout + absl::Seconds(10);
     if (absl::Status s = job_->Wait(keys, wait); !s.ok()) {
+      const std::string mine = absl::StrCat("ran out of data after step ", last_step_, " (",
+                                            epoch_steps_, " steps in epoch ", epoch_, ")");
+      if (!absl::IsDeadlineExceeded(s)) {
+        // Typically the store's host (rank 0, which has more batches) failed and left.
+        return absl::Status(s.code(), absl::StrCat(mine, " and waited at the epoch's end for "
+                                                   "ranks with more batches (uneven shards "
+                                                   "without padding: bug uneven_shards): ",
+                                                   s.message()));
+      }
       std::vector<std::string> missing;
       for (int r = 0; r < o_.world_size; ++r) {
         if (!job_->Get(keys[r], absl::ZeroDuration()).ok()) missing.push_back(absl::StrCat(r));
       }
       return absl::DeadlineExceededError(absl::StrCat(
-          "ran out of data after step ", last_step_, " (", epoch_steps_, " steps in epoch ",
-          epoch_, "), but rank(s) ", absl::StrJoin(missing, ", "),
-          " did not finish the epoch: they have more batches (uneven shards without "
+          mine, "; rank(s) ", absl::StrJoin(missing, ", "), " did not finish the epoch within ",
+          absl::FormatDuration(wait), ": they have more batches (uneven shards without "
           "padding: bug uneven_shards)"));
     }
     ++epoch_ends_;

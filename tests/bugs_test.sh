@@ -46,7 +46,7 @@ run no_broadcast --steps=3 --bug=no_broadcast
 expect_rc no_broadcast 0
 expect no_broadcast "^\[rank 0\] step 0: replicas diverged: rank 1's parameters differ from rank 0's \(.*\); the initial broadcast was skipped \(bug no_broadcast\)$"
 [ "$(grep -c 'replicas diverged' "$T/no_broadcast.log")" -eq 1 ] || fail "no_broadcast: not exactly one divergence line"
-expect no_broadcast '^steps: 3,'
+expect no_broadcast '^\[rank 0\] steps: 3,'
 
 # 3. rank_seeds: the ranks' shards overlap; some samples are never seen. Without
 # no_set_epoch, epoch 1 has a new order.
