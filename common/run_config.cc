@@ -1,6 +1,7 @@
 #include "common/run_config.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/ops_factory.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -24,6 +25,40 @@ RunConfig DefaultRunConfig() {
   c.set_precision(kDefaultPrecision);
   return c;
 }
+
+namespace {
+
+// The teaching bugs (common/sharder.h names them for the code that acts on them) and
+// whether they need --strategy=ddp: the others act on the sharder, which every
+// strategy uses.
+struct BugName {
+  const char* name;
+  bool ddp_only;
+};
+constexpr BugName kBugNames[] = {
+    {"no_set_epoch", false}, {"no_broadcast", true}, {"rank_seeds", true}, {"uneven_shards", true}};
+
+// RunConfig.bugs: every name known, and the DDP-only ones only under DDP.
+absl::Status ValidateBugs(const RunConfig& c) {
+  if (c.bugs().empty()) return absl::OkStatus();
+  for (absl::string_view name : absl::StrSplit(c.bugs(), ',')) {
+    const BugName* known = nullptr;
+    for (const BugName& b : kBugNames) {
+      if (name == b.name) known = &b;
+    }
+    if (known == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown --bug '", name, "' (expected no_set_epoch, no_broadcast, rank_seeds or uneven_shards)"));
+    }
+    if (known->ddp_only && c.strategy() != "ddp") {
+      return absl::InvalidArgumentError(absl::StrCat("--bug=", name, " needs --strategy=ddp, got --strategy=",
+                                                     c.strategy()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status ValidateRunConfig(const RunConfig& c) {
   if (c.batch() < 1) {
@@ -63,6 +98,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--precision=", c.precision(), " needs --device=cuda (the CPU backend computes fp32)"));
   }
+  if (absl::Status s = ValidateBugs(c); !s.ok()) return s;
   return absl::OkStatus();
 }
 

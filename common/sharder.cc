@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/random.h"
 
 namespace ringside {
@@ -56,7 +57,10 @@ std::vector<int64_t> Sharder::Indices(int64_t epoch) const {
   std::iota(order.begin(), order.end(), int64_t{0});
   if (options_.shuffle && n > 1) {
     // Fisher-Yates; the stream depends only on (seed, epoch).
-    Rng rng(Mix64(Mix64(options_.seed) + static_cast<uint64_t>(epoch)));
+    const uint64_t seed =
+        options_.seed + (options_.seed_per_rank ? static_cast<uint64_t>(options_.rank) : 0);
+    const int64_t drawn_epoch = options_.set_epoch ? epoch : 0;
+    Rng rng(Mix64(Mix64(seed) + static_cast<uint64_t>(drawn_epoch)));
     for (int64_t i = n - 1; i > 0; --i) {
       const int64_t j = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(i) + 1));
       std::swap(order[i], order[j]);
@@ -72,6 +76,41 @@ std::vector<int64_t> Sharder::Indices(int64_t epoch) const {
     position += options_.world_size;
   }
   return indices;
+}
+
+bool BugListHas(absl::string_view bug_list, absl::string_view bug) {
+  for (absl::string_view name : absl::StrSplit(bug_list, ',')) {
+    if (name == bug) return true;
+  }
+  return false;
+}
+
+ShardOptions TrainShardOptions(int64_t dataset_size, int world_size, int rank, uint64_t seed,
+                               bool drop_last, absl::string_view bug_list) {
+  ShardOptions o;
+  o.dataset_size = dataset_size;
+  o.world_size = world_size;
+  o.rank = rank;
+  o.seed = seed;
+  o.shuffle = true;
+  o.mode = drop_last ? ShardMode::kDropLast : ShardMode::kPad;
+  if (BugListHas(bug_list, kBugUnevenShards)) o.mode = ShardMode::kExact;
+  o.set_epoch = !BugListHas(bug_list, kBugNoSetEpoch);
+  o.seed_per_rank = BugListHas(bug_list, kBugRankSeeds);
+  return o;
+}
+
+VisitSummary SummarizeVisits(absl::Span<const float> counts) {
+  VisitSummary s;
+  s.samples = static_cast<int64_t>(counts.size());
+  for (float c : counts) {
+    const int64_t k = static_cast<int64_t>(c + 0.5f);
+    s.visits += k;
+    if (k >= 1) ++s.distinct;
+    if (k >= 2) ++s.repeated;
+  }
+  s.never = s.samples - s.distinct;
+  return s;
 }
 
 }  // namespace ringside

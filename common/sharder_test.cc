@@ -233,5 +233,109 @@ TEST(SharderTest, InvalidOptions) {
   EXPECT_EQ(create(0, 4, 3, ShardMode::kPad), absl::StatusCode::kOk);
 }
 
+// The teaching bugs (ringside train --bug).
+
+// Every rank's indices for `epoch` under the training sharding of `bug_list`.
+std::vector<std::vector<int64_t>> TrainRanks(int64_t n, int world, int64_t epoch,
+                                             const char* bug_list) {
+  std::vector<std::vector<int64_t>> out;
+  for (int rank = 0; rank < world; ++rank) {
+    absl::StatusOr<Sharder> sharder =
+        Sharder::Create(TrainShardOptions(n, world, rank, 7, /*drop_last=*/false, bug_list));
+    EXPECT_TRUE(sharder.ok()) << sharder.status();
+    out.push_back(sharder->Indices(epoch));
+  }
+  return out;
+}
+
+// Visits per sample over all ranks, as the epoch-end check sums them.
+std::vector<float> Visits(int64_t n, const std::vector<std::vector<int64_t>>& ranks) {
+  std::vector<float> counts(n);
+  for (const auto& indices : ranks) {
+    for (int64_t i : indices) counts[i] += 1;
+  }
+  return counts;
+}
+
+TEST(SharderBugsTest, BugListHas) {
+  EXPECT_TRUE(BugListHas("no_broadcast,rank_seeds", "rank_seeds"));
+  EXPECT_TRUE(BugListHas("no_broadcast,rank_seeds", "no_broadcast"));
+  EXPECT_FALSE(BugListHas("no_broadcast,rank_seeds", "rank"));
+  EXPECT_FALSE(BugListHas("", "no_set_epoch"));
+}
+
+TEST(SharderBugsTest, NoBugsIsTheDistributedSampler) {
+  const ShardOptions o = TrainShardOptions(100, 4, 2, 9, false, "");
+  EXPECT_EQ(o.mode, ShardMode::kPad);
+  EXPECT_TRUE(o.set_epoch);
+  EXPECT_FALSE(o.seed_per_rank);
+  EXPECT_EQ(TrainShardOptions(100, 4, 2, 9, true, "no_broadcast").mode, ShardMode::kDropLast);
+  for (int64_t epoch : {0, 1, 5}) {
+    EXPECT_EQ(TrainRanks(100, 4, epoch, ""), AllRanks(100, 4, ShardMode::kPad, epoch));
+  }
+}
+
+TEST(SharderBugsTest, NoSetEpochRepeatsEpochZerosOrder) {
+  const auto epoch0 = TrainRanks(1000, 2, 0, "no_set_epoch");
+  EXPECT_EQ(epoch0, TrainRanks(1000, 2, 0, ""));
+  EXPECT_EQ(TrainRanks(1000, 2, 1, "no_set_epoch"), epoch0);
+  EXPECT_EQ(TrainRanks(1000, 2, 7, "no_set_epoch"), epoch0);
+  // With set_epoch each epoch has its own order.
+  EXPECT_NE(TrainRanks(1000, 2, 1, ""), epoch0);
+}
+
+TEST(SharderBugsTest, RankSeedsOverlapAndMissSamples) {
+  const int64_t n = 8000;
+  const auto ranks = TrainRanks(n, 4, 0, "rank_seeds");
+  for (const auto& indices : ranks) EXPECT_EQ(indices.size(), 2000u);
+  // Rank 0's seed is unchanged (seed + 0).
+  EXPECT_EQ(ranks[0], TrainRanks(n, 4, 0, "")[0]);
+  const VisitSummary s = SummarizeVisits(Visits(n, ranks));
+  EXPECT_EQ(s.samples, n);
+  EXPECT_EQ(s.visits, n);
+  // Four independent quarters of random permutations: about (3/4)^4 = 32% of the
+  // samples are never drawn.
+  EXPECT_GT(s.never, n / 5);
+  EXPECT_GT(s.repeated, n / 10);
+  EXPECT_EQ(s.distinct + s.never, n);
+}
+
+TEST(SharderBugsTest, WithoutTheBugEverySampleOnce) {
+  const int64_t n = 8000;
+  for (int64_t epoch : {0, 3}) {
+    const VisitSummary s = SummarizeVisits(Visits(n, TrainRanks(n, 4, epoch, "")));
+    EXPECT_EQ(s.distinct, n);
+    EXPECT_EQ(s.repeated, 0);
+    EXPECT_EQ(s.never, 0);
+  }
+  // 8001 samples: padding repeats 3 of them.
+  const VisitSummary padded = SummarizeVisits(Visits(8001, TrainRanks(8001, 4, 0, "")));
+  EXPECT_EQ(padded.never, 0);
+  EXPECT_EQ(padded.repeated, 3);
+  EXPECT_EQ(padded.visits, 8004);
+}
+
+TEST(SharderBugsTest, UnevenShardsDoNotPad) {
+  // 601 samples on 2 ranks: 301 and 300, every sample once, shuffled.
+  const auto ranks = TrainRanks(601, 2, 0, "uneven_shards");
+  EXPECT_EQ(ranks[0].size(), 301u);
+  EXPECT_EQ(ranks[1].size(), 300u);
+  const VisitSummary s = SummarizeVisits(Visits(601, ranks));
+  EXPECT_EQ(s.distinct, 601);
+  EXPECT_EQ(s.repeated, 0);
+  EXPECT_FALSE(std::is_sorted(ranks[0].begin(), ranks[0].end()));
+  EXPECT_NE(TrainRanks(601, 2, 1, "uneven_shards"), ranks);
+}
+
+TEST(SharderBugsTest, SummarizeVisits) {
+  const VisitSummary s = SummarizeVisits({0, 1, 2, 3, 0, 1});
+  EXPECT_EQ(s.samples, 6);
+  EXPECT_EQ(s.distinct, 4);
+  EXPECT_EQ(s.repeated, 2);
+  EXPECT_EQ(s.never, 2);
+  EXPECT_EQ(s.visits, 7);
+  EXPECT_EQ(SummarizeVisits({}).samples, 0);
+}
+
 }  // namespace
 }  // namespace ringside

@@ -33,6 +33,31 @@ absl::Status MakeDirs(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// With a teaching bug on (RunConfig.bugs), rank 0 shows where each epoch starts: the
+// first samples of its order, and whether the order repeats the previous epoch's (the
+// symptom of a sampler whose epoch is never set).
+void PrintEpochOrder(FILE* out, const RunConfig& c, int rank, int64_t epoch,
+                     const std::vector<int64_t>& order, const Sharder& shard) {
+  constexpr size_t kShown = 6;
+  std::string line = absl::StrCat("epoch ", epoch, ": rank ", rank, " visits samples ");
+  for (size_t i = 0; i < std::min(order.size(), kShown); ++i) {
+    absl::StrAppend(&line, i > 0 ? ", " : "", order[i]);
+  }
+  if (order.size() > kShown) absl::StrAppend(&line, ", ...");
+  if (epoch > 0 && order.size() > 1) {
+    if (shard.Indices(epoch - 1) == order) {
+      absl::StrAppend(&line, " (the same order as epoch ", epoch - 1,
+                      BugListHas(c.bugs(), kBugNoSetEpoch)
+                          ? ": set_epoch not called: bug no_set_epoch)"
+                          : ")");
+    } else {
+      absl::StrAppend(&line, " (a new order)");
+    }
+  }
+  absl::FPrintF(out, "%s\n", line);
+  fflush(out);
+}
+
 std::string FormatDuration(double seconds) {
   const int64_t s = static_cast<int64_t>(seconds + 0.5);
   if (s >= 3600) return absl::StrFormat("%d:%02d:%02d", s / 3600, (s / 60) % 60, s % 60);
@@ -127,16 +152,16 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
   if (options.eval_batch < 1) {
     return absl::InvalidArgumentError("eval batch must be >= 1");
   }
-  ShardOptions train_opts;
-  train_opts.dataset_size = data->train->size();
-  train_opts.world_size = options.world_size;
-  train_opts.rank = options.rank;
-  train_opts.seed = c.seed();
-  train_opts.shuffle = true;
-  train_opts.mode = c.drop_last() ? ShardMode::kDropLast : ShardMode::kPad;
+  // The sharder's teaching bugs (c.bugs(): no_set_epoch, rank_seeds, uneven_shards)
+  // apply to the training set only.
+  const ShardOptions train_opts = TrainShardOptions(
+      data->train->size(), options.world_size, options.rank, c.seed(), c.drop_last(), c.bugs());
   RINGSIDE_ASSIGN_OR_RETURN(Sharder train_shard, Sharder::Create(train_opts));
-  ShardOptions test_opts = train_opts;
+  ShardOptions test_opts;
   test_opts.dataset_size = data->test->size();
+  test_opts.world_size = options.world_size;
+  test_opts.rank = options.rank;
+  test_opts.seed = c.seed();
   test_opts.shuffle = false;
   test_opts.mode = ShardMode::kExact;
   RINGSIDE_ASSIGN_OR_RETURN(Sharder test_shard, Sharder::Create(test_opts));
@@ -162,7 +187,11 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
                     options.out_dir);
     }
   }
-  if (!resumed) RINGSIDE_RETURN_IF_ERROR(model->InitParams(c.seed()));
+  // The teaching bug no_broadcast initialises each rank from seed + rank, as
+  // unseeded processes would (and DDP skips the broadcast that hides it).
+  const uint64_t init_seed =
+      c.seed() + (BugListHas(c.bugs(), kBugNoBroadcast) ? static_cast<uint64_t>(options.rank) : 0);
+  if (!resumed) RINGSIDE_RETURN_IF_ERROR(model->InitParams(init_seed));
   if (!options.out_dir.empty()) {
     RINGSIDE_RETURN_IF_ERROR(MakeDirs(options.out_dir));
     // Metrics of a resumed run continue the file from the checkpoint's step (records of
@@ -311,6 +340,9 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   int64_t evaluated_at = -1;  // Step at which `eval` was computed.
   while (step_ < steps_total) {
     const std::vector<int64_t> order = train_shard_.Indices(epoch_);
+    if (!c.bugs().empty() && options_.progress != nullptr) {
+      PrintEpochOrder(options_.progress, c, options_.rank, epoch_, order, train_shard_);
+    }
     for (; batch_in_epoch_ < per_epoch && step_ < steps_total; ++batch_in_epoch_) {
       const int64_t begin = batch_in_epoch_ * step_size;
       const int64_t n = std::min<int64_t>(step_size, static_cast<int64_t>(order.size()) - begin);

@@ -252,6 +252,7 @@ absl::StatusOr<EvalResult> Reducer::ReduceEval(const EvalResult& local) {
 }
 
 absl::Status Reducer::Start(int64_t step) {
+  if (!options_.broadcast_at_start) return absl::OkStatus();  // Bug no_broadcast.
   return Annotate(group_->Broadcast(model_->params(), model_->num_params(), 0)->Wait(),
                   "broadcast of rank 0's parameters");
 }

@@ -32,6 +32,9 @@ struct ReducerOptions {
   int64_t first_bucket_bytes = kDefaultFirstBucketBytes;
   // false: launch every bucket only after backward (the ablation without overlap).
   bool overlap = true;
+  // false: Start skips the broadcast of rank 0's parameters, so ranks that initialised
+  // differently stay different (the teaching bug no_broadcast).
+  bool broadcast_at_start = true;
 };
 
 // A bucket: gradient floats [offset, offset + size), covering whole layers.
@@ -53,7 +56,8 @@ class Reducer final : public StepStrategy {
                                                          const ReducerOptions& options);
 
   std::string role() const override { return "rank"; }
-  // Lifecycle start: every rank continues from rank 0's parameters (broadcast). Blocks.
+  // Lifecycle start: every rank continues from rank 0's parameters (broadcast; not
+  // with !broadcast_at_start). Blocks.
   absl::Status Start(int64_t step) override;
   // Lifecycle end: a barrier, so that nobody leaves (and rank 0 does not stop the
   // store) before all are done. Blocks.

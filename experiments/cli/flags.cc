@@ -1,8 +1,15 @@
 #include "experiments/cli/flags.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/ops_factory.h"
 #include "common/run_config.h"
@@ -141,6 +148,13 @@ RunConfig RunConfigFromFlags(const std::string& strategy) {
     c.set_ps_chunk_bytes(int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024);
     c.set_ps_colocated(absl::GetFlag(FLAGS_ps_colocated));
   }
+  // Teaching bugs, canonical (sorted, each once) so that every rank's list compares
+  // equal; ValidateRunConfig checks the names.
+  std::vector<std::string> bugs = absl::StrSplit(absl::GetFlag(FLAGS_bug), ',', absl::SkipWhitespace());
+  for (std::string& b : bugs) b = std::string(absl::StripAsciiWhitespace(b));
+  std::sort(bugs.begin(), bugs.end());
+  bugs.erase(std::unique(bugs.begin(), bugs.end()), bugs.end());
+  c.set_bugs(absl::StrJoin(bugs, ","));
   return c;
 }
 
