@@ -153,27 +153,6 @@ class InterpreterLockOps final : public Ops {
   const std::shared_ptr<InterpreterLock> lock_;
 };
 
-absl::Status CheckDataParallelConfig(const RunConfig& c) {
-  if (c.world_size() < 1 || c.world_size() > kMaxDataParallelReplicas) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--workers must be in [1, ", kMaxDataParallelReplicas,
-        "] with --strategy=dp (replicas, threads of one process), got ", c.world_size()));
-  }
-  if (c.grad_accum() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--grad_accum=", c.grad_accum(),
-        " is not supported with --strategy=dp (each step scatters one global batch)"));
-  }
-  RINGSIDE_ASSIGN_OR_RETURN(DeviceSpec device, ParseDevice(c.device()));
-  if (device.kind != DeviceKind::kCpu) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--device=", c.device(),
-        " is not supported with --strategy=dp, which trains its replicas on the CPU "
-        "(use --strategy=ddp on GPUs)"));
-  }
-  return absl::OkStatus();
-}
-
 // The model `config` names over `ops`, for `data`'s inputs.
 absl::StatusOr<std::unique_ptr<Model>> ModelFor(const RunConfig& config,
                                                 const DatasetSplits& data, Ops* ops) {
@@ -201,7 +180,11 @@ DataParallelStrategy::~DataParallelStrategy() = default;
 
 absl::StatusOr<std::unique_ptr<DataParallelStrategy>> DataParallelStrategy::Create(
     const RunConfig& config, Replica* master) {
-  RINGSIDE_RETURN_IF_ERROR(CheckDataParallelConfig(config));
+  if (config.strategy() != "dp") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DataParallelStrategy needs strategy \"dp\", got \"", config.strategy(), "\""));
+  }
+  RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(config));
   if (master->ops->kind() != DeviceKind::kCpu) {
     return absl::InvalidArgumentError("--strategy=dp trains on the CPU only");
   }

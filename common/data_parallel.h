@@ -55,9 +55,6 @@
 
 namespace ringside {
 
-// Most replicas a DP run may have (--workers with --strategy=dp).
-inline constexpr int kMaxDataParallelReplicas = 64;
-
 // The emulated global interpreter lock: one mutex the replicas' ops share, and the
 // time spent waiting for it. Thread-safe.
 struct InterpreterLock {
@@ -88,9 +85,9 @@ struct DataParallelPhases {
 // threads (each runs only between a step's apply start and its end).
 class DataParallelStrategy final : public StepStrategy, private StepCompute {
  public:
-  // `config`: strategy "dp", world_size = replicas in [1, kMaxDataParallelReplicas],
-  // batch per replica, grad_accum <= 1, the CPU device (InvalidArgument otherwise,
-  // one line naming the flag). `master` (borrowed; must outlive the strategy) is
+  // `config`: strategy "dp", world_size = replicas, batch per replica, valid for
+  // ValidateRunConfig (which checks dp's replicas, grad_accum and device; its
+  // InvalidArgument otherwise). `master` (borrowed; must outlive the strategy) is
   // replica 0, the process's Replica as NewReplica built it, parameters not yet
   // initialised: with the interpreter lock its ops are wrapped (WithInterpreterLock)
   // and its model rebuilt over them, so call Create before anything else holds
