@@ -46,7 +46,7 @@ TEST(SpecTest, TheDemoRunsTheSpecFileItDocuments) {
 
 TEST(SpecTest, BadSpecsAreRefusedNamingTheProblem) {
   EXPECT_EQ(ParseSpec("strategies { kind: \"x\" }", "s").status().message(),
-            "s: unknown strategy 'x' (expected single, ps or ddp)");
+            "s: unknown strategy 'x' (expected single, dp, ps or ddp)");
   EXPECT_EQ(ParseSpec("bogus: 1", "s").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(LoadSpec("/nonexistent.textproto").status().code(), absl::StatusCode::kInvalidArgument);
 }
