@@ -94,6 +94,26 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     return absl::InvalidArgumentError(
         "--backend=nccl reduces GPU memory: add --device=cuda (or use --backend=gloo on the CPU)");
   }
+  // DataParallel: replicas are threads of this process, each with a CPU backend, and
+  // every step scatters one global batch.
+  if (c.strategy() == "dp") {
+    if (c.world_size() < 1 || c.world_size() > kMaxDataParallelReplicas) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--workers must be in [1, ", kMaxDataParallelReplicas,
+          "] with --strategy=dp (replicas: threads of one process), got ", c.world_size()));
+    }
+    if (c.grad_accum() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--grad_accum=", c.grad_accum(),
+          " is not supported with --strategy=dp (each step scatters one global batch)"));
+    }
+    if (device->kind != DeviceKind::kCpu) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--device=", c.device(),
+          " is not supported with --strategy=dp, whose replicas train on the CPU (use "
+          "--strategy=ddp on GPUs)"));
+    }
+  }
   if (device->kind == DeviceKind::kCpu && *precision != GemmPrecision::kFp32) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--precision=", c.precision(), " needs --device=cuda (the CPU backend computes fp32)"));

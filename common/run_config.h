@@ -41,6 +41,9 @@ inline constexpr bool kDefaultPrefetch = true;
 inline constexpr char kDefaultDevice[] = "cpu";
 inline constexpr char kDefaultPrecision[] = "fp32";
 
+// Most replicas (threads) of a DataParallel run (--strategy=dp --workers).
+inline constexpr int kMaxDataParallelReplicas = 64;
+
 // A RunConfig of the defaults above (strategy-independent fields only; strategies'
 // own fields stay unset: each strategy sets what it uses).
 RunConfig DefaultRunConfig();
@@ -57,7 +60,8 @@ struct RunOptions {
 // The checks every strategy runs before anything is loaded or started. One
 // InvalidArgument line naming the flag: "--batch must be >= 1, got 0". Checks batch,
 // epochs, steps, lr, grad_accum and threads (Sgd::Create checks the other SGD
-// settings; each strategy checks its own fields).
+// settings; each strategy checks its own fields), and for strategy "dp" (one process)
+// its replicas (world_size in [1, kMaxDataParallelReplicas]), grad_accum 1 and the CPU.
 absl::Status ValidateRunConfig(const RunConfig& config);
 
 // SGD hyper-parameters of `config` (lr, momentum, weight_decay, nesterov).

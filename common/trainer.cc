@@ -296,6 +296,9 @@ absl::Status Trainer::RunMicroBatches(absl::Span<const int64_t> samples,
   const int64_t n = static_cast<int64_t>(samples.size());
   // Every rank has the same count per step, so this is the mean over the global batch.
   const float loss_scale = 1.0f / static_cast<float>(n * options_.world_size);
+  if (StepCompute* compute = strategy_->compute(); compute != nullptr) {
+    return compute->Run(samples, loss_scale, m, trace_.get());
+  }
   // Micro-batches: gradients accumulate; only the last one announces readiness, so
   // the strategy syncs and steps once per step.
   double loss_sum = 0;
@@ -359,7 +362,8 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       HookTimes hook_times;
       RINGSIDE_RETURN_IF_ERROR(RunMicroBatches(
           absl::MakeConstSpan(order).subspan(begin, n), hooks, &m, &hook_times));
-      if (c.prefetch() && batch_in_epoch_ + 1 < per_epoch && step_ + 1 < steps_total) {
+      if (c.prefetch() && strategy_->compute() == nullptr && batch_in_epoch_ + 1 < per_epoch &&
+          step_ + 1 < steps_total) {
         // Backward is done with this batch: gather the next step's first micro-batch
         // while the strategy's communication finishes. (The first step of an epoch
         // gathers its own: the epoch's end evaluates and checkpoints first.)

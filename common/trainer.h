@@ -28,6 +28,21 @@
 
 namespace ringside {
 
+// A step's forward and backward run by the strategy instead of the trainer's own
+// LocalStep (DataParallel: one process, several replicas on threads; see
+// data_parallel.h). Not thread-safe: called on the training thread only.
+class StepCompute {
+ public:
+  virtual ~StepCompute() = default;
+  // Forward and backward of one step's `samples` (non-empty): afterwards the trained
+  // model's grads() hold (added to what they held, as StepHooks::accumulate_gradients
+  // says) the gradients of loss_scale * (sum of the samples' losses). Fills m's data,
+  // forward and backward times, loss (mean over `samples`), samples and correct, and
+  // whatever phases of its own it times; spans to `trace` (may be nullptr). Blocks.
+  virtual absl::Status Run(absl::Span<const int64_t> samples, float loss_scale,
+                           StepMetrics* m, TraceWriter* trace) = 0;
+};
+
 // What a strategy does with a job, driven by Trainer::Run on the training thread:
 //
 //   Start(step)                       every process joins; parameters agree
@@ -49,6 +64,12 @@ class StepStrategy {
   // is called after the last checkpoint; it blocks until every process is done.
   virtual absl::Status Start(int64_t step) { return absl::OkStatus(); }
   virtual absl::Status Finish() { return absl::OkStatus(); }
+
+  // The step's forward and backward when the strategy runs them itself (borrowed; it
+  // lives as long as the strategy); nullptr (the default) for the trainer's LocalStep
+  // with hooks(). With its own compute a strategy gets no micro-batches (grad_accum 1)
+  // and no prefetch.
+  virtual StepCompute* compute() { return nullptr; }
 
   // The hooks LocalStep passes to forward and backward. Called once by Run, before
   // Start; the hooks stay valid as long as the strategy.

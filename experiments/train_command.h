@@ -7,8 +7,9 @@
 
 namespace ringside {
 
-// Runs the single-process training job to completion, printing progress to stderr and
-// the summary (ending in "test accuracy: 0.XXXX") to stdout.
+// Runs a one-process training job to completion: --strategy=single, or dp (replicas
+// as threads of this process, data_parallel.h; then the summary adds the phases).
+// Progress to stderr, the summary (with a "test accuracy: 0.XXXX" line) to stdout.
 absl::Status RunTrainCommand(const RunOptions& options);
 
 }  // namespace ringside

@@ -62,16 +62,19 @@ absl::Span<const Command> Commands() {
       {"demo", "single vs PS vs DDP on 1, 2 and 4 workers, with a report (the README's demo)",
        "  ringside demo [--out=runs/demo]\n",
        "out", "", "", 0, 0, false, nullptr, RunDemoVerb},
-      {"train", "train one model: one process, a parameter server job or a DDP ring",
+      {"train", "train one model: one process, DataParallel threads, a parameter server job or a DDP ring",
        "  ringside train --strategy=single --model=mlp:784-256-256-10 --dataset=fashion-mnist\n"
        "                 --epochs=5 --batch=128 --lr=0.02 --momentum=0.9 --out=DIR [--resume]\n"
+       "  ringside train --strategy=dp --workers=R [--dp_interpreter_lock] ...\n"
+       "                 (one process, R replica threads; --batch per replica, global R x batch)\n"
        "  ringside train --strategy=ddp --workers=2 --backend=gloo ...    (launches the ranks)\n"
        "  ringside train --strategy=ps --workers=N --ps_shards=S --ps_sync=bsp|ssp:K|asp\n"
        "                 [--ps_colocated] ...          (launches S shards and N workers here)\n"
        "  emulated nodes (root): [--network=bw=1gbit,delay=0.5ms] [--node_cpus=C|auto]\n"
        "                 [--ranks_per_node=K] [--slow_node=R:F]   (single: --node_cpus only)\n",
        "strategy " RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS RINGSIDE_PS_FLAGS
-           RINGSIDE_DDP_FLAGS "network node_cpus ranks_per_node slow_node ps_servers",
+           RINGSIDE_DDP_FLAGS "network node_cpus ranks_per_node slow_node ps_servers "
+           "dp_interpreter_lock",
        "", "", 0, 0, false, CheckTrain, RunTrainVerb},
       {"ps-server", "host one parameter-server shard by hand (train --strategy=ps does this for you)",
        "  ringside ps-server --shard=I --listen=HOST:PORT --workers=N --ps_shards=S ...\n",

@@ -20,14 +20,17 @@
 #include "experiments/netem/netem.h"
 #include "ps_server/ps_server.h"
 
-ABSL_FLAG(std::string, strategy, ringside::kDefaultStrategy, "single, ps (parameter server) or ddp (all-reduce ring)");
+ABSL_FLAG(std::string, strategy, ringside::kDefaultStrategy,
+          "single, dp (DataParallel: replica threads of one process), ps (parameter server) "
+          "or ddp (all-reduce ring)");
 ABSL_FLAG(std::string, model, ringside::kDefaultModel, "mlp:W0-W1-...-Wn or cnn:lenet");
 ABSL_FLAG(std::string, dataset, ringside::kDefaultDataset,
           "fashion-mnist, synthetic[:train=N,test=M,shape=CxHxW,classes=K,seed=S] or a "
           "directory of MNIST-format IDX files");
 ABSL_FLAG(int32_t, epochs, ringside::kDefaultEpochs, "epochs to train");
 ABSL_FLAG(int64_t, steps, 0, "stop after this many steps in total (0: no limit)");
-ABSL_FLAG(int32_t, batch, ringside::kDefaultBatch, "batch size per worker");
+ABSL_FLAG(int32_t, batch, ringside::kDefaultBatch,
+          "batch size per worker (ps, ddp) or replica (dp): the global batch is batch x workers");
 ABSL_FLAG(double, lr, ringside::kDefaultLr, "SGD learning rate");
 ABSL_FLAG(double, momentum, ringside::kDefaultMomentum, "SGD momentum");
 ABSL_FLAG(double, weight_decay, ringside::kDefaultWeightDecay, "SGD weight decay");
@@ -47,7 +50,7 @@ ABSL_FLAG(int32_t, eval_batch, ringside::kDefaultEvalBatch, "batch size for eval
 ABSL_FLAG(int32_t, grad_accum, ringside::kDefaultGradAccum, "micro-batches of --batch accumulated per optimizer step");
 ABSL_FLAG(bool, prefetch, ringside::kDefaultPrefetch,
           "gather the next batch right after backward, while communication finishes");
-ABSL_FLAG(int32_t, workers, 2, "ps/ddp: workers (ranks) in the job");
+ABSL_FLAG(int32_t, workers, 2, "ps/ddp: workers (ranks) in the job; dp: replicas (threads, 1-64)");
 ABSL_FLAG(std::string, backend, "gloo", "ddp: process-group backend, gloo (CPU) or nccl (GPU)");
 ABSL_FLAG(double, bucket_cap_mb, ringside::kDefaultBucketCapBytes / double{1 << 20}, "ddp: gradient bucket cap in MB");
 ABSL_FLAG(double, first_bucket_mb, ringside::kDefaultFirstBucketBytes / double{1 << 20}, "ddp: cap of the first bucket (the last layers) in MB");
@@ -138,6 +141,11 @@ RunConfig RunConfigFromFlags(const std::string& strategy) {
     c.set_overlap(absl::GetFlag(FLAGS_overlap));
     c.set_allreduce(absl::GetFlag(FLAGS_allreduce));
   }
+  if (c.strategy() == "dp") {
+    // DataParallel: --workers replicas (threads of this process), --batch each.
+    c.set_world_size(absl::GetFlag(FLAGS_workers));
+    c.set_dp_interpreter_lock(absl::GetFlag(FLAGS_dp_interpreter_lock));
+  }
   if (c.strategy() == "ps") {
     c.set_world_size(absl::GetFlag(FLAGS_workers));
     c.set_ps_shards(absl::GetFlag(FLAGS_ps_shards));
@@ -190,13 +198,17 @@ absl::Status CheckPsFlags(const RunConfig& c) {
 
 absl::Status CheckTrainFlags() {
   const std::string strategy = absl::GetFlag(FLAGS_strategy);
-  if (strategy != "single" && strategy != "ps" && strategy != "ddp") {
+  if (strategy != "single" && strategy != "dp" && strategy != "ps" && strategy != "ddp") {
     return absl::InvalidArgumentError(
-        absl::StrFormat("unknown strategy '%s' (expected single, ps or ddp)", strategy));
+        absl::StrFormat("unknown strategy '%s' (expected single, dp, ps or ddp)", strategy));
   }
   const RunConfig c = RunConfigFromFlags();
   if (strategy == "ps") return CheckPsFlags(c);
-  RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(c));
+  RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(c));  // dp: --workers, --grad_accum, --device.
+  if (strategy == "dp") RINGSIDE_RETURN_IF_ERROR(CheckDataParallelFlags());
+  if (strategy != "dp" && absl::GetFlag(FLAGS_dp_interpreter_lock)) {
+    return absl::InvalidArgumentError("--dp_interpreter_lock needs --strategy=dp");
+  }
   if (strategy == "ddp") {
     if (absl::GetFlag(FLAGS_workers) < 1) {
       return absl::InvalidArgumentError(absl::StrFormat("--workers must be >= 1, got %d", absl::GetFlag(FLAGS_workers)));
@@ -244,6 +256,23 @@ absl::Status CheckPsWorkerFlags() {
   if (static_cast<int>(servers.size()) != c.ps_shards()) {
     return absl::InvalidArgumentError(absl::StrFormat("--ps_servers lists %d addresses for --ps_shards=%d",
                                                       servers.size(), c.ps_shards()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDataParallelFlags() {
+  // DP is one process: nothing to place on emulated nodes.
+  const bool used[] = {!absl::GetFlag(FLAGS_network).empty(),
+                       !absl::GetFlag(FLAGS_node_cpus).empty(),
+                       absl::GetFlag(FLAGS_ranks_per_node) != 1,
+                       !absl::GetFlag(FLAGS_slow_node).empty()};
+  const char* names[] = {"--network", "--node_cpus", "--ranks_per_node", "--slow_node"};
+  for (int i = 0; i < 4; ++i) {
+    if (used[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          names[i], " is not supported with --strategy=dp: DataParallel is one process "
+          "(threads), with no nodes to emulate; use --strategy=ddp or ps"));
+    }
   }
   return absl::OkStatus();
 }

@@ -89,9 +89,14 @@ RunOptions RunOptionsFromFlags();
 // Checks shared by every PS process, before anything is started or loaded.
 absl::Status CheckPsFlags(const RunConfig& config);
 
-// `train`'s flag checks before anything runs: --strategy is single, ps or ddp, the
+// `train`'s flag checks before anything runs: --strategy is single, dp, ps or ddp, the
 // RunConfig is valid, and the strategy's own flags are. Errors name the flag.
 absl::Status CheckTrainFlags();
+
+// --strategy=dp's own checks (after ValidateRunConfig): DataParallel is one process,
+// so the emulated-node flags (--network, --node_cpus, --ranks_per_node, --slow_node)
+// are refused, one line naming the flag.
+absl::Status CheckDataParallelFlags();
 
 // `ps-server`'s and `ps-worker`'s flag checks: CheckPsFlags of a "ps" RunConfig, and
 // --shard, or --worker_id and --ps_servers (one address per shard).

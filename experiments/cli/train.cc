@@ -1,4 +1,5 @@
-// `ringside train`: one training job. --strategy=single runs here; ps and ddp launch
+// `ringside train`: one training job. --strategy=single and dp (DataParallel: replica
+// threads of this one process, never launched) run here; ps and ddp launch
 // the job's processes on this machine (launch/local_job.h), or, inside a launched job
 // (RANK etc. set by `ringside launch` or torchrun), play this process's role.
 #include <memory>
@@ -113,6 +114,7 @@ absl::Status RunTrainVerb(const CommandArgs& args) {
       return LaunchLocalSingleJob(job);  // Refuses the placement flags single cannot use.
     }
   }
+  // Single, and dp (one process whatever --workers says: its replicas are threads).
   return RunTrainCommand(RunOptionsFromFlags());
 }
 

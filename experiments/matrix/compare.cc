@@ -223,8 +223,10 @@ absl::Status RunCompare(const CompareOptions& o) {
     r.set_node_cpus(cell.node_cpus);
     r.set_ranks_per_node(cell.ranks_per_node);
     r.set_nodes(cell.nodes);
-    if (cell.strategy.kind() != "single") r.set_network(spec.network());
-    if (cell.strategy.kind() != "single" && cell.workers > 1) r.set_slow_node(spec.slow_node());
+    // single and dp are one process: the network and slow node do not apply.
+    const bool one_process = cell.strategy.kind() == "single" || cell.strategy.kind() == "dp";
+    if (!one_process) r.set_network(spec.network());
+    if (!one_process && cell.workers > 1) r.set_slow_node(spec.slow_node());
     if (r.status() != "ok") {
       ++failed;
       progress.Failed(cell.id, r.reason());

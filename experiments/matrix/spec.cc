@@ -118,9 +118,22 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat("precision must be fp32, tf32 or bf16, got '", spec.precision(), "'"));
   }
   for (const StrategySpec& s : spec.strategies()) {
-    if (s.kind() != "single" && s.kind() != "ps" && s.kind() != "ddp") {
+    if (s.kind() != "single" && s.kind() != "dp" && s.kind() != "ps" && s.kind() != "ddp") {
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown strategy '", s.kind(), "' (expected single, ps or ddp)"));
+          absl::StrCat("unknown strategy '", s.kind(), "' (expected single, dp, ps or ddp)"));
+    }
+    if (s.dp_interpreter_lock() && s.kind() != "dp") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "strategy ", s.kind(), ": dp_interpreter_lock is for dp"));
+    }
+    if (s.kind() == "dp") {
+      // One process of replica threads, on the CPU (data_parallel.h).
+      if (IsGpuDevice(StrategyDevice(spec, s))) {
+        return absl::InvalidArgumentError("strategy dp: its replicas train on the CPU (device cpu)");
+      }
+      if (s.ranks_per_node() > 1) {
+        return absl::InvalidArgumentError("strategy dp: ranks_per_node does not apply (one process)");
+      }
     }
     if (s.ps_shards() < 0) return absl::InvalidArgumentError("ps_shards must be >= 1");
     if (s.ranks_per_node() < 0) {
@@ -221,7 +234,7 @@ std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus)
 
 int CellNodes(const Cell& cell) {
   const std::string& kind = cell.strategy.kind();
-  if (kind == "single") return 1;
+  if (kind == "single" || kind == "dp") return 1;  // dp: one process of threads.
   int processes = cell.workers;
   if (kind == "ps" && !cell.strategy.ps_colocated()) processes += cell.shards;
   return std::max(1, processes / std::max(1, cell.ranks_per_node));
@@ -236,7 +249,9 @@ absl::Status ResolveCellEmulation(const ExperimentSpec& spec, int machine_cpus, 
   // Rounded down to 1e-4 CPU: the flag carries it as decimal text, and 2/3 printed as
   // 0.666667 would ask 3 nodes for more than 2 CPUs.
   cpus = std::floor(cpus * 1e4) / 1e4;
-  for (Cell& c : *cells) c.node_cpus = cpus;
+  // dp runs as one process without a node (train refuses --node_cpus with dp): its
+  // replica threads share the whole machine, and its cell says so (node_cpus 0).
+  for (Cell& c : *cells) c.node_cpus = c.strategy.kind() == "dp" ? 0 : cpus;
   return absl::OkStatus();
 }
 
@@ -308,6 +323,7 @@ std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s) {
     if (s.ranks_per_node() > 1) absl::StrAppend(&label, "-k", s.ranks_per_node());
     return label;
   }
+  if (s.kind() == "dp") return s.dp_interpreter_lock() ? "dp-threads-gil" : "dp-threads";
   return absl::StrCat(s.kind(), gpu);
 }
 
@@ -369,16 +385,21 @@ std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& c
   if (IsGpuDevice(cell.device)) {
     a.push_back(absl::StrCat("--precision=", spec.precision().empty() ? "fp32" : spec.precision()));
   }
-  if (s.kind() != "single" && !spec.network().empty()) {
+  // single and dp are one process: no network between processes, no nodes to pack.
+  const bool one_process = s.kind() == "single" || s.kind() == "dp";
+  if (!one_process && !spec.network().empty()) {
     a.push_back(absl::StrCat("--network=", spec.network()));
   }
   // The single baseline runs on one node of the same CPU share as the others' nodes.
   if (cell.node_cpus > 0) a.push_back(absl::StrCat("--node_cpus=", cell.node_cpus));
-  if (s.kind() != "single") {
+  if (!one_process) {
     if (cell.ranks_per_node > 1) a.push_back(absl::StrCat("--ranks_per_node=", cell.ranks_per_node));
     if (!spec.slow_node().empty() && cell.workers > 1) a.push_back(absl::StrCat("--slow_node=", spec.slow_node()));
   }
-  if (s.kind() == "ps") {
+  if (s.kind() == "dp") {
+    a.push_back(absl::StrCat("--workers=", cell.workers));  // Replica threads.
+    if (s.dp_interpreter_lock()) a.push_back("--dp_interpreter_lock");
+  } else if (s.kind() == "ps") {
     a.push_back(absl::StrCat("--workers=", cell.workers));
     a.push_back(absl::StrCat("--ps_shards=", cell.shards));
     a.push_back(absl::StrCat("--ps_sync=", s.ps_sync().empty() ? "bsp" : s.ps_sync()));

@@ -46,7 +46,7 @@ TEST(SpecTest, TheDemoRunsTheSpecFileItDocuments) {
 
 TEST(SpecTest, BadSpecsAreRefusedNamingTheProblem) {
   EXPECT_EQ(ParseSpec("strategies { kind: \"x\" }", "s").status().message(),
-            "s: unknown strategy 'x' (expected single, ps or ddp)");
+            "s: unknown strategy 'x' (expected single, dp, ps or ddp)");
   EXPECT_EQ(ParseSpec("bogus: 1", "s").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(LoadSpec("/nonexistent.textproto").status().code(), absl::StatusCode::kInvalidArgument);
 }
@@ -127,6 +127,47 @@ TEST(SpecTest, CellArgsCarryTheStrategysFlags) {
                            "--ps_sync=ssp:2", "--network=bw=1gbit", "--out=OUT"}) {
     EXPECT_NE(args.find(want), std::string::npos) << want << " not in " << args;
   }
+}
+
+// A dp cell is `train --strategy=dp --workers=N` on one process: no network, node CPU
+// share or slow node, one node; the lock is passed on and named in the label.
+TEST(SpecTest, DpCellsRunOneProcessOfReplicaThreads) {
+  absl::StatusOr<ExperimentSpec> spec = ParseSpec(
+      "strategies { kind: \"single\" } strategies { kind: \"dp\" } "
+      "strategies { kind: \"dp\" dp_interpreter_lock: true } workers: 2 workers: 4 "
+      "model: \"mlp:4-2\" batch_per_worker: 8 steps: 3 network: \"bw=1gbit\" node_cpus: \"auto\"",
+      "s");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  std::vector<Cell> cells = ExpandCells(*spec);
+  ASSERT_EQ(cells.size(), 5u);  // single once, each dp at 2 and 4.
+  ASSERT_TRUE(ResolveCellEmulation(*spec, 2, &cells).ok());
+  EXPECT_EQ(cells[1].label, "dp-threads");
+  EXPECT_EQ(cells[3].label, "dp-threads-gil");
+  EXPECT_EQ(cells[2].nodes, 1);
+  EXPECT_EQ(cells[2].node_cpus, 0);
+  EXPECT_EQ(cells[2].global_batch, 32);
+  const std::string args = absl::StrJoin(CellTrainArgs(*spec, cells[2], "OUT"), " ");
+  for (const char* want : {"--strategy=dp", "--workers=4", "--batch=8"}) {
+    EXPECT_NE(args.find(want), std::string::npos) << want << " not in " << args;
+  }
+  for (const char* unwanted : {"--network", "--node_cpus", "--slow_node", "--ranks_per_node",
+                               "--dp_interpreter_lock"}) {
+    EXPECT_EQ(args.find(unwanted), std::string::npos) << unwanted << " in " << args;
+  }
+  EXPECT_NE(absl::StrJoin(CellTrainArgs(*spec, cells[3], "OUT"), " ").find("--dp_interpreter_lock"),
+            std::string::npos);
+  EXPECT_EQ(ParseSpec("strategies { kind: \"ddp\" dp_interpreter_lock: true } workers: 2 "
+                      "model: \"mlp:4-2\" batch_per_worker: 8",
+                      "s")
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseSpec("strategies { kind: \"dp\" device: \"cuda\" } workers: 2 "
+                      "model: \"mlp:4-2\" batch_per_worker: 8",
+                      "s")
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SpecTest, UnsetFieldsTakeTheCommandLineDefaultsSetOnesAreKept) {

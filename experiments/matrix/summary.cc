@@ -274,6 +274,9 @@ LateRanks FindLatePsWorkers(const std::vector<std::vector<StepMetrics>>& workers
 }
 
 std::string EmulationNote(const std::string& kind, int workers, int gpus) {
+  if (kind == "dp") {
+    return absl::StrCat("emulated: ", workers, " replica threads behind one interpreter lock");
+  }
   const std::string shared = gpus > 1 ? absl::StrCat(gpus, " GPUs") : "one GPU";
   if (kind == "ddp") {
     return absl::StrCat("emulated: ", workers, " ranks share ", shared, ", NCCL over sockets");

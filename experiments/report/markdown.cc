@@ -102,6 +102,9 @@ std::string DevicesLine(const std::vector<ReportPoint>& points) {
 }
 
 std::string PredictionCell(const ReportPoint& p) {
+  // The cost model has no DataParallel formula (threads of one process sharing its
+  // cores and memory); say so rather than leave the cell blank.
+  if (p.kind == "dp") return "not modelled";
   if (p.predicted_step_ms <= 0 || p.step_ms <= 0) return "";
   return absl::StrFormat("%.2f (%+.0f%%)", p.predicted_step_ms,
                          100 * (p.predicted_step_ms - p.step_ms) / p.step_ms);

@@ -190,6 +190,7 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
     }
     if (strategy == nullptr || p.ok_repeats == 0) continue;
     if (IsGpuDevice(StrategyDevice(spec, *strategy))) continue;  // CPU calibration only.
+    if (p.kind == "dp") continue;  // No DataParallel formula: "not modelled" (markdown.cc).
     Calibration c = calibration;
     // Strong scaling: the calibration was taken at the global batch (report.cc checks),
     // and each of N workers computes a batch N times smaller: GEMM work is linear in
