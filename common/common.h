@@ -16,6 +16,8 @@
 //                  check that names the differing field; shared defaults
 //   replica.h      one replica set-up (ops, dataset, model, SGD) and its training,
 //                  used by single, DDP and PS
+//   data_parallel.h  --strategy=dp: DataParallel, replicas as threads of one process
+//                  (a StepStrategy that runs the step's compute itself)
 //   job_env.h      JobEnv: this process's place in a launched job (torchrun's RANK,
 //                  WORLD_SIZE, MASTER_ADDR, ...; Slurm, Open MPI, MPICH, PMIx), read
 //                  by every distributed role
@@ -37,6 +39,7 @@
 
 #include "common/checkpoint.h"
 #include "common/cpu_ops.h"
+#include "common/data_parallel.h"
 #include "common/dataset.h"
 #include "common/device.h"
 #include "common/job_env.h"

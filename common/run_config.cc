@@ -1,7 +1,12 @@
 #include "common/run_config.h"
 
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/bugs.h"
 #include "common/ops_factory.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -28,27 +33,21 @@ RunConfig DefaultRunConfig() {
 
 namespace {
 
-// The teaching bugs (common/sharder.h names them for the code that acts on them) and
-// whether they need --strategy=ddp: the others act on the sharder, which every
-// strategy uses.
-struct BugName {
-  const char* name;
-  bool ddp_only;
-};
-constexpr BugName kBugNames[] = {
-    {"no_set_epoch", false}, {"no_broadcast", true}, {"rank_seeds", true}, {"uneven_shards", true}};
-
 // RunConfig.bugs: every name known, and the DDP-only ones only under DDP.
 absl::Status ValidateBugs(const RunConfig& c) {
   if (c.bugs().empty()) return absl::OkStatus();
   for (absl::string_view name : absl::StrSplit(c.bugs(), ',')) {
-    const BugName* known = nullptr;
-    for (const BugName& b : kBugNames) {
+    const BugSwitch* known = nullptr;
+    std::vector<std::string> names;
+    for (const BugSwitch& b : kBugSwitches) {
       if (name == b.name) known = &b;
+      names.push_back(b.name);
     }
     if (known == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown --bug '", name, "' (expected no_set_epoch, no_broadcast, rank_seeds or uneven_shards)"));
+      const std::string last = names.back();
+      names.pop_back();
+      return absl::InvalidArgumentError(absl::StrCat("unknown --bug '", name, "' (expected ",
+                                                     absl::StrJoin(names, ", "), " or ", last, ")"));
     }
     if (known->ddp_only && c.strategy() != "ddp") {
       return absl::InvalidArgumentError(absl::StrCat("--bug=", name, " needs --strategy=ddp, got --strategy=",

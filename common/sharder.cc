@@ -78,13 +78,6 @@ std::vector<int64_t> Sharder::Indices(int64_t epoch) const {
   return indices;
 }
 
-bool BugListHas(absl::string_view bug_list, absl::string_view bug) {
-  for (absl::string_view name : absl::StrSplit(bug_list, ',')) {
-    if (name == bug) return true;
-  }
-  return false;
-}
-
 ShardOptions TrainShardOptions(int64_t dataset_size, int world_size, int rank, uint64_t seed,
                                bool drop_last, absl::string_view bug_list) {
   ShardOptions o;

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/bugs.h"
 
 namespace ringside {
 
@@ -44,14 +45,6 @@ struct ShardOptions {
 
 // The teaching bugs' names, as `--bug` and RunConfig.bugs spell them. RunConfig.bugs is
 // a sorted comma-separated list of them (common/run_config.cc validates it).
-inline constexpr char kBugNoSetEpoch[] = "no_set_epoch";
-inline constexpr char kBugNoBroadcast[] = "no_broadcast";
-inline constexpr char kBugRankSeeds[] = "rank_seeds";
-inline constexpr char kBugUnevenShards[] = "uneven_shards";
-
-// True when the comma-separated `bug_list` names `bug`.
-bool BugListHas(absl::string_view bug_list, absl::string_view bug);
-
 // The training set's sharding of a run, one definition for the trainer and for the
 // checks that recount its visits (ddp_ring/ddp_worker.cc): pad mode (kDropLast with
 // drop_last), shuffled from `seed`, with the sharder's bugs of `bug_list` switched on

@@ -39,14 +39,16 @@ absl::Status MakeDirs(const std::string& dir) {
 void PrintEpochOrder(FILE* out, const RunConfig& c, int rank, int64_t epoch,
                      const std::vector<int64_t>& order, const Sharder& shard) {
   constexpr size_t kShown = 6;
-  std::string line = absl::StrCat("epoch ", epoch, ": rank ", rank, " visits samples ");
+  // Epochs counted from 1, as the progress lines do.
+  std::string line =
+      absl::StrCat("epoch ", epoch + 1, "/", c.epochs(), ": rank ", rank, " visits samples ");
   for (size_t i = 0; i < std::min(order.size(), kShown); ++i) {
     absl::StrAppend(&line, i > 0 ? ", " : "", order[i]);
   }
   if (order.size() > kShown) absl::StrAppend(&line, ", ...");
   if (epoch > 0 && order.size() > 1) {
     if (shard.Indices(epoch - 1) == order) {
-      absl::StrAppend(&line, " (the same order as epoch ", epoch - 1,
+      absl::StrAppend(&line, " (the same order as epoch ", epoch,
                       BugListHas(c.bugs(), kBugNoSetEpoch)
                           ? ": set_epoch not called: bug no_set_epoch)"
                           : ")");

@@ -312,16 +312,16 @@ class BugChecks final : public StepStrategy {
     const VisitSummary v = SummarizeVisits(counts);
     std::string line;
     if (v.never == 0 && v.repeated == 0) {
-      line = absl::StrFormat("epoch %d: %d ranks visited all %d samples, each once", epoch_,
-                             o_.world_size, v.samples);
+      line = absl::StrFormat("epoch %d/%d: %d ranks visited all %d samples, each once", epoch_ + 1,
+                             o_.config->epochs(), o_.world_size, v.samples);
     } else if (v.never == 0) {
-      line = absl::StrFormat("epoch %d: %d ranks visited all %d samples; %d of them twice or more",
-                             epoch_, o_.world_size, v.samples, v.repeated);
+      line = absl::StrFormat("epoch %d/%d: %d ranks visited all %d samples; %d of them twice or more",
+                             epoch_ + 1, o_.config->epochs(), o_.world_size, v.samples, v.repeated);
     } else {
       line = absl::StrFormat(
-          "epoch %d: %d ranks visited %d distinct samples of %d; %d were seen twice or more, "
+          "epoch %d/%d: %d ranks visited %d distinct samples of %d; %d were seen twice or more, "
           "%d never",
-          epoch_, o_.world_size, v.distinct, v.samples, v.repeated, v.never);
+          epoch_ + 1, o_.config->epochs(), o_.world_size, v.distinct, v.samples, v.repeated, v.never);
     }
     if (v.never > 0 || v.repeated > 0) {
       if (BugListHas(o_.config->bugs(), kBugRankSeeds)) {
@@ -352,7 +352,7 @@ class BugChecks final : public StepStrategy {
     const absl::Duration wait = 2 * o_.timeout + absl::Seconds(10);
     if (absl::Status s = job_->Wait(keys, wait); !s.ok()) {
       const std::string mine = absl::StrCat("ran out of data after step ", last_step_, " (",
-                                            epoch_steps_, " steps in epoch ", epoch_, ")");
+                                            epoch_steps_, " steps in epoch ", epoch_ + 1, ")");
       if (!absl::IsDeadlineExceeded(s)) {
         // Typically the store's host (rank 0, which has more batches) failed and left.
         return absl::Status(s.code(), absl::StrCat(mine, " and waited at the epoch's end for "

@@ -32,13 +32,13 @@ run none --epochs=2
 expect_rc none 0
 expect_not none 'visits samples|replicas diverged|ranks visited|ran out of data|bug '
 
-# 1. no_set_epoch: epoch 1 repeats epoch 0's order. The replica and visit checks run
+# 1. no_set_epoch: epoch 2 repeats epoch 1's order. The replica and visit checks run
 # and find nothing wrong (the healthy lines).
 run no_set_epoch --epochs=2 --bug=no_set_epoch
 expect_rc no_set_epoch 0
-expect no_set_epoch '^\[rank 0\] epoch 0: rank 0 visits samples [0-9]+, [0-9]+, '
-expect no_set_epoch '^\[rank 0\] epoch 1: rank 0 visits samples [0-9, .]+ \(the same order as epoch 0: set_epoch not called: bug no_set_epoch\)$'
-expect no_set_epoch '^\[rank 0\] epoch 0: 2 ranks visited all 401 samples; 1 of them twice or more \(padding evens out the shards\)$'
+expect no_set_epoch '^\[rank 0\] epoch 1/2: rank 0 visits samples [0-9]+, [0-9]+, '
+expect no_set_epoch '^\[rank 0\] epoch 2/2: rank 0 visits samples [0-9, .]+ \(the same order as epoch 1: set_epoch not called: bug no_set_epoch\)$'
+expect no_set_epoch '^\[rank 0\] epoch 1/2: 2 ranks visited all 401 samples; 1 of them twice or more \(padding evens out the shards\)$'
 expect_not no_set_epoch 'replicas diverged'
 
 # 2. no_broadcast: the replicas differ from the first step on; training goes on.
@@ -49,11 +49,11 @@ expect no_broadcast "^\[rank 0\] step 0: replicas diverged: rank 1's parameters 
 expect no_broadcast '^\[rank 0\] steps: 3,'
 
 # 3. rank_seeds: the ranks' shards overlap; some samples are never seen. Without
-# no_set_epoch, epoch 1 has a new order.
+# no_set_epoch, epoch 2 has a new order.
 run rank_seeds --epochs=2 --bug=rank_seeds
 expect_rc rank_seeds 0
-expect rank_seeds '^\[rank 0\] epoch 0: 2 ranks visited [0-9]+ distinct samples of 401; [1-9][0-9]* were seen twice or more, [1-9][0-9]* never \(ranks shuffle with different seeds: bug rank_seeds\)$'
-expect rank_seeds '^\[rank 0\] epoch 1: rank 0 visits samples .* \(a new order\)$'
+expect rank_seeds '^\[rank 0\] epoch 1/2: 2 ranks visited [0-9]+ distinct samples of 401; [1-9][0-9]* were seen twice or more, [1-9][0-9]* never \(ranks shuffle with different seeds: bug rank_seeds\)$'
+expect rank_seeds '^\[rank 0\] epoch 2/2: rank 0 visits samples .* \(a new order\)$'
 expect_not rank_seeds 'replicas diverged|same order'
 
 # 4. uneven_shards: rank 0 has a 5th step, rank 1 waits at the epoch's end; rank 0's
@@ -79,7 +79,7 @@ expect single '^ringside: error: --bug=rank_seeds needs --strategy=ddp, got --st
 # no_set_epoch works with every strategy (the trainer's order line).
 run single_epoch --strategy=single --epochs=2 --bug=no_set_epoch
 expect_rc single_epoch 0
-expect single_epoch '^epoch 1: rank 0 visits samples .* \(the same order as epoch 0: set_epoch not called: bug no_set_epoch\)$'
+expect single_epoch '^epoch 2/2: rank 0 visits samples .* \(the same order as epoch 1: set_epoch not called: bug no_set_epoch\)$'
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all bug switches show their symptoms"
