@@ -33,6 +33,8 @@ namespace ringside {
 namespace {
 
 using testing_util::AlgorithmName;
+using testing_util::CountMismatches;
+using testing_util::Mismatches;
 using testing_util::Options;
 using testing_util::SumOfValues;
 using testing_util::Value;
@@ -272,14 +274,9 @@ std::string OpName(ReduceOp op) { return op == ReduceOp::kSum ? "sum" : "average
 template <typename Expected>
 bool CheckAll(int rank, const std::string& what, const float* data, int64_t n,
               Expected expected, float tol) {
-  int64_t bad = 0;
-  int64_t first = -1;
-  for (int64_t i = 0; i < n; ++i) {
-    const float want = expected(i);
-    const bool ok = tol == 0 ? data[i] == want
-                             : std::fabs(data[i] - want) <= tol * std::fabs(want) + 1e-6f;
-    if (!ok && bad++ == 0) first = i;
-  }
+  const Mismatches m = CountMismatches(data, n, expected, tol);
+  const int64_t bad = m.count;
+  const int64_t first = m.first;
   if (bad == 0) return true;
   Log(rank, absl::StrCat(what, ": ", bad, " of ", n, " elements wrong, first [", first,
                          "] = ", data[first], ", want ", expected(first)));

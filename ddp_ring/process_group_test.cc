@@ -28,6 +28,8 @@ namespace ringside {
 namespace {
 
 using testing_util::AlgorithmName;
+using testing_util::CountMismatches;
+using testing_util::Mismatches;
 using testing_util::Options;
 using testing_util::SumOfValues;
 using testing_util::Value;
@@ -39,14 +41,9 @@ using testing_util::Value;
 template <typename Expected>
 void ExpectAll(const float* data, int64_t n, Expected expected, float tol,
                const std::string& what) {
-  int64_t bad = 0;
-  int64_t first = -1;
-  for (int64_t i = 0; i < n; ++i) {
-    const float want = expected(i);
-    const bool ok = tol == 0 ? data[i] == want
-                             : std::fabs(data[i] - want) <= tol * std::fabs(want) + 1e-6f;
-    if (!ok && bad++ == 0) first = i;
-  }
+  const Mismatches m = CountMismatches(data, n, expected, tol);
+  const int64_t bad = m.count;
+  const int64_t first = m.first;
   EXPECT_EQ(bad, 0) << what << ": first mismatch at " << first << ": got "
                     << (first >= 0 ? data[first] : 0) << ", want "
                     << (first >= 0 ? expected(first) : 0);

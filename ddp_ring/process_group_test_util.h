@@ -4,6 +4,7 @@
 #ifndef RINGSIDE_DDP_RING_PROCESS_GROUP_TEST_UTIL_H_
 #define RINGSIDE_DDP_RING_PROCESS_GROUP_TEST_UTIL_H_
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -80,6 +81,24 @@ inline CollectiveBytes ExpectedAllReduceBytes(AllReduceAlgorithm algorithm, int 
       break;
   }
   return {-1, -1};
+}
+
+// How many of data[0, n) differ from expected(i) (relative tolerance `tol`; 0: exact),
+// and the first that does (-1: none): the tests report these, not millions of lines.
+struct Mismatches {
+  int64_t count = 0;
+  int64_t first = -1;
+};
+template <typename Expected>
+Mismatches CountMismatches(const float* data, int64_t n, Expected expected, float tol) {
+  Mismatches m;
+  for (int64_t i = 0; i < n; ++i) {
+    const float want = expected(i);
+    const bool ok = tol == 0 ? data[i] == want
+                             : std::fabs(data[i] - want) <= tol * std::fabs(want) + 1e-6f;
+    if (!ok && m.count++ == 0) m.first = i;
+  }
+  return m;
 }
 
 inline std::string AlgorithmName(AllReduceAlgorithm algorithm) {

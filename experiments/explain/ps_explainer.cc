@@ -373,12 +373,8 @@ absl::StatusOr<std::vector<PsMeasuredStep>> RunPsJob(const std::string& binary,
   for (int s = 0; s < options.shards; ++s) {
     const std::string path =
         absl::StrCat(dir, "/", OutputFileName(OutputFile::kMetrics, OutputOwner::kShard, s));
-    RINGSIDE_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-    for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
-      StepMetrics m;
-      if (absl::Status st = FromJsonLine(std::string(line), &m); !st.ok()) {
-        return absl::DataLossError(absl::StrCat(path, ": ", st.message()));
-      }
+    RINGSIDE_ASSIGN_OR_RETURN(std::vector<StepMetrics> records, ReadMetricsFile(path));
+    for (const StepMetrics& m : records) {
       measured.push_back({m.rank(), m.step(), m.bytes_received(), m.bytes_sent()});
     }
   }

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <algorithm>
@@ -25,16 +24,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Step records of one metrics file (empty if missing or unreadable).
+// Step records of one metrics file (empty if missing or unreadable: a failed cell's
+// result says why from its log).
 std::vector<StepMetrics> ReadMetrics(const std::string& path) {
-  std::vector<StepMetrics> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    StepMetrics m;
-    if (FromJsonLine(line, &m).ok()) out.push_back(m);
-  }
-  return out;
+  absl::StatusOr<std::vector<StepMetrics>> records = ReadMetricsFile(path);
+  return records.ok() ? *std::move(records) : std::vector<StepMetrics>{};
 }
 
 // Records after the first 10% (warm-up).
