@@ -142,7 +142,9 @@ TEST_P(CollectivesTest, RootedCollectivesMatchTheirClosedForms) {
       RINGSIDE_RETURN_IF_ERROR(work->Wait());
       ExpectAll(out.data(), n, [&](int64_t i) { return Value(root, r * n + i); }, 0,
                 "scatter, " + where);
-      if (r == root) EXPECT_EQ(in, Input(root, world * n)) << "scatter changed its input";
+      if (r == root) {
+        EXPECT_EQ(in, Input(root, world * n)) << "scatter changed its input";
+      }
       ExpectBytes(*work, {r == root ? (world - 1) * b : 0, r == root ? 0 : b}, &total,
                   "scatter, " + where);
 
@@ -338,7 +340,9 @@ TEST(CollectivesTest, InvalidArgumentsFailWithoutCommunicating) {
     // The group still works afterwards.
     std::shared_ptr<Work> work = pg.Reduce(x, 1, ReduceOp::kSum, 0);
     RINGSIDE_RETURN_IF_ERROR(work->Wait());
-    if (root0) EXPECT_EQ(x[0], 3.0f);
+    if (root0) {
+      EXPECT_EQ(x[0], 3.0f);
+    }
     return absl::OkStatus();
   });
   EXPECT_TRUE(status.ok()) << status;
