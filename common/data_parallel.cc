@@ -265,16 +265,20 @@ absl::Status DataParallelStrategy::Run(absl::Span<const int64_t> samples, float 
     s->thread->Run([s, loss_scale] {
       HookTimes unused;
       s->start_us = NowMicros();
+      const int64_t cpu0 = ThreadCpuMicros();
       s->status = s->step->Run(s->slice, loss_scale, StepHooks{}, /*announce=*/false,
                                /*accumulate_grads=*/false, &s->m, nullptr, &unused);
+      s->cpu_us = ThreadCpuMicros() - cpu0;
     });
   }
   StepMetrics own;
   HookTimes unused;
+  const int64_t master_cpu0 = ThreadCpuMicros();
   absl::Status status = master_step_.Run(slice_of(0), loss_scale, StepHooks{},
                                          /*announce=*/false, /*accumulate_grads=*/true, &own,
                                          trace, &unused);
   const int64_t t_wait = NowMicros();
+  int64_t apply_cpu_us = ThreadCpuMicros() - master_cpu0;
   // 4. Gather: every replica's loss and counts (after its thread is done).
   double loss_sum = static_cast<double>(own.loss()) * own.samples();
   int64_t correct = own.correct();
@@ -284,6 +288,7 @@ absl::Status DataParallelStrategy::Run(absl::Span<const int64_t> samples, float 
     if (status.ok() && !s.status.ok()) {
       status = Annotate(s.status, absl::StrCat("replica ", r));
     }
+    apply_cpu_us += s.cpu_us;
     loss_sum += static_cast<double>(s.m.loss()) * s.m.samples();
     correct += s.m.correct();
     if (trace != nullptr) {
@@ -318,6 +323,7 @@ absl::Status DataParallelStrategy::Run(absl::Span<const int64_t> samples, float 
   m->set_scatter_ms((t_apply - t_scatter) / 1e3);
   m->set_data_ms(m->scatter_ms());
   m->set_apply_ms((t_reduce - t_apply) / 1e3);
+  m->set_apply_cpu_ms(apply_cpu_us / 1e3);
   m->set_forward_ms(own.forward_ms());
   m->set_backward_ms(own.backward_ms());
   m->set_reduce_ms((t_end - t_reduce) / 1e3);
@@ -329,7 +335,8 @@ absl::Status DataParallelStrategy::Run(absl::Span<const int64_t> samples, float 
   m->set_loss(static_cast<float>(loss_sum / n));
   if (lock_ != nullptr) {
     m->set_emulated(true);
-    sums_.lock_wait_ms += (lock_->wait_us.load() - lock_wait0) / 1e3;
+    m->set_lock_wait_ms((lock_->wait_us.load() - lock_wait0) / 1e3);
+    sums_.lock_wait_ms += m->lock_wait_ms();
   }
   sums_.replicate_ms += m->replicate_ms();
   sums_.scatter_ms += m->scatter_ms();

@@ -127,6 +127,7 @@ class DataParallelStrategy final : public StepStrategy, private StepCompute {
     StepMetrics m;
     absl::Status status;
     int64_t start_us = 0;
+    int64_t cpu_us = 0;  // The thread's CPU time for this step's forward and backward.
     std::unique_ptr<TaskThread> thread;
   };
 

@@ -41,6 +41,10 @@ namespace ringside {
 // Wall-clock time in microseconds since the Unix epoch.
 int64_t NowMicros();
 
+// CPU time the calling thread has used, in microseconds (CLOCK_THREAD_CPUTIME_ID):
+// unlike wall time it does not grow while the thread waits for a lock or a core.
+int64_t ThreadCpuMicros();
+
 inline constexpr char kCatData[] = "data";
 inline constexpr char kCatCompute[] = "compute";
 inline constexpr char kCatUpdate[] = "update";

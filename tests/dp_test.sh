@@ -40,6 +40,15 @@ for d, locked in ((sys.argv[1], False), (sys.argv[2], True)):
         for k in ("replicate_ms", "scatter_ms", "apply_ms", "reduce_ms", "update_ms", "step_ms"):
             assert isinstance(r.get(k, 0), (int, float)) and r.get(k, 0) >= 0, (k, r)
         assert r["apply_ms"] > 0, r
+        # CPU time of the replicas' threads in apply: some, and with the lock at most
+        # one core's worth (one replica computes at a time; 20% slack for the short
+        # unlocked stretches and the lock's spin).
+        assert r.get("apply_cpu_ms", 0) > 0, r
+        if locked:
+            assert r["apply_cpu_ms"] <= 1.2 * r["apply_ms"] + 0.2, r
+            assert r.get("lock_wait_ms", 0) >= 0, r
+        else:
+            assert r.get("lock_wait_ms", 0) == 0, r
         # 784*64+64 + 64*10+10 parameters, one copy each way (2 replicas).
         params = 784 * 64 + 64 + 64 * 10 + 10
         assert int(r["bytes_sent"]) == 4 * params and int(r["bytes_received"]) == 4 * params, r

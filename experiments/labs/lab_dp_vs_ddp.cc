@@ -33,7 +33,10 @@ absl::StatusOr<std::vector<StepMetrics>> RunOne(const LabContext& lab, const std
 // DP's phases, medians over the steps after warm-up.
 struct DpPhases {
   double step = 0, replicate = 0, scatter = 0, apply = 0, reduce = 0, update = 0;
+  double lock_wait = 0;  // Summed over the replicas; 0 without the lock.
+  double cores = 0;      // Cores the replicas kept busy in apply (CPU time / wall time).
   double Serial() const { return replicate + scatter + reduce + update; }
+  double SerialShare() const { return Serial() / std::max(step, 1e-9); }
 };
 
 DpPhases Phases(const std::vector<StepMetrics>& r) {
@@ -44,6 +47,10 @@ DpPhases Phases(const std::vector<StepMetrics>& r) {
   p.apply = MedianAfter(r, kWarmup, [](const StepMetrics& m) { return m.apply_ms(); });
   p.reduce = MedianAfter(r, kWarmup, [](const StepMetrics& m) { return m.reduce_ms(); });
   p.update = MedianAfter(r, kWarmup, [](const StepMetrics& m) { return m.update_ms(); });
+  p.lock_wait = MedianAfter(r, kWarmup, [](const StepMetrics& m) { return m.lock_wait_ms(); });
+  p.cores = MedianAfter(r, kWarmup, [](const StepMetrics& m) {
+    return m.apply_cpu_ms() / std::max(m.apply_ms(), 1e-9);
+  });
   return p;
 }
 
@@ -52,8 +59,24 @@ void PrintPhases(const LabContext& lab, const DpPhases& p) {
                 "    step %.1f ms: replicate %.2f, scatter %.2f, parallel apply %.1f, reduce "
                 "%.2f, update %.2f ms (medians); serial part %.0f%%\n",
                 p.step, p.replicate, p.scatter, p.apply, p.reduce, p.update,
-                100 * p.Serial() / std::max(p.step, 1e-9));
+                100 * p.SerialShare());
+  absl::FPrintF(lab.out, "    parallel apply kept %.2f cores busy%s\n", p.cores,
+                p.lock_wait > 0
+                    ? absl::StrFormat("; the replicas waited %.1f ms per step for the lock",
+                                      p.lock_wait)
+                    : "");
 }
+
+// What counts as shown. The serial part must be a visible share of DP's step. With
+// the lock, at most one replica computes at a time, so parallel apply keeps at most
+// one core busy (plus the few unlocked instructions between ops and the lock's short
+// spin). The step-time comparisons are printed but not required: whether two threads
+// or two processes really run side by side on a shared 2-core machine depends on
+// its load, which a lab cannot control.
+constexpr double kVisibleSerialShare = 0.05;
+constexpr double kSerialisedCores = 1.15;
+// Below this, the host gave the replicas no second core even without the lock.
+constexpr double kParallelCores = 1.3;
 
 }  // namespace
 
@@ -72,14 +95,21 @@ absl::StatusOr<LabVerdict> CheckDpVsDdp(const LabContext& lab) {
   const double ddp = MedianAfter(ddp_records, kWarmup, [](const StepMetrics& m) { return m.step_ms(); });
   absl::FPrintF(lab.out, "    step %.1f ms (median)\n", ddp);
   LabVerdict v;
-  // The lock serialises the replicas' compute: parallel apply takes longer, and DP
-  // falls behind DDP, whose processes compute side by side.
-  v.shown = lock.apply > 1.3 * dp.apply && lock.step > ddp && dp.Serial() > 0;
+  // DP pays a serial part on the master every step, and the lock serialises the
+  // replicas' compute.
+  v.shown = dp.SerialShare() >= kVisibleSerialShare && lock.cores <= kSerialisedCores;
   v.effect = absl::StrFormat(
       "median step, %d replicas of %d samples: DP %.1f ms (%.0f%% of it serial on the master), "
-      "DP with the interpreter-lock emulation %.1f ms (parallel apply %.1f -> %.1f ms), DDP %.1f ms",
-      kReplicas, kBatch, dp.step, 100 * dp.Serial() / std::max(dp.step, 1e-9), lock.step, dp.apply,
-      lock.apply, ddp);
+      "DP with the interpreter-lock emulation %.1f ms (parallel apply %.1f -> %.1f ms, cores "
+      "busy %.2f -> %.2f), DDP %.1f ms",
+      kReplicas, kBatch, dp.step, 100 * dp.SerialShare(), lock.step, dp.apply, lock.apply,
+      dp.cores, lock.cores, ddp);
+  if (dp.cores < kParallelCores) {
+    absl::FPrintF(lab.out,
+                  "note: this host ran the replicas on %.2f cores even without the lock (it is "
+                  "busy), so the lock cannot cost time here; on free cores it does\n",
+                  dp.cores);
+  }
   return v;
 }
 

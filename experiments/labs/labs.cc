@@ -10,8 +10,9 @@ absl::Span<const Lab> Labs() {
        "the parameters after 12 steps agree to 1e-5 (relative)", CheckDdpEqualsAccumulation},
       {2, "dp-vs-ddp", "DataParallel vs DistributedDataParallel",
        "Why did DDP replace DataParallel, and where does DP's step time go?",
-       "DP's serial part (replicate, reduce to the master, one update) is a visible share of "
-       "its step, and the interpreter-lock emulation makes DP slower than DDP",
+       "DP's serial part (replicate, scatter, reduce to the master, one update) is a visible "
+       "share of its step, and the interpreter-lock emulation serialises the replicas (parallel "
+       "apply keeps at most one core busy)",
        CheckDpVsDdp},
       {3, "master-bottleneck", "The parameter server's master bottleneck",
        "How many bytes go through the master per step, and how do shards relieve it?",
