@@ -110,6 +110,8 @@ SpawnOptions RankSpawn(const LaunchOptions& o, int lr, const Round& round) {
   if (lr < static_cast<int>(o.rank_env.size())) {
     so.env_set.insert(so.env_set.end(), o.rank_env[lr].begin(), o.rank_env[lr].end());
   }
+  // A launcher killed outright (SIGKILL) takes its ranks with it.
+  so.die_with_parent = true;
   if (o.prefix_output) {
     so.out = ChildStream::kPipe;
     so.err = ChildStream::kStdout;

@@ -45,6 +45,7 @@ ChildOutcome RunChild(const std::vector<std::string>& argv, const std::string& l
   so.out = ChildStream::kFile;
   so.out_path = log_path;
   so.err = ChildStream::kStdout;
+  so.die_with_parent = true;  // A killed compare leaves no cell running.
   absl::StatusOr<std::unique_ptr<Subprocess>> child = Subprocess::Spawn(so);
   if (!child.ok()) {
     out.how = std::string(child.status().message());

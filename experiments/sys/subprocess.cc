@@ -5,18 +5,24 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cerrno>
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "experiments/sys/process_info.h"
 
 extern char** environ;
 
@@ -24,6 +30,25 @@ namespace ringside {
 namespace {
 
 constexpr size_t kMaxCapture = 1 << 20;
+
+// argv[1] of a guard invocation (SpawnOptions::die_with_parent); no user types it.
+constexpr char kParentDeathGuard[] = "__ringside_die_with_parent__";
+
+// `program` as posix_spawnp would find it: itself when it names a path, else the first
+// executable of that name in PATH; "" when there is none.
+std::string FindProgram(const std::string& program) {
+  if (absl::StrContains(program, '/')) return access(program.c_str(), X_OK) == 0 ? program : "";
+  const char* path = std::getenv("PATH");
+  for (absl::string_view dir : absl::StrSplit(path != nullptr ? path : "/usr/bin:/bin", ':')) {
+    const std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", program);
+    struct stat st {};
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return "";
+}
 
 // The variable name of a NAME=VALUE entry.
 absl::string_view EnvName(absl::string_view entry) {
@@ -156,6 +181,19 @@ class SpawnPlan {
 
 }  // namespace
 
+int RunParentDeathGuard(int argc, char** argv) {
+  // argv: this binary, the marker, the parent's pid, the program's path, its argv.
+  if (argc < 5 || strcmp(argv[1], kParentDeathGuard) != 0) return -1;
+  pid_t parent = 0;
+  if (!absl::SimpleAtoi(argv[2], &parent)) return -1;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The parent may have died between the spawn and prctl: then nobody would signal us.
+  if (getppid() != parent) return 128 + SIGKILL;
+  execv(argv[3], argv + 4);
+  fprintf(stderr, "ringside: error: cannot start %s: %s\n", argv[3], strerror(errno));
+  return 127;
+}
+
 std::string DescribeWaitStatus(int status) {
   if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) {
@@ -173,10 +211,20 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions
   if (struct stat st {}; !o.cwd.empty() && (stat(o.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
     return absl::NotFoundError(absl::StrCat("cannot run ", o.argv[0], " in ", o.cwd, ": no such directory"));
   }
+  std::vector<std::string> args = o.argv;
+  if (o.die_with_parent) {
+    const std::string program = FindProgram(o.argv[0]);
+    if (program.empty()) {
+      return absl::NotFoundError(absl::StrCat(o.argv[0], ": not found (", strerror(ENOENT), ")"));
+    }
+    RINGSIDE_ASSIGN_OR_RETURN(std::string self, SelfExePath());
+    // The guard execs `program` with the caller's argv (argv[0] as given).
+    args = {self, kParentDeathGuard, absl::StrCat(getpid()), program};
+    args.insert(args.end(), o.argv.begin(), o.argv.end());
+  }
   SpawnPlan plan;
   RINGSIDE_RETURN_IF_ERROR(plan.Streams(o));
   plan.Attributes(o.own_process_group);
-  std::vector<std::string> args = o.argv;
   std::vector<std::string> env = ChildEnvironment(o);
   std::vector<char*> argv = CStrings(args);
   std::vector<char*> envp = CStrings(env);

@@ -45,7 +45,24 @@ struct SpawnOptions {
   // The child's working directory ("": this process's). This process's own working
   // directory never changes.
   std::string cwd;
+  // The child gets SIGKILL when this process dies, even by SIGKILL (Linux's
+  // PR_SET_PDEATHSIG, which survives exec): no rank of a killed launcher trains on.
+  // posix_spawn cannot set it, so the child starts as this program's own binary
+  // (SelfExePath) running the guard (RunParentDeathGuard below), which sets it and
+  // execs argv. Requires: this program's main calls RunParentDeathGuard first (ringside's
+  // does), and the calling thread outlives the child (the signal follows the thread
+  // that spawned it). argv[0] is looked up in PATH here, so a missing program is still
+  // Spawn's NotFound.
+  bool die_with_parent = false;
 };
+
+// The guard's half of SpawnOptions::die_with_parent, for a program's main() to call
+// before anything else: when argv is a guard invocation (this binary, a marker, the
+// parent's pid, the program and its arguments), makes this process receive SIGKILL
+// when that parent dies, then execs the program; returns only if that fails (127,
+// after one error line) or the parent is already gone (137, as if killed). Returns -1
+// for any other argv: the program goes on as usual.
+int RunParentDeathGuard(int argc, char** argv);
 
 // "exited with status 3", "killed by signal 9 (Killed)": a waitpid status in words.
 std::string DescribeWaitStatus(int wait_status);
