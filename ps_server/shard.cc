@@ -234,8 +234,8 @@ absl::Status Shard::CheckWorker(int w) const {
 absl::Status Shard::CheckSession(int w, uint64_t session) const {
   RINGSIDE_RETURN_IF_ERROR(CheckWorker(w));
   absl::MutexLock l(&mu_);
-  // Not constant-time: the session is 64 random bits a caller cannot probe bit by bit
-  // within a job's lifetime (each wrong guess is one refused call).
+  // One 64-bit integer comparison (no early exit on a differing byte, so nothing to
+  // time); a wrong guess is one refused call among 2^64.
   if (session != sessions_[w]) {
     return absl::PermissionDeniedError(
         absl::StrCat("call for worker ", w, " without its session (not the registered worker)"));
