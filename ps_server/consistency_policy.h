@@ -14,6 +14,17 @@
 // Workers scale their loss by 1/N (the mean over the global batch, see Trainer), so
 // BSP's sum is the global batch's mean gradient; SSP and ASP undo the 1/N and step
 // with each worker's own batch-mean gradient (Downpour).
+//
+// Determinism. BSP is deterministic at any N: the shard adds a step's pushes of a
+// chunk in worker-id order, g_0 + g_1 + ... + g_{N-1} left to right, whatever the order
+// they arrive in (Shard parks an early push until the lower ids are in), so a run and
+// its repeat, or a resumed run, end with bit-identical parameters. SSP and ASP are
+// not, for N >= 2, and cannot be without giving up what they are for: each push is
+// applied on arrival to whatever the parameters are then, and a worker computes on
+// whatever parameters it pulled, so the arrival order (the OS scheduler, the network)
+// changes the trajectory itself, not only float rounding. What does hold under SSP and
+// ASP: each single push is applied exactly (element-wise SGD on one worker's gradient,
+// no sum), N = 1 is deterministic, and SSP(K) bounds how far the orders can drift.
 #ifndef RINGSIDE_PS_SERVER_CONSISTENCY_POLICY_H_
 #define RINGSIDE_PS_SERVER_CONSISTENCY_POLICY_H_
 
@@ -59,8 +70,9 @@ struct ChunkClock {
 // What the shard does with one worker's gradient of one chunk.
 struct PushAction {
   // false: step SGD on the chunk at once with the gradient times `scale`.
-  // true: add the gradient into the chunk's accumulator (overwrite it when `first`),
-  // then, when `complete`, step SGD on the chunk with the accumulator.
+  // true: add the gradient into the chunk's accumulator, then, when `complete`, step
+  // SGD on the chunk with the accumulator. `first`: the first push of the step to
+  // arrive (the shard sums in worker-id order, not arrival order, and does not use it).
   bool sum = false;
   float scale = 1.0f;
   bool first = false;

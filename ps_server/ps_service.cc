@@ -129,10 +129,16 @@ class PsServer::Service final : public ps::ParameterServer::Service {
       return grpc::Status::OK;
     };
     WireChunk in;
+    int64_t pushed = 0;  // Chunks accepted.
     while (stream->Read(&in)) {
       const ChunkHeader h{in.worker_id, in.step, in.kind, in.offset};
       absl::StatusOr<int64_t> k = shard_->CheckChunk(h, in.payload_size(), worker);
       if (!k.ok()) return ToGrpcStatus(k.status());
+      if (worker < 0) {
+        if (absl::Status s = shard_->CheckSession(h.worker_id, in.session); !s.ok()) {
+          return ToGrpcStatus(s);
+        }
+      }
       if (h.kind != ps::GRADIENTS) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "PushPull takes gradient chunks only");
       }
@@ -147,13 +153,27 @@ class PsServer::Service final : public ps::ParameterServer::Service {
         return ToGrpcStatus(s);
       }
       accepted.push_back(*k);
+      ++pushed;
       if (grpc::Status s = send(/*wait=*/false); !s.ok()) return s;
     }
     if (context->IsCancelled() && worker >= 0) {
       // The worker's side vanished mid-step.
       return Broken(context, worker, step);
     }
-    return send(/*wait=*/true);
+    // A push-pull carries a whole step (a message that does not parse also ends the
+    // reading): anything less is the caller's error, never an OK. The chunks it did
+    // push count (each was whole and checked): the step can still be completed.
+    if (pushed == 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "push-pull without a (well-formed) gradient chunk");
+    }
+    if (grpc::Status s = send(/*wait=*/true); !s.ok()) return s;
+    if (pushed != shard_->num_chunks()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("push-pull of step ", step, " ended after ", pushed, " of ",
+                                       shard_->num_chunks(), " chunks (missing or malformed)"));
+    }
+    return grpc::Status::OK;
   }
 
   grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<ps::Chunk>* reader,
@@ -166,12 +186,23 @@ class PsServer::Service final : public ps::ParameterServer::Service {
       const int64_t wire = static_cast<int64_t>(in.ByteSizeLong());
       absl::StatusOr<int64_t> k = shard_->CheckChunk(in, worker);
       if (!k.ok()) return ToGrpcStatus(k.status());
+      if (worker < 0) {
+        if (absl::Status s = shard_->CheckSession(in.worker_id(), in.session()); !s.ok()) {
+          return ToGrpcStatus(s);
+        }
+      }
       worker = in.worker_id();
       step = in.step();
       if (absl::Status s = shard_->Accept(&in, wire); !s.ok()) return ToGrpcStatus(s);
       response->set_chunks(response->chunks() + 1);
     }
     if (context->IsCancelled()) return Broken(context, worker, step);
+    // A push carries a whole tensor (see PushPull).
+    if (response->chunks() != shard_->num_chunks()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("push ended after ", response->chunks(), " of ",
+                                       shard_->num_chunks(), " chunks (missing or malformed)"));
+    }
     return grpc::Status::OK;
   }
 
@@ -181,7 +212,9 @@ class PsServer::Service final : public ps::ParameterServer::Service {
     if (request->kind() != ps::PARAMS && request->kind() != ps::OPTIMIZER_STATE) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Pull serves PARAMS or OPTIMIZER_STATE");
     }
-    if (absl::Status s = shard_->CheckWorker(request->worker_id()); !s.ok()) return ToGrpcStatus(s);
+    if (absl::Status s = shard_->CheckSession(request->worker_id(), request->session()); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
     if (request->step() < 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "negative step");
     }
@@ -204,6 +237,9 @@ class PsServer::Service final : public ps::ParameterServer::Service {
   grpc::Status Barrier(grpc::ServerContext*, const ps::BarrierRequest* request,
                        ps::BarrierResponse* response) override {
     CallScope scope(shard_);
+    if (absl::Status s = shard_->CheckSession(request->worker_id(), request->session()); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
     std::vector<double> values(request->values().begin(), request->values().end());
     absl::StatusOr<std::vector<double>> sums = shard_->Barrier(request->worker_id(), request->name(), values);
     if (!sums.ok()) return ToGrpcStatus(sums.status());
@@ -219,8 +255,10 @@ class PsServer::Service final : public ps::ParameterServer::Service {
   grpc::Status Shutdown(grpc::ServerContext*, const ps::ShutdownRequest* request,
                         ps::ShutdownResponse*) override {
     CallScope scope(shard_);
-    shard_->Goodbye(request->worker_id());
-    return grpc::Status::OK;
+    if (absl::Status s = shard_->CheckSession(request->worker_id(), request->session()); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    return ToGrpcStatus(shard_->Goodbye(request->worker_id()));
   }
 
  private:

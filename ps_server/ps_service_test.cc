@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -118,12 +119,33 @@ ps::Chunk MakeChunk(int worker, int64_t step, ps::TensorKind kind, int64_t offse
   return c;
 }
 
-// A client that speaks the protocol with the raw stub and may send anything.
+// A client that speaks the protocol with the raw stub and may send anything. Its calls
+// carry sessions[w] for worker w (none: 0), unless a chunk has a session of its own.
 class Rogue {
  public:
   explicit Rogue(const std::string& address)
       : stub_(ps::ParameterServer::NewStub(
             grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+
+  std::map<int, uint64_t> sessions;
+  uint64_t SessionOf(int worker) const {
+    auto it = sessions.find(worker);
+    return it == sessions.end() ? 0 : it->second;
+  }
+  ps::Chunk WithSession(ps::Chunk c) const {
+    if (c.session() == 0) c.set_session(SessionOf(c.worker_id()));
+    return c;
+  }
+
+  grpc::Status Shutdown(int worker) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    ps::ShutdownRequest request;
+    request.set_worker_id(worker);
+    request.set_session(SessionOf(worker));
+    ps::ShutdownResponse response;
+    return stub_->Shutdown(&context, request, &response);
+  }
 
   grpc::Status Register(const ps::RegisterRequest& request) {
     grpc::ClientContext context;
@@ -141,7 +163,7 @@ class Rogue {
     auto stream = stub_->PushPull(&context);
     bool ok = true;
     for (const ps::Chunk& c : chunks) {
-      if (!(ok = stream->Write(c))) break;
+      if (!(ok = stream->Write(WithSession(c)))) break;
     }
     if (ok) stream->WritesDone();
     ps::Chunk in;
@@ -158,7 +180,7 @@ class Rogue {
     auto writer = stub_->Push(&context, &response);
     bool ok = true;
     for (const ps::Chunk& c : chunks) {
-      if (!(ok = writer->Write(c))) break;
+      if (!(ok = writer->Write(WithSession(c)))) break;
     }
     if (ok) writer->WritesDone();
     return writer->Finish();
@@ -171,6 +193,7 @@ class Rogue {
     request.set_worker_id(worker);
     request.set_step(step);
     request.set_kind(kind);
+    request.set_session(SessionOf(worker));
     auto reader = stub_->Pull(&context, request);
     ps::Chunk in;
     while (reader->Read(&in)) {
@@ -184,6 +207,7 @@ class Rogue {
     ps::BarrierRequest request;
     request.set_worker_id(worker);
     request.set_name(name);
+    request.set_session(SessionOf(worker));
     ps::BarrierResponse response;
     return stub_->Barrier(&context, request, &response);
   }
@@ -391,17 +415,20 @@ TEST_F(PsServiceTest, RogueCallsGetTheRightCodesAndTheJobGoesOn) {
   bad.mutable_config()->set_lr(0.5f);
   grpc::Status s = rogue.Register(bad);
   EXPECT_EQ(s.error_code(), StatusCode::FAILED_PRECONDITION);
-  EXPECT_EQ(s.error_message(),
-            "worker 1 runs a different configuration than shard 0: modified: lr: 0.02 -> 0.5");
+  EXPECT_EQ(s.error_message(), "configuration mismatch");  // Nothing about the shard's.
   bad = Registration(1);
   bad.set_model("resnet");
   EXPECT_EQ(rogue.Register(bad).error_code(), StatusCode::FAILED_PRECONDITION);
   bad = Registration(1);
   bad.set_num_workers(3);
-  EXPECT_EQ(rogue.Register(bad).error_code(), StatusCode::INVALID_ARGUMENT);
+  s = rogue.Register(bad);
+  EXPECT_EQ(s.error_code(), StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(), "configuration mismatch");
 
   std::vector<std::unique_ptr<ShardClient>> clients = RegisterAll();
   ASSERT_EQ(clients[1]->layout().size(), kNumParams);
+  // From here on the rogue has the workers' sessions (a buggy worker, not a stranger).
+  for (int w = 0; w < kWorkers; ++w) rogue.sessions[w] = clients[w]->layout().session();
 
   // Streams from a registered id with bad chunks. Each is refused on its first chunk,
   // before anything is taken.
@@ -466,6 +493,126 @@ TEST_F(PsServiceTest, RogueCallsGetTheRightCodesAndTheJobGoesOn) {
   ShutdownAll(clients);
 }
 
+// A stranger (no session) cannot act as a registered worker: every call is refused
+// with PERMISSION_DENIED, a duplicate registration with ALREADY_EXISTS, and nothing
+// changes: the statistics, the health, the shard's end, the workers' training.
+TEST_F(PsServiceTest, CallsWithoutTheWorkersSessionAreRefusedAndChangeNothing) {
+  const SgdHyper hyper = Hyper(0.5f);
+  StartServer(SyncPolicy{SyncMode::kBsp, 0}, hyper);
+  std::vector<std::unique_ptr<ShardClient>> clients = RegisterAll();
+  std::vector<std::vector<float>> params;
+  InitialiseAndPull(clients, &params);
+  const ps::ShardStats before = server_->shard()->Stats();
+  using grpc::StatusCode;
+  Rogue rogue(address_);
+  grpc::Status s = rogue.Register(Registration(1));
+  EXPECT_EQ(s.error_code(), StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(s.error_message(), "worker id 1 is registered already");
+  constexpr int64_t kFull = kChunkFloats * 4;
+  const std::string denied = "call for worker 1 without its session (not the registered worker)";
+  s = rogue.PushPull({MakeChunk(1, 0, ps::GRADIENTS, kFullAt, kFull)});
+  EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(s.error_message(), denied);
+  s = rogue.Push({MakeChunk(1, 0, ps::GRADIENTS, kFullAt, kFull)});
+  EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED);
+  s = rogue.Pull(1, 0, ps::PARAMS);
+  EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(s.error_message(), denied);
+  EXPECT_EQ(rogue.Barrier(0, "eval/0").error_code(), StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(rogue.Barrier(1, "end").error_code(), StatusCode::PERMISSION_DENIED);
+  // Two goodbyes used to end the shard.
+  EXPECT_EQ(rogue.Shutdown(0).error_code(), StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(rogue.Shutdown(1).error_code(), StatusCode::PERMISSION_DENIED);
+  // A guess one bit off is as wrong as none.
+  rogue.sessions[1] = clients[1]->layout().session() ^ 1;
+  EXPECT_EQ(rogue.Pull(1, 0, ps::PARAMS).error_code(), StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(rogue.Shutdown(1).error_code(), StatusCode::PERMISSION_DENIED);
+
+  // Nothing changed.
+  const ps::ShardStats after = server_->shard()->Stats();
+  EXPECT_EQ(after.bytes_in(), before.bytes_in());
+  EXPECT_EQ(after.bytes_out(), before.bytes_out());
+  EXPECT_EQ(after.steps_completed(), before.steps_completed());
+  EXPECT_TRUE(server_->shard()->health().ok());
+  auto done = std::async(std::launch::async, [&] { return server_->Wait(); });
+  EXPECT_EQ(done.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  // The workers train on with exactly their own gradients, then end the shard.
+  const std::vector<float> p0 = InitialParams();
+  std::vector<double> want(p0.begin(), p0.end());
+  std::vector<double> buf(kNumParams, 0.0);
+  SgdStep(hyper, {0, 1}, 0, 1.0, &want, &buf);
+  StepAndCheck(clients, 0, &params, want);
+  for (auto& c : clients) ASSERT_TRUE(c->Shutdown().ok());
+  ASSERT_EQ(done.wait_for(absl::ToChronoSeconds(kPrompt)), std::future_status::ready);
+  EXPECT_TRUE(done.get().ok());
+}
+
+// A registered worker's calls that the protocol does not allow at that point fail that
+// call at once, with one clear message, blame nobody and change nothing.
+TEST_F(PsServiceTest, ProtocolViolationsFailThatCallAtOnceAndTheJobGoesOn) {
+  const SgdHyper hyper = Hyper(0.5f);
+  StartServer(SyncPolicy{SyncMode::kBsp, 0}, hyper);
+  std::vector<std::unique_ptr<ShardClient>> clients = RegisterAll();
+  std::vector<std::vector<float>> params;
+  InitialiseAndPull(clients, &params);
+  const ps::ShardStats before = server_->shard()->Stats();
+  using grpc::StatusCode;
+  Rogue rogue(address_);
+  for (int w = 0; w < kWorkers; ++w) rogue.sessions[w] = clients[w]->layout().session();
+  const absl::Time start = absl::Now();
+  // A pull of a future step (used to wait for the timeout and abort the job, blaming
+  // the honest workers).
+  grpc::Status s = rogue.Pull(1, 5, ps::PARAMS);
+  EXPECT_EQ(s.error_code(), StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(),
+            "worker 1 asked for the parameters of step 5 (chunk 0), but has pushed that chunk "
+            "only for no step");
+  // Made-up barriers (one used to abort the job a timeout later).
+  s = rogue.Barrier(1, "drain");
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(),
+            "worker 1: 'drain' is not a barrier of the protocol (end, eval/N, checkpoint/N)");
+  s = rogue.Barrier(0, "eval/7");
+  EXPECT_EQ(s.error_code(), StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(), "worker 0 entered barrier 'eval/7', its next barrier is number 0");
+  // Streams that carry no whole tensor get an error, never an OK.
+  s = rogue.PushPull({});
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "push-pull without a (well-formed) gradient chunk");
+  s = rogue.Push({});
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "push ended after 0 of 3 chunks (missing or malformed)");
+  // A NaN gradient: refused, naming worker, step and range; nothing applied.
+  ps::Chunk poisoned = MakeChunk(1, 0, ps::GRADIENTS, kFullAt, kChunkFloats * 4);
+  const float values[kChunkFloats] = {0.5f, std::nanf(""), 1.0f, 2.0f};
+  poisoned.set_data(reinterpret_cast<const char*>(values), sizeof(values));
+  s = rogue.PushPull({poisoned});
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(),
+            "worker 1 pushed a non-finite gradient in step 0: elements [2, 6) of the parameters "
+            "(first at 3: nan); push refused, nothing applied");
+  EXPECT_LT(absl::Now() - start, kPrompt);
+
+  const ps::ShardStats after = server_->shard()->Stats();
+  EXPECT_EQ(after.bytes_in(), before.bytes_in());
+  EXPECT_EQ(after.steps_completed(), before.steps_completed());
+  EXPECT_TRUE(server_->shard()->health().ok());
+  // The workers train on with exactly their own gradients and pass their real barrier.
+  const std::vector<float> p0 = InitialParams();
+  std::vector<double> want(p0.begin(), p0.end());
+  std::vector<double> buf(kNumParams, 0.0);
+  SgdStep(hyper, {0, 1}, 0, 1.0, &want, &buf);
+  StepAndCheck(clients, 0, &params, want);
+  std::vector<absl::Status> status = OnEveryWorker(
+      [&](int w) { return clients[w]->Barrier("eval/0", {1.0}).status(); });
+  for (const absl::Status& b : status) EXPECT_TRUE(b.ok()) << b;
+  ShutdownAll(clients);
+  // Goodbye is said once.
+  s = rogue.Shutdown(0);
+  EXPECT_EQ(s.error_code(), StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_message(), "worker 0 said goodbye already");
+}
+
 // PushPull runs on the zero-copy WireChunk codec on both ends of ShardClient; a client
 // built from ps.proto alone (protobuf encoding, default fields left out) must get the
 // same service.
@@ -478,7 +625,8 @@ TEST_F(PsServiceTest, ProtobufEncodedClientTrainsBesideShardClient) {
   const std::vector<float> p0 = InitialParams();
   std::vector<double> want(p0.begin(), p0.end());
   std::vector<double> buf(kNumParams, 0.0);
-  Rogue plain(address_);  // Worker 1, through the generated stub.
+  Rogue plain(address_);  // Worker 1, through the generated stub (with its session).
+  plain.sessions[1] = clients[1]->layout().session();
   for (int64_t step = 0; step < 2; ++step) {
     SCOPED_TRACE(absl::StrCat("step ", step));
     SgdStep(hyper, {0, 1}, step, 1.0, &want, &buf);
@@ -562,15 +710,18 @@ TEST_F(PsServiceTest, BrokenStreamAbortsTheJobNamingTheWorker) {
   grpc::ClientContext context;
   Rogue::SetDeadline(&context);
   auto stream = rogue.stub()->PushPull(&context);
-  ASSERT_TRUE(stream->Write(MakeChunk(1, 0, ps::GRADIENTS, 0, ChunkOf(kNumParams, kChunkFloats, 0).size * 4)));
+  ps::Chunk first = MakeChunk(1, 0, ps::GRADIENTS, 0, ChunkOf(kNumParams, kChunkFloats, 0).size * 4);
+  first.set_session(clients[1]->layout().session());
+  ASSERT_TRUE(stream->Write(first));
   // Chunk 0 of step 1 is ready once both pushes of it were taken: the server's stream
-  // handler knows it serves worker 1.
+  // handler knows it serves worker 1. (Until worker 1's push of it is in, worker 1
+  // may not ask for it: FailedPrecondition.)
   const absl::Time give_up = absl::Now() + kPrompt;
   for (;;) {
     ps::Chunk out;
     absl::StatusOr<bool> ready = server_->shard()->ServeIfReady(1, 1, ps::PARAMS, 0, &out);
-    ASSERT_TRUE(ready.ok()) << ready.status();
-    if (*ready) break;
+    ASSERT_TRUE(ready.ok() || absl::IsFailedPrecondition(ready.status())) << ready.status();
+    if (ready.ok() && *ready) break;
     ASSERT_LT(absl::Now(), give_up) << "worker 1's chunk never arrived";
     absl::SleepFor(absl::Milliseconds(2));
   }
@@ -604,6 +755,7 @@ TEST_F(PsServiceTest, StreamBrokenWhileWaitingForRepliesAbortsTheJob) {
   for (int64_t k = kNumChunks - 1; k >= 0; --k) {
     const Slice c = ChunkOf(kNumParams, kChunkFloats, k);
     ps::Chunk chunk = MakeChunk(1, 0, ps::GRADIENTS, c.offset, c.size * 4);
+    chunk.set_session(clients[1]->layout().session());
     ASSERT_TRUE(stream->Write(chunk));
   }
   ASSERT_TRUE(stream->WritesDone());

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cmath>
 #include <optional>
+#include <random>
 #include <tuple>
 
 #include "absl/base/internal/raw_logging.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -32,13 +35,25 @@ int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
 // accumulator_).
 struct Shard::ChunkState {
   ChunkState(int num_workers, std::unique_ptr<Ops> chunk_ops)
-      : clock(num_workers, 0), ops(std::move(chunk_ops)) {}
+      : clock(num_workers, 0),
+        ops(std::move(chunk_ops)),
+        has_parked(num_workers, false),
+        parked(num_workers) {}
   absl::Mutex mu;
   ChunkClock clock ABSL_GUARDED_BY(mu);  // Changed only by the policy (and the start).
   // This chunk's own backend and optimizer (over the chunk's floats): neither is
   // thread-safe, and chunks are stepped in parallel.
   const std::unique_ptr<Ops> ops;
   std::optional<Sgd> sgd ABSL_GUARDED_BY(mu);
+  // Summing pushes (BSP, several workers), in a fixed order: the accumulator holds
+  // g_0 + g_1 + ... + g_{next_sum - 1} of the chunk's current step, added left to right
+  // in worker-id order, whatever the order of arrival. A worker whose turn has not come
+  // (a lower id is missing) is parked: its gradient is copied to parked[w]
+  // (has_parked[w]), and added when the gap closes. The sum is thus the same float
+  // sequence every run. parked[w] is allocated at w's first early arrival and kept.
+  int next_sum ABSL_GUARDED_BY(mu) = 0;
+  std::vector<bool> has_parked ABSL_GUARDED_BY(mu);
+  std::vector<std::vector<float>> parked ABSL_GUARDED_BY(mu);
 };
 
 struct Shard::StepRecord {
@@ -110,23 +125,48 @@ absl::Status Shard::Abort(const std::string& why) {
   return absl::AbortedError(abort_reason_);
 }
 
+namespace {
+
+// The one reply to every registration refused for its contents: it tells a caller
+// nothing about the shard's configuration.
+constexpr char kConfigMismatch[] = "configuration mismatch";
+
+// A session number no other process can guess: 64 bits from the OS's entropy source
+// (never 0, which means "absent" on the wire).
+uint64_t NewSession() {
+  std::random_device entropy;
+  uint64_t session = 0;
+  while (session == 0) {
+    session = (static_cast<uint64_t>(entropy()) << 32) ^ static_cast<uint64_t>(entropy());
+  }
+  return session;
+}
+
+}  // namespace
+
 absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse* response) {
   const int n = options_.num_workers;
-  if (r.num_workers() != n) {
-    return absl::InvalidArgumentError(absl::StrCat("worker ", r.worker_id(), " expects ",
-                                                   r.num_workers(), " workers, the server has ", n));
-  }
   if (r.worker_id() < 0 || r.worker_id() >= n) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown worker id ", r.worker_id(), " (workers are 0..", n - 1, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("unknown worker id ", r.worker_id()));
   }
-  if (r.model() != options_.model) {
-    return absl::FailedPreconditionError(absl::StrCat("worker ", r.worker_id(), " runs model '",
-                                                      r.model(), "', the server serves '",
-                                                      options_.model, "'"));
+  // What differs goes to the shard's own stderr (its operator), never to the caller.
+  std::string mismatch;
+  if (r.num_workers() != n) {
+    mismatch = absl::StrCat("worker ", r.worker_id(), " expects ", r.num_workers(),
+                            " workers, the server has ", n);
+  } else if (r.model() != options_.model) {
+    mismatch = absl::StrCat("worker ", r.worker_id(), " runs model '", r.model(),
+                            "', the server serves '", options_.model, "'");
+  } else if (absl::Status same = CheckSameConfig(options_.config,
+                                                  absl::StrCat("shard ", options_.shard),
+                                                  r.config(), absl::StrCat("worker ", r.worker_id()));
+             !same.ok()) {
+    mismatch = std::string(same.message());
   }
-  RINGSIDE_RETURN_IF_ERROR(CheckSameConfig(options_.config, absl::StrCat("shard ", options_.shard),
-                                           r.config(), absl::StrCat("worker ", r.worker_id())));
+  if (!mismatch.empty()) {
+    absl::FPrintF(stderr, "ps: shard %d: refused a registration: %s\n", options_.shard, mismatch);
+    return absl::FailedPreconditionError(kConfigMismatch);
+  }
   RINGSIDE_RETURN_IF_ERROR(health());
   absl::MutexLock l(&mu_);
   if (num_params_ < 0) {
@@ -147,16 +187,25 @@ absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse*
       chunks_.push_back(std::move(c));
     }
     registered_.assign(n, false);
+    sessions_.assign(n, 0);
+    barriers_passed_.assign(n, 0);
     goodbye_.assign(n, false);
     clock_.assign(n, 0);
     pushed_in_step_.assign(n, 0);
     init_received_.assign(k, false);
   } else if (r.num_params() != num_params_) {
-    return absl::FailedPreconditionError(absl::StrCat("worker ", r.worker_id(), "'s model has ",
-                                                      r.num_params(), " parameters, worker(s) before "
-                                                      "it registered ", num_params_));
+    absl::FPrintF(stderr,
+                  "ps: shard %d: refused a registration: worker %d's model has %d parameters, "
+                  "worker(s) before it registered %d\n",
+                  options_.shard, r.worker_id(), r.num_params(), num_params_);
+    return absl::FailedPreconditionError(kConfigMismatch);
+  }
+  if (registered_[r.worker_id()]) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("worker id ", r.worker_id(), " is registered already"));
   }
   registered_[r.worker_id()] = true;
+  sessions_[r.worker_id()] = NewSession();
   response->set_shard(options_.shard);
   response->set_num_shards(options_.num_shards);
   response->set_offset(slice_.offset);
@@ -166,6 +215,7 @@ absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse*
   response->set_staleness(policy_->sync().staleness);
   response->set_initialized(initialized_);
   response->set_step(start_step_);
+  response->set_session(sessions_[r.worker_id()]);
   return absl::OkStatus();
 }
 
@@ -177,6 +227,21 @@ absl::Status Shard::CheckWorker(int w) const {
   }
   if (num_params_ < 0 || !registered_[w]) {
     return absl::FailedPreconditionError(absl::StrCat("worker ", w, " has not registered"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::CheckSession(int w, uint64_t session) const {
+  RINGSIDE_RETURN_IF_ERROR(CheckWorker(w));
+  absl::MutexLock l(&mu_);
+  // One 64-bit integer comparison (no early exit on a differing byte, so nothing to
+  // time); a wrong guess is one refused call among 2^64.
+  if (session != sessions_[w]) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("call for worker ", w, " without its session (not the registered worker)"));
+  }
+  if (goodbye_[w]) {
+    return absl::FailedPreconditionError(absl::StrCat("worker ", w, " said goodbye already"));
   }
   return absl::OkStatus();
 }
@@ -260,7 +325,7 @@ absl::Status Shard::Accept(const ChunkHeader& header, float* payload, int64_t wi
   if (header.kind == ps::GRADIENTS) {
     const float* in = payload;
     return AcceptGradient(
-        header,
+        header, [&in, payload]() { in = payload; },
         [&in](float* dst, size_t n) {
           std::memcpy(dst, in, n * sizeof(float));
           in += n;
@@ -279,10 +344,11 @@ absl::Status Shard::Accept(const ChunkHeader& header, const WireChunk& chunk) {
     return Accept(header, payload.data(), chunk.wire_bytes());
   }
   RINGSIDE_ASSIGN_OR_RETURN(int64_t index, CheckAccept(header, chunk.payload_size()));
-  WireChunk::PayloadReader reader(chunk);
+  std::optional<WireChunk::PayloadReader> reader;
+  reader.emplace(chunk);
   return AcceptGradient(
-      header,
-      [&reader](float* dst, size_t n) { return reader.Read(dst, n * sizeof(float)) / sizeof(float); },
+      header, [&reader, &chunk]() { reader.emplace(chunk); },
+      [&reader](float* dst, size_t n) { return reader->Read(dst, n * sizeof(float)) / sizeof(float); },
       index, chunk.wire_bytes());
 }
 
@@ -328,12 +394,37 @@ absl::Status Shard::AcceptInit(const ChunkHeader& h, const float* data, int64_t 
   return absl::OkStatus();
 }
 
-absl::Status Shard::AcceptGradient(const ChunkHeader& h, BlockSource next, int64_t k,
-                                   int64_t wire_bytes) {
+namespace {
+
+// The index of the first non-finite float of x[0, n), or -1. The common case (none)
+// is one branch-free integer pass that vectorises: a float is NaN or infinite iff its
+// exponent bits are all ones, and then (bits & kExp) + 2^23 carries into bit 31. (A
+// float sum such as x * 0 would be a serial dependency chain: several times slower.)
+int64_t FirstNonFinite(const float* x, int64_t n) {
+  constexpr uint32_t kExp = 0x7f800000u;
+  uint32_t any = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof(bits));
+    any |= (bits & kExp) + 0x00800000u;
+  }
+  if ((any & 0x80000000u) == 0) return -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(x[i])) return i;
+  }
+  return -1;
+}
+
+}  // namespace
+
+absl::Status Shard::AcceptGradient(const ChunkHeader& h, const std::function<void()>& rewind,
+                                   BlockSource next, int64_t k, int64_t wire_bytes) {
   const int w = h.worker_id;
   const int64_t step = h.step;
+  int64_t slice_offset;
   {
     absl::MutexLock l(&mu_);
+    slice_offset = slice_.offset;
     if (!initialized_) {
       return absl::FailedPreconditionError("gradients before worker 0 initialised the parameters");
     }
@@ -343,9 +434,45 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, BlockSource next, int64
       return absl::FailedPreconditionError(absl::StrCat("worker ", w, " pushed step ", step,
                                                         ", its current step is ", clock_[w]));
     }
-    gradients_seen_ = true;
   }
   const Slice c = ChunkOf(static_cast<int64_t>(params_.size()), chunk_floats_, k);
+  float block[kGradientBlock];
+  // Reads the payload front to back in L1-sized blocks: apply(at, len) for each.
+  const auto for_each_block = [&](const auto& apply) {
+    for (int64_t done = 0; done < c.size;) {
+      const int64_t got = static_cast<int64_t>(
+          next(block, static_cast<size_t>(std::min(kGradientBlock, c.size - done))));
+      // CheckChunk fixed the payload's length before this call.
+      ABSL_RAW_CHECK(got > 0, "gradient payload shorter than its chunk");
+      apply(done, got);
+      done += got;
+    }
+  };
+  // Numerical safety: a gradient with a NaN or an infinity is refused before anything
+  // is applied (a sum or an SGD step cannot be undone), by one read of the payload that
+  // stays in L1 and a branch-free test per block.
+  int64_t bad = -1;
+  float bad_value = 0.0f;
+  for_each_block([&](int64_t at, int64_t len) {
+    if (bad >= 0) return;
+    const int64_t i = FirstNonFinite(block, len);
+    if (i >= 0) {
+      bad = at + i;
+      bad_value = block[i];
+    }
+  });
+  if (bad >= 0) {
+    const int64_t first = slice_offset + c.offset;
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "worker %d pushed a non-finite gradient in step %d: elements [%d, %d) of the "
+        "parameters (first at %d: %g); push refused, nothing applied",
+        w, step, first, first + c.size, first + bad, bad_value));
+  }
+  rewind();
+  {
+    absl::MutexLock l(&mu_);
+    gradients_seen_ = true;
+  }
   float* params = params_.data() + c.offset;
   ChunkState& cs = *chunks_[k];
   TraceInterval aggregate, update;  // Empty when not done.
@@ -355,17 +482,6 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, BlockSource next, int64
     // The gradient arrives in blocks that stay in L1 (the received payload is never
     // copied whole); each block is stepped or summed where it belongs. SGD is
     // element-wise, so stepping block by block equals stepping the chunk at once.
-    float block[kGradientBlock];
-    const auto for_each_block = [&](const auto& apply) {
-      for (int64_t done = 0; done < c.size;) {
-        const int64_t got = static_cast<int64_t>(
-            next(block, static_cast<size_t>(std::min(kGradientBlock, c.size - done))));
-        // CheckChunk fixed the payload's length before this call.
-        ABSL_RAW_CHECK(got > 0, "gradient payload shorter than its chunk");
-        apply(done, got);
-        done += got;
-      }
-    };
     int64_t t = NowUs();
     if (!action.sum) {
       // The push is the update.
@@ -375,16 +491,36 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, BlockSource next, int64
       });
       update = {t, NowUs()};
     } else {
+      // In worker-id order (ChunkState::next_sum): the same sum every run.
       float* acc = accumulator_.data() + c.offset;
-      for_each_block([&](int64_t at, int64_t len) {
-        if (action.first) {
-          std::memcpy(acc + at, block, len * sizeof(float));
-        } else {
-          cs.ops->Axpy(len, 1.0f, block, acc + at);
+      const int n = options_.num_workers;
+      if (w == cs.next_sum) {
+        const bool first = cs.next_sum == 0;
+        for_each_block([&](int64_t at, int64_t len) {
+          if (first) {
+            std::memcpy(acc + at, block, len * sizeof(float));
+          } else {
+            cs.ops->Axpy(len, 1.0f, block, acc + at);
+          }
+        });
+        // The workers parked behind w follow, in order, up to the next gap.
+        for (++cs.next_sum; cs.next_sum < n && cs.has_parked[cs.next_sum]; ++cs.next_sum) {
+          cs.ops->Axpy(c.size, 1.0f, cs.parked[cs.next_sum].data(), acc);
+          cs.has_parked[cs.next_sum] = false;
         }
-      });
+      } else {
+        std::vector<float>& slot = cs.parked[w];
+        slot.resize(c.size);
+        for_each_block([&](int64_t at, int64_t len) {
+          std::memcpy(slot.data() + at, block, len * sizeof(float));
+        });
+        cs.has_parked[w] = true;
+      }
       aggregate = {t, NowUs()};
       if (action.complete) {
+        // The N-th push closed every gap.
+        ABSL_RAW_CHECK(cs.next_sum == n, "a complete chunk with a worker not summed");
+        cs.next_sum = 0;
         t = NowUs();
         cs.sgd->StepRange(0, c.size, params, acc);
         update = {t, NowUs()};
@@ -416,16 +552,31 @@ int64_t Shard::MinClock() const { return *std::min_element(clock_.begin(), clock
 absl::StatusOr<bool> Shard::ServeIfReadyWith(int worker, int64_t step, ps::TensorKind kind,
                                              int64_t k, const FillFn& fill) {
   RINGSIDE_RETURN_IF_ERROR(health());
+  int64_t start_step;
+  bool behind;
   {
     absl::MutexLock l(&mu_);
     if (!initialized_) return false;
     if (k < 0 || k >= static_cast<int64_t>(chunks_.size())) {
       return absl::OutOfRangeError(absl::StrCat("chunk ", k, " does not exist"));
     }
-    if (kind == ps::PARAMS && MinClock() < policy_->StepsNeeded(step)) return false;
+    start_step = start_step_;
+    // Decided after the chunk's check below: a pull that must be refused is refused
+    // rather than held back.
+    behind = kind == ps::PARAMS && MinClock() < policy_->StepsNeeded(step);
   }
   ChunkState& cs = *chunks_[k];
   absl::MutexLock cl(&cs.mu);
+  if (kind == ps::PARAMS && step > start_step && cs.clock.pushed[worker] < step - 1) {
+    // Nobody may make a worker's pull wait for a step it cannot be about to run (it
+    // would time out and abort the job, blaming the others): refused at once.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker ", worker, " asked for the parameters of step ", step, " (chunk ", k,
+        "), but has pushed that chunk only ",
+        cs.clock.pushed[worker] < 0 ? std::string("for no step")
+                                    : absl::StrCat("through step ", cs.clock.pushed[worker])));
+  }
+  if (behind) return false;
   if (kind == ps::PARAMS) {
     switch (policy_->ReleaseOf(cs.clock, step)) {
       case ChunkRelease::kNow:
@@ -638,6 +789,30 @@ void Shard::TraceStep(int64_t step, const StepRecord& r) const {
   }
 }
 
+namespace {
+
+// Whether `name` is worker w's next barrier (ps.proto's BarrierRequest): "end", or
+// "<eval|checkpoint>/<passed>". InvalidArgument for a name outside the protocol,
+// FailedPrecondition for another number.
+absl::Status CheckBarrierName(int w, const std::string& name, int64_t passed) {
+  if (name == "end") return absl::OkStatus();
+  const size_t slash = name.find('/');
+  int64_t number = -1;
+  const std::string kind = name.substr(0, slash);
+  if (slash == std::string::npos || (kind != "eval" && kind != "checkpoint") ||
+      !absl::SimpleAtoi(name.substr(slash + 1), &number) || number < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker ", w, ": '", name, "' is not a barrier of the protocol (end, eval/N, checkpoint/N)"));
+  }
+  if (number != passed) {
+    return absl::FailedPreconditionError(absl::StrCat("worker ", w, " entered barrier '", name,
+                                                      "', its next barrier is number ", passed));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<double>> Shard::Barrier(int worker, const std::string& name,
                                                    const std::vector<double>& values) {
   RINGSIDE_RETURN_IF_ERROR(health());
@@ -646,22 +821,30 @@ absl::StatusOr<std::vector<double>> Shard::Barrier(int worker, const std::string
   if (worker < 0 || worker >= options_.num_workers || registered_.empty() || !registered_[worker]) {
     return absl::InvalidArgumentError(absl::StrCat("barrier '", name, "' from unknown worker ", worker));
   }
+  RINGSIDE_RETURN_IF_ERROR(CheckBarrierName(worker, name, barriers_passed_[worker]));
+  auto found = barriers_.find(name);
+  if (found != barriers_.end()) {
+    const BarrierState& b = found->second;
+    if (b.arrived[worker]) {
+      return absl::FailedPreconditionError(absl::StrCat("worker ", worker, " entered barrier '",
+                                                        name, "' twice"));
+    }
+    if (values.size() != b.values[b.first].size()) {
+      return absl::InvalidArgumentError(absl::StrCat("barrier '", name, "': worker ", worker,
+                                                     " sent ", values.size(), " values, others ",
+                                                     b.values[b.first].size()));
+    }
+  }
   BarrierState& b = barriers_[name];
   if (b.arrived.empty()) {
     b.arrived.assign(options_.num_workers, false);
-    b.sums.assign(values.size(), 0.0);
+    b.values.resize(options_.num_workers);
+    b.first = worker;
     b.left = options_.num_workers;
   }
-  if (b.arrived[worker]) {
-    return absl::FailedPreconditionError(absl::StrCat("worker ", worker, " entered barrier '",
-                                                      name, "' twice"));
-  }
-  if (values.size() != b.sums.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("barrier '", name, "': worker ", worker, " sent ",
-                                                   values.size(), " values, others ", b.sums.size()));
-  }
   b.arrived[worker] = true;
-  for (size_t i = 0; i < values.size(); ++i) b.sums[i] += values[i];
+  b.values[worker] = values;
+  ++barriers_passed_[worker];
   auto all_arrived = [&b, this]() {
     return aborted_.load() || std::count(b.arrived.begin(), b.arrived.end(), true) == options_.num_workers;
   };
@@ -682,6 +865,13 @@ absl::StatusOr<std::vector<double>> Shard::Barrier(int worker, const std::string
     mu_.AwaitWithTimeout(absl::Condition(&all_arrived), kPoll);
   }
   if (aborted_.load()) return absl::AbortedError(abort_reason_);
+  if (b.sums.empty() && !values.empty()) {
+    // In worker-id order: the same sums whatever the order of arrival.
+    b.sums.assign(values.size(), 0.0);
+    for (int w = 0; w < options_.num_workers; ++w) {
+      for (size_t i = 0; i < values.size(); ++i) b.sums[i] += b.values[w][i];
+    }
+  }
   std::vector<double> sums = b.sums;
   if (--b.left == 0) barriers_.erase(name);
   return sums;
@@ -699,9 +889,19 @@ void Shard::WorkerLost(int worker, const std::string& why) {
   Abort(absl::StrCat("worker ", worker, " lost: ", why)).IgnoreError();
 }
 
-void Shard::Goodbye(int worker) {
+absl::Status Shard::Goodbye(int worker) {
+  RINGSIDE_RETURN_IF_ERROR(CheckWorker(worker));
   absl::MutexLock l(&mu_);
-  if (worker >= 0 && worker < static_cast<int>(goodbye_.size())) goodbye_[worker] = true;
+  if (goodbye_[worker]) {
+    return absl::FailedPreconditionError(absl::StrCat("worker ", worker, " said goodbye twice"));
+  }
+  if (pushed_in_step_[worker] != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker ", worker, " said goodbye in the middle of pushing step ",
+                     clock_[worker]));
+  }
+  goodbye_[worker] = true;
+  return absl::OkStatus();
 }
 
 void Shard::CallStarted() {

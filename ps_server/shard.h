@@ -81,14 +81,22 @@ class Shard {
 
   const PsShardOptions& options() const { return options_; }
 
-  // Protocol step 0. InvalidArgument for an unknown worker id or a different worker
-  // count; FailedPrecondition for a different model, size or configuration (naming
-  // the differing fields, see CheckSameConfig).
+  // Protocol step 0. The reply to a refused registration reveals nothing of the
+  // shard's configuration: InvalidArgument "unknown worker id" for an id outside
+  // [0, num_workers); FailedPrecondition "configuration mismatch" for a different
+  // worker count, model, size or configuration (the shard writes the differing fields,
+  // see CheckSameConfig, to its own stderr, for its operator); AlreadyExists for an id
+  // that is registered already (the first holder keeps it, unaffected). A success
+  // draws the worker's session (response->session()), which its later calls carry.
   absl::Status Register(const ps::RegisterRequest& request, ps::RegisterResponse* response);
 
   // InvalidArgument for an id outside [0, num_workers); FailedPrecondition if that
   // worker has not registered.
   absl::Status CheckWorker(int worker) const;
+  // CheckWorker, then PermissionDenied unless `session` is the one the worker's
+  // registration drew (the caller is not the registered worker), and FailedPrecondition
+  // once the worker said goodbye. The RPC layer calls it on every call of a worker.
+  absl::Status CheckSession(int worker, uint64_t session) const;
 
   // Checks a received chunk against the registration, the chunk grid and the slice
   // without side effects: InvalidArgument for an unknown worker, a payload that is not
@@ -100,7 +108,9 @@ class Shard {
 
   // Takes a checked chunk. GRADIENTS are aggregated and applied as the consistency
   // policy says (FailedPrecondition for a step that is not the worker's current one, a
-  // chunk pushed twice, or one the policy refuses). PARAMS / OPTIMIZER_STATE initialise
+  // chunk pushed twice, or one the policy refuses; InvalidArgument for a payload with a
+  // NaN or an infinity, naming the worker, the step and the chunk's element range of
+  // the flat parameters: every refused chunk changes nothing). PARAMS / OPTIMIZER_STATE initialise
   // the shard (worker 0, before any gradient). `wire_bytes` is the serialised size, for the statistics. The payload
   // is only read.
   absl::Status Accept(ps::Chunk* chunk, int64_t wire_bytes);
@@ -114,7 +124,9 @@ class Shard {
   // Fills `out` with chunk k of `kind` for `worker`, who is about to run `step`, once
   // the consistency policy releases it (PARAMS; OPTIMIZER_STATE at once): BSP waits
   // for the step's update of the chunk, SSP for the slowest worker to be within the
-  // bound. Blocks; after waiting options().timeout it aborts the job (naming the late
+  // bound. FailedPrecondition at once (nothing waits, nobody is blamed) for PARAMS of a
+  // step the worker cannot be about to run: past the start step while the worker has
+  // not pushed chunk k of step - 1. Blocks; after waiting options().timeout it aborts the job (naming the late
   // workers, ConsistencyPolicy::LateReason) and returns Aborted. Also Aborted once the
   // job was aborted by anyone.
   absl::Status Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k, ps::Chunk* out);
@@ -134,7 +146,10 @@ class Shard {
   // Accounts a served chunk of `wire_bytes` to its step's statistics.
   void CountServed(int worker, int64_t step, ps::TensorKind kind, int64_t wire_bytes);
 
-  // Blocks until all workers called it with `name`; returns element-wise sums.
+  // Blocks until all workers called it with `name`; returns element-wise sums, added in
+  // worker-id order. `name` must be the worker's next barrier (ps.proto's
+  // BarrierRequest): InvalidArgument for another name, FailedPrecondition for a number
+  // that is not the worker's next; neither changes anything.
   absl::StatusOr<std::vector<double>> Barrier(int worker, const std::string& name,
                                               const std::vector<double>& values);
 
@@ -150,8 +165,9 @@ class Shard {
 
   // A worker vanished (its stream broke mid-step): aborts the job naming it.
   void WorkerLost(int worker, const std::string& why);
-  // Worker says goodbye after its last step.
-  void Goodbye(int worker);
+  // Worker says goodbye after its last step: FailedPrecondition (changing nothing) for
+  // a worker that said it already or is in the middle of pushing a step.
+  absl::Status Goodbye(int worker);
   // Blocks until every worker said goodbye (OK) or the job was aborted (Aborted).
   // With no call in flight and none for options().timeout (workers that died between
   // calls, or never came), aborts the job and returns Aborted.
@@ -182,10 +198,11 @@ class Shard {
   absl::Status ServeWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                          const FillFn& fill, const std::function<bool()>& cancelled = nullptr);
   // Copies the next at most `max_floats` floats of a gradient payload to `dst`;
-  // returns how many.
+  // returns how many. `rewind` starts the payload over (it is read twice: checked for
+  // non-finite values, then applied).
   using BlockSource = absl::FunctionRef<size_t(float* dst, size_t max_floats)>;
-  absl::Status AcceptGradient(const ChunkHeader& h, BlockSource next, int64_t k,
-                              int64_t wire_bytes);
+  absl::Status AcceptGradient(const ChunkHeader& h, const std::function<void()>& rewind,
+                              BlockSource next, int64_t k, int64_t wire_bytes);
   absl::Status AcceptInit(const ChunkHeader& h, const float* data, int64_t k, int64_t wire_bytes);
   // Accept's checks: the shard is healthy and has a layout, and the header (with
   // `payload_bytes`, or without it the length of the chunk it names) is valid. Returns
@@ -221,6 +238,8 @@ class Shard {
   int64_t num_params_ ABSL_GUARDED_BY(mu_) = -1;
   Slice slice_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> registered_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> sessions_ ABSL_GUARDED_BY(mu_);  // Per worker, drawn at Register.
+  std::vector<int64_t> barriers_passed_ ABSL_GUARDED_BY(mu_);  // Per worker.
   // Initialisation by worker 0.
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
   bool gradients_seen_ ABSL_GUARDED_BY(mu_) = false;
@@ -237,7 +256,9 @@ class Shard {
   std::vector<bool> goodbye_ ABSL_GUARDED_BY(mu_);
   struct BarrierState {
     std::vector<bool> arrived;
-    std::vector<double> sums;
+    std::vector<std::vector<double>> values;  // Per worker, summed in id order at the end.
+    std::vector<double> sums;                 // Once everybody arrived.
+    int first = 0;                            // Whose values fixed the count.
     int left = 0;  // Workers that have not yet read the result.
   };
   std::map<std::string, BarrierState> barriers_ ABSL_GUARDED_BY(mu_);

@@ -18,6 +18,7 @@ constexpr int kStep = 2;
 constexpr int kKind = 3;
 constexpr int kOffset = 4;
 constexpr int kData = 5;
+constexpr int kSession = 6;
 
 constexpr uint32_t Tag(int field, WireFormatLite::WireType type) {
   return static_cast<uint32_t>(field << 3) | static_cast<uint32_t>(type);
@@ -46,6 +47,16 @@ class SliceCursor {
       if ((b & 0x80) == 0) return true;
     }
     return false;
+  }
+  // A little-endian fixed64.
+  bool ReadFixed64(uint64_t* v) {
+    *v = 0;
+    for (int i = 0; i < 8; ++i) {
+      uint8_t b;
+      if (!ReadByte(&b)) return false;
+      *v |= static_cast<uint64_t>(b) << (8 * i);
+    }
+    return true;
   }
   bool Skip(size_t n) {
     while (n > 0) {
@@ -125,12 +136,12 @@ size_t WireChunk::header_size() const {
          1 + CodedOutputStream::VarintSize64(static_cast<uint64_t>(step)) +
          1 + CodedOutputStream::VarintSize32SignExtended(kind) +
          1 + CodedOutputStream::VarintSize64(static_cast<uint64_t>(offset)) +
-         1 + CodedOutputStream::VarintSize64(payload_size_);
+         1 + CodedOutputStream::VarintSize64(payload_size_) + (session != 0 ? 1 + 8 : 0);
 }
 
 grpc::Status WireChunk::Serialize(grpc::ByteBuffer* out) const {
   // Header: fields 1-4 and field 5's tag and length; then the payload slice as is.
-  uint8_t header[64];
+  uint8_t header[80];  // At most 6 tags and 5 varints of 10 bytes and a fixed64: 69.
   uint8_t* p = header;
   p = CodedOutputStream::WriteTagToArray(Tag(kWorkerId, WireFormatLite::WIRETYPE_VARINT), p);
   p = CodedOutputStream::WriteVarint64ToArray(static_cast<uint64_t>(static_cast<int64_t>(worker_id)), p);
@@ -140,6 +151,10 @@ grpc::Status WireChunk::Serialize(grpc::ByteBuffer* out) const {
   p = CodedOutputStream::WriteVarint64ToArray(static_cast<uint64_t>(static_cast<int64_t>(kind)), p);
   p = CodedOutputStream::WriteTagToArray(Tag(kOffset, WireFormatLite::WIRETYPE_VARINT), p);
   p = CodedOutputStream::WriteVarint64ToArray(static_cast<uint64_t>(offset), p);
+  if (session != 0) {  // proto3: a zero is not on the wire.
+    p = CodedOutputStream::WriteTagToArray(Tag(kSession, WireFormatLite::WIRETYPE_FIXED64), p);
+    p = CodedOutputStream::WriteLittleEndian64ToArray(session, p);
+  }
   p = CodedOutputStream::WriteTagToArray(Tag(kData, WireFormatLite::WIRETYPE_LENGTH_DELIMITED), p);
   p = CodedOutputStream::WriteVarint64ToArray(payload_size_, p);
   grpc::Slice slices[2] = {grpc::Slice(header, static_cast<size_t>(p - header)), out_payload_};
@@ -153,6 +168,7 @@ grpc::Status WireChunk::Parse(grpc::ByteBuffer* in) {
   step = 0;
   kind = ps::GRADIENTS;
   offset = 0;
+  session = 0;
   payload_size_ = 0;
   in_first_slice_ = 0;
   in_first_offset_ = 0;
@@ -177,7 +193,8 @@ grpc::Status WireChunk::Parse(grpc::ByteBuffer* in) {
         if (field == kOffset) offset = static_cast<int64_t>(v);
         break;
       case WireFormatLite::WIRETYPE_FIXED64:
-        if (!cursor.Skip(8)) return bad;
+        if (!cursor.ReadFixed64(&v)) return bad;
+        if (field == kSession) session = v;
         break;
       case WireFormatLite::WIRETYPE_FIXED32:
         if (!cursor.Skip(4)) return bad;

@@ -29,6 +29,7 @@ class WireChunk {
   int64_t step = 0;
   ps::TensorKind kind = ps::GRADIENTS;
   int64_t offset = 0;  // Floats, relative to the shard's slice.
+  uint64_t session = 0;  // ps.proto's Chunk.session (0: absent on the wire).
 
   // Sending. Borrows `bytes` bytes at `data`: they must stay unchanged until the call
   // this chunk is written on has finished (the receiver has then read them).

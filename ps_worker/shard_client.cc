@@ -176,6 +176,7 @@ absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* para
   out.worker_id = worker_id_;
   out.step = step;
   out.kind = ps::GRADIENTS;
+  out.session = layout_.session();
   bool write_ok = true;
   bool cancelled = false;
   for (int64_t k = chunks - 1; k >= 0 && write_ok; --k) {
@@ -227,6 +228,7 @@ absl::Status ShardClient::Push(int64_t step, ps::TensorKind kind, const float* d
   out.set_worker_id(worker_id_);
   out.set_step(step);
   out.set_kind(kind);
+  out.set_session(layout_.session());
   bool ok = true;
   for (int64_t k = 0; k < num_chunks() && ok; ++k) {
     const Slice c = ChunkOf(size, cf, k);
@@ -251,6 +253,7 @@ absl::Status ShardClient::Pull(int64_t step, ps::TensorKind kind, float* out,
   request.set_worker_id(worker_id_);
   request.set_step(step);
   request.set_kind(kind);
+  request.set_session(layout_.session());
   std::unique_ptr<grpc::ClientReader<ps::Chunk>> reader = stub_->Pull(&context, request);
   ps::Chunk in;
   int64_t received = 0;
@@ -284,6 +287,7 @@ absl::StatusOr<std::vector<double>> ShardClient::Barrier(const std::string& name
   ps::BarrierRequest request;
   request.set_worker_id(worker_id_);
   request.set_name(name);
+  request.set_session(layout_.session());
   for (double v : values) request.add_values(v);
   ps::BarrierResponse response;
   grpc::Status s = stub_->Barrier(&context, request, &response);
@@ -306,6 +310,7 @@ absl::Status ShardClient::Shutdown() {
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
   ps::ShutdownRequest request;
   request.set_worker_id(worker_id_);
+  request.set_session(layout_.session());
   ps::ShutdownResponse response;
   grpc::Status s = stub_->Shutdown(&context, request, &response);
   if (!s.ok()) return Error(s, "shutdown");

@@ -143,7 +143,8 @@ else
 fi
 for p in "$s0" "$s1" "$w0" "$w1"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 
-# c. A worker whose --lr differs from the servers': one line naming the field, exit 1.
+# c. A worker whose --lr differs from the servers': one line, exit 1; the reply tells the
+# worker nothing of the shard's configuration, the shard's log names the field.
 P0=$(free_port)
 ps_job=(--workers=1 --ps_shards=1)
 server 0 "$P0" "$T/c_s0.log" "${ps_job[@]}"; s0=$!
@@ -151,8 +152,10 @@ t0=$(now)
 timeout 60 "$RINGSIDE" ps-worker --worker_id=0 --ps_servers="127.0.0.1:$P0" --timeout_s=$TIMEOUT \
   "${job[@]}" "${ps_job[@]}" --lr=0.5 >"$T/c_w0.log" 2>&1 &
 expect_error config_mismatch $! "$T/c_w0.log" \
-  "^ringside: error: worker 0: shard 0 at 127\.0\.0\.1:$P0: .*worker 0 runs a different configuration than shard 0: modified: lr: 0\.05 -> 0\.5$"
+  "^ringside: error: worker 0: shard 0 at 127\.0\.0\.1:$P0: .*register: configuration mismatch$"
 within config_mismatch "$t0" $((TIMEOUT + 3))
+grep -q "^ps: shard 0: refused a registration: worker 0 runs a different configuration than shard 0: modified: lr: 0\.05 -> 0\.5$" "$T/c_s0.log" \
+  || fail "config_mismatch: the shard's log does not name the differing field: $(tail -n 2 "$T/c_s0.log")"
 kill "$s0" 2>/dev/null; wait "$s0" 2>/dev/null
 
 # d. Bad flags: exit 2 (a usage error; WANT=1: found while running) with exactly one
