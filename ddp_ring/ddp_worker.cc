@@ -30,6 +30,9 @@ constexpr char kRankClaimKey[] = "rank_claim/";
 constexpr char kDuplicateRankKey[] = "duplicate_rank";
 // How often a rank waiting for the others looks for a duplicate rank's report.
 constexpr absl::Duration kDuplicatePoll = absl::Milliseconds(200);
+// How long rank 0 (the store's host) keeps the store up after it saw the report, so
+// that every waiting rank reads it too.
+constexpr absl::Duration kDuplicateGrace = 5 * kDuplicatePoll;
 
 // Rendezvous step 2a: this process claims its rank with an atomic add on the rank's
 // key; a second process with the same RANK gets 2, publishes the rank under
@@ -51,6 +54,7 @@ absl::Status WaitForRanks(const JobEnv& env, const std::vector<std::string>& key
   while (true) {
     if (absl::StatusOr<std::string> dup = job->Get(kDuplicateRankKey, absl::ZeroDuration());
         dup.ok()) {
+      if (env.rank == 0) absl::SleepFor(kDuplicateGrace);
       return absl::AlreadyExistsError(absl::StrCat("rank ", env.rank, ": rank ", *dup,
                                                    " was claimed by two processes (duplicate "
                                                    "RANK); stopping the job"));
