@@ -32,7 +32,7 @@ constexpr char kDuplicateRankKey[] = "duplicate_rank";
 constexpr absl::Duration kDuplicatePoll = absl::Milliseconds(200);
 // How long rank 0 (the store's host) keeps the store up after it saw the report, so
 // that every waiting rank reads it too.
-constexpr absl::Duration kDuplicateGrace = 5 * kDuplicatePoll;
+constexpr absl::Duration kDuplicateGrace = absl::Seconds(1);
 
 // Rendezvous step 2a: this process claims its rank with an atomic add on the rank's
 // key; a second process with the same RANK gets 2, publishes the rank under
