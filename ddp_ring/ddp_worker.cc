@@ -73,6 +73,7 @@ absl::Status CheckSameConfigEverywhere(const JobEnv& env, const RunConfig& confi
   std::vector<std::string> keys;
   for (int r = 0; r < env.world_size; ++r) keys.push_back(absl::StrCat("config/", r));
   if (absl::Status s = WaitForRanks(env, keys, timeout, job); !s.ok()) {
+    if (absl::IsAlreadyExists(s)) return s;  // A duplicate rank: its own line.
     if (!absl::IsDeadlineExceeded(s)) {
       return Annotate(s, absl::StrCat(me, ": waiting for every rank to arrive (rank 0 hosts the store)"));
     }

@@ -2,7 +2,7 @@
 # The token check's cost (docs/benchmarks.md, "Security"): a PS job (1 shard, 2
 # workers) and a DDP job (2 ranks), each run by hand with and without RINGSIDE_TOKEN,
 # alternating, REPEATS times; prints the median step_ms of worker/rank 0's records
-# (metrics.jsonl) per configuration. Usage: scripts/security_cost.sh RINGSIDE [REPEATS]
+# (metrics.rank0.jsonl) per configuration. Usage: scripts/security_cost.sh RINGSIDE [REPEATS]
 set -euo pipefail
 RINGSIDE=$1; REPEATS=${2:-3}
 T=$(mktemp -d)
@@ -20,15 +20,15 @@ PY
 }
 ps_run() {  # ps_run OUT: env decides the token
   local p; p=$(free_port)
-  "$RINGSIDE" ps-server --shard=0 --listen=127.0.0.1:$p --workers=2 --ps_shards=1 "${job[@]}" 2>/dev/null &
-  "$RINGSIDE" ps-worker --worker_id=1 --ps_servers=127.0.0.1:$p --workers=2 --ps_shards=1 "${job[@]}" >/dev/null 2>&1 &
+  "$RINGSIDE" ps-server --shard=0 --listen=127.0.0.1:$p --workers=2 --ps_shards=1 "${job[@]}" --out="$1" 2>/dev/null &
+  "$RINGSIDE" ps-worker --worker_id=1 --ps_servers=127.0.0.1:$p --workers=2 --ps_shards=1 "${job[@]}" --out="$1" >/dev/null 2>&1 &
   "$RINGSIDE" ps-worker --worker_id=0 --ps_servers=127.0.0.1:$p --workers=2 --ps_shards=1 "${job[@]}" --out="$1" >/dev/null 2>&1
   wait
 }
 ddp_run() {  # ddp_run OUT
   local p; p=$(free_port)
   RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$p RINGSIDE_RUN_ID=c \
-    "$RINGSIDE" train --strategy=ddp --workers=2 "${job[@]}" >/dev/null 2>&1 &
+    "$RINGSIDE" train --strategy=ddp --workers=2 "${job[@]}" --out="$1" >/dev/null 2>&1 &
   RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$p RINGSIDE_RUN_ID=c \
     "$RINGSIDE" train --strategy=ddp --workers=2 "${job[@]}" --out="$1" >/dev/null 2>&1
   wait
@@ -39,7 +39,7 @@ for i in $(seq "$REPEATS"); do
     for auth in none token; do
       out="$T/$kind.$auth.$i"
       if [ $auth = token ]; then RINGSIDE_TOKEN=$token ${kind}_run "$out"; else (unset RINGSIDE_TOKEN; ${kind}_run "$out"); fi
-      results[$kind.$auth]+="$(median "$out/metrics.jsonl") "
+      results[$kind.$auth]+="$(median "$out/metrics.rank0.jsonl") "
     done
   done
 done
