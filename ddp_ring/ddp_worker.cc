@@ -25,13 +25,55 @@ namespace {
 // Rendezvous step 2: every rank publishes its configuration through the store and
 // compares every rank's with rank 0's. All ranks report the same mismatch, naming the
 // differing fields. Blocks up to `timeout` for the ranks to arrive.
+// Store keys of the duplicate-rank check (under the job's prefix).
+constexpr char kRankClaimKey[] = "rank_claim/";
+constexpr char kDuplicateRankKey[] = "duplicate_rank";
+// How often a rank waiting for the others looks for a duplicate rank's report.
+constexpr absl::Duration kDuplicatePoll = absl::Milliseconds(200);
+// How long rank 0 (the store's host) keeps the store up after it saw the report, so
+// that every waiting rank reads it too.
+constexpr absl::Duration kDuplicateGrace = absl::Seconds(1);
+
+// Rendezvous step 2a: this process claims its rank with an atomic add on the rank's
+// key; a second process with the same RANK gets 2, publishes the rank under
+// kDuplicateRankKey (which every waiting rank polls: WaitForRanks) and fails, one line.
+absl::Status ClaimRank(const JobEnv& env, Store* job) {
+  RINGSIDE_ASSIGN_OR_RETURN(const int64_t claims, job->Add(absl::StrCat(kRankClaimKey, env.rank), 1));
+  if (claims == 1) return absl::OkStatus();
+  job->Set(kDuplicateRankKey, absl::StrCat(env.rank)).IgnoreError();  // Best effort.
+  return absl::AlreadyExistsError(absl::StrCat(
+      "rank ", env.rank, ": another process already joined this job as rank ", env.rank,
+      " (duplicate RANK); stopping"));
+}
+
+// Waits for `keys` as Store::Wait does, but fails at once (within kDuplicatePoll) with
+// one line naming the rank if some process reported a duplicate rank.
+absl::Status WaitForRanks(const JobEnv& env, const std::vector<std::string>& keys,
+                          absl::Duration timeout, Store* job) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    if (absl::StatusOr<std::string> dup = job->Get(kDuplicateRankKey, absl::ZeroDuration());
+        dup.ok()) {
+      if (env.rank == 0) absl::SleepFor(kDuplicateGrace);
+      return absl::AlreadyExistsError(absl::StrCat("rank ", env.rank, ": rank ", *dup,
+                                                   " was claimed by two processes (duplicate "
+                                                   "RANK); stopping the job"));
+    }
+    const absl::Duration left = deadline - absl::Now();
+    absl::Status s = job->Wait(keys, std::max(absl::ZeroDuration(), std::min(kDuplicatePoll, left)));
+    if (!absl::IsDeadlineExceeded(s) || left <= kDuplicatePoll) return s;
+  }
+}
+
 absl::Status CheckSameConfigEverywhere(const JobEnv& env, const RunConfig& config,
                                        absl::Duration timeout, Store* job) {
   const std::string me = absl::StrCat("rank ", env.rank);
+  RINGSIDE_RETURN_IF_ERROR(ClaimRank(env, job));
   RINGSIDE_RETURN_IF_ERROR(job->Set(absl::StrCat("config/", env.rank), config.SerializeAsString()));
   std::vector<std::string> keys;
   for (int r = 0; r < env.world_size; ++r) keys.push_back(absl::StrCat("config/", r));
-  if (absl::Status s = job->Wait(keys, timeout); !s.ok()) {
+  if (absl::Status s = WaitForRanks(env, keys, timeout, job); !s.ok()) {
+    if (absl::IsAlreadyExists(s)) return s;  // A duplicate rank: its own line.
     if (!absl::IsDeadlineExceeded(s)) {
       return Annotate(s, absl::StrCat(me, ": waiting for every rank to arrive (rank 0 hosts the store)"));
     }

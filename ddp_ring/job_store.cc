@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/rpc_security.h"
 #include "common/status_macros.h"
 
 namespace ringside {
@@ -59,10 +60,14 @@ absl::StatusOr<std::unique_ptr<Store>> JoinJobStore(const JobEnv& env, absl::Dur
   }
   std::unique_ptr<StoreServer> server;
   if (env.rank == 0) {
+    // Bound to MASTER_ADDR only (the address every rank dials), capped for the job's ranks.
     absl::StatusOr<std::unique_ptr<StoreServer>> started =
-        StoreServer::Start(env.master_addr, env.master_port);
+        StoreServer::Start(env.master_addr, env.master_port, env.world_size);
     if (!started.ok()) return Annotate(started.status(), absl::StrCat(me, ": hosting the store"));
     server = std::move(*started);
+    if (!ProcessRpcSecurity().authenticated()) {
+      WarnUnauthenticated("the job's store", absl::StrCat(env.master_addr, ":", env.master_port));
+    }
   }
   absl::StatusOr<std::unique_ptr<Store>> client =
       ConnectStore(env.master_addr, env.master_port, timeout, kRpcTimeout);

@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/rpc_security.h"
 #include "ddp_ring/store.grpc.pb.h"
 #include "ddp_ring/store.h"
 #include "ddp_ring/store.pb.h"
@@ -130,6 +131,8 @@ class GrpcStoreClient final : public Store {
       case grpc::StatusCode::CANCELLED:  // The server cancels pending calls on exit.
         return absl::UnavailableError(
             absl::StrCat("store at ", target_, " unreachable: ", message));
+      case grpc::StatusCode::UNAUTHENTICATED:
+        return absl::UnauthenticatedError(absl::StrCat("store at ", target_, ": ", message));
       case grpc::StatusCode::DEADLINE_EXCEEDED:
         // Either the server's own wait ran out (its message names the keys), or the
         // RPC's deadline passed before any answer came.
@@ -168,8 +171,7 @@ absl::StatusOr<std::unique_ptr<Store>> ConnectStore(const std::string& host, int
   // A private subchannel, so that this store's connection state (and backoff) is not
   // shared with other channels to the same address in this process.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::Channel> channel = NewSecureChannel(target, ProcessRpcSecurity(), args);
   if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + connect_timeout))) {
     return absl::UnavailableError(absl::StrCat("cannot reach the store at ", target,
                                                " within ",

@@ -1,9 +1,12 @@
 // StoreServer: an in-memory store behind gRPC's synchronous server.
 //
 // Blocking Get/Wait handlers occupy one thread of gRPC's sync-server pool each for as
-// long as they wait (the pool grows on demand; the default resource quota sets no
-// thread limit). They wait in short slices so that they notice both client
-// cancellation and server shutdown, which gRPC's Shutdown() would otherwise block on.
+// long as they wait. The pool is capped (common/rpc_security.h's ServerLimits, sized
+// by the expected clients): a call that finds no thread is refused at once with
+// RESOURCE_EXHAUSTED instead of growing the pool without bound. Handlers wait in short
+// slices so that they notice both client cancellation and server shutdown, which
+// gRPC's Shutdown() would otherwise block on. Every handler first checks the job's
+// token (CallAuthenticator): a refused call changes nothing.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -21,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/rpc_security.h"
 #include "ddp_ring/store.grpc.pb.h"
 #include "ddp_ring/store.h"
 #include "ddp_ring/store.pb.h"
@@ -33,6 +37,8 @@ constexpr absl::Duration kWaitSlice = absl::Milliseconds(50);
 // How long Shutdown() lets handlers finish before gRPC cancels their calls. Handlers
 // notice shutdown within kWaitSlice, so this is only a backstop.
 constexpr absl::Duration kShutdownGrace = absl::Seconds(1);
+// Calls one client process may have in flight at once (its thread budget).
+constexpr int kCallsPerClient = 8;
 
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
@@ -56,19 +62,22 @@ std::string HostPort(const std::string& host, int port) {
 class StoreServiceImpl final : public StoreService::Service {
  public:
   // `store` must outlive the service.
-  explicit StoreServiceImpl(Store* store) : store_(store) {}
+  explicit StoreServiceImpl(Store* store, std::string token)
+      : store_(store), auth_(std::move(token)) {}
 
   // After this, blocked and new handlers return UNAVAILABLE. Thread-safe.
   void BeginShutdown() { stopping_.store(true); }
 
-  grpc::Status Set(grpc::ServerContext* /*context*/, const StoreSetRequest* request,
+  grpc::Status Set(grpc::ServerContext* context, const StoreSetRequest* request,
                    StoreSetResponse* /*response*/) override {
+    if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
     if (stopping_.load()) return ToGrpc(ShuttingDown());
     return ToGrpc(store_->Set(request->key(), request->value()));
   }
 
   grpc::Status Get(grpc::ServerContext* context, const StoreGetRequest* request,
                    StoreGetResponse* response) override {
+    if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
     absl::Status waited =
         WaitInSlices(context, {request->key()}, TimeoutFromWire(request->timeout_us()));
     if (!waited.ok()) return ToGrpc(waited);
@@ -81,12 +90,14 @@ class StoreServiceImpl final : public StoreService::Service {
 
   grpc::Status Wait(grpc::ServerContext* context, const StoreWaitRequest* request,
                     StoreWaitResponse* /*response*/) override {
+    if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
     std::vector<std::string> keys(request->keys().begin(), request->keys().end());
     return ToGrpc(WaitInSlices(context, keys, TimeoutFromWire(request->timeout_us())));
   }
 
-  grpc::Status Add(grpc::ServerContext* /*context*/, const StoreAddRequest* request,
+  grpc::Status Add(grpc::ServerContext* context, const StoreAddRequest* request,
                    StoreAddResponse* response) override {
+    if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
     if (stopping_.load()) return ToGrpc(ShuttingDown());
     absl::StatusOr<int64_t> value = store_->Add(request->key(), request->delta());
     if (!value.ok()) return ToGrpc(value.status());
@@ -131,23 +142,29 @@ class StoreServiceImpl final : public StoreService::Service {
   }
 
   Store* const store_;  // Not owned.
+  const CallAuthenticator auth_;
   std::atomic<bool> stopping_{false};
 };
 
 class GrpcStoreServer final : public StoreServer {
  public:
-  GrpcStoreServer() : store_(NewInMemoryStore()), service_(store_.get()) {}
+  explicit GrpcStoreServer(const RpcSecurity& security)
+      : security_(security),
+        store_(NewInMemoryStore()),
+        service_(store_.get(), security.token) {}
   ~GrpcStoreServer() override { Shutdown(); }
 
   // Binds and starts serving; called once, before the object is shared.
-  absl::Status Listen(const std::string& host, int port) {
+  absl::Status Listen(const std::string& host, int port, int max_clients) {
     const std::string address = HostPort(host, port);
     grpc::ServerBuilder builder;
     // gRPC sets SO_REUSEPORT by default, which would let a second server bind a port
     // that is in use (and split the clients between the two stores).
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     int selected_port = 0;
-    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
+    builder.AddListeningPort(address, ServerCredentialsFor(security_), &selected_port);
+    // Blocking waits: a rank has a few at once (rendezvous, its monitor, Gloo's).
+    ApplyServerLimits(LimitsForClients(max_clients, kCallsPerClient), &builder);
     builder.RegisterService(&service_);
     server_ = builder.BuildAndStart();
     if (server_ == nullptr || selected_port == 0) {
@@ -172,6 +189,7 @@ class GrpcStoreServer final : public StoreServer {
   }
 
  private:
+  const RpcSecurity security_;
   const std::unique_ptr<Store> store_;
   StoreServiceImpl service_;
   std::unique_ptr<grpc::Server> server_;  // Set by Listen(), then immutable.
@@ -185,13 +203,13 @@ class GrpcStoreServer final : public StoreServer {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const std::string& host,
-                                                                int port) {
+                                                                int port, int max_clients) {
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("store server: invalid port ", port, " for host ", host));
   }
-  auto server = std::make_unique<GrpcStoreServer>();
-  absl::Status listening = server->Listen(host, port);
+  auto server = std::make_unique<GrpcStoreServer>(ProcessRpcSecurity());
+  absl::Status listening = server->Listen(host, port, max_clients);
   if (!listening.ok()) return listening;
   return std::unique_ptr<StoreServer>(std::move(server));
 }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/rpc_security.h"
 #include "grpcpp/support/method_handler.h"
 #include "ps_server/ps.grpc.pb.h"
 #include "ps_server/wire_chunk.h"
@@ -64,12 +65,15 @@ class StreamScope {
 
 }  // namespace
 
+// Calls one worker may have in flight on a shard at once (its thread budget).
+constexpr int kCallsPerWorker = 8;
+
 // Index of PushPull among the methods of ps.proto's ParameterServer service.
 constexpr int kPushPullMethod = 1;
 
 class PsServer::Service final : public ps::ParameterServer::Service {
  public:
-  explicit Service(Shard* shard) : shard_(shard) {
+  Service(Shard* shard, std::string token) : shard_(shard), auth_(std::move(token)) {
     // PushPull (method 1 of ps.proto's service) is served with the WireChunk codec: the
     // bytes on the wire are the same Chunk messages, without the payload copies.
     MarkMethodStreamed(
@@ -82,8 +86,11 @@ class PsServer::Service final : public ps::ParameterServer::Service {
             this));
   }
 
-  grpc::Status Register(grpc::ServerContext*, const ps::RegisterRequest* request,
+  // Every handler first checks the job's token (security): a refused call is
+  // UNAUTHENTICATED and changes nothing.
+  grpc::Status Register(grpc::ServerContext* context, const ps::RegisterRequest* request,
                         ps::RegisterResponse* response) override {
+    if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
     CallScope scope(shard_);
     return ToGrpcStatus(shard_->Register(*request, response));
   }
@@ -97,6 +104,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
   // pushes do not stall; and no thread is started per call.
   grpc::Status PushPullFast(grpc::ServerContext* context,
                             grpc::ServerReaderWriter<WireChunk, WireChunk>* stream) {
+    if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
     StreamScope scope(shard_);
     std::deque<int64_t> accepted;  // Chunks pushed and aggregated, not yet sent back.
     int worker = -1;               // Set by the first chunk.
@@ -178,6 +186,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
 
   grpc::Status Push(grpc::ServerContext* context, grpc::ServerReader<ps::Chunk>* reader,
                     ps::PushResponse* response) override {
+    if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
     StreamScope scope(shard_);
     ps::Chunk in;
     int worker = -1;
@@ -208,6 +217,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
 
   grpc::Status Pull(grpc::ServerContext* context, const ps::PullRequest* request,
                     grpc::ServerWriter<ps::Chunk>* writer) override {
+    if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
     StreamScope scope(shard_);
     if (request->kind() != ps::PARAMS && request->kind() != ps::OPTIMIZER_STATE) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Pull serves PARAMS or OPTIMIZER_STATE");
@@ -234,8 +244,9 @@ class PsServer::Service final : public ps::ParameterServer::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Barrier(grpc::ServerContext*, const ps::BarrierRequest* request,
+  grpc::Status Barrier(grpc::ServerContext* context, const ps::BarrierRequest* request,
                        ps::BarrierResponse* response) override {
+    if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
     CallScope scope(shard_);
     if (absl::Status s = shard_->CheckSession(request->worker_id(), request->session()); !s.ok()) {
       return ToGrpcStatus(s);
@@ -247,13 +258,16 @@ class PsServer::Service final : public ps::ParameterServer::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Stats(grpc::ServerContext*, const ps::StatsRequest*, ps::ShardStats* response) override {
+  grpc::Status Stats(grpc::ServerContext* context, const ps::StatsRequest*,
+                     ps::ShardStats* response) override {
+    if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
     *response = shard_->Stats();
     return grpc::Status::OK;
   }
 
-  grpc::Status Shutdown(grpc::ServerContext*, const ps::ShutdownRequest* request,
+  grpc::Status Shutdown(grpc::ServerContext* context, const ps::ShutdownRequest* request,
                         ps::ShutdownResponse*) override {
+    if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
     CallScope scope(shard_);
     if (absl::Status s = shard_->CheckSession(request->worker_id(), request->session()); !s.ok()) {
       return ToGrpcStatus(s);
@@ -273,6 +287,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
   }
 
   Shard* const shard_;
+  const CallAuthenticator auth_;
 };
 
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& address,
@@ -281,10 +296,16 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& add
   if (!shard.ok()) return shard.status();
   std::unique_ptr<PsServer> server(new PsServer());
   server->shard_ = std::move(*shard);
-  server->service_ = std::make_unique<Service>(server->shard_.get());
+  server->security_ = ProcessRpcSecurity();
+  server->service_ = std::make_unique<Service>(server->shard_.get(), server->security_.token);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &server->port_);
+  builder.AddListeningPort(address, ServerCredentialsFor(server->security_), &server->port_);
   SetPsServerArgs(&builder);
+  // Threads for every worker's calls (a push-pull, a pull, a barrier at once) and no
+  // more; connections that never finish their handshake or stay idle are closed.
+  ServerLimits limits = LimitsForClients(options.num_workers, kCallsPerWorker);
+  limits.max_receive_message_bytes = kMaxPsMessageBytes;
+  ApplyServerLimits(limits, &builder);
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
@@ -298,7 +319,8 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& add
 std::shared_ptr<grpc::Channel> PsServer::InProcessChannel() {
   grpc::ChannelArguments args;
   SetPsChannelArgs(&args);
-  return server_->InProcessChannel(args);
+  return server_->experimental().InProcessChannelWithInterceptors(
+      args, TokenInterceptors(security_.token));
 }
 
 void PsServer::Shutdown(absl::Duration grace) {

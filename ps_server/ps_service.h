@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/rpc_security.h"
 #include "grpcpp/grpcpp.h"
 #include "ps_server/shard.h"
 
@@ -28,14 +29,18 @@ absl::Status FromGrpcStatus(const grpc::Status& s);
 class PsServer {
  public:
   // Listens on `address` ("host:port"; port 0 picks a free one) and serves a new shard.
-  // Unavailable if the address cannot be bound; InvalidArgument for bad options.
+  // Unavailable if the address cannot be bound; InvalidArgument for bad options. Uses
+  // the process's RpcSecurity as it is now (common/rpc_security.h): with a token, every
+  // call without it is refused with UNAUTHENTICATED and changes nothing. Threads are
+  // capped for the options' workers; calls past the cap get RESOURCE_EXHAUSTED.
   static absl::StatusOr<std::unique_ptr<PsServer>> Start(const std::string& address,
                                                          const PsShardOptions& options);
   ~PsServer();  // Stops serving (in-flight calls are cancelled after a short grace).
 
   int port() const { return port_; }
   Shard* shard() { return shard_.get(); }
-  // A channel to this server that bypasses TCP (worker 0 of a colocated job).
+  // A channel to this server that bypasses TCP (worker 0 of a colocated job); its
+  // calls carry the server's own token.
   std::shared_ptr<grpc::Channel> InProcessChannel();
 
   // Blocks until every worker said goodbye (OK) or the job was aborted (Aborted).
@@ -47,6 +52,7 @@ class PsServer {
   class Service;
   PsServer() = default;
 
+  RpcSecurity security_;
   std::unique_ptr<Shard> shard_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/output_files.h"
+#include "common/rpc_security.h"
 #include "common/status_macros.h"
 
 namespace ringside {
@@ -75,6 +76,9 @@ absl::Status RunPsServer(const PsServerRoleOptions& o) {
   absl::FPrintF(stderr, "ps: shard %d of %d listening on port %d (%s, %d workers)\n", o.shard,
                 o.config.ps_shards(), hosted.server->port(),
                 SyncPolicyText(hosted.server->shard()->options().sync), o.config.world_size());
+  if (!ProcessRpcSecurity().authenticated()) {
+    WarnUnauthenticated(absl::StrCat("shard ", o.shard), o.address);
+  }
   absl::Status status = hosted.server->Wait();
   // After an abort, keep serving a moment so that every worker hears why: calls in
   // flight and new ones (a worker whose step this shard had already released starts

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/synchronization/mutex.h"
+#include "common/rpc_security.h"
 #include "common/status_macros.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "ps_server/ps_service.h"
@@ -27,7 +28,7 @@ constexpr char kPushPullMethodName[] = "/ringside.ps.ParameterServer/PushPull";
 std::shared_ptr<grpc::Channel> NewPsChannel(const std::string& address) {
   grpc::ChannelArguments args;
   SetPsChannelArgs(&args);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return NewSecureChannel(address, ProcessRpcSecurity(), args);
 }
 
 ShardClient::ShardClient(std::shared_ptr<grpc::Channel> channel, std::string name, int worker_id,

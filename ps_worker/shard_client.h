@@ -90,7 +90,8 @@ class ShardClient {
   TaskThread reader_;              // Reads each push-pull call's replies.
 };
 
-// Channel to "host:port" that accepts the largest chunks.
+// Channel to "host:port" that accepts the largest chunks, with the process's
+// RpcSecurity (common/rpc_security.h): its token on every call, TLS if configured.
 std::shared_ptr<grpc::Channel> NewPsChannel(const std::string& address);
 
 }  // namespace ringside

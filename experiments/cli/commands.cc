@@ -19,8 +19,12 @@ namespace {
   "device precision drop_last grad_accum prefetch bug "
 // What RunOptionsFromFlags() adds.
 #define RINGSIDE_RUN_OPTION_FLAGS "out resume checkpoint_every eval_batch "
-#define RINGSIDE_PS_FLAGS "workers ps_shards ps_sync ps_chunk_kb ps_colocated timeout_s "
+#define RINGSIDE_PS_FLAGS "workers ps_shards ps_sync ps_chunk_kb ps_colocated timeout_s " \
+  RINGSIDE_SECURITY_FLAGS
 #define RINGSIDE_DDP_FLAGS "backend bucket_cap_mb first_bucket_mb overlap allreduce "
+
+// Security (docs/security.md): every verb that starts or calls a shard or the store.
+#define RINGSIDE_SECURITY_FLAGS "token_file tls_cert tls_key tls_ca "
 
 // Marks the table's usage errors for the parser's caller.
 absl::Status CheckedUsage(absl::Status status) { return AsUsageError(std::move(status)); }
@@ -93,7 +97,8 @@ absl::Span<const Command> Commands() {
        "                   --slow_node=R:F]   (emulated nodes here; --nnodes=1 only)\n"
        "                  PROGRAM ARGS...    (or -- PROGRAM ARGS...; torchrun's --nproc-per-node too)\n",
        "nproc_per_node nnodes node_rank master_addr master_port standalone rdzv_backend "
-       "rdzv_endpoint rdzv_id max_restarts network node_cpus ranks_per_node slow_node",
+       "rdzv_endpoint rdzv_id max_restarts network node_cpus ranks_per_node slow_node "
+       RINGSIDE_SECURITY_FLAGS,
        "", "a command (PROGRAM ARGS...)", 1, -1, true, nullptr, RunLaunchVerb},
       {"compare", "run an experiment matrix (a spec) cell by cell, resuming if interrupted",
        "  ringside compare --spec=experiments/matrix/specs/quick.textproto --out=runs/quick\n",
@@ -150,6 +155,7 @@ absl::Span<const Command> Commands() {
 #undef RINGSIDE_RUN_CONFIG_FLAGS
 #undef RINGSIDE_RUN_OPTION_FLAGS
 #undef RINGSIDE_PS_FLAGS
+#undef RINGSIDE_SECURITY_FLAGS
 #undef RINGSIDE_DDP_FLAGS
 
 const Command* FindCommand(absl::string_view name) {

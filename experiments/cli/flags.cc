@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/ops_factory.h"
+#include "common/rpc_security.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "ddp_ring/allreduce_algorithm.h"
@@ -83,7 +84,9 @@ ABSL_FLAG(std::string, ps_servers, "",
           "ps roles: host:port of shard 0,1,... (ps-worker; set by train --strategy=ps)");
 ABSL_FLAG(int32_t, worker_id, 0, "ps-worker: this worker's id in [0, --workers)");
 ABSL_FLAG(int32_t, shard, 0, "ps-server: the shard to host, in [0, --ps_shards)");
-ABSL_FLAG(std::string, listen, "0.0.0.0:0", "ps-server: host:port to listen on");
+ABSL_FLAG(std::string, listen, "127.0.0.1:0",
+          "ps-server: host:port to listen on (loopback unless told; e.g. --listen=10.0.0.5:7000 "
+          "for other machines, with a token and TLS: docs/security.md)");
 ABSL_FLAG(int32_t, warmup, 20, "bench: untimed warm-up steps");
 ABSL_FLAG(int32_t, gap_us, 0, "bench allreduce: idle microseconds before each timed all-reduce");
 ABSL_FLAG(std::string, calibration, "", "simulate/report: calibration JSON written by `ringside calibrate`");
@@ -110,6 +113,15 @@ ABSL_FLAG(bool, dp_interpreter_lock, false,
 ABSL_FLAG(std::string, bug, "",
           "teaching: comma-separated bugs to switch on (no_set_epoch, no_broadcast, "
           "rank_seeds, uneven_shards)");
+
+// --- Security (issue 23; docs/security.md): never the token itself on the command line.
+ABSL_FLAG(std::string, token_file, "",
+          "the job's shared-secret token, read from this file (mode 600; else RINGSIDE_TOKEN; "
+          "launched jobs get a fresh one); every RPC of the shards and the store checks it");
+ABSL_FLAG(std::string, tls_cert, "", "TLS: this process's certificate (PEM); with --tls_key and --tls_ca");
+ABSL_FLAG(std::string, tls_key, "", "TLS: this process's private key (PEM)");
+ABSL_FLAG(std::string, tls_ca, "",
+          "TLS: the CA (PEM) that signed every certificate of the job (mutual TLS)");
 
 namespace ringside {
 
@@ -274,6 +286,15 @@ absl::Status CheckDataParallelFlags() {
           "(threads), with no nodes to emulate; use --strategy=ddp or ps"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ApplySecurityFlags() {
+  absl::StatusOr<RpcSecurity> security =
+      LoadRpcSecurity(absl::GetFlag(FLAGS_token_file), absl::GetFlag(FLAGS_tls_cert),
+                      absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca));
+  if (!security.ok()) return security.status();
+  SetProcessRpcSecurity(*security);
   return absl::OkStatus();
 }
 

@@ -73,6 +73,11 @@ ABSL_DECLARE_FLAG(int32_t, shards);
 ABSL_DECLARE_FLAG(std::string, frames);
 ABSL_DECLARE_FLAG(bool, dp_interpreter_lock);
 ABSL_DECLARE_FLAG(std::string, bug);
+// Security (docs/security.md).
+ABSL_DECLARE_FLAG(std::string, token_file);
+ABSL_DECLARE_FLAG(std::string, tls_cert);
+ABSL_DECLARE_FLAG(std::string, tls_key);
+ABSL_DECLARE_FLAG(std::string, tls_ca);
 
 namespace ringside {
 
@@ -107,6 +112,11 @@ absl::Status CheckPsWorkerFlags();
 // or "none", else the CPUs given. "auto" (nothing to divide the machine by) and bad
 // values are InvalidArgument naming `verb`, one line.
 absl::StatusOr<double> NodeCpusWithoutNodes(const char* verb);
+
+// Security: this process's RpcSecurity (common/rpc_security.h) from --token_file,
+// RINGSIDE_TOKEN and --tls_cert/--tls_key/--tls_ca, set process-wide for every server
+// and client it starts. One-line error naming the flag or variable.
+absl::Status ApplySecurityFlags();
 
 }  // namespace ringside
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/rpc_security.h"
 #include "common/status_macros.h"
 #include "experiments/cli/flags.h"
 #include "experiments/cli/verbs.h"
@@ -153,6 +154,10 @@ absl::StatusOr<bool> EmulationWanted(const LaunchOptions& lo, NodePlan* plan) {
 
 absl::Status RunLaunchVerb(const CommandArgs& args) {
   LaunchOptions lo;
+  // The job's token (--token_file or RINGSIDE_TOKEN), passed to every rank; without
+  // one, Launch generates one for a single-node job.
+  RINGSIDE_RETURN_IF_ERROR(ApplySecurityFlags());
+  lo.token = ProcessRpcSecurity().token;
   lo.nproc_per_node = absl::GetFlag(FLAGS_nproc_per_node);
   // Flag errors found before anything starts are usage errors (command.h).
   absl::StatusOr<int> nnodes = ParseNnodes(absl::GetFlag(FLAGS_nnodes));

@@ -51,6 +51,7 @@ absl::Status RunPsServerRole(const RunConfig& c, int shard, const std::string& l
 
 // `ringside ps-server` and `ringside ps-worker`: one role by hand.
 absl::Status RunPsServerVerb(const CommandArgs& args) {
+  RINGSIDE_RETURN_IF_ERROR(ApplySecurityFlags());
   absl::SetFlag(&FLAGS_strategy, "ps");
   const RunConfig c = RunConfigFromFlags();
   RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
@@ -58,6 +59,7 @@ absl::Status RunPsServerVerb(const CommandArgs& args) {
 }
 
 absl::Status RunPsWorkerVerb(const CommandArgs& args) {
+  RINGSIDE_RETURN_IF_ERROR(ApplySecurityFlags());
   absl::SetFlag(&FLAGS_strategy, "ps");
   const RunConfig c = RunConfigFromFlags();
   RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));

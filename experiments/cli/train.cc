@@ -93,6 +93,11 @@ absl::Status RunDdpRank(const RunConfig& c) {
 
 absl::Status RunTrainVerb(const CommandArgs& args) {
   const std::string strategy = absl::GetFlag(FLAGS_strategy);
+  if (strategy == "ps" || strategy == "ddp") {
+    // The job's token and TLS: a launched rank's servers and clients use them; a local
+    // job's launcher passes the token on (or generates one).
+    RINGSIDE_RETURN_IF_ERROR(ApplySecurityFlags());
+  }
   if ((strategy == "ps" || strategy == "ddp") && !InLaunchedJob()) {
     // A local job: one timeline of all its processes' traces, after a failure too.
     const absl::Status job =

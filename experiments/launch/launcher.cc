@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/rpc_security.h"
 #include "common/status_macros.h"
 #include "experiments/launch/node_rendezvous.h"
 #include "experiments/sys/sys.h"
@@ -57,6 +58,9 @@ constexpr const char* kJobVariables[] = {
     "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE",
     "RINGSIDE_RUN_ID", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
     "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE"};
+
+// Random bytes in a generated job token (64 hex characters).
+constexpr int kGeneratedTokenBytes = 32;
 
 absl::Status CheckOptions(const LaunchOptions& o) {
   if (o.nproc_per_node < 1 || o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes) {
@@ -300,6 +304,17 @@ absl::Status Launch(const LaunchOptions& o) {
   Round round;
   round.run_id = o.run_id.empty() ? RunIdFor(o.master_addr, o.master_port) : o.run_id;
   round.extra_env = BlasThreadEnv(o);
+  // Security: every rank gets the job's token through its environment.
+  std::string token = o.token;
+  if (token.empty() && o.nnodes == 1) {
+    RINGSIDE_ASSIGN_OR_RETURN(token, RandomHex(kGeneratedTokenBytes));
+  } else if (token.empty()) {
+    absl::FPrintF(stderr,
+                  "ringside: warning: this %d-node job is unauthenticated: give every node's "
+                  "launcher the same --token_file or %s (docs/security.md)\n",
+                  o.nnodes, kTokenEnvVar);
+  }
+  if (!token.empty()) round.extra_env.push_back(absl::StrCat(kTokenEnvVar, "=", token));
   // torchrun's default too: NCCL reports a failed peer as an error instead of hanging.
   if (std::getenv("NCCL_ASYNC_ERROR_HANDLING") == nullptr) {
     round.extra_env.push_back("NCCL_ASYNC_ERROR_HANDLING=1");

@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/rpc_security.h"
 #include "common/status_macros.h"
 #include "experiments/launch/launcher.h"
 #include "experiments/launch/network_placement.h"
@@ -23,6 +24,8 @@ absl::StatusOr<LaunchOptions> SelfLaunch(int nproc, const LocalJobOptions& optio
   // One BLAS thread per process unless --threads or the environment says otherwise;
   // `train` keeps its output to the job's own lines.
   lo.announce_blas_threads = false;
+  // The token this process was given (--token_file, RINGSIDE_TOKEN), else a fresh one.
+  lo.token = ProcessRpcSecurity().token;
   RINGSIDE_ASSIGN_OR_RETURN(std::string self, SelfExePath());
   lo.command.push_back(self);
   lo.command.insert(lo.command.end(), options.self_args.begin(), options.self_args.end());

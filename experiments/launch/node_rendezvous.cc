@@ -37,7 +37,7 @@ absl::StatusOr<std::unique_ptr<NodeRendezvous>> NodeRendezvous::Join(
     absl::Duration timeout) {
   std::unique_ptr<NodeRendezvous> r(new NodeRendezvous(nnodes, node_rank, timeout));
   if (node_rank == 0) {
-    absl::StatusOr<std::unique_ptr<StoreServer>> server = StoreServer::Start(host, port);
+    absl::StatusOr<std::unique_ptr<StoreServer>> server = StoreServer::Start(host, port, nnodes);
     if (!server.ok()) return Annotate(server.status(), "launch: hosting the nodes' rendezvous");
     r->server_ = std::move(*server);
   }

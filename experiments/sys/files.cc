@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace ringside {
@@ -32,6 +33,15 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& dat
     return absl::InternalError(absl::StrCat("cannot rename ", tmp, ": ", strerror(errno)));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> RandomHex(int bytes) {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  std::string raw(bytes, '\0');
+  if (!in || !in.read(raw.data(), bytes)) {
+    return absl::UnavailableError(absl::StrCat("cannot read /dev/urandom: ", strerror(errno)));
+  }
+  return absl::BytesToHexString(raw);
 }
 
 }  // namespace ringside
