@@ -62,8 +62,8 @@ class WireChunk {
   // Serialised size (what the statistics count as wire bytes): as received, or as it
   // will be sent.
   int64_t wire_bytes() const {
-    return received_bytes_ > 0 ? received_bytes_
-                               : static_cast<int64_t>(header_size() + payload_size_);
+    return received_bytes_ >= 0 ? received_bytes_
+                                : static_cast<int64_t>(header_size() + payload_size_);
   }
 
   // Codec, used by the SerializationTraits below.
@@ -80,7 +80,7 @@ class WireChunk {
   size_t in_first_slice_ = 0;
   size_t in_first_offset_ = 0;
   size_t payload_size_ = 0;
-  int64_t received_bytes_ = 0;  // Size of the parsed message; 0 when not parsed.
+  int64_t received_bytes_ = -1;  // Size of the parsed message (0 for an empty one); -1 when not parsed.
 };
 
 }  // namespace ringside

@@ -6,9 +6,13 @@
 #include <string>
 
 #include "common/checkpoint.h"
+#include "google/protobuf/stubs/logging.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Protobuf logs (invalid UTF-8 in a string field, ...) are expected here: not on stderr.
+  static google::protobuf::LogHandler* const unused = google::protobuf::SetLogHandler(nullptr);
+  (void)unused;
   static const std::string path = ringside::fuzz::ScratchDir() + "/checkpoint";
   ringside::fuzz::WriteFileOrDie(path, data, size);
   absl::StatusOr<ringside::Checkpoint> ckpt = ringside::ReadCheckpoint(path);
