@@ -66,7 +66,9 @@ class WireChunk {
                                 : static_cast<int64_t>(header_size() + payload_size_);
   }
 
-  // Codec, used by the SerializationTraits below.
+  // Codec, used by the SerializationTraits below. Parse refuses (INTERNAL) a message
+  // that is not a valid Chunk encoding, and (INVALID_ARGUMENT) a payload that is not a
+  // whole number of floats; it does not check the header against a shard (Shard does).
   grpc::Status Serialize(grpc::ByteBuffer* out) const;
   grpc::Status Parse(grpc::ByteBuffer* in);
 

@@ -300,8 +300,6 @@ TEST(SpecTest, TheGpuSpecRunsSingleGpuPsAndDdpNccl) {
   EXPECT_EQ(spec->model(), "mlp:784-4096-4096-4096-10");
 }
 
-}  // namespace
-}  // namespace ringside
 
 // Issue #23 (hostile input): two strategies whose cells share an id would share a
 // directory, and compare would report the first's numbers for both.
@@ -352,3 +350,6 @@ TEST(SpecTest, OutOfRangeNumbersAreRefused) {
                       "steps: 3", "s").status().message(),
             "s: ps_shards must be <= 1024, got 100000");
 }
+
+}  // namespace
+}  // namespace ringside
