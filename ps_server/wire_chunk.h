@@ -67,8 +67,8 @@ class WireChunk {
   }
 
   // Codec, used by the SerializationTraits below. Parse refuses (INTERNAL) a message
-  // that is not a valid Chunk encoding, and (INVALID_ARGUMENT) a payload that is not a
-  // whole number of floats; it does not check the header against a shard (Shard does).
+  // that is not a valid Chunk encoding; it checks neither the header nor the payload's
+  // length against a shard (Shard::CheckChunk does, before anything is accepted).
   grpc::Status Serialize(grpc::ByteBuffer* out) const;
   grpc::Status Parse(grpc::ByteBuffer* in);
 

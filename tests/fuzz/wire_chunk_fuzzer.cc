@@ -3,13 +3,11 @@
 //
 // Input: byte 0 = number of cuts K (mod 8), then K bytes placing the cuts (each a
 // position in 1/256ths of the message), then the message. WireChunk::Parse must never
-// read outside the slices; when it accepts, the payload must be whole floats, the
-// payload read whole (CopyPayloadTo) and in blocks of every size (PayloadReader) the
-// same bytes, and, where protobuf also parses the message as a ps::Chunk, the fields
-// protobuf's. The header
-// is then placed on the shard's chunk grid (ps_server/sharding.h) as the shard does:
-// a chunk index found for the offset must name a chunk starting there, inside the
-// slice.
+// read outside the slices; when it accepts, the payload read whole (CopyPayloadTo) and
+// in blocks of every size (PayloadReader) must be the same bytes, and, where protobuf
+// also parses the message as a ps::Chunk, the fields must be protobuf's. The header is
+// then placed on the shard's chunk grid (ps_server/sharding.h) as the shard does: a
+// chunk index found for the offset must name a chunk starting there, inside the slice.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -67,7 +65,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const size_t n = chunk.payload_size();
   Require(n <= length, "payload inside the message");
-  Require(n % sizeof(float) == 0, "payload of whole floats");
   Require(chunk.wire_bytes() == static_cast<int64_t>(length), "wire bytes as received");
   std::string whole(n, '\0');
   chunk.CopyPayloadTo(whole.data());
