@@ -2,8 +2,11 @@
 #include "common/dataset.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -78,6 +81,17 @@ absl::StatusOr<SyntheticOptions> ParseSyntheticOptions(absl::string_view spec,
   return options;
 }
 
+// The "synthetic[:...]" spec's options; nullopt for any other spec.
+absl::StatusOr<std::optional<SyntheticOptions>> SyntheticSpecOptions(absl::string_view spec) {
+  if (spec == kSynthetic) return std::optional<SyntheticOptions>(SyntheticOptions());
+  if (!absl::StartsWith(spec, absl::StrCat(kSynthetic, ":"))) {
+    return std::optional<SyntheticOptions>();
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(SyntheticOptions options,
+                            ParseSyntheticOptions(spec, spec.substr(kSynthetic.size() + 1)));
+  return std::optional<SyntheticOptions>(options);
+}
+
 bool IsDirectory(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -85,19 +99,38 @@ bool IsDirectory(const std::string& path) {
 
 }  // namespace
 
+int64_t AvailableMemoryBytes() {
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    long long kib = -1;
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+    }
+    std::fclose(f);
+    if (kib >= 0) return static_cast<int64_t>(kib) * 1024;
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? static_cast<int64_t>(pages) * page_size : -1;
+}
+
+absl::Status CheckDatasetSpec(absl::string_view spec) {
+  RINGSIDE_ASSIGN_OR_RETURN(std::optional<SyntheticOptions> options, SyntheticSpecOptions(spec));
+  if (!options.has_value()) return absl::OkStatus();
+  if (absl::Status s = CheckSyntheticOptions(*options); !s.ok()) {
+    return Annotate(s, absl::StrCat("dataset '", spec, "'"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<DatasetSplits> LoadDataset(absl::string_view spec) {
   if (spec == "fashion-mnist") {
     return LoadIdxDataset(kFashionMnistDir);
   }
-  if (spec == kSynthetic) {
-    return MakeSyntheticDataset(SyntheticOptions());
-  }
-  if (absl::StartsWith(spec, absl::StrCat(kSynthetic, ":"))) {
-    RINGSIDE_ASSIGN_OR_RETURN(
-        SyntheticOptions options,
-        ParseSyntheticOptions(spec, spec.substr(kSynthetic.size() + 1)));
-    absl::StatusOr<DatasetSplits> splits = MakeSyntheticDataset(options);
-    if (!splits.ok()) {
+  RINGSIDE_ASSIGN_OR_RETURN(std::optional<SyntheticOptions> options, SyntheticSpecOptions(spec));
+  if (options.has_value()) {
+    absl::StatusOr<DatasetSplits> splits = MakeSyntheticDataset(*options);
+    if (!splits.ok() && spec != kSynthetic) {
       return Annotate(splits.status(), absl::StrCat("dataset '", spec, "'"));
     }
     return splits;

@@ -58,7 +58,19 @@ struct SyntheticOptions {
   int width = 28;
   int num_classes = 10;
   uint64_t seed = 1;
+  // Memory the process may use for the dataset's sample indices (see
+  // MakeSyntheticDataset); 0: what the machine has available now (AvailableMemoryBytes).
+  int64_t memory_limit_bytes = 0;
 };
+
+// Bytes of index arrays a training process allocates per sample of a split: an epoch's
+// permutation and this rank's share of it (common/sharder.cc), 8 bytes each. A
+// synthetic dataset costs no memory for its samples, but its size does cost this.
+inline constexpr int64_t kIndexBytesPerSample = 2 * static_cast<int64_t>(sizeof(int64_t));
+
+// Memory available to a new allocation now: /proc/meminfo's MemAvailable, else (no
+// /proc) the free physical pages. -1 if neither is known.
+int64_t AvailableMemoryBytes();
 
 // A synthetic classification task: inputs with mean 0 and variance 1 per feature
 // (Irwin-Hall of four uniforms: close to N(0, 1), tails cut at +-3.46), generated on
@@ -68,8 +80,12 @@ struct SyntheticOptions {
 // 64 softsign -> classes) drawn from `seed`. Generating a sample costs a few microseconds
 // (one hash per feature, no transcendental; about 4K multiply-adds to label it). The
 // same options always give the same samples. Errors: InvalidArgument for non-positive
-// sizes.
+// sizes, and for sizes whose sample indices (kIndexBytesPerSample x (train + test)) do
+// not fit in options.memory_limit_bytes (or the memory available), naming both amounts,
+// instead of a std::bad_alloc abort when training starts.
 absl::StatusOr<DatasetSplits> MakeSyntheticDataset(const SyntheticOptions& options);
+// MakeSyntheticDataset's checks alone (cheap: nothing is built).
+absl::Status CheckSyntheticOptions(const SyntheticOptions& options);
 
 // Resolves a dataset spec:
 //   "fashion-mnist"                      Debian's Fashion-MNIST (kFashionMnistDir)
@@ -77,6 +93,12 @@ absl::StatusOr<DatasetSplits> MakeSyntheticDataset(const SyntheticOptions& optio
 //   "synthetic:train=N,test=M,shape=CxHxW,classes=K,seed=S"  (any subset of keys)
 //   anything else                        a directory of MNIST-format IDX files
 absl::StatusOr<DatasetSplits> LoadDataset(absl::string_view spec);
+
+// The cheap part of LoadDataset, for flag checks before anything starts: parses a
+// synthetic spec and checks its sizes, shape, classes and memory as
+// MakeSyntheticDataset does, without building anything. OK for fashion-mnist and
+// directories (their files are checked when read). Errors as LoadDataset's.
+absl::Status CheckDatasetSpec(absl::string_view spec);
 
 }  // namespace ringside
 

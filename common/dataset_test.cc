@@ -290,6 +290,29 @@ TEST_P(IdxLoadTest, TrailingBytesAreDataLoss) {
   ExpectError(LoadIdxDataset(dir), absl::StatusCode::kDataLoss, "3 unexpected bytes");
 }
 
+// Issue #23 (hostile input): a header declaring far more than the file holds is
+// refused without allocating what it declares (a plain file up front, from its size;
+// a gzip stream as it runs dry: the buffer grows only as data arrives).
+TEST_P(IdxLoadTest, HugeDeclaredSizeIsRefusedWithoutAllocatingIt) {
+  const bool gzip = GetParam();
+  const std::string dir = NewTempDir();
+  SmallIdx data;
+  data.Write(dir, gzip);
+  // 2^20 images of 1000x1000 = 1.05e12 bytes declared (under the 2^40 cap); 6 held.
+  WriteIdx(dir, kTrainImages, ImagesFile(1 << 20, 1000, 1000, {1, 2, 3, 4, 5, 6}), gzip);
+  const auto start = std::chrono::steady_clock::now();
+  ExpectError(LoadIdxDataset(dir), absl::StatusCode::kDataLoss,
+              "truncated: expected 1048576000000 bytes of pixels, got 6");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  // The same for labels.
+  data.Write(dir, gzip);
+  std::string labels = LabelsFile({0, 1});
+  labels[4] = 0x7f;  // Count 0x7f000002.
+  WriteIdx(dir, kTrainLabels, labels, gzip);
+  ExpectError(LoadIdxDataset(dir), absl::StatusCode::kDataLoss,
+              "truncated: expected 2130706434 bytes of labels, got 2");
+}
+
 INSTANTIATE_TEST_SUITE_P(PlainAndGzip, IdxLoadTest, testing::Bool(),
                          [](const testing::TestParamInfo<bool>& info) {
                            return info.param ? "Gzip" : "Plain";
@@ -614,6 +637,42 @@ TEST(SyntheticTest, InvalidOptions) {
             }),
             kInvalid);
   EXPECT_EQ(code([](SyntheticOptions&) {}), absl::StatusCode::kOk);
+}
+
+// Issue #23: sizes that pass the range checks but whose sample indices cannot be
+// allocated (16 bytes a sample in each training process) are refused in one line,
+// instead of a std::bad_alloc abort (rc 134) once training starts.
+TEST(SyntheticTest, SizesBeyondMemoryAreRefused) {
+  SyntheticOptions options;
+  options.train_size = 1000;
+  options.test_size = 24;
+  options.memory_limit_bytes = 1 << 20;
+  EXPECT_TRUE(MakeSyntheticDataset(options).ok());  // 16 KiB of indices.
+  options.train_size = 100000;                       // 1.5 MiB.
+  absl::Status s = MakeSyntheticDataset(options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(),
+            "synthetic dataset: train=100000, test=24 need 2 MiB for their sample indices (16 bytes a "
+            "sample), more than the 1 MiB of memory allowed");
+  EXPECT_EQ(CheckSyntheticOptions(options), s);
+
+  // Against the memory this machine has available: 2^47 samples need 2 PiB.
+  ASSERT_GT(AvailableMemoryBytes(), 0);
+  const std::string spec = "synthetic:train=140737488355328,test=10";
+  s = LoadDataset(spec).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StartsWith(s.message(), "dataset '" + spec +
+                                                "': synthetic dataset: train=140737488355328, test=10 need "
+                                                "2147483648 MiB for their sample indices"))
+      << s;
+  EXPECT_TRUE(absl::EndsWith(s.message(), "of memory available (MemAvailable)")) << s;
+  EXPECT_EQ(s.message().find('\n'), std::string::npos);
+  // The flag check says the same without building anything.
+  EXPECT_EQ(CheckDatasetSpec(spec), s);
+  EXPECT_TRUE(CheckDatasetSpec("synthetic:train=64,test=16").ok());
+  EXPECT_TRUE(CheckDatasetSpec("synthetic").ok());
+  EXPECT_TRUE(CheckDatasetSpec("fashion-mnist").ok());
+  EXPECT_EQ(CheckDatasetSpec("synthetic:train=x").code(), absl::StatusCode::kInvalidArgument);
 }
 
 // ---------------------------------------------------------------------------------

@@ -34,10 +34,24 @@ constexpr int64_t kMaxElements = int64_t{1} << 40;
 
 // Largest gzread request; a payload is read in a few calls of this size.
 constexpr int64_t kReadChunk = int64_t{64} << 20;
+// First gzread request of a payload; each next one is as large as what has arrived (up
+// to kReadChunk), so a header that declares more than the file holds costs at most
+// twice the bytes actually there, not the declared size.
+constexpr int64_t kFirstReadChunk = int64_t{64} << 10;
+
+// zlib's buffer per open file: the file's size within these bounds.
+constexpr int64_t kMinGzBuffer = int64_t{8} << 10;
+constexpr int64_t kMaxGzBuffer = int64_t{1} << 20;
 
 bool FileExists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Size of the regular file at `path`, or -1.
+int64_t FileSize(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? static_cast<int64_t>(st.st_size) : -1;
 }
 
 // "<dir>/<name>.gz" if it exists, else "<dir>/<name>" (which need not exist).
@@ -63,8 +77,11 @@ class GzReader {
       return error == EACCES ? absl::PermissionDeniedError(message)
                              : absl::NotFoundError(message);
     }
-    gzbuffer(file, 1 << 20);  // Fewer, larger reads of the compressed file.
-    return std::unique_ptr<GzReader>(new GzReader(path, file));
+    // Fewer, larger reads of the compressed file; no larger than a small file needs
+    // (zlib allocates the buffer, and twice that for output, per open file).
+    const int64_t size = FileSize(path);
+    gzbuffer(file, static_cast<unsigned>(std::clamp<int64_t>(size, kMinGzBuffer, kMaxGzBuffer)));
+    return std::unique_ptr<GzReader>(new GzReader(path, file, size));
   }
 
   ~GzReader() { gzclose(file_); }
@@ -73,11 +90,20 @@ class GzReader {
 
   const std::string& path() const { return path_; }
 
+  // For a plain (not gzipped) file, once something was read: the bytes left to read
+  // (the file's size less what was consumed). -1 for a gzip stream, whose
+  // uncompressed size is unknown until it ends.
+  int64_t PlainBytesLeft() {
+    if (size_ < 0 || gzdirect(file_) != 1) return -1;
+    return size_ - static_cast<int64_t>(gztell(file_));
+  }
+
   // Appends up to `n` bytes to `out`, stopping early only at the end of the data
   // (including a gzip stream that is cut off). DataLoss if zlib reports corrupt data.
   absl::Status ReadUpTo(int64_t n, std::vector<uint8_t>* out) {
     while (n > 0) {
-      const int64_t chunk = std::min(n, kReadChunk);
+      const int64_t arrived = static_cast<int64_t>(out->size());
+      const int64_t chunk = std::min({n, kReadChunk, std::max(kFirstReadChunk, arrived)});
       const size_t old_size = out->size();
       out->resize(old_size + chunk);
       const int got = gzread(file_, out->data() + old_size, static_cast<unsigned>(chunk));
@@ -93,6 +119,11 @@ class GzReader {
   // early.
   absl::Status ReadExactly(int64_t n, const char* what, std::vector<uint8_t>* out) {
     out->clear();
+    // A plain file says up front whether it holds what its header declares.
+    if (const int64_t left = PlainBytesLeft(); left >= 0 && left < n) {
+      return absl::DataLossError(absl::StrCat(path_, ": truncated: expected ", n, " bytes of ",
+                                              what, ", got ", left));
+    }
     RINGSIDE_RETURN_IF_ERROR(ReadUpTo(n, out));
     if (static_cast<int64_t>(out->size()) != n) {
       return absl::DataLossError(absl::StrCat(path_, ": truncated: expected ", n,
@@ -126,7 +157,8 @@ class GzReader {
   }
 
  private:
-  GzReader(std::string path, gzFile file) : path_(std::move(path)), file_(file) {}
+  GzReader(std::string path, gzFile file, int64_t size)
+      : path_(std::move(path)), file_(file), size_(size) {}
 
   // zlib reports corrupt data (Z_DATA_ERROR, including a CRC mismatch) or a failed
   // read with -1, and a cut-off gzip stream as Z_BUF_ERROR with a short read. The
@@ -143,6 +175,7 @@ class GzReader {
 
   std::string path_;
   gzFile file_;
+  int64_t size_;  // Of the file on disk (compressed, for gzip); -1 if unknown.
 };
 
 // One IDX file's header: magic and dimension sizes.

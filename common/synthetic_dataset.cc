@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/types/span.h"
 #include "common/dataset.h"
 #include "common/random.h"
@@ -237,7 +238,7 @@ class SyntheticDataset : public Dataset {
 
 }  // namespace
 
-absl::StatusOr<DatasetSplits> MakeSyntheticDataset(const SyntheticOptions& options) {
+absl::Status CheckSyntheticOptions(const SyntheticOptions& options) {
   if (options.train_size <= 0 || options.train_size > kMaxSize) {
     return absl::InvalidArgumentError(absl::StrCat("synthetic dataset: train size ",
                                                    options.train_size, " must be in [1, ",
@@ -266,6 +267,25 @@ absl::StatusOr<DatasetSplits> MakeSyntheticDataset(const SyntheticOptions& optio
         absl::StrCat("synthetic dataset: ", options.num_classes,
                      " classes, must be in [2, ", kMaxClasses, "]"));
   }
+  // Both sizes are below 2^48: the sum and the product cannot overflow.
+  const int64_t index_bytes = (options.train_size + options.test_size) * kIndexBytesPerSample;
+  const int64_t limit =
+      options.memory_limit_bytes > 0 ? options.memory_limit_bytes : AvailableMemoryBytes();
+  if (limit > 0 && index_bytes > limit) {
+    constexpr double kMiB = 1 << 20;
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "synthetic dataset: train=%d, test=%d need %.0f MiB for their sample indices (%d bytes a "
+        "sample), more than the %.0f MiB of memory %s",
+        options.train_size, options.test_size, index_bytes / kMiB, kIndexBytesPerSample,
+        limit / kMiB, options.memory_limit_bytes > 0 ? "allowed" : "available (MemAvailable)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DatasetSplits> MakeSyntheticDataset(const SyntheticOptions& options) {
+  if (absl::Status s = CheckSyntheticOptions(options); !s.ok()) return s;
+  const int64_t input_dim =
+      int64_t{options.channels} * options.height * options.width;  // Checked above.
   auto teacher = std::make_shared<const Teacher>(static_cast<int>(input_dim),
                                                  options.num_classes, options.seed);
   DatasetSplits splits;

@@ -91,13 +91,13 @@ class SliceCursor {
 void WireChunk::BorrowPayload(const void* data, size_t bytes) {
   out_payload_ = grpc::Slice(data, bytes, grpc::Slice::STATIC_SLICE);
   payload_size_ = bytes;
-  received_bytes_ = 0;
+  received_bytes_ = -1;
 }
 
 void WireChunk::CopyPayload(const void* data, size_t bytes) {
   out_payload_ = grpc::Slice(data, bytes);
   payload_size_ = bytes;
-  received_bytes_ = 0;
+  received_bytes_ = -1;
 }
 
 void WireChunk::CopyPayloadTo(void* dst) const {

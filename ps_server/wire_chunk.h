@@ -63,11 +63,13 @@ class WireChunk {
   // Serialised size (what the statistics count as wire bytes): as received, or as it
   // will be sent.
   int64_t wire_bytes() const {
-    return received_bytes_ > 0 ? received_bytes_
-                               : static_cast<int64_t>(header_size() + payload_size_);
+    return received_bytes_ >= 0 ? received_bytes_
+                                : static_cast<int64_t>(header_size() + payload_size_);
   }
 
-  // Codec, used by the SerializationTraits below.
+  // Codec, used by the SerializationTraits below. Parse refuses (INTERNAL) a message
+  // that is not a valid Chunk encoding; it checks neither the header nor the payload's
+  // length against a shard (Shard::CheckChunk does, before anything is accepted).
   grpc::Status Serialize(grpc::ByteBuffer* out) const;
   grpc::Status Parse(grpc::ByteBuffer* in);
 
@@ -81,7 +83,7 @@ class WireChunk {
   size_t in_first_slice_ = 0;
   size_t in_first_offset_ = 0;
   size_t payload_size_ = 0;
-  int64_t received_bytes_ = 0;  // Size of the parsed message; 0 when not parsed.
+  int64_t received_bytes_ = -1;  // Size of the parsed message (0 for an empty one); -1 when not parsed.
 };
 
 }  // namespace ringside

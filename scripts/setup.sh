@@ -18,6 +18,7 @@ PACKAGES=(
   chromium                 # headless check that the HTML report renders
   iproute2                 # ip, tc: emulated cluster networks
   python3-torch            # PyTorch CPU: the reference the benchmarks compare with
+  clang libclang-rt-14-dev # fuzz targets (scripts/fuzz.sh): clang 14, libFuzzer, ASan, UBSan
 )
 
 missing=()

@@ -34,6 +34,12 @@ else
   echo "test: note: no CUDA toolkit at /usr/local/cuda/include; the --config=cuda build was not checked"
 fi
 
+# Hostile input (issue #23): each fuzz target for a bounded time (scripts/fuzz.sh:
+# 20 s each, about 1.5 minutes with the clang build from the cache); its result lines
+# are counted below like the tests'.
+scripts/fuzz.sh --seconds=20 "$@" 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+
 passed=$(grep -cE '^//[^ ]+ .*PASSED' "$log")
 failed=$(grep -cE '^//[^ ]+ .*(FAILED|TIMEOUT|NO STATUS|INCOMPLETE)' "$log")
 echo "tests: $passed passed, $failed failed"

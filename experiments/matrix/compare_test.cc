@@ -41,5 +41,28 @@ TEST(CompareTest, AGpuSpecIsRefusedBeforeAnyCellWhereNoGpuCanRunIt) {
   EXPECT_FALSE(std::filesystem::exists(o.out_dir)) << "compare created " << o.out_dir;
 }
 
+// Two strategies whose cells share an id (here two DDPs differing only in
+// bucket_cap_mb, both labelled "ddp"): compare refuses the spec in one line naming both,
+// before it creates anything, instead of running one and reporting it for both.
+TEST(CompareTest, CollidingLabelsAreRefusedBeforeAnyCell) {
+  const std::string spec = TempDir() + "/collide.textproto";
+  ASSERT_TRUE(WriteFileAtomically(spec,
+                                  "strategies { kind: \"ddp\" bucket_cap_mb: 1 } "
+                                  "strategies { kind: \"ddp\" bucket_cap_mb: 100 } "
+                                  "workers: 2 model: \"mlp:4-2\" batch_per_worker: 8 steps: 3\n")
+                  .ok());
+  CompareOptions o;
+  o.spec_path = spec;
+  o.out_dir = TempDir() + "/collide_out";
+  o.self_exe = "/bin/false";  // Never reached.
+  o.progress = nullptr;
+  const absl::Status s = RunCompare(o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(s.message(), spec + ": strategies {kind: \"ddp\" bucket_cap_mb: 1} and {kind: \"ddp\" "
+                                "bucket_cap_mb: 100} both make cell ddp-n2-r0 (labels 'ddp' and 'ddp'): "
+                                "give them distinct labels");
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir)) << "compare created " << o.out_dir;
+}
+
 }  // namespace
 }  // namespace ringside

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,91 @@
 
 namespace ringside {
 namespace {
+
+// Bounds on the spec's numbers: far above any matrix one machine or a small cluster
+// runs, low enough that expanding the cells, their batch sizes and process counts
+// cannot overflow an int or exhaust memory (a hostile or mistyped spec is refused in
+// one line instead).
+constexpr int kMaxWorkers = 1024;            // Per cell.
+constexpr int kMaxShards = 1024;             // ps_shards.
+constexpr int kMaxRanksPerNode = 1024;
+constexpr int kMaxRepeats = 1000;
+constexpr int64_t kMaxCells = 10000;         // Strategies x worker counts x repeats.
+constexpr int64_t kMaxGlobalBatch = 1 << 24;  // Samples per step, all workers together.
+
+// A cell's directory name from its label: anything but [A-Za-z0-9._-] becomes '_'.
+std::string SafeLabel(const std::string& label) {
+  std::string safe = label;
+  for (char& ch : safe) {
+    if (!absl::ascii_isalnum(ch) && ch != '.' && ch != '_' && ch != '-') ch = '_';
+  }
+  return safe;
+}
+
+// The spec's numbers within the bounds above; checked before the cells are expanded.
+absl::Status CheckSpecNumbers(const ExperimentSpec& spec) {
+  for (const StrategySpec& s : spec.strategies()) {
+    if (s.ps_shards() > kMaxShards) {
+      return absl::InvalidArgumentError(absl::StrCat("ps_shards must be <= ", kMaxShards, ", got ", s.ps_shards()));
+    }
+    if (s.ranks_per_node() > kMaxRanksPerNode) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ranks_per_node must be <= ", kMaxRanksPerNode, ", got ", s.ranks_per_node()));
+    }
+    if (!(std::isfinite(s.bucket_cap_mb()) && s.bucket_cap_mb() >= 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bucket_cap_mb must be a finite number >= 0, got ", s.bucket_cap_mb()));
+    }
+  }
+  for (int n : spec.workers()) {
+    if (n < 1 || n > kMaxWorkers) {
+      return absl::InvalidArgumentError(absl::StrCat("worker count must be in [1, ", kMaxWorkers, "], got ", n));
+    }
+  }
+  if (spec.repeats() < 0 || spec.repeats() > kMaxRepeats) {
+    return absl::InvalidArgumentError(absl::StrCat("repeats must be in [0, ", kMaxRepeats, "], got ", spec.repeats()));
+  }
+  const int64_t cells = int64_t{spec.strategies_size()} * std::max(1, spec.workers_size()) * std::max(1, spec.repeats());
+  if (cells > kMaxCells) {
+    return absl::InvalidArgumentError(absl::StrCat("the spec makes ", cells, " cells, more than ", kMaxCells));
+  }
+  for (int n : spec.workers()) {
+    if (int64_t{spec.batch_per_worker()} * n > kMaxGlobalBatch || spec.global_batch() > kMaxGlobalBatch) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the global batch at ", n, " workers is over ", kMaxGlobalBatch, " samples"));
+    }
+  }
+  if (spec.cell_timeout_s() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("cell_timeout_s must be >= 0, got ", spec.cell_timeout_s()));
+  }
+  if (spec.has_timeout_s() && spec.timeout_s() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("timeout_s must be >= 1, got ", spec.timeout_s()));
+  }
+  if (spec.has_lr() && !(std::isfinite(spec.lr()) && spec.lr() >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("lr must be a finite number >= 0, got ", spec.lr()));
+  }
+  if (spec.has_momentum() && !std::isfinite(spec.momentum())) {
+    return absl::InvalidArgumentError(absl::StrCat("momentum must be finite, got ", spec.momentum()));
+  }
+  return absl::OkStatus();
+}
+
+// Two strategies whose cells would share a directory (the same label, or labels that
+// differ only in characters a directory name replaces): compare would run one and
+// report its numbers for both. InvalidArgument naming both strategies and the cell.
+absl::Status CheckDistinctCells(const ExperimentSpec& spec, const std::vector<Cell>& cells) {
+  std::map<std::string, const Cell*> by_id;
+  for (const Cell& c : cells) {
+    auto [it, inserted] = by_id.emplace(c.id, &c);
+    if (inserted) continue;
+    const Cell& first = *it->second;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strategies {", first.strategy.ShortDebugString(), "} and {", c.strategy.ShortDebugString(),
+        "} both make cell ", c.id, " (labels '", first.label, "' and '", c.label,
+        "'): give them distinct labels"));
+  }
+  return absl::OkStatus();
+}
 
 std::string FormatBatchFlag(const Cell& c) { return absl::StrCat("--batch=", c.batch_per_worker); }
 
@@ -154,9 +241,7 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
   if (any_parallel && spec.workers().empty()) {
     return absl::InvalidArgumentError("the spec lists no worker counts (workers: 1 workers: 2 ...)");
   }
-  for (int n : spec.workers()) {
-    if (n < 1) return absl::InvalidArgumentError(absl::StrCat("worker count must be >= 1, got ", n));
-  }
+  RINGSIDE_RETURN_IF_ERROR(CheckSpecNumbers(spec));
   if (spec.model().empty()) return absl::InvalidArgumentError("the spec names no model");
   if ((spec.batch_per_worker() > 0) == (spec.global_batch() > 0)) {
     return absl::InvalidArgumentError(
@@ -187,8 +272,10 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat("lr must be >= 0, got ", spec.lr()));
   }
   RINGSIDE_ASSIGN_OR_RETURN(NodeCpuSpec cpus, ParseNodeCpus(spec.node_cpus()));
+  const std::vector<Cell> cells = ExpandCells(spec);
+  RINGSIDE_RETURN_IF_ERROR(CheckDistinctCells(spec, cells));
   // Processes must fill whole nodes in every cell.
-  for (const Cell& c : ExpandCells(spec)) {
+  for (const Cell& c : cells) {
     const int processes = c.workers + (c.strategy.kind() == "ps" && !c.strategy.ps_colocated() ? c.shards : 0);
     if (processes % c.ranks_per_node != 0) {
       return absl::InvalidArgumentError(absl::StrCat("cell ", c.id, ": ", processes, " processes do not divide into nodes of ",
@@ -348,12 +435,7 @@ std::vector<Cell> ExpandCells(const ExperimentSpec& spec) {
         if (s.kind() == "ps") c.shards = s.ps_shard_per_worker() ? n : std::max(1, s.ps_shards());
         c.ranks_per_node = std::max(1, s.ranks_per_node());
         c.nodes = CellNodes(c);
-        // A directory name: anything but [A-Za-z0-9._-] in the label becomes '_'.
-        std::string safe = c.label;
-        for (char& ch : safe) {
-          if (!absl::ascii_isalnum(ch) && ch != '.' && ch != '_' && ch != '-') ch = '_';
-        }
-        c.id = absl::StrCat(safe, "-n", n, "-r", r);
+        c.id = absl::StrCat(SafeLabel(c.label), "-n", n, "-r", r);
         cells.push_back(c);
       }
     }

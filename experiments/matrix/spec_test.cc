@@ -300,5 +300,56 @@ TEST(SpecTest, TheGpuSpecRunsSingleGpuPsAndDdpNccl) {
   EXPECT_EQ(spec->model(), "mlp:784-4096-4096-4096-10");
 }
 
+
+// Issue #23 (hostile input): two strategies whose cells share an id would share a
+// directory, and compare would report the first's numbers for both.
+TEST(SpecTest, CollidingCellsAreRefusedNamingBothStrategies) {
+  const std::string rest = " workers: 2 model: \"mlp:4-2\" batch_per_worker: 8 steps: 3";
+  absl::StatusOr<ExperimentSpec> spec = ParseSpec(
+      "strategies { kind: \"ddp\" bucket_cap_mb: 10 } strategies { kind: \"ddp\" bucket_cap_mb: 50 }" + rest, "s");
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(),
+            "s: strategies {kind: \"ddp\" bucket_cap_mb: 10} and {kind: \"ddp\" bucket_cap_mb: 50} both make "
+            "cell ddp-n2-r0 (labels 'ddp' and 'ddp'): give them distinct labels");
+  // Labels that differ only where a directory name has '_' collide too.
+  EXPECT_EQ(ParseSpec("strategies { kind: \"ps\" label: \"a b\" } strategies { kind: \"ps\" label: \"a/b\" }" + rest,
+                      "s")
+                .status()
+                .message(),
+            "s: strategies {kind: \"ps\" label: \"a b\"} and {kind: \"ps\" label: \"a/b\"} both make cell a_b-n2-r0 "
+            "(labels 'a b' and 'a/b'): give them distinct labels");
+  // Distinct labels are fine.
+  EXPECT_TRUE(ParseSpec("strategies { kind: \"ddp\" bucket_cap_mb: 10 label: \"ddp-10\" } "
+                        "strategies { kind: \"ddp\" bucket_cap_mb: 50 label: \"ddp-50\" }" + rest,
+                        "s")
+                  .ok());
+}
+
+// Numbers a hostile or mistyped spec could use to exhaust memory (cells) or overflow
+// an int (batch sizes) are refused in one line.
+TEST(SpecTest, OutOfRangeNumbersAreRefused) {
+  const std::string base = "strategies { kind: \"ddp\" } model: \"mlp:4-2\" steps: 3 ";
+  auto message = [&](const std::string& extra) {
+    return std::string(ParseSpec(base + extra, "s").status().message());
+  };
+  EXPECT_EQ(message("workers: 2 batch_per_worker: 8 repeats: 2000000000"), "s: repeats must be in [0, 1000], got 2000000000");
+  EXPECT_EQ(message("workers: 100000 batch_per_worker: 8"), "s: worker count must be in [1, 1024], got 100000");
+  EXPECT_EQ(message("workers: 1024 batch_per_worker: 2000000000"),
+            "s: the global batch at 1024 workers is over 16777216 samples");
+  EXPECT_EQ(message("workers: 1 workers: 2 workers: 3 workers: 4 workers: 5 batch_per_worker: 8 repeats: 1000 "
+                    "strategies { kind: \"ps\" } strategies { kind: \"single\" }"),
+            "s: the spec makes 15000 cells, more than 10000");
+  EXPECT_EQ(message("workers: 2 batch_per_worker: 8 lr: inf"), "s: lr must be a finite number >= 0, got inf");
+  EXPECT_EQ(message("workers: 2 batch_per_worker: 8 momentum: nan"), "s: momentum must be finite, got nan");
+  EXPECT_EQ(message("workers: 2 batch_per_worker: 8 cell_timeout_s: -1"), "s: cell_timeout_s must be >= 0, got -1");
+  EXPECT_EQ(message("workers: 2 batch_per_worker: 8 timeout_s: 0"), "s: timeout_s must be >= 1, got 0");
+  EXPECT_EQ(ParseSpec("strategies { kind: \"ddp\" bucket_cap_mb: nan } workers: 2 model: \"m\" batch_per_worker: 8 "
+                      "steps: 3", "s").status().message(),
+            "s: bucket_cap_mb must be a finite number >= 0, got nan");
+  EXPECT_EQ(ParseSpec("strategies { kind: \"ps\" ps_shards: 100000 } workers: 2 model: \"m\" batch_per_worker: 8 "
+                      "steps: 3", "s").status().message(),
+            "s: ps_shards must be <= 1024, got 100000");
+}
+
 }  // namespace
 }  // namespace ringside
