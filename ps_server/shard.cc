@@ -337,13 +337,14 @@ absl::Status Shard::Accept(const ChunkHeader& header, float* payload, int64_t wi
 }
 
 absl::Status Shard::Accept(const ChunkHeader& header, const WireChunk& chunk) {
+  // The payload's length is checked against the chunk before anything is copied.
+  RINGSIDE_ASSIGN_OR_RETURN(int64_t index, CheckAccept(header, chunk.payload_size()));
   if (header.kind != ps::GRADIENTS) {
     // Initialisation is not on the hot path: through a contiguous copy.
     std::vector<float> payload(chunk.payload_size() / sizeof(float));
     chunk.CopyPayloadTo(payload.data());
-    return Accept(header, payload.data(), chunk.wire_bytes());
+    return AcceptInit(header, payload.data(), index, chunk.wire_bytes());
   }
-  RINGSIDE_ASSIGN_OR_RETURN(int64_t index, CheckAccept(header, chunk.payload_size()));
   std::optional<WireChunk::PayloadReader> reader;
   reader.emplace(chunk);
   return AcceptGradient(

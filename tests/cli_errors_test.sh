@@ -52,6 +52,8 @@ expect_usage_error batch_zero 'batch must be >= 1' "${common[@]}" --dataset=synt
 expect_usage_error negative_lr 'lr must be >= 0' "${common[@]}" --dataset=synthetic --lr=-0.1
 expect_usage_error unknown_strategy "unknown strategy 'foo'" "${common[@]}" --dataset=synthetic --strategy=foo
 expect_usage_error unknown_flag 'unknown flag --no_such_flag' "${common[@]}" --no_such_flag=1
+expect_usage_error dataset_beyond_memory 'memory available \(MemAvailable\)' "${common[@]}" --dataset=synthetic:train=140737488355328
+expect_usage_error ps_dataset_beyond_memory 'memory available \(MemAvailable\)' "${common[@]}" --strategy=ps --dataset=synthetic:train=140737488355328
 expect_usage_error did_you_mean 'unknown flag --wrokers; did you mean --workers\?' "${common[@]}" --wrokers=2
 expect_usage_error bad_flag_value "bad value for --batch: Illegal value 'many'" "${common[@]}" --batch=many
 expect_usage_error bad_bool_value "bad value for --resume" "${common[@]}" --resume=maybe

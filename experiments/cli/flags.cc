@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "common/dataset.h"
 #include "common/ops_factory.h"
 #include "common/rpc_security.h"
 #include "common/run_config.h"
@@ -215,6 +216,8 @@ absl::Status CheckTrainFlags() {
         absl::StrFormat("unknown strategy '%s' (expected single, dp, ps or ddp)", strategy));
   }
   const RunConfig c = RunConfigFromFlags();
+  // Sizes that could never be allocated are bad flags, refused before anything starts.
+  RINGSIDE_RETURN_IF_ERROR(CheckDatasetSpec(c.dataset()));
   if (strategy == "ps") return CheckPsFlags(c);
   RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(c));  // dp: --workers, --grad_accum, --device.
   if (strategy == "dp") RINGSIDE_RETURN_IF_ERROR(CheckDataParallelFlags());
