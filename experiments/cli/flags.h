@@ -73,6 +73,8 @@ ABSL_DECLARE_FLAG(int32_t, shards);
 ABSL_DECLARE_FLAG(std::string, frames);
 ABSL_DECLARE_FLAG(bool, dp_interpreter_lock);
 ABSL_DECLARE_FLAG(std::string, bug);
+// Checkpoints (issue 23).
+ABSL_DECLARE_FLAG(int32_t, keep_checkpoints);
 
 namespace ringside {
 
@@ -83,7 +85,7 @@ RunConfig RunConfigFromFlags();
 RunConfig RunConfigFromFlags(const std::string& strategy);
 
 // RunConfigFromFlags() with the options every job takes besides it (--out, --resume,
-// --checkpoint_every, --eval_batch).
+// --checkpoint_every, --eval_batch; and --keep_checkpoints).
 RunOptions RunOptionsFromFlags();
 
 // Checks shared by every PS process, before anything is started or loaded.
