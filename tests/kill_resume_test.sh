@@ -15,18 +15,21 @@
 # its parameters are compared and a difference is reported as KNOWN, not a failure
 # (its metrics are checked either way).
 set -uo pipefail
-RINGSIDE="$1"
+RINGSIDE="$1"; COMPARE="$2"   # compare_checkpoints.py: the size of a difference.
 PY=/usr/bin/python3
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 PS4_MUST_MATCH="${PS4_MUST_MATCH:-0}"
-N=120          # Steps of every job.
+N=200          # Steps of every job (PS with 4 workers: past an epoch's end at 125).
 EVERY=10       # --checkpoint_every.
-common=(--model=mlp:784-48-24-10 --dataset=synthetic:train=4000,test=200,seed=5
-        --epochs=1 --steps=$N --batch=8 --lr=0.05 --momentum=0.9 --weight_decay=1e-4
+common=(--model=mlp:784-128-64-10 --dataset=synthetic:train=4000,test=200,seed=5
+        --epochs=4 --steps=$N --batch=8 --lr=0.05 --momentum=0.9 --weight_decay=1e-4
         --seed=3 --threads=1 --eval_batch=200 --checkpoint_every=$EVERY --timeout_s=30)
 failures=0
 known=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# lines FILE: FILE's line count, 0 while it does not exist.
+lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
 
 # descendants PID: every descendant of PID, one per line.
 descendants() {
@@ -95,19 +98,19 @@ job() {
 }
 
 # killed NAME ARGS...: starts the job in a session of its own, waits until rank 0
-# (worker 0) recorded a random step in [EVERY + 5, N - 10), then SIGKILLs the launcher
+# (worker 0) recorded a random step in [EVERY + 5, N / 2), then SIGKILLs the launcher
 # and every process under it at once. Fails unless it was killed mid-run after a
 # checkpoint.
 killed() {
   local name=$1 kill_at pid rc deadline pids step; shift
-  kill_at=$((EVERY + 5 + RANDOM % (N - EVERY - 15)))
+  kill_at=$((EVERY + 5 + RANDOM % (N / 2 - EVERY - 5)))
   rm -rf "${T:?}/$name"
   setsid timeout 180 "$RINGSIDE" train "${common[@]}" "$@" --out="$T/$name" >"$T/$name.killed.log" 2>&1 &
   pid=$!
   deadline=$(($(date +%s) + 120))
   local metrics="$T/$name/metrics.rank0.jsonl"
   [ "${1:-}" = "--strategy=single" ] && metrics="$T/$name/metrics.jsonl"
-  until [ "$(wc -l <"$metrics" 2>/dev/null || echo 0)" -ge "$kill_at" ]; do
+  until [ "$(lines "$metrics")" -ge "$kill_at" ]; do
     if ! kill -0 "$pid" 2>/dev/null || [ "$(date +%s)" -ge "$deadline" ]; then
       kill -KILL -- -"$pid" 2>/dev/null
       wait "$pid"
@@ -116,8 +119,10 @@ killed() {
     fi
     sleep 0.005
   done
-  # Freeze the whole tree first (nothing moves on or starts while it is collected),
-  # then kill everything: the session's group and each descendant found.
+  # Freeze the whole tree first (the session's group at once, then every descendant
+  # found, should one have left the group), so nothing moves on or starts while it is
+  # collected; then kill everything.
+  kill -STOP -- -"$pid" 2>/dev/null
   pids="$pid $(descendants "$pid")"
   kill -STOP $pids 2>/dev/null
   pids="$pids $(descendants "$pid")"
@@ -135,12 +140,13 @@ killed() {
   if [ "$step" -lt "$EVERY" ] || [ "$step" -ge "$N" ]; then
     fail "$name: killed at step $kill_at, but its checkpoint holds step $step"; return 1
   fi
-  echo "     $name: killed at step $(wc -l <"$metrics") (asked $kill_at), checkpoint at step $step"
+  echo "     $name: killed after step $(lines "$metrics") (aimed at $kill_at), checkpoint at step $step"
 }
 
 # same_end REF NAME MUST_MATCH: NAME's final checkpoint is REF's byte for byte.
 same_end() {
   if cmp -s "$T/$1/checkpoint.bin" "$T/$2/checkpoint.bin"; then return 0; fi
+  $PY "$COMPARE" 0 "$T/$1/checkpoint.bin" "$T/$2/checkpoint.bin"
   if [ "$3" = 1 ]; then
     fail "$2: final checkpoint differs from the uninterrupted run's"
   else
@@ -174,16 +180,16 @@ kill_resume() {
   killed "$name" "$@" || return
   job "$name" "$@" --resume || return
   grep -q 'no checkpoint in .* yet' "$T/$name.log" && fail "$name: the resume started over"
-  local bad=$failures
-  same_end "$name.ref" "$name" "$must"
+  local bad=$failures end="same end"
+  same_end "$name.ref" "$name" "$must" || end="final parameters: KNOWN difference"
   metrics_once "$name.ref" "$name"
-  [ "$failures" -eq "$bad" ] && echo "ok   $name: killed, resumed, same end and each step once ($(($(date +%s) - start)) s)"
+  [ "$failures" -eq "$bad" ] && echo "ok   $name: killed, resumed, $end, each step once ($(($(date +%s) - start)) s)"
 }
 
 # fallback CASE ARGS...: a killed job whose newest checkpoint is then damaged resumes
 # from the one before it, says so once, and ends as the uninterrupted CASE.ref did.
 fallback() {
-  local name=$1 ref=$2 step kept; shift 2
+  local name=$1 ref=$2 step kept bad=$failures; shift 2
   killed "$name" "$@" || return
   step=$(ckpt_step "$T/$name/checkpoint.bin")
   kept=$(ls "$T/$name" | grep -E '^checkpoint\.[0-9]+\.bin$' | sort -t. -k2 -n | tail -n 1)
@@ -193,11 +199,10 @@ fallback() {
   job "$name" "$@" --resume || return
   local line
   line="ringside: warning: checkpoint $T/$name/checkpoint.bin fails its checksum (stored [0-9a-f]*, computed [0-9a-f]*); resuming from $T/$name/$kept (step ${kept//[!0-9]/}) instead"
-  [ "$(grep -c '^\(\[[a-z]* 0\] \)\?ringside: warning: ' "$T/$name.log")" -eq 1 ] \
-    || fail "$name: not exactly one warning line"
+  [ "$(grep -c 'ringside: warning: checkpoint ' "$T/$name.log")" -eq 1 ] \
+    || fail "$name: not exactly one warning line about checkpoints"
   grep -q "^\(\[[a-z]* 0\] \)\?$line\$" "$T/$name.log" \
     || { fail "$name: no warning naming the damaged checkpoint and the one used"; grep warning "$T/$name.log"; }
-  local bad=$failures
   same_end "$ref" "$name" 1
   metrics_once "$ref" "$name"
   [ "$failures" -eq "$bad" ] && echo "ok   $name: damaged newest checkpoint (step $step), fell back to $kept, same end"
