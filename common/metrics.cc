@@ -87,48 +87,72 @@ absl::StatusOr<std::vector<StepMetrics>> ReadMetricsFile(const std::string& path
   return records;
 }
 
+namespace {
+
+// Keeps the records of `path` for steps before `first_step` and drops the others and
+// every line that does not parse (one cut short by a kill), replacing the file
+// atomically when anything is dropped. A missing file is left missing.
+absl::Status KeepRecordsBefore(const std::string& path, int64_t first_step) {
+  std::ifstream in(path);
+  if (!in) return absl::OkStatus();
+  std::string kept, line;
+  int64_t dropped = 0;
+  while (std::getline(in, line)) {
+    StepMetrics record;
+    if (FromJsonLine(line, &record).ok() && record.step() < first_step) {
+      absl::StrAppend(&kept, line, "\n");
+    } else {
+      ++dropped;
+    }
+  }
+  in.close();
+  if (dropped == 0) return absl::OkStatus();
+  // Write the kept records beside the file, then rename over it: a kill leaves either
+  // the old file or the new one. (common/ cannot use experiments/sys's
+  // WriteFileAtomically; checkpoint.cc does the same for checkpoints.)
+  const std::string tmp = path + ".tmp";
+  FILE* f = fopen(tmp.c_str(), "w");
+  bool ok = f != nullptr && fwrite(kept.data(), 1, kept.size(), f) == kept.size();
+  int err = errno;
+  if (f != nullptr && fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok && rename(tmp.c_str(), path.c_str()) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    unlink(tmp.c_str());
+    return absl::InternalError(absl::StrCat("cannot rewrite metrics file ", path, ": ", strerror(err)));
+  }
+  return absl::OkStatus();
+}
+
+FILE* OpenFile(const std::string& path, bool append) {
+  return fopen(path.c_str(), append ? "a" : "w");
+}
+
+absl::Status CannotOpen(const std::string& path) {
+  return absl::PermissionDeniedError(
+      absl::StrCat("cannot open metrics file ", path, ": ", strerror(errno)));
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::string& path,
                                                                   bool append) {
-  FILE* f = fopen(path.c_str(), append ? "a" : "w");
-  if (f == nullptr) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot open metrics file ", path, ": ", strerror(errno)));
-  }
-  return std::unique_ptr<MetricsWriter>(new MetricsWriter(path, f));
+  FILE* f = OpenFile(path, append);
+  if (f == nullptr) return CannotOpen(path);
+  return std::unique_ptr<MetricsWriter>(new MetricsWriter(path, f, append));
 }
 
 absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::OpenResumed(const std::string& path,
                                                                          int64_t first_step) {
-  std::ifstream in(path);
-  if (in) {
-    std::string kept, line;
-    int64_t dropped = 0;
-    while (std::getline(in, line)) {
-      StepMetrics record;
-      if (FromJsonLine(line, &record).ok() && record.step() < first_step) {
-        absl::StrAppend(&kept, line, "\n");
-      } else {
-        ++dropped;
-      }
-    }
-    in.close();
-    if (dropped > 0) {
-      // Write the kept records beside the file, then rename over it: a kill leaves either
-      // the old file or the new one. (common/ cannot use experiments/sys's
-      // WriteFileAtomically; checkpoint.cc does the same for checkpoints.)
-      const std::string tmp = path + ".tmp";
-      FILE* f = fopen(tmp.c_str(), "w");
-      bool ok = f != nullptr && fwrite(kept.data(), 1, kept.size(), f) == kept.size();
-      if (f != nullptr) ok &= fclose(f) == 0;
-      ok = ok && rename(tmp.c_str(), path.c_str()) == 0;
-      if (!ok) {
-        const int err = errno;
-        unlink(tmp.c_str());
-        return absl::InternalError(absl::StrCat("cannot rewrite metrics file ", path, ": ", strerror(err)));
-      }
-    }
-  }
-  return Open(path, /*append=*/true);
+  if (absl::Status s = KeepRecordsBefore(path, first_step); !s.ok()) return s;
+  FILE* f = OpenFile(path, /*append=*/true);
+  if (f == nullptr) return CannotOpen(path);
+  return std::unique_ptr<MetricsWriter>(new MetricsWriter(path, f, false));
 }
 
 MetricsWriter::~MetricsWriter() { Close().IgnoreError(); }
@@ -137,7 +161,17 @@ absl::Status MetricsWriter::Write(const StepMetrics& record) {
   const std::string line = ToJsonLine(record) + "\n";
   absl::MutexLock lock(&mu_);
   if (file_ == nullptr) return absl::FailedPreconditionError("metrics file is closed");
-  if (fwrite(line.data(), 1, line.size(), file_) != line.size()) {
+  if (truncate_at_first_write_) {
+    // The file was opened to append: drop what this run repeats (Open), then reopen
+    // the (possibly replaced) file.
+    truncate_at_first_write_ = false;
+    fclose(file_);
+    file_ = nullptr;
+    if (absl::Status s = KeepRecordsBefore(path_, record.step()); !s.ok()) return s;
+    file_ = OpenFile(path_, /*append=*/true);
+    if (file_ == nullptr) return CannotOpen(path_);
+  }
+  if (fwrite(line.data(), 1, line.size(), file_) != line.size() || fflush(file_) != 0) {
     return absl::InternalError(absl::StrCat("cannot write ", path_, ": ", strerror(errno)));
   }
   return absl::OkStatus();

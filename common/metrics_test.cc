@@ -122,6 +122,56 @@ TEST(MetricsTest, ReadMetricsFileReadsWhatTheWriterWrote) {
   EXPECT_EQ(ReadMetricsFile(TempPath("missing.jsonl")).status().code(), absl::StatusCode::kNotFound);
 }
 
+std::vector<int64_t> Steps(const std::string& path) {
+  std::vector<int64_t> steps;
+  for (const std::string& line : Lines(path)) {
+    StepMetrics back;
+    EXPECT_TRUE(FromJsonLine(line, &back).ok()) << line;
+    steps.push_back(back.step());
+  }
+  return steps;
+}
+
+// Each record is in the file when Write returns (a kill after a checkpoint loses none
+// of the steps before it).
+TEST(MetricsTest, EveryRecordReachesTheFileAtOnce) {
+  const std::string path = TempPath("flushed.jsonl");
+  auto writer = MetricsWriter::Open(path, false);
+  ASSERT_TRUE(writer.ok());
+  for (int step = 0; step < 3; ++step) {
+    StepMetrics m;
+    m.set_step(step);
+    ASSERT_TRUE((*writer)->Write(m).ok());
+    EXPECT_EQ(Lines(path).size(), static_cast<size_t>(step + 1));
+  }
+}
+
+// A writer opened to append without knowing where its run resumes (a PS shard): its
+// first record's step decides what a killed attempt left that this run repeats.
+TEST(MetricsTest, AppendDropsWhatTheFirstRecordRepeats) {
+  const std::string path = TempPath("shard.jsonl");
+  {
+    auto writer = MetricsWriter::Open(path, false);
+    ASSERT_TRUE(writer.ok());
+    for (int step = 0; step < 9; ++step) {
+      StepMetrics m;
+      m.set_step(step);
+      ASSERT_TRUE((*writer)->Write(m).ok());
+    }
+  }
+  { std::ofstream(path, std::ios::app) << "{\"step\":9,\"ra"; }  // Cut short by a kill.
+  auto writer = MetricsWriter::Open(path, /*append=*/true);
+  ASSERT_TRUE(writer.ok());
+  EXPECT_EQ(Lines(path).size(), 10u);  // Nothing dropped before the first record.
+  for (int step = 6; step < 8; ++step) {
+    StepMetrics m;
+    m.set_step(step);
+    ASSERT_TRUE((*writer)->Write(m).ok());
+  }
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ(Steps(path), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
 TEST(MetricsTest, UnwritablePathFails) {
   EXPECT_EQ(MetricsWriter::Open("/nonexistent-dir/m.jsonl", false).status().code(),
             absl::StatusCode::kPermissionDenied);

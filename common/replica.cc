@@ -60,6 +60,7 @@ TrainerOptions TrainerOptionsFor(const RunOptions& run, int rank, int world_size
   o.out_dir = run.out_dir;
   o.resume = run.resume;
   o.checkpoint_every = run.checkpoint_every;
+  o.keep_checkpoints = run.keep_checkpoints;
   o.write_checkpoints = true;  // The trainer lets rank 0 write.
   o.eval_batch = run.eval_batch;
   o.progress = rank == 0 ? stderr : nullptr;

@@ -40,6 +40,9 @@ inline constexpr int kDefaultGradAccum = 1;
 inline constexpr bool kDefaultPrefetch = true;
 inline constexpr char kDefaultDevice[] = "cpu";
 inline constexpr char kDefaultPrecision[] = "fp32";
+// Checkpoints a run keeps (--keep_checkpoints): the newest and the one before it, to
+// fall back to when the newest is damaged (common/checkpoint.h).
+inline constexpr int kDefaultKeepCheckpoints = 2;
 
 // Most replicas (threads) of a DataParallel run (--strategy=dp --workers).
 inline constexpr int kMaxDataParallelReplicas = 64;
@@ -52,8 +55,9 @@ RunConfig DefaultRunConfig();
 struct RunOptions {
   RunConfig config;               // model, dataset, epochs, batch, SGD, seed, ...
   std::string out_dir;            // metrics.jsonl, trace.json, checkpoint.bin; empty: none.
-  bool resume = false;            // Continue from out_dir/checkpoint.bin.
+  bool resume = false;            // Continue from out_dir's newest intact checkpoint.
   int64_t checkpoint_every = 0;   // Also checkpoint every N steps (0: epoch ends only).
+  int keep_checkpoints = kDefaultKeepCheckpoints;  // Checkpoints kept in out_dir (>= 1).
   int eval_batch = kDefaultEvalBatch;
 };
 

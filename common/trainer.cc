@@ -154,6 +154,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
   if (options.eval_batch < 1) {
     return absl::InvalidArgumentError("eval batch must be >= 1");
   }
+  if (options.keep_checkpoints < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--keep_checkpoints must be >= 1, got ", options.keep_checkpoints));
+  }
   // The sharder's teaching bugs (c.bugs(): no_set_epoch, rank_seeds, uneven_shards)
   // apply to the training set only.
   const ShardOptions train_opts = TrainShardOptions(
@@ -180,7 +184,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
     }
     // No checkpoint yet (a first run, or a restart before the first checkpoint): start
     // fresh, so that one command line serves every attempt of a restarted job.
-    // Restore is NotFound only when the file is missing (ReadCheckpoint).
+    // Restore is NotFound only when there is no checkpoint file at all
+    // (ReadNewestCheckpoint); a damaged newest one falls back to the one before it.
     const absl::Status restored = trainer->Restore();
     if (!restored.ok() && !absl::IsNotFound(restored)) return restored;
     resumed = restored.ok();
@@ -197,8 +202,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
   if (!options.out_dir.empty()) {
     RINGSIDE_RETURN_IF_ERROR(MakeDirs(options.out_dir));
     // Metrics of a resumed run continue the file from the checkpoint's step (records of
-    // steps a failed attempt ran past it are dropped: this run repeats them); its trace
-    // goes to a new one (output_files.h).
+    // steps a failed attempt ran past it, and a line a kill cut short, are dropped: this
+    // run repeats them, so the file holds every step once); its trace goes to a new
+    // file (output_files.h).
     const OutputOwner owner = options.world_size > 1 ? OutputOwner::kRank : OutputOwner::kSingle;
     const std::string metrics_path =
         absl::StrCat(options.out_dir, "/", OutputFileName(OutputFile::kMetrics, owner, options.rank));
@@ -215,8 +221,14 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
 }
 
 absl::Status Trainer::Restore() {
-  const std::string path = absl::StrCat(options_.out_dir, "/", kCheckpointFile);
-  RINGSIDE_ASSIGN_OR_RETURN(Checkpoint ckpt, ReadCheckpoint(path));
+  RINGSIDE_ASSIGN_OR_RETURN(NewestCheckpoint newest, ReadNewestCheckpoint(options_.out_dir));
+  if (!newest.warning.empty() && options_.rank == 0) {
+    // Every rank reads the same files and falls back alike; one of them says so.
+    absl::FPrintF(stderr, "ringside: warning: %s\n", newest.warning);
+    fflush(stderr);
+  }
+  const std::string& path = newest.path;
+  const Checkpoint& ckpt = newest.checkpoint;
   const CheckpointHeader& h = ckpt.header;
   if (h.model() != model_->spec() || h.num_params() != model_->num_params()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -263,8 +275,7 @@ absl::Status Trainer::WriteCheckpointNow() {
   header.set_epoch(epoch_);
   header.set_batch_in_epoch(batch_in_epoch_);
   *header.mutable_config() = options_.config;
-  return WriteCheckpoint(absl::StrCat(options_.out_dir, "/", kCheckpointFile), header,
-                         params, opt);
+  return WriteCheckpointKeeping(options_.out_dir, options_.keep_checkpoints, header, params, opt);
 }
 
 absl::StatusOr<EvalResult> Trainer::EvaluateTest() {

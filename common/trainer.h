@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/checkpoint.h"
 #include "common/dataset.h"
 #include "common/local_step.h"
 #include "common/metrics.h"
@@ -136,9 +137,10 @@ struct TrainerOptions {
   int rank = 0;
   int world_size = 1;
   std::string out_dir;          // Created if missing. Empty: write nothing.
-  bool resume = false;          // Continue from out_dir/checkpoint.bin.
+  bool resume = false;          // Continue from the newest intact checkpoint in out_dir.
   int64_t checkpoint_every = 0; // Also checkpoint every N steps (0: epoch ends only).
   bool write_checkpoints = true;  // Rank 0 of a job writes; the others read.
+  int keep_checkpoints = kDefaultKeepCheckpoints;  // >= 1: the newest and older ones.
   int eval_batch = kDefaultEvalBatch;
   FILE* progress = stderr;      // Progress lines; nullptr for silence.
   bool emulated = false;        // Stamped on every record (StepMetrics.emulated).
@@ -156,9 +158,9 @@ struct TrainResult {
   double test_accuracy = 0;
 };
 
-// File names under TrainerOptions::out_dir: the checkpoint, and (output_files.h) the
-// metrics and trace of this process, per rank when world_size > 1.
-inline constexpr char kCheckpointFile[] = "checkpoint.bin";
+// Files under TrainerOptions::out_dir: the checkpoints (kCheckpointFile and the kept
+// older ones, checkpoint.h), and (output_files.h) the metrics and trace of this
+// process, per rank when world_size > 1.
 
 // Not thread-safe. Borrows everything it is given; all must outlive it.
 class Trainer {

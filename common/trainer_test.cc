@@ -98,6 +98,39 @@ TEST(TrainerTest, ResumeIsBitIdenticalToTrainingStraight) {
   EXPECT_EQ(CountLines(straight + "/" + OutputFileName(OutputFile::kMetrics, OutputOwner::kSingle, 0)), 50);
 }
 
+// The newest checkpoint damaged: the resume falls back to the one kept before it (the
+// first epoch's end, step 19), repeats the steps from there, ends bit for bit where
+// the straight run does, and its metrics hold every step once.
+TEST(TrainerTest, ResumeFallsBackPastADamagedCheckpoint) {
+  const std::string split = TempDir("fallback"), straight = TempDir("fallback-straight");
+  Train(split, 25, false);
+  const std::string newest = split + "/" + kCheckpointFile;
+  ASSERT_TRUE(ReadCheckpoint(split + "/checkpoint.19.bin").ok());  // Kept (default 2).
+  {
+    std::fstream f(newest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(20);  // Inside the header.
+    f.put('\x7f');
+  }
+  ASSERT_EQ(ReadCheckpoint(newest).status().code(), absl::StatusCode::kDataLoss);
+  TrainResult resumed_result;
+  const Checkpoint resumed = Train(split, 50, true, &resumed_result);
+  EXPECT_EQ(resumed_result.steps_this_run, 50 - 19);
+  const Checkpoint direct = Train(straight, 50, false);
+  ASSERT_EQ(resumed.params.size(), direct.params.size());
+  EXPECT_EQ(0, memcmp(resumed.params.data(), direct.params.data(),
+                      direct.params.size() * sizeof(float)));
+  std::ifstream in(split + "/" + OutputFileName(OutputFile::kMetrics, OutputOwner::kSingle, 0));
+  std::vector<int64_t> steps;
+  for (std::string line; std::getline(in, line);) {
+    StepMetrics m;
+    ASSERT_TRUE(FromJsonLine(line, &m).ok()) << line;
+    steps.push_back(m.step());
+  }
+  std::vector<int64_t> expected(50);
+  for (int i = 0; i < 50; ++i) expected[i] = i;
+  EXPECT_EQ(steps, expected);
+}
+
 // Gradient accumulation over 4 micro-batches of 8 steps like one batch of 32 over the
 // same samples (up to float summation order).
 // Trains `c` with the single-process strategy, writing to `dir`; the final parameters.

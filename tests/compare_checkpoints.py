@@ -4,9 +4,10 @@
 usage: compare_checkpoints.py TOLERANCE REFERENCE OTHER...
 Prints, for each OTHER, max |a - b| / max |b| over all parameters (b: REFERENCE) and
 exits 1 if any exceeds TOLERANCE, or if the steps or sizes differ.
-File layout (common/checkpoint.h): "RINGCKPT" | uint32 version | uint32 header bytes |
-header | float32 params | float32 optimizer state. The header's num_params is field 2
-(varint) of the CheckpointHeader proto.
+File layout (common/checkpoint.h, version 3): "RINGCKPT" | uint32 version | uint32 header
+bytes | header | float32 params | float32 optimizer state | uint32 crc32 (not checked
+here: the ringside reader does). The header's num_params is field 2 (varint) of the
+CheckpointHeader proto.
 """
 import struct
 import sys

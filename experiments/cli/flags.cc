@@ -114,6 +114,10 @@ ABSL_FLAG(bool, dp_interpreter_lock, false,
 ABSL_FLAG(std::string, bug, "",
           "teaching: comma-separated bugs to switch on (no_set_epoch, no_broadcast, "
           "rank_seeds, uneven_shards)");
+// Checkpoints (issue 23, "checkpoints that cannot lie").
+ABSL_FLAG(int32_t, keep_checkpoints, ringside::kDefaultKeepCheckpoints,
+          "checkpoints kept in OUT: checkpoint.bin (the newest) and the K - 1 before it as "
+          "checkpoint.<step>.bin; --resume falls back to those when the newest is damaged");
 
 // --- Security (issue 23; docs/security.md): never the token itself on the command line.
 ABSL_FLAG(std::string, token_file, "",
@@ -185,6 +189,7 @@ RunOptions RunOptionsFromFlags() {
   o.out_dir = absl::GetFlag(FLAGS_out);
   o.resume = absl::GetFlag(FLAGS_resume);
   o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  o.keep_checkpoints = absl::GetFlag(FLAGS_keep_checkpoints);
   o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
   return o;
 }

@@ -78,6 +78,8 @@ ABSL_DECLARE_FLAG(std::string, token_file);
 ABSL_DECLARE_FLAG(std::string, tls_cert);
 ABSL_DECLARE_FLAG(std::string, tls_key);
 ABSL_DECLARE_FLAG(std::string, tls_ca);
+// Checkpoints (issue 23).
+ABSL_DECLARE_FLAG(int32_t, keep_checkpoints);
 
 namespace ringside {
 
@@ -88,7 +90,7 @@ RunConfig RunConfigFromFlags();
 RunConfig RunConfigFromFlags(const std::string& strategy);
 
 // RunConfigFromFlags() with the options every job takes besides it (--out, --resume,
-// --checkpoint_every, --eval_batch).
+// --checkpoint_every, --eval_batch; and --keep_checkpoints).
 RunOptions RunOptionsFromFlags();
 
 // Checks shared by every PS process, before anything is started or loaded.
