@@ -114,10 +114,12 @@ absl::Status CheckSameConfigEverywhere(const JobEnv& env, const RunConfig& confi
 // --resume, or no checkpoint yet). Other read errors are returned.
 absl::StatusOr<int64_t> ResumeStep(const RunOptions& run) {
   if (!run.resume || run.out_dir.empty()) return -1;
-  absl::StatusOr<Checkpoint> checkpoint = ReadCheckpoint(absl::StrCat(run.out_dir, "/", kCheckpointFile));
-  if (absl::IsNotFound(checkpoint.status())) return -1;
-  if (!checkpoint.ok()) return checkpoint.status();
-  return checkpoint->header.step();
+  // The step the trainer will resume from: the newest intact checkpoint (it falls back
+  // past a damaged newest one the same way).
+  absl::StatusOr<NewestCheckpoint> newest = ReadNewestCheckpoint(run.out_dir);
+  if (absl::IsNotFound(newest.status())) return -1;
+  if (!newest.ok()) return newest.status();
+  return newest->checkpoint.header.step();
 }
 
 // Rendezvous step 2b (after the configurations agree): every rank resumes from the same

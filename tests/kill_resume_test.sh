@@ -7,25 +7,17 @@
 # step exactly once, in order, every line whole. Then the newest checkpoint of a killed
 # job is damaged (one byte of its header): the resume says so in one warning line
 # naming the damaged file and the one it uses instead, falls back to it, and still
-# ends byte-identical (PS with 2 workers and a single process; DDP's rendezvous reads
-# checkpoint.bin itself, see ddp_ring/ddp_worker.cc ResumeStep).
-#
-# PS with 4 workers is bit-identical run to run only once the shards aggregate in a
-# fixed order (issue 23, item 5); until then set PS4_MUST_MATCH=0 (the default below):
-# its parameters are compared and a difference is reported as KNOWN, not a failure
-# (its metrics are checked either way).
+# ends byte-identical (DDP with 2 ranks, PS with 2 workers and a single process).
 set -uo pipefail
 RINGSIDE="$1"; COMPARE="$2"   # compare_checkpoints.py: the size of a difference.
 PY=/usr/bin/python3
 T="${TEST_TMPDIR:-$(mktemp -d)}"
-PS4_MUST_MATCH="${PS4_MUST_MATCH:-0}"
 N=200          # Steps of every job (PS with 4 workers: past an epoch's end at 125).
 EVERY=10       # --checkpoint_every.
 common=(--model=mlp:784-128-64-10 --dataset=synthetic:train=4000,test=200,seed=5
         --epochs=4 --steps=$N --batch=8 --lr=0.05 --momentum=0.9 --weight_decay=1e-4
         --seed=3 --threads=1 --eval_batch=200 --checkpoint_every=$EVERY --timeout_s=30)
 failures=0
-known=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # lines FILE: FILE's line count, 0 while it does not exist.
@@ -143,16 +135,12 @@ killed() {
   echo "     $name: killed after step $(lines "$metrics") (aimed at $kill_at), checkpoint at step $step"
 }
 
-# same_end REF NAME MUST_MATCH: NAME's final checkpoint is REF's byte for byte.
+# same_end REF NAME: NAME's final checkpoint is REF's byte for byte (else the size of
+# the difference is printed).
 same_end() {
   if cmp -s "$T/$1/checkpoint.bin" "$T/$2/checkpoint.bin"; then return 0; fi
   $PY "$COMPARE" 0 "$T/$1/checkpoint.bin" "$T/$2/checkpoint.bin"
-  if [ "$3" = 1 ]; then
-    fail "$2: final checkpoint differs from the uninterrupted run's"
-  else
-    echo "KNOWN: $2: final checkpoint differs from the uninterrupted run's (PS with 4 workers is not yet deterministic: issue 23 item 5; set PS4_MUST_MATCH=1 once it is)"
-    known=$((known + 1))
-  fi
+  fail "$2: final checkpoint differs from the uninterrupted run's"
   return 1
 }
 
@@ -172,18 +160,18 @@ metrics_once() {
   return $ok
 }
 
-# kill_resume CASE MUST_MATCH ARGS...: the uninterrupted job, then killed and resumed.
+# kill_resume CASE ARGS...: the uninterrupted job, then killed and resumed.
 kill_resume() {
-  local name=$1 must=$2 start; shift 2
+  local name=$1 start; shift
   start=$(date +%s)
   job "$name.ref" "$@" || return
   killed "$name" "$@" || return
   job "$name" "$@" --resume || return
   grep -q 'no checkpoint in .* yet' "$T/$name.log" && fail "$name: the resume started over"
-  local bad=$failures end="same end"
-  same_end "$name.ref" "$name" "$must" || end="final parameters: KNOWN difference"
+  local bad=$failures
+  same_end "$name.ref" "$name"
   metrics_once "$name.ref" "$name"
-  [ "$failures" -eq "$bad" ] && echo "ok   $name: killed, resumed, $end, each step once ($(($(date +%s) - start)) s)"
+  [ "$failures" -eq "$bad" ] && echo "ok   $name: killed, resumed, same end, each step once ($(($(date +%s) - start)) s)"
 }
 
 # fallback CASE ARGS...: a killed job whose newest checkpoint is then damaged resumes
@@ -203,17 +191,17 @@ fallback() {
     || fail "$name: not exactly one warning line about checkpoints"
   grep -q "^\(\[[a-z]* 0\] \)\?$line\$" "$T/$name.log" \
     || { fail "$name: no warning naming the damaged checkpoint and the one used"; grep warning "$T/$name.log"; }
-  same_end "$ref" "$name" 1
+  same_end "$ref" "$name"
   metrics_once "$ref" "$name"
   [ "$failures" -eq "$bad" ] && echo "ok   $name: damaged newest checkpoint (step $step), fell back to $kept, same end"
 }
 
-kill_resume ddp2 1 --strategy=ddp --workers=2
-kill_resume ps2 1 --strategy=ps --workers=2 --ps_shards=2
-kill_resume ps4 "$PS4_MUST_MATCH" --strategy=ps --workers=4 --ps_shards=2
+kill_resume ddp2 --strategy=ddp --workers=2
+kill_resume ps2 --strategy=ps --workers=2 --ps_shards=2
+kill_resume ps4 --strategy=ps --workers=4 --ps_shards=2
 fallback ps2.fallback ps2.ref --strategy=ps --workers=2 --ps_shards=2
+fallback ddp2.fallback ddp2.ref --strategy=ddp --workers=2
 job single.ref --strategy=single && fallback single.fallback single.ref --strategy=single
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-[ "$known" -eq 0 ] || echo "$known KNOWN difference(s) (see above)"
 echo PASS

@@ -18,7 +18,7 @@ namespace {
   "model dataset epochs steps batch lr momentum weight_decay nesterov seed threads "      \
   "device precision drop_last grad_accum prefetch bug "
 // What RunOptionsFromFlags() adds.
-#define RINGSIDE_RUN_OPTION_FLAGS "out resume checkpoint_every eval_batch "
+#define RINGSIDE_RUN_OPTION_FLAGS "out resume checkpoint_every keep_checkpoints eval_batch "
 #define RINGSIDE_PS_FLAGS "workers ps_shards ps_sync ps_chunk_kb ps_colocated timeout_s " \
   RINGSIDE_SECURITY_FLAGS
 #define RINGSIDE_DDP_FLAGS "backend bucket_cap_mb first_bucket_mb overlap allreduce "
