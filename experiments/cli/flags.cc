@@ -110,6 +110,11 @@ ABSL_FLAG(bool, dp_interpreter_lock, false,
 ABSL_FLAG(std::string, bug, "",
           "teaching: comma-separated bugs to switch on (no_set_epoch, no_broadcast, "
           "rank_seeds, uneven_shards)");
+// Numerical safety (issue 23).
+ABSL_FLAG(std::string, nan_policy, ringside::kNanPolicyStop,
+          "on a non-finite loss, gradient or update: stop (end the job naming step, rank "
+          "and range; the last good checkpoint is kept) or skip_step (discard that "
+          "step's update, record it in the metrics, go on)");
 
 namespace ringside {
 
@@ -163,6 +168,11 @@ RunConfig RunConfigFromFlags(const std::string& strategy) {
   std::sort(bugs.begin(), bugs.end());
   bugs.erase(std::unique(bugs.begin(), bugs.end()), bugs.end());
   c.set_bugs(absl::StrJoin(bugs, ","));
+  // Numerical safety (issue 23); ValidateRunConfig checks the value. The default is
+  // left unset (empty means stop), so configurations built elsewhere compare equal.
+  if (absl::GetFlag(FLAGS_nan_policy) != ringside::kNanPolicyStop) {
+    c.set_nan_policy(absl::GetFlag(FLAGS_nan_policy));
+  }
   return c;
 }
 
