@@ -45,12 +45,14 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(ProcessGroup* group, Mo
   RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> eval_sums, DeviceArray<float>::Create(ops, 3));
   std::vector<Bucket> buckets =
       ComputeBuckets(model->layer_ranges(), options.first_bucket_bytes, options.bucket_cap_bytes);
-  RINGSIDE_ASSIGN_OR_RETURN(
-      DeviceArray<float> nonfinite,
-      DeviceArray<float>::Create(ops, std::max<int64_t>(1, static_cast<int64_t>(buckets.size()))));
-  return std::unique_ptr<Reducer>(new Reducer(group, model, ops, std::move(sgd), options,
-                                              std::move(buckets), std::move(eval_sums),
-                                              std::move(nonfinite)));
+  const int64_t flags = std::max<int64_t>(1, static_cast<int64_t>(buckets.size()));
+  RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> nonfinite, DeviceArray<float>::Create(ops, flags));
+  RINGSIDE_ASSIGN_OR_RETURN(HostArray<float> host_nonfinite, HostArray<float>::Create(ops, flags));
+  std::unique_ptr<Reducer> reducer(new Reducer(group, model, ops, std::move(sgd), options,
+                                               std::move(buckets), std::move(eval_sums),
+                                               std::move(nonfinite)));
+  reducer->host_nonfinite_ = std::move(host_nonfinite);
+  return reducer;
 }
 
 Reducer::Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd,
@@ -90,13 +92,15 @@ StepHooks Reducer::hooks() {
   return h;
 }
 
-absl::Status Reducer::CheckFlags(const char* what, const StepMetrics& m) {
-  std::vector<float> flags(buckets_.size());
-  if (flags.empty()) return absl::OkStatus();
-  RINGSIDE_RETURN_IF_ERROR(
-      ops_->CopyToHost(flags.data(), nonfinite_.data(), flags.size() * sizeof(float)));
-  for (size_t b = 0; b < flags.size(); ++b) {
-    if (flags[b] == 0.0f) continue;
+void Reducer::FetchFlags() {
+  if (buckets_.empty()) return;
+  ops_->CopyToHostAsync(host_nonfinite_.data(), nonfinite_.data(),
+                        buckets_.size() * sizeof(float));
+}
+
+absl::Status Reducer::CheckFlags(const char* what, const StepMetrics& m) const {
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    if (host_nonfinite_.data()[b] == 0.0f) continue;
     return NonFiniteError(absl::StrCat(
         what, " in bucket ", b, ": ", DescribeParams(*model_, buckets_[b].offset, buckets_[b].size),
         std::isfinite(m.loss()) ? "" : absl::StrCat(" (this rank's loss: ", m.loss(), ")")));
@@ -181,6 +185,8 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
                   {{"bucket", static_cast<double>(b)}});
     }
   }
+  // Stop: the update flags come back with the step's one device wait below.
+  if (!skip && status.ok()) FetchFlags();
   if (on_device && status.ok()) {
     // The step's host waits, in device order: backward's remaining kernels (booked as
     // backward, as the single-GPU strategy does), then the all-reduces (bounded by the
@@ -213,7 +219,9 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
     // Every bucket is reduced and checked (the flags' read waits for the device): the
     // same verdict on every rank, since all hold the same reduced gradients.
     const int64_t u0 = NowMicros();
-    absl::Status checked = CheckFlags("non-finite gradient", *m);
+    FetchFlags();
+    absl::Status checked = ops_->Synchronize();  // The verdict is needed on the host now.
+    if (checked.ok()) checked = CheckFlags("non-finite gradient", *m);
     if (IsNonFiniteError(checked)) {
       ops_->Fill(model_->grads(), model_->num_params(), 0.0f);  // Discard the step.
       m->set_skipped_nonfinite(true);
@@ -225,6 +233,7 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
                        model_->grads() + buckets_[b].offset, /*zero_grads=*/true,
                        nonfinite_.data() + b);
       }
+      FetchFlags();  // The update's own flags, for the stop check below.
     } else {
       status = checked;
     }

@@ -104,9 +104,12 @@ class Reducer final : public StepStrategy {
   Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd, const ReducerOptions& options,
           std::vector<Bucket> buckets, DeviceArray<float> eval_sums,
           DeviceArray<float> nonfinite);
-  // Numerical safety: NonFiniteError naming the first bucket whose flag is set; OK when
-  // none is. Blocks for the flags.
-  absl::Status CheckFlags(const char* what, const StepMetrics& m);
+  // Numerical safety: enqueues the flags' copy to host_nonfinite_ (a device backend:
+  // it is there once the step's Synchronize has returned; the CPU: at once).
+  void FetchFlags();
+  // NonFiniteError naming the first bucket whose flag (as fetched) is set; OK when
+  // none is.
+  absl::Status CheckFlags(const char* what, const StepMetrics& m) const;
   void Launch(size_t bucket);
   // Draws this step's all-reduces (those still unfinished end at `end_us`).
   void TraceAllReduces(int64_t end_us, TraceWriter* trace) const;
@@ -121,6 +124,7 @@ class Reducer final : public StepStrategy {
   const std::vector<Bucket> buckets_;
   DeviceArray<float> eval_sums_;  // [3] ReduceEval's sums, in the group's memory.
   DeviceArray<float> nonfinite_;  // [buckets] Non-finite flags, zeroed every step.
+  HostArray<float> host_nonfinite_;  // [buckets] Their copy, read after the step's sync.
   // Per step: floats still missing per bucket, and the launched all-reduces.
   std::vector<int64_t> pending_;
   std::vector<std::shared_ptr<Work>> work_;
