@@ -143,6 +143,20 @@ void AccumulateKernel(float* __restrict dst, const float* __restrict src, int64_
   for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 
+// Numerical safety: the largest |x| of x[begin, end) as an IEEE bit pattern (an
+// integer max, which vectorises); a NaN or an Inf is there iff it is >= kNonFiniteBits.
+constexpr uint32_t kNonFiniteBits = 0x7f800000u;
+RINGSIDE_VECTOR_CLONES
+uint32_t MaxAbsBits(const float* __restrict x, int64_t begin, int64_t end) {
+  uint32_t worst = 0;
+  for (int64_t i = begin; i < end; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &x[i], sizeof(bits));
+    worst = std::max(worst, bits & 0x7fffffffu);
+  }
+  return worst;
+}
+
 // One fused SGD step (Ops::SgdUpdate); buf holds the carried term u and is touched
 // only when hyper.momentum != 0. Each line rounds as torch.optim.SGD does: with
 // -ffp-contract=off nothing is fused, so u + d here is PyTorch's momentum * buf + d.
@@ -154,8 +168,10 @@ void SgdKernel(float* __restrict p, float* __restrict g, float* __restrict buf,
   const float lr = hyper.lr;
   const float wd = hyper.weight_decay;
   const float mu = hyper.momentum;
-  // Blocks of 8 KiB per stream: g's block is still in L1 when it is zeroed.
+  // Blocks of 8 KiB per stream: g's block is still in L1 when it is zeroed (and p's
+  // when it is checked).
   constexpr int64_t kBlock = 2048;
+  uint32_t worst = 0;  // MaxAbsBits of the parameters written, with hyper.nonfinite.
   for (int64_t begin = 0; begin < n; begin += kBlock) {
     const int64_t end = std::min(n, begin + kBlock);
     if (mu == 0.0f) {
@@ -177,7 +193,10 @@ void SgdKernel(float* __restrict p, float* __restrict g, float* __restrict buf,
     if (zero_grads) {
       for (int64_t i = begin; i < end; ++i) g[i] = 0.0f;
     }
+    // The block's parameters are still in L1: the check adds no memory traffic.
+    if (hyper.nonfinite != nullptr) worst = std::max(worst, MaxAbsBits(p, begin, end));
   }
+  if (worst >= kNonFiniteBits) *hyper.nonfinite = 1.0f;
 }
 
 // Ops::SgdUpdateCarried: acc = u + g on entry, the next u on return.
@@ -187,11 +206,27 @@ void CarriedSgdKernel(float* __restrict p, float* __restrict acc, int64_t n,
   const float lr = hyper.lr;
   const float wd = hyper.weight_decay;
   const float mu = hyper.momentum;
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = acc[i] + wd * p[i];
-    acc[i] = mu * v;
-    p[i] -= lr * v;
+  if (hyper.nonfinite == nullptr) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = acc[i] + wd * p[i];
+      acc[i] = mu * v;
+      p[i] -= lr * v;
+    }
+    return;
   }
+  // Checked: the same update in blocks of 8 KiB, each checked while still in L1.
+  constexpr int64_t kBlock = 2048;
+  uint32_t worst = 0;
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t end = std::min(n, begin + kBlock);
+    for (int64_t i = begin; i < end; ++i) {
+      const float v = acc[i] + wd * p[i];
+      acc[i] = mu * v;
+      p[i] -= lr * v;
+    }
+    worst = std::max(worst, MaxAbsBits(p, begin, end));
+  }
+  if (worst >= kNonFiniteBits) *hyper.nonfinite = 1.0f;
 }
 
 // y [n] += alpha * x [n].
@@ -579,6 +614,10 @@ class CpuOps final : public Ops {
   void SgdUpdateCarried(float* params, float* acc, int64_t n,
                         const SgdHyper& hyper) override {
     CarriedSgdKernel(params, acc, n, hyper);
+  }
+
+  void FlagNonFinite(const float* x, int64_t n, float* flag) override {
+    if (n > 0 && MaxAbsBits(x, 0, n) >= kNonFiniteBits) *flag = 1.0f;
   }
 
   void Fill(float* x, int64_t n, float value) override {

@@ -323,15 +323,21 @@ class CudaOps final : public Ops {
                  const SgdHyper& hyper, bool zero_grads) override {
     Use();
     Latch(kernels::SgdUpdate(params, grads, momentum_buf, n, hyper.lr, hyper.momentum,
-                             hyper.weight_decay, hyper.nesterov, zero_grads, stream_),
+                             hyper.weight_decay, hyper.nesterov, zero_grads, hyper.nonfinite,
+                             stream_),
           "SgdUpdate");
   }
 
   void SgdUpdateCarried(float* params, float* acc, int64_t n, const SgdHyper& hyper) override {
     Use();
     Latch(kernels::SgdUpdateCarried(params, acc, n, hyper.lr, hyper.momentum,
-                                    hyper.weight_decay, stream_),
+                                    hyper.weight_decay, hyper.nonfinite, stream_),
           "SgdUpdateCarried");
+  }
+
+  void FlagNonFinite(const float* x, int64_t n, float* flag) override {
+    Use();
+    Latch(kernels::FlagNonFinite(x, n, flag, stream_), "FlagNonFinite");
   }
 
   void Fill(float* x, int64_t n, float value) override {

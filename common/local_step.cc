@@ -1,9 +1,14 @@
 #include "common/local_step.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace ringside {
@@ -24,7 +29,37 @@ void DrawCut(TraceWriter* trace, const char* name, const char* cat, int64_t star
   if (end > at || cuts.empty()) trace->Span(name, cat, kTrainingTrack, at, end - at);
 }
 
+constexpr char kNonFinitePayload[] = "ringside/nonfinite";
+
 }  // namespace
+
+absl::Status NonFiniteError(absl::string_view what) {
+  absl::Status status = absl::DataLossError(what);
+  status.SetPayload(kNonFinitePayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsNonFiniteError(const absl::Status& status) {
+  return status.GetPayload(kNonFinitePayload).has_value();
+}
+
+std::string DescribeParams(const Model& model, int64_t offset, int64_t size) {
+  const int64_t end = offset + size;
+  std::vector<std::string> names;
+  int64_t at = 0;
+  for (size_t i = 0; i < model.layers().size(); ++i) {
+    const int64_t n = model.layers()[i]->num_params();
+    if (n > 0 && at < end && offset < at + n) {
+      names.push_back(absl::StrCat(i, " (", model.layers()[i]->name(), ")"));
+    }
+    at += n;
+  }
+  std::string where = names.empty() ? "parameters"
+                      : names.size() == 1
+                          ? absl::StrCat("layer ", names[0])
+                          : absl::StrCat("layers ", names.front(), "..", names.back());
+  return absl::StrCat(where, " (elements ", offset, "-", end - 1, ")");
+}
 
 absl::Status LocalStep::Load(absl::Span<const int64_t> indices) {
   const int64_t n = static_cast<int64_t>(indices.size());
@@ -87,6 +122,20 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
   }
   RINGSIDE_ASSIGN_OR_RETURN(ForwardResult fwd, model_->Forward(x, y, batch, fh));
   const int64_t t2 = NowMicros();
+  // Numerical safety: the loss is on the host already (Forward read it back).
+  const bool bad_loss = !std::isfinite(fwd.loss_sum);
+  const NonFiniteLossSkip skip = hooks.nonfinite_skip;
+  if (bad_loss) {
+    if (!hooks.skip_nonfinite && skip != NonFiniteLossSkip::kPoisonGradients) {
+      return NonFiniteError(absl::StrCat("non-finite loss (", fwd.loss_sum / batch, ")"));
+    }
+    if (hooks.skip_nonfinite) m->set_skipped_nonfinite(true);
+  }
+  const bool run_backward = !bad_loss || skip != NonFiniteLossSkip::kSkipBackward;
+  // The value every announced gradient range is overwritten with on a skipped step.
+  const float fill = skip == NonFiniteLossSkip::kZeroGradients
+                         ? 0.0f
+                         : std::numeric_limits<float>::quiet_NaN();
   int64_t hook_us = 0;
   Intervals calls;
   auto timed = [&hook_us, &calls](const GradReadyFn& hook) -> GradReadyFn {
@@ -101,10 +150,22 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
   };
   const BackwardHooks none;
   const BackwardHooks& bh = announce ? hooks.backward : none;
-  RINGSIDE_RETURN_IF_ERROR(model_->Backward(
-      loss_scale,
-      BackwardHooks{timed(bh.grads_ready), timed(bh.params_free), bh.split_at, bh.device_ordered},
-      accumulate_grads));
+  // A skipped step's gradients: each announced range is filled before the hook sees it.
+  GradReadyFn grads_ready = timed(bh.grads_ready);
+  if (bad_loss && grads_ready) {
+    grads_ready = [this, fill, inner = std::move(grads_ready)](const ParamRange& range) {
+      ops_->Fill(model_->grads() + range.offset, range.size, fill);
+      inner(range);
+    };
+  }
+  if (run_backward) {
+    RINGSIDE_RETURN_IF_ERROR(model_->Backward(
+        loss_scale,
+        BackwardHooks{grads_ready, timed(bh.params_free), bh.split_at, bh.device_ordered},
+        accumulate_grads));
+    // Ranges nobody announced (an earlier micro-batch) are handed on later: fill them too.
+    if (bad_loss && !grads_ready) ops_->Fill(model_->grads(), model_->num_params(), fill);
+  }
   const int64_t t3 = NowMicros();
   hook_times->forward_us += wait_us;
   hook_times->backward_us += hook_us;

@@ -6,10 +6,12 @@
 #define RINGSIDE_COMMON_LOCAL_STEP_H_
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/dataset.h"
 #include "common/model.h"
@@ -18,6 +20,23 @@
 #include "common/trace.h"
 
 namespace ringside {
+
+// Numerical safety: what LocalStep::Run does when a micro-batch's loss is non-finite
+// and the job skips such steps (--nan_policy=skip_step; StepHooks::skip_nonfinite). The
+// strategy picks the form that discards the step on every process of the job.
+enum class NonFiniteLossSkip {
+  // No backward: nothing is announced and the gradients are untouched (a strategy with
+  // no peers, whose FinishStep then leaves the parameters alone).
+  kSkipBackward,
+  // Backward runs and every range it announces (and, after it, the whole gradient) is
+  // filled with NaN before the hooks see it: an all-reduce carries the NaN to every
+  // rank, whose check of the reduced gradient then skips (or stops at) the same step
+  // everywhere. Under both policies: with it a non-finite loss is never an error here.
+  kPoisonGradients,
+  // Backward runs and every announced range is zeroed before the hooks see it: this
+  // process contributes nothing to the step (a parameter-server worker's push).
+  kZeroGradients,
+};
 
 // What a strategy hands the local step: its hooks and whether backward accumulates.
 struct StepHooks {
@@ -36,7 +55,24 @@ struct StepHooks {
   // "update", kCatUpdate for the local optimizer step; "push", kCatComm).
   const char* backward_hook_span = "backward hooks";
   const char* backward_hook_cat = kCatComm;
+  // Numerical safety. A non-finite loss (checked on the host right after forward, which
+  // reads it back anyway) stops the step with NonFiniteError before backward, unless
+  // skip_nonfinite (set by the trainer for --nan_policy=skip_step): then the step
+  // goes on as nonfinite_skip says and StepMetrics.skipped_nonfinite is set. (With
+  // kPoisonGradients the step goes on under either policy; see there.)
+  bool skip_nonfinite = false;
+  NonFiniteLossSkip nonfinite_skip = NonFiniteLossSkip::kSkipBackward;
 };
+
+// Numerical safety: the error of a step that saw a non-finite value; `what` names the
+// value and where it is ("non-finite loss (nan)", "non-finite update in layer fc2
+// (elements 4096-8191)"). The trainer adds the step and rank. IsNonFiniteError tells
+// it from other failures (the code is DataLoss and a payload marks it).
+absl::Status NonFiniteError(absl::string_view what);
+bool IsNonFiniteError(const absl::Status& status);
+// The layers of `model` that [offset, offset + size) overlaps and the range itself:
+// "layer 2 (fc) (elements 4096-8191)", "layers 1 (conv)..3 (fc) (elements 0-8191)".
+std::string DescribeParams(const Model& model, int64_t offset, int64_t size);
 
 // Time the training thread spent inside a strategy's hooks during one step. LocalStep
 // measures it (once, for every strategy) and takes it out of forward_ms / backward_ms;
@@ -64,7 +100,9 @@ class LocalStep {
   // forward_ms and backward_ms exclude the time spent inside the hooks, which is added
   // to `hook_times` instead (the strategy books it as its own work and waits). With
   // `accumulate_grads` backward adds into model->grads() (see Model::Backward); with
-  // `announce` false backward announces nothing (an earlier micro-batch).
+  // `announce` false backward announces nothing (an earlier micro-batch). A non-finite
+  // loss: NonFiniteError before backward, or with hooks.skip_nonfinite, see
+  // NonFiniteLossSkip (m->skipped_nonfinite is set).
   //
   // Trace (may be nullptr), all on kTrainingTrack and disjoint: "data"; "forward" cut
   // into the pieces between waits for parameters, each wait a "wait for parameters"

@@ -21,11 +21,13 @@
 #ifndef RINGSIDE_COMMON_OPS_H_
 #define RINGSIDE_COMMON_OPS_H_
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -55,6 +57,12 @@ struct SgdHyper {
   float momentum = 0.0f;
   float weight_decay = 0.0f;
   bool nesterov = false;
+  // Numerical safety: when not null, one float of backend memory that the SGD pass
+  // sets to 1 if any parameter it writes is non-finite (NaN or +-Inf: a non-finite
+  // gradient, momentum or update, or one that overflowed), and otherwise leaves alone
+  // (the caller zeroes it; several passes may share it). The check rides on the
+  // update's own pass over the parameters: no extra memory traffic.
+  float* nonfinite = nullptr;
 };
 
 // A point in an Ops object's queue (Ops::RecordEvent). Thread-safe.
@@ -208,6 +216,21 @@ class Ops {
   // rounding. Plain momentum only: Nesterov needs d apart from u.
   virtual void SgdUpdateCarried(float* params, float* acc, int64_t n,
                                 const SgdHyper& hyper) = 0;
+  // Numerical safety: *flag (one float of backend memory) = 1 if any of x [n] is NaN or
+  // +-Inf; otherwise *flag is left alone (the caller zeroes it). Enqueued like an op.
+  // One read of x. The default (for decorators that forward compute to another
+  // backend) copies x to the host and back the flag; CPU and CUDA override it.
+  virtual void FlagNonFinite(const float* x, int64_t n, float* flag) {
+    std::vector<float> host(static_cast<size_t>(n));
+    if (n <= 0 || !CopyToHost(host.data(), x, host.size() * sizeof(float)).ok()) return;
+    for (float v : host) {
+      if (!std::isfinite(v)) {
+        const float one = 1.0f;
+        CopyToDevice(flag, &one, sizeof(one)).IgnoreError();  // Its own failure: latched.
+        return;
+      }
+    }
+  }
   // x [n] = value.
   virtual void Fill(float* x, int64_t n, float value) = 0;
   // x [n] *= alpha.

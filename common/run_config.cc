@@ -1,6 +1,8 @@
 #include "common/run_config.h"
 
+#include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -71,6 +73,35 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   }
   if (!(c.lr() >= 0)) {
     return absl::InvalidArgumentError(absl::StrCat("--lr must be >= 0, got ", c.lr()));
+  }
+  // Numerical safety: a non-finite SGD setting makes every update non-finite. Checked
+  // after the flags' conversion to float, so --lr=1e39 (inf as a float) is refused too.
+  for (const auto& [flag, value] : {std::pair<const char*, float>{"lr", c.lr()},
+                                    {"momentum", c.momentum()},
+                                    {"weight_decay", c.weight_decay()}}) {
+    if (!std::isfinite(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, " must be finite, got ", value, " (training cannot stay finite)"));
+    }
+  }
+  if (!c.nan_policy().empty() && c.nan_policy() != kNanPolicyStop &&
+      c.nan_policy() != kNanPolicySkipStep) {
+    return absl::InvalidArgumentError(absl::StrCat("--nan_policy must be ", kNanPolicyStop,
+                                                   " or ", kNanPolicySkipStep, ", got '",
+                                                   c.nan_policy(), "'"));
+  }
+  // skip_step discards a step exactly only where the momentum is not carried in the
+  // gradients across micro-batches (docs/training.md, "Non-finite values").
+  if (c.nan_policy() == kNanPolicySkipStep) {
+    if (c.strategy() == "dp") {
+      return absl::InvalidArgumentError(
+          "--nan_policy=skip_step is not supported with --strategy=dp (use stop)");
+    }
+    if (c.grad_accum() > 1 && c.strategy() != "ddp") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--nan_policy=skip_step needs --grad_accum=1 with --strategy=", c.strategy(),
+          ", got ", c.grad_accum()));
+    }
   }
   if (c.grad_accum() < 1) {
     return absl::InvalidArgumentError(

@@ -34,6 +34,11 @@ inline constexpr int kDefaultBatch = 128;
 inline constexpr double kDefaultLr = 0.02;
 inline constexpr double kDefaultMomentum = 0.9;
 inline constexpr double kDefaultWeightDecay = 0.0;
+// RunConfig.nan_policy's values (numerical safety): stop the job at the first
+// non-finite loss, gradient or update (the default; empty means it), or discard that
+// step's update and go on.
+inline constexpr char kNanPolicyStop[] = "stop";
+inline constexpr char kNanPolicySkipStep[] = "skip_step";
 inline constexpr uint64_t kDefaultSeed = 1;
 inline constexpr int kDefaultThreads = 1;
 inline constexpr int kDefaultGradAccum = 1;
@@ -63,9 +68,9 @@ struct RunOptions {
 
 // The checks every strategy runs before anything is loaded or started. One
 // InvalidArgument line naming the flag: "--batch must be >= 1, got 0". Checks batch,
-// epochs, steps, lr, grad_accum and threads (Sgd::Create checks the other SGD
-// settings; each strategy checks its own fields), and for strategy "dp" (one process)
-// its replicas (world_size in [1, kMaxDataParallelReplicas]), grad_accum 1 and the CPU.
+// epochs, steps, lr, grad_accum and threads, that lr, momentum and weight_decay are
+// finite and nan_policy (Sgd::Create checks the other SGD settings; each strategy
+// checks its own fields), and for strategy "dp" (one process) its replicas (world_size in [1, kMaxDataParallelReplicas]), grad_accum 1 and the CPU.
 absl::Status ValidateRunConfig(const RunConfig& config);
 
 // SGD hyper-parameters of `config` (lr, momentum, weight_decay, nesterov).

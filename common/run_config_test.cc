@@ -1,5 +1,8 @@
 #include "common/run_config.h"
 
+#include <limits>
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace ringside {
@@ -32,6 +35,42 @@ TEST(ValidateRunConfigTest, NamesTheFlag) {
   c = Good();
   c.set_epochs(0);
   EXPECT_EQ(ValidateRunConfig(c).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Numerical safety (issue 23): settings that cannot give finite training.
+TEST(ValidateRunConfigTest, RefusesNonFiniteSgdSettingsAndUnknownNanPolicies) {
+  const float inf = std::numeric_limits<float>::infinity();
+  RunConfig c = Good();
+  c.set_lr(inf);
+  EXPECT_EQ(ValidateRunConfig(c).message(),
+            "--lr must be finite, got inf (training cannot stay finite)");
+  c = Good();
+  c.set_lr(1e30f);  // Finite: left to the checks during training.
+  EXPECT_TRUE(ValidateRunConfig(c).ok());
+  c = Good();
+  c.set_momentum(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(ValidateRunConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(ValidateRunConfig(c).message().find("--momentum must be finite"), std::string::npos);
+  c = Good();
+  c.set_weight_decay(-inf);
+  EXPECT_NE(ValidateRunConfig(c).message().find("--weight_decay must be finite"),
+            std::string::npos);
+  c = Good();
+  c.set_nan_policy("bogus");
+  EXPECT_EQ(ValidateRunConfig(c).message(),
+            "--nan_policy must be stop or skip_step, got 'bogus'");
+  for (const char* policy : {"", "stop", "skip_step"}) {
+    c = Good();
+    c.set_nan_policy(policy);
+    EXPECT_TRUE(ValidateRunConfig(c).ok()) << policy;
+  }
+  c = Good();
+  c.set_nan_policy("skip_step");
+  c.set_grad_accum(2);
+  c.set_strategy("single");
+  EXPECT_EQ(ValidateRunConfig(c).code(), absl::StatusCode::kInvalidArgument);
+  c.set_strategy("ddp");
+  EXPECT_TRUE(ValidateRunConfig(c).ok());
 }
 
 TEST(CheckSameConfigTest, NamesTheDifferingField) {

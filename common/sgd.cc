@@ -1,6 +1,7 @@
 #include "common/sgd.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/base/internal/raw_logging.h"
 #include "absl/strings/str_cat.h"
@@ -11,16 +12,17 @@ namespace ringside {
 namespace {
 
 absl::Status ValidateHyper(const SgdHyper& hyper) {
-  if (!(hyper.lr >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("learning rate must be >= 0, got ", hyper.lr));
+  if (!(hyper.lr >= 0) || !std::isfinite(hyper.lr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("learning rate must be finite and >= 0, got ", hyper.lr));
   }
   if (!(hyper.momentum >= 0 && hyper.momentum < 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("momentum must be in [0, 1), got ", hyper.momentum));
   }
-  if (!(hyper.weight_decay >= 0)) {
+  if (!(hyper.weight_decay >= 0) || !std::isfinite(hyper.weight_decay)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("weight decay must be >= 0, got ", hyper.weight_decay));
+        absl::StrCat("weight decay must be finite and >= 0, got ", hyper.weight_decay));
   }
   if (hyper.nesterov && hyper.momentum == 0) {
     return absl::InvalidArgumentError("nesterov needs a momentum > 0");
@@ -59,14 +61,16 @@ void Sgd::Step(float* params, float* grads, bool zero_grads) {
 }
 
 void Sgd::StepRange(int64_t offset, int64_t n, float* params, float* grads,
-                    bool zero_grads) {
+                    bool zero_grads, float* nonfinite) {
+  SgdHyper hyper = hyper_;
+  hyper.nonfinite = nonfinite;
   if (in_gradients_) {
     ABSL_RAW_CHECK(grads == state_ + offset, "CreateInGradients: grads must be its buffer");
-    ops_->SgdUpdateCarried(params, grads, n, hyper_);
+    ops_->SgdUpdateCarried(params, grads, n, hyper);
     return;
   }
   float* buf = state() != nullptr ? state() + offset : nullptr;
-  ops_->SgdUpdate(params, grads, buf, n, hyper_, zero_grads);
+  ops_->SgdUpdate(params, grads, buf, n, hyper, zero_grads);
 }
 
 absl::StatusOr<std::vector<float>> Sgd::SaveState() const {

@@ -21,8 +21,8 @@ namespace ringside {
 // made with CreateInGradients, keeps it in the caller's gradient buffer.
 class Sgd {
  public:
-  // InvalidArgument for lr < 0, momentum outside [0, 1), weight_decay < 0, or nesterov
-  // without momentum.
+  // InvalidArgument for lr < 0 or non-finite, momentum outside [0, 1), weight_decay < 0
+  // or non-finite, or nesterov without momentum.
   static absl::StatusOr<Sgd> Create(const SgdHyper& hyper, int64_t size, Ops* ops);
 
   // The fused form for a caller whose backward adds its gradients into `grads` [size]
@@ -45,9 +45,11 @@ class Sgd {
   // hold the next step's u afterwards (zero_grads is moot).
   void Step(float* params, float* grads, bool zero_grads = false);
   // One step over the sub-range [offset, offset + n) of the parameters this optimizer
-  // owns; params and grads point at that sub-range's first element.
+  // owns; params and grads point at that sub-range's first element. With `nonfinite`
+  // (one float of backend memory; see SgdHyper::nonfinite) the same pass sets it to 1
+  // when a parameter it writes is non-finite.
   void StepRange(int64_t offset, int64_t n, float* params, float* grads,
-                 bool zero_grads = false);
+                 bool zero_grads = false, float* nonfinite = nullptr);
 
   // Optimizer state (u; empty without momentum) as host floats, for checkpoints.
   absl::StatusOr<std::vector<float>> SaveState() const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -120,6 +121,76 @@ TEST(SgdTest, StateMovesBetweenTheForms) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(fused->LoadState(std::vector<float>(n - 1)).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Numerical safety: the update pass flags a non-finite parameter it writes, leaves the
+// flag alone otherwise, and computes the same floats with the check as without.
+TEST(SgdTest, UpdatePassFlagsNonFiniteParameters) {
+  auto ops = NewCpuOps(1);
+  for (bool in_gradients : {false, true}) {
+    for (float momentum : {0.0f, 0.9f}) {
+      constexpr int64_t kN = 5000;  // More than one block of the CPU loops.
+      const SgdHyper hyper{0.1f, momentum, 0.01f, false};
+      std::vector<float> p1(kN), p2(kN), g1(kN), g2(kN);
+      for (int64_t i = 0; i < kN; ++i) {
+        p1[i] = p2[i] = 0.001f * static_cast<float>(i % 97);
+        g1[i] = g2[i] = 0.01f * static_cast<float>(i % 13) - 0.05f;
+      }
+      auto make = [&](std::vector<float>* g) {
+        return in_gradients ? Sgd::CreateInGradients(hyper, g->data(), kN, ops.get())
+                            : Sgd::Create(hyper, kN, ops.get());
+      };
+      auto checked = make(&g1);
+      auto plain = make(&g2);
+      ASSERT_TRUE(checked.ok() && plain.ok());
+      if (in_gradients) {  // Create zeroed them: put the gradients back.
+        for (int64_t i = 0; i < kN; ++i) g1[i] = g2[i] = 0.01f * static_cast<float>(i % 13);
+      }
+      float flag = 0.0f;
+      checked->StepRange(0, kN, p1.data(), g1.data(), false, &flag);
+      plain->StepRange(0, kN, p2.data(), g2.data(), false);
+      EXPECT_EQ(flag, 0.0f);
+      EXPECT_EQ(p1, p2) << "momentum " << momentum << " in_gradients " << in_gradients;
+      // A NaN gradient, an infinite one, and an update that overflows.
+      for (float bad : {std::numeric_limits<float>::quiet_NaN(),
+                        std::numeric_limits<float>::infinity(), 3e38f}) {
+        g1[kN - 7] += bad;
+        if (bad == 3e38f) p1[kN - 7] = -3.3e38f;  // p - lr * (g + wd p) overflows.
+        flag = 0.0f;
+        checked->StepRange(0, kN, p1.data(), g1.data(), false, &flag);
+        EXPECT_EQ(flag, 1.0f) << "bad " << bad;
+        for (float& v : p1) v = std::isfinite(v) ? v : 0.0f;
+        std::fill(g1.begin(), g1.end(), 0.0f);
+        if (in_gradients) {
+          ASSERT_TRUE(checked->LoadState(std::vector<float>(momentum != 0 ? kN : 0, 0.0f)).ok());
+        }
+      }
+    }
+  }
+}
+
+TEST(SgdTest, RefusesNonFiniteHyperParameters) {
+  auto ops = NewCpuOps(1);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(Sgd::Create({inf, 0.9f, 0.0f, false}, 8, ops.get()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Sgd::Create({0.1f, 0.9f, inf, false}, 8, ops.get()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CpuOpsTest, FlagNonFiniteSetsTheFlagOnlyForNanOrInf) {
+  auto ops = NewCpuOps(1);
+  std::vector<float> x(3000, 1e38f);
+  x[5] = -3.4e38f;
+  float flag = 0.0f;
+  ops->FlagNonFinite(x.data(), static_cast<int64_t>(x.size()), &flag);
+  EXPECT_EQ(flag, 0.0f);
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+    x[2999] = bad;
+    ops->FlagNonFinite(x.data(), static_cast<int64_t>(x.size()), &flag);
+    EXPECT_EQ(flag, 1.0f);
+    flag = 0.0f;
+  }
 }
 
 }  // namespace

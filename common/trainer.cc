@@ -70,6 +70,36 @@ int64_t BatchesPerEpoch(const Sharder& shard, int64_t batch) {
   return (shard.num_samples() + batch - 1) / batch;
 }
 
+// Numerical safety: the first layer whose flag is set (flags [layer_ranges().size() + 1]
+// in backend memory, as LocalSgdStrategy::nonfinite_) as a NonFiniteError "<what> in
+// layer ..."; OK when none is. Blocks for the flags.
+absl::Status CheckUpdateFlags(Ops* ops, const Model& model, const float* flags,
+                              absl::string_view what = "non-finite gradient or update") {
+  const std::vector<ParamRange>& layers = model.layer_ranges();
+  std::vector<float> host(layers.size() + 1);
+  RINGSIDE_RETURN_IF_ERROR(ops->CopyToHost(host.data(), flags, host.size() * sizeof(float)));
+  for (size_t i = 0; i < host.size(); ++i) {
+    if (host[i] == 0.0f) continue;
+    const ParamRange r = i < layers.size() ? layers[i] : ParamRange{0, model.num_params()};
+    return NonFiniteError(absl::StrCat(what, " in ", DescribeParams(model, r.offset, r.size)));
+  }
+  return absl::OkStatus();
+}
+
+// Numerical safety: NonFiniteError naming the first layer of `model` holding a
+// non-finite parameter; one read of the parameters. Run before each checkpoint, so
+// that none is written with a non-finite value (a parameter-server worker holds what
+// the shards computed, which no update check of its own has seen).
+absl::Status CheckParamsFinite(Ops* ops, const Model& model) {
+  const std::vector<ParamRange>& layers = model.layer_ranges();
+  RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> flags,
+                            DeviceArray<float>::Create(ops, static_cast<int64_t>(layers.size()) + 1));
+  ops->Fill(flags.data(), flags.size(), 0.0f);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    ops->FlagNonFinite(model.params() + layers[i].offset, layers[i].size, flags.data() + i);
+  }
+  return CheckUpdateFlags(ops, model, flags.data(), "non-finite parameters");
+}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> LocalSgdStrategy::Create(
@@ -80,7 +110,11 @@ absl::StatusOr<std::unique_ptr<LocalSgdStrategy>> LocalSgdStrategy::Create(
       Sgd sgd, hyper.nesterov ? Sgd::Create(hyper, model->num_params(), ops)
                               : Sgd::CreateInGradients(hyper, model->grads(),
                                                        model->num_params(), ops));
-  return std::unique_ptr<LocalSgdStrategy>(new LocalSgdStrategy(std::move(sgd), model, ops));
+  std::unique_ptr<LocalSgdStrategy> strategy(new LocalSgdStrategy(std::move(sgd), model, ops));
+  RINGSIDE_ASSIGN_OR_RETURN(
+      strategy->nonfinite_,
+      DeviceArray<float>::Create(ops, static_cast<int64_t>(model->layer_ranges().size()) + 1));
+  return strategy;
 }
 
 StepHooks LocalSgdStrategy::hooks() {
@@ -95,13 +129,32 @@ StepHooks LocalSgdStrategy::hooks() {
 }
 
 void LocalSgdStrategy::Step(const ParamRange& range) {
+  if (stepped_ == 0) ops_->Fill(nonfinite_.data(), nonfinite_.size(), 0.0f);
+  // The flag of the layer holding the range (the last flag for a range across layers).
+  const std::vector<ParamRange>& layers = model_->layer_ranges();
+  size_t flag = layers.size();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i].offset <= range.offset &&
+        range.offset + range.size <= layers[i].offset + layers[i].size) {
+      flag = i;
+      break;
+    }
+  }
   sgd_.StepRange(range.offset, range.size, model_->params() + range.offset,
-                 model_->grads() + range.offset, /*zero_grads=*/true);
+                 model_->grads() + range.offset, /*zero_grads=*/true,
+                 nonfinite_.data() + flag);
   stepped_ += range.size;
 }
 
+
 absl::Status LocalSgdStrategy::FinishStep(const HookTimes& hook_times, StepMetrics* m,
                                           TraceWriter* trace) {
+  if (m->skipped_nonfinite()) {
+    // No backward ran (kSkipBackward): the parameters and the momentum carried in the
+    // gradients are as the previous step left them.
+    stepped_ = 0;
+    return ops_->Synchronize();
+  }
   // LocalStep drew the updates backward's hooks ran.
   int64_t update_us = hook_times.backward_us;
   // Ranges nobody announced (none for a full backward) are stepped now.
@@ -124,7 +177,8 @@ absl::Status LocalSgdStrategy::FinishStep(const HookTimes& hook_times, StepMetri
     m->set_backward_ms(m->backward_ms() + waited / 1e3);
     if (trace != nullptr) trace->Span("backward (device)", kCatCompute, kTrainingTrack, w0, waited);
   }
-  return done;
+  RINGSIDE_RETURN_IF_ERROR(done);
+  return CheckUpdateFlags(ops_, *model_, nonfinite_.data());
 }
 
 Trainer::Trainer(const TrainerOptions& options, Model* model, Ops* ops,
@@ -328,6 +382,7 @@ absl::Status Trainer::RunMicroBatches(absl::Span<const int64_t> samples,
     m->set_backward_ms(m->backward_ms() + part.backward_ms());
     m->set_samples(m->samples() + part.samples());
     m->set_correct(m->correct() + part.correct());
+    if (part.skipped_nonfinite()) m->set_skipped_nonfinite(true);
     loss_sum += static_cast<double>(part.loss()) * mn;
   }
   m->set_loss(static_cast<float>(loss_sum / n));
@@ -345,7 +400,35 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   int64_t steps_total = per_epoch * c.epochs();
   if (c.max_steps() > 0) steps_total = std::min<int64_t>(steps_total, c.max_steps());
   TrainResult result;
-  const StepHooks hooks = strategy_->hooks();
+  StepHooks hooks = strategy_->hooks();
+  // Numerical safety (--nan_policy): the step stops at a non-finite value (below), or
+  // under skip_step discards the step in the form the strategy's hooks chose.
+  const bool skip_nonfinite = c.nan_policy() == kNanPolicySkipStep;
+  hooks.skip_nonfinite = skip_nonfinite;
+  // The stop path: one line naming the step, the process and the range. Nothing more
+  // runs (no metrics record, no checkpoint), so the last checkpoint on disk is the last
+  // good one.
+  const auto stop_nonfinite = [&](const absl::Status& s) {
+    return NonFiniteError(absl::StrCat(
+        "step ", step_, ", ", strategy_->role() == "worker" ? "worker " : "rank ",
+        options_.rank, ": ", s.message(),
+        skip_nonfinite ? " (seen after the update was applied: cannot be skipped)" : ""));
+  };
+  // Before each checkpoint the writer checks the parameters it is about to write.
+  const auto check_params = [&]() -> absl::Status {
+    if (options_.out_dir.empty() || !options_.write_checkpoints || options_.rank != 0) {
+      return absl::OkStatus();
+    }
+    RINGSIDE_RETURN_IF_ERROR(Annotate(strategy_->SettleParams(), absl::StrCat("step ", step_)));
+    absl::Status s = CheckParamsFinite(ops_, *model_);
+    if (IsNonFiniteError(s)) {
+      // The parameters the last step (step_ - 1) left.
+      return NonFiniteError(absl::StrCat(
+          "step ", step_ - 1, ", ", strategy_->role() == "worker" ? "worker " : "rank ",
+          options_.rank, ": ", s.message(), " (checkpoint not written)"));
+    }
+    return s;
+  };
   // Lifecycle start: every process joins and holds the job's parameters for step_.
   RINGSIDE_RETURN_IF_ERROR(strategy_->Start(step_));
   const int64_t run_start = NowMicros();
@@ -373,8 +456,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       m.set_start_us(t0);
       if (trace_ != nullptr) trace_->SetStep(step_);
       HookTimes hook_times;
-      RINGSIDE_RETURN_IF_ERROR(RunMicroBatches(
-          absl::MakeConstSpan(order).subspan(begin, n), hooks, &m, &hook_times));
+      if (absl::Status s = RunMicroBatches(absl::MakeConstSpan(order).subspan(begin, n), hooks,
+                                           &m, &hook_times);
+          !s.ok()) {
+        return IsNonFiniteError(s) ? stop_nonfinite(s) : s;
+      }
       if (c.prefetch() && strategy_->compute() == nullptr && batch_in_epoch_ + 1 < per_epoch &&
           step_ + 1 < steps_total) {
         // Backward is done with this batch: gather the next step's first micro-batch
@@ -385,8 +471,15 @@ absl::StatusOr<TrainResult> Trainer::Run() {
         RINGSIDE_RETURN_IF_ERROR(
             train_step_.Prefetch(absl::MakeConstSpan(order).subspan(next, nn), &m, trace_.get()));
       }
-      RINGSIDE_RETURN_IF_ERROR(
-          Annotate(strategy_->FinishStep(hook_times, &m, trace_.get()), absl::StrCat("step ", step_)));
+      if (absl::Status s = strategy_->FinishStep(hook_times, &m, trace_.get()); !s.ok()) {
+        return IsNonFiniteError(s) ? stop_nonfinite(s) : Annotate(s, absl::StrCat("step ", step_));
+      }
+      if (m.skipped_nonfinite()) {
+        absl::FPrintF(stderr,
+                      "ringside: warning: step %d, %s %d: non-finite value, step skipped "
+                      "(--nan_policy=skip_step)\n",
+                      step_, strategy_->role() == "worker" ? "worker" : "rank", options_.rank);
+      }
       const int64_t t1 = NowMicros();
       m.set_step_ms((t1 - t0) / 1e3);
       if (metrics_ != nullptr) RINGSIDE_RETURN_IF_ERROR(metrics_->Write(m));
@@ -397,6 +490,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       const double elapsed = (t1 - run_start) / 1e6;
       PrintProgress(m, steps_total, samples / std::max(elapsed, 1e-9), false);
       if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) {
+        if (absl::Status s = check_params(); !s.ok()) return s;
         // Record the position after this batch.
         ++batch_in_epoch_;
         absl::Status s = SaveCheckpoint();
@@ -417,6 +511,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
                     static_cast<double>(eval.correct) / std::max<int64_t>(1, eval.count));
       fflush(options_.progress);
     }
+    RINGSIDE_RETURN_IF_ERROR(check_params());
     RINGSIDE_RETURN_IF_ERROR(SaveCheckpoint());
   }
   RINGSIDE_RETURN_IF_ERROR(Annotate(strategy_->SettleParams(), absl::StrCat("step ", step_)));
@@ -431,6 +526,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   }
   result.test_loss = eval.loss_sum / std::max<int64_t>(1, eval.count);
   result.test_accuracy = static_cast<double>(eval.correct) / std::max<int64_t>(1, eval.count);
+  RINGSIDE_RETURN_IF_ERROR(check_params());
   RINGSIDE_RETURN_IF_ERROR(SaveCheckpoint());
   // Lifecycle end: every process is done.
   RINGSIDE_RETURN_IF_ERROR(strategy_->Finish());

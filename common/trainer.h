@@ -113,6 +113,10 @@ class LocalSgdStrategy final : public StepStrategy {
   // overwrites them.
   StepHooks hooks() override;
   // Steps what backward did not announce; update_ms is the hooks' time plus that.
+  // Numerical safety: every update pass also checks the parameters it writes (per
+  // layer); a non-finite one is a NonFiniteError naming the layer, after the device is
+  // done. A step skipped for a non-finite loss (m->skipped_nonfinite(), no backward:
+  // NonFiniteLossSkip::kSkipBackward) changes nothing.
   absl::Status FinishStep(const HookTimes& hook_times, StepMetrics* m,
                           TraceWriter* trace) override;
   absl::StatusOr<std::vector<float>> SaveOptimizerState() override { return sgd_.SaveState(); }
@@ -130,6 +134,10 @@ class LocalSgdStrategy final : public StepStrategy {
   Model* const model_;
   Ops* const ops_;
   int64_t stepped_ = 0;  // Parameters stepped during this step's backward.
+  // Numerical safety: one flag (SgdHyper::nonfinite) per entry of
+  // model->layer_ranges(), and a last one for a range spanning layers; zeroed at the
+  // step's first update.
+  DeviceArray<float> nonfinite_;
 };
 
 struct TrainerOptions {

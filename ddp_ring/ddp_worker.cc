@@ -504,6 +504,8 @@ absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptio
 
   ReducerOptions reducer_options = o.reducer;
   if (BugListHas(config.bugs(), kBugNoBroadcast)) reducer_options.broadcast_at_start = false;
+  // Numerical safety: skip_step checks the reduced gradients before any update.
+  reducer_options.skip_nonfinite = config.nan_policy() == kNanPolicySkipStep;
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Reducer> reducer,
                             Reducer::Create(group->get(), replica.model.get(), replica.ops.get(),
                                             replica.hyper, reducer_options));

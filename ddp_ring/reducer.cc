@@ -1,6 +1,8 @@
 #include "ddp_ring/reducer.h"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -43,13 +45,19 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(ProcessGroup* group, Mo
   RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> eval_sums, DeviceArray<float>::Create(ops, 3));
   std::vector<Bucket> buckets =
       ComputeBuckets(model->layer_ranges(), options.first_bucket_bytes, options.bucket_cap_bytes);
-  return std::unique_ptr<Reducer>(new Reducer(group, model, ops, std::move(sgd), options,
-                                              std::move(buckets), std::move(eval_sums)));
+  const int64_t flags = std::max<int64_t>(1, static_cast<int64_t>(buckets.size()));
+  RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> nonfinite, DeviceArray<float>::Create(ops, flags));
+  RINGSIDE_ASSIGN_OR_RETURN(HostArray<float> host_nonfinite, HostArray<float>::Create(ops, flags));
+  std::unique_ptr<Reducer> reducer(new Reducer(group, model, ops, std::move(sgd), options,
+                                               std::move(buckets), std::move(eval_sums),
+                                               std::move(nonfinite)));
+  reducer->host_nonfinite_ = std::move(host_nonfinite);
+  return reducer;
 }
 
 Reducer::Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd,
                  const ReducerOptions& options, std::vector<Bucket> buckets,
-                 DeviceArray<float> eval_sums)
+                 DeviceArray<float> eval_sums, DeviceArray<float> nonfinite)
     : group_(group),
       model_(model),
       ops_(ops),
@@ -57,6 +65,7 @@ Reducer::Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd,
       options_(options),
       buckets_(std::move(buckets)),
       eval_sums_(std::move(eval_sums)),
+      nonfinite_(std::move(nonfinite)),
       pending_(buckets_.size()),
       work_(buckets_.size()),
       launch_us_(buckets_.size()) {
@@ -78,7 +87,25 @@ StepHooks Reducer::hooks() {
   h.backward.device_ordered = ops_->kind() != DeviceKind::kCpu;
   h.backward_hook_span = "launch all-reduce";
   h.backward_hook_cat = kCatComm;
+  // A non-finite local loss reaches every rank through the all-reduce (FinishStep).
+  h.nonfinite_skip = NonFiniteLossSkip::kPoisonGradients;
   return h;
+}
+
+void Reducer::FetchFlags() {
+  if (buckets_.empty()) return;
+  ops_->CopyToHostAsync(host_nonfinite_.data(), nonfinite_.data(),
+                        buckets_.size() * sizeof(float));
+}
+
+absl::Status Reducer::CheckFlags(const char* what, const StepMetrics& m) const {
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    if (host_nonfinite_.data()[b] == 0.0f) continue;
+    return NonFiniteError(absl::StrCat(
+        what, " in bucket ", b, ": ", DescribeParams(*model_, buckets_[b].offset, buckets_[b].size),
+        std::isfinite(m.loss()) ? "" : absl::StrCat(" (this rank's loss: ", m.loss(), ")")));
+  }
+  return absl::OkStatus();
 }
 
 void Reducer::OnGradientReady(const ParamRange& range) {
@@ -124,6 +151,11 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
   }
   absl::Status status;
   int64_t wait_us = 0, update_us = 0;
+  // Numerical safety: with skip_nonfinite the loop only checks each reduced bucket and
+  // the updates run once every check is in (below); otherwise the update's own pass
+  // flags a non-finite parameter.
+  const bool skip = options_.skip_nonfinite;
+  if (!buckets_.empty()) ops_->Fill(nonfinite_.data(), nonfinite_.size(), 0.0f);
   for (size_t b = 0; b < buckets_.size() && status.ok(); ++b) {
     const int64_t w0 = NowMicros();
     absl::Status s = work_[b] != nullptr ? work_[b]->OrderBefore(ops_) : absl::OkStatus();
@@ -138,8 +170,14 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
                                         " floats)"));
       break;
     }
-    sgd_.StepRange(buckets_[b].offset, buckets_[b].size, model_->params() + buckets_[b].offset,
-                   model_->grads() + buckets_[b].offset, /*zero_grads=*/true);
+    if (skip) {
+      ops_->FlagNonFinite(model_->grads() + buckets_[b].offset, buckets_[b].size,
+                          nonfinite_.data() + b);
+    } else {
+      sgd_.StepRange(buckets_[b].offset, buckets_[b].size, model_->params() + buckets_[b].offset,
+                     model_->grads() + buckets_[b].offset, /*zero_grads=*/true,
+                     nonfinite_.data() + b);
+    }
     const int64_t u1 = NowMicros();
     update_us += u1 - w1;
     if (trace != nullptr && !on_device) {
@@ -147,6 +185,8 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
                   {{"bucket", static_cast<double>(b)}});
     }
   }
+  // Stop: the update flags come back with the step's one device wait below.
+  if (!skip && status.ok()) FetchFlags();
   if (on_device && status.ok()) {
     // The step's host waits, in device order: backward's remaining kernels (booked as
     // backward, as the single-GPU strategy does), then the all-reduces (bounded by the
@@ -174,6 +214,38 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
       update_us += t3 - t2;
       if (trace != nullptr) trace->Span("update (device)", kCatUpdate, kTrainingTrack, t2, t3 - t2);
     }
+  }
+  if (skip && status.ok()) {
+    // Every bucket is reduced and checked (the flags' read waits for the device): the
+    // same verdict on every rank, since all hold the same reduced gradients.
+    const int64_t u0 = NowMicros();
+    FetchFlags();
+    absl::Status checked = ops_->Synchronize();  // The verdict is needed on the host now.
+    if (checked.ok()) checked = CheckFlags("non-finite gradient", *m);
+    if (IsNonFiniteError(checked)) {
+      ops_->Fill(model_->grads(), model_->num_params(), 0.0f);  // Discard the step.
+      m->set_skipped_nonfinite(true);
+    } else if (checked.ok()) {
+      ops_->Fill(nonfinite_.data(), nonfinite_.size(), 0.0f);
+      for (size_t b = 0; b < buckets_.size(); ++b) {
+        sgd_.StepRange(buckets_[b].offset, buckets_[b].size,
+                       model_->params() + buckets_[b].offset,
+                       model_->grads() + buckets_[b].offset, /*zero_grads=*/true,
+                       nonfinite_.data() + b);
+      }
+      FetchFlags();  // The update's own flags, for the stop check below.
+    } else {
+      status = checked;
+    }
+    if (status.ok()) status = ops_->Synchronize();
+    const int64_t u1 = NowMicros();
+    update_us += u1 - u0;
+    if (trace != nullptr) trace->Span("update", kCatUpdate, kTrainingTrack, u0, u1 - u0);
+  }
+  // Stop: a non-finite parameter written by this step's updates (a non-finite reduced
+  // gradient, or an update that overflowed) ends the job on every rank.
+  if (status.ok() && !m->skipped_nonfinite()) {
+    status = CheckFlags("non-finite gradient or update", *m);
   }
   // On failure the remaining all-reduces are waited for too (their buffers are the
   // model's gradients), then the error is returned.

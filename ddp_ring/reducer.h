@@ -35,6 +35,9 @@ struct ReducerOptions {
   // false: Start skips the broadcast of rank 0's parameters, so ranks that initialised
   // differently stay different (the teaching bug no_broadcast).
   bool broadcast_at_start = true;
+  // Numerical safety (--nan_policy=skip_step): check each reduced bucket before any
+  // update and discard the whole step's update when one holds a non-finite value.
+  bool skip_nonfinite = false;
 };
 
 // A bucket: gradient floats [offset, offset + size), covering whole layers.
@@ -77,6 +80,15 @@ class Reducer final : public StepStrategy {
   // counted them (the sum of Work::bytes). Trace: "wait for all-reduce" (kCatWait) and "update" per bucket on
   // the training track, and each bucket's all-reduce on a lane of "all-reduce" (args
   // bucket, bytes); LocalStep drew the launches during backward.
+  //
+  // Numerical safety: every rank checks the same reduced gradients, so all agree. A
+  // non-finite local loss fills this rank's gradients with NaN before their all-reduce
+  // (NonFiniteLossSkip::kPoisonGradients), so that every rank sees it there. Stop
+  // (default): each bucket's SGD pass also flags a non-finite parameter it writes; one
+  // is a NonFiniteError naming the bucket's layers and elements. skip_nonfinite: each
+  // bucket is checked once its all-reduce is done (Ops::FlagNonFinite, one read) and
+  // the updates wait for all the checks; if one fired, the gradients are zeroed, no
+  // parameter or momentum changes and m->skipped_nonfinite is set (on every rank).
   absl::Status FinishStep(const HookTimes& hook_times, StepMetrics* m,
                           TraceWriter* trace) override;
   absl::StatusOr<EvalResult> ReduceEval(const EvalResult& local) override;
@@ -90,7 +102,14 @@ class Reducer final : public StepStrategy {
 
  private:
   Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd, const ReducerOptions& options,
-          std::vector<Bucket> buckets, DeviceArray<float> eval_sums);
+          std::vector<Bucket> buckets, DeviceArray<float> eval_sums,
+          DeviceArray<float> nonfinite);
+  // Numerical safety: enqueues the flags' copy to host_nonfinite_ (a device backend:
+  // it is there once the step's Synchronize has returned; the CPU: at once).
+  void FetchFlags();
+  // NonFiniteError naming the first bucket whose flag (as fetched) is set; OK when
+  // none is.
+  absl::Status CheckFlags(const char* what, const StepMetrics& m) const;
   void Launch(size_t bucket);
   // Draws this step's all-reduces (those still unfinished end at `end_us`).
   void TraceAllReduces(int64_t end_us, TraceWriter* trace) const;
@@ -104,6 +123,8 @@ class Reducer final : public StepStrategy {
   const ReducerOptions options_;
   const std::vector<Bucket> buckets_;
   DeviceArray<float> eval_sums_;  // [3] ReduceEval's sums, in the group's memory.
+  DeviceArray<float> nonfinite_;  // [buckets] Non-finite flags, zeroed every step.
+  HostArray<float> host_nonfinite_;  // [buckets] Their copy, read after the step's sync.
   // Per step: floats still missing per bucket, and the launched all-reduces.
   std::vector<int64_t> pending_;
   std::vector<std::shared_ptr<Work>> work_;

@@ -277,6 +277,9 @@ StepHooks PsStrategy::hooks() {
   h.backward.device_ordered = staging_;
   h.backward_hook_span = "push";
   h.backward_hook_cat = kCatComm;
+  // Numerical safety, --nan_policy=skip_step: a worker whose loss is non-finite pushes
+  // zeros for the step (contributes nothing); the shards own the update.
+  h.nonfinite_skip = NonFiniteLossSkip::kZeroGradients;
   if (options_.params_arrive_late) {
     h.forward.params_needed = [this](const ParamRange& r) { return OnParamsNeeded(r); };
     h.forward.split_at = h.backward.split_at;

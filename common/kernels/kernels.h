@@ -68,11 +68,14 @@ cudaError_t MaxPool2x2Backward(const float* dy, const int32_t* argmax, int plane
 // ---- sgd.cu ----
 // Ops::SgdUpdate and Ops::SgdUpdateCarried, rounding each operation as the CPU
 // backend does (compiled with -fmad=false): both give the same floats.
+// nonfinite: SgdHyper::nonfinite (device memory or nullptr).
 cudaError_t SgdUpdate(float* params, float* grads, float* momentum_buf, int64_t n, float lr,
                       float momentum, float weight_decay, bool nesterov, bool zero_grads,
-                      cudaStream_t stream);
+                      float* nonfinite, cudaStream_t stream);
 cudaError_t SgdUpdateCarried(float* params, float* acc, int64_t n, float lr, float momentum,
-                             float weight_decay, cudaStream_t stream);
+                             float weight_decay, float* nonfinite, cudaStream_t stream);
+// Ops::FlagNonFinite.
+cudaError_t FlagNonFinite(const float* x, int64_t n, float* flag, cudaStream_t stream);
 
 }  // namespace kernels
 }  // namespace ringside

@@ -16,7 +16,8 @@ namespace {
 // What RunConfigFromFlags() reads: every process of a job must be given the same.
 #define RINGSIDE_RUN_CONFIG_FLAGS                                                          \
   "model dataset epochs steps batch lr momentum weight_decay nesterov seed threads "      \
-  "device precision drop_last grad_accum prefetch bug "
+  "device precision drop_last grad_accum prefetch bug "                                \
+  /* Numerical safety (issue 23). */ "nan_policy "
 // What RunOptionsFromFlags() adds.
 #define RINGSIDE_RUN_OPTION_FLAGS "out resume checkpoint_every keep_checkpoints eval_batch "
 #define RINGSIDE_PS_FLAGS "workers ps_shards ps_sync ps_chunk_kb ps_colocated timeout_s " \

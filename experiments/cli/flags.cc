@@ -127,6 +127,11 @@ ABSL_FLAG(std::string, tls_cert, "", "TLS: this process's certificate (PEM); wit
 ABSL_FLAG(std::string, tls_key, "", "TLS: this process's private key (PEM)");
 ABSL_FLAG(std::string, tls_ca, "",
           "TLS: the CA (PEM) that signed every certificate of the job (mutual TLS)");
+// Numerical safety (issue 23).
+ABSL_FLAG(std::string, nan_policy, ringside::kNanPolicyStop,
+          "on a non-finite loss, gradient or update: stop (end the job naming step, rank "
+          "and range; the last good checkpoint is kept) or skip_step (discard that "
+          "step's update, record it in the metrics, go on)");
 
 namespace ringside {
 
@@ -180,6 +185,11 @@ RunConfig RunConfigFromFlags(const std::string& strategy) {
   std::sort(bugs.begin(), bugs.end());
   bugs.erase(std::unique(bugs.begin(), bugs.end()), bugs.end());
   c.set_bugs(absl::StrJoin(bugs, ","));
+  // Numerical safety (issue 23); ValidateRunConfig checks the value. The default is
+  // left unset (empty means stop), so configurations built elsewhere compare equal.
+  if (absl::GetFlag(FLAGS_nan_policy) != ringside::kNanPolicyStop) {
+    c.set_nan_policy(absl::GetFlag(FLAGS_nan_policy));
+  }
   return c;
 }
 
