@@ -9,11 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
@@ -21,9 +19,6 @@
 
 namespace ringside {
 namespace {
-
-absl::Mutex g_security_mu;
-RpcSecurity* g_security ABSL_GUARDED_BY(g_security_mu) = nullptr;
 
 // Reads a whole PEM (or token) file; FailedPrecondition naming `flag` and the path.
 absl::StatusOr<std::string> ReadWhole(const std::string& path, absl::string_view flag) {
@@ -149,17 +144,6 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
     diff = diff | (x ^ y);
   }
   return diff == 0;
-}
-
-void SetProcessRpcSecurity(const RpcSecurity& security) {
-  absl::MutexLock lock(&g_security_mu);
-  delete g_security;
-  g_security = new RpcSecurity(security);
-}
-
-RpcSecurity ProcessRpcSecurity() {
-  absl::MutexLock lock(&g_security_mu);
-  return g_security == nullptr ? RpcSecurity() : *g_security;
 }
 
 std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>

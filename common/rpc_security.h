@@ -34,7 +34,9 @@ inline constexpr int kMinTokenChars = 16;
 // Longest token accepted (a metadata value must stay small).
 inline constexpr int kMaxTokenChars = 1024;
 
-// What one process's clients and servers use. Copyable; empty fields mean "none".
+// The security a server listens with or a client connects with. There is no process-wide
+// one: each server and channel is given its own (e.g. from the CLI's flags) and keeps
+// the copy it was created with. Copyable; empty fields mean "none".
 struct RpcSecurity {
   // The job's token. Empty: clients send none, servers check none (unauthenticated).
   std::string token;
@@ -72,13 +74,6 @@ absl::StatusOr<RpcSecurity> LoadRpcSecurity(const std::string& token_file,
 // True iff a == b, in time that depends on their lengths only (not on where they
 // differ), so that a caller cannot guess the token byte by byte.
 bool ConstantTimeEquals(absl::string_view a, absl::string_view b);
-
-// The process-wide security every server and client of this process uses unless told
-// otherwise (PsServer, NewPsChannel, StoreServer, ConnectStore). Default: none. The
-// CLI sets it once from the flags before any role starts; tests may set it, and
-// servers and channels keep the value they were created with. Thread-safe.
-void SetProcessRpcSecurity(const RpcSecurity& security);
-RpcSecurity ProcessRpcSecurity();
 
 // --- Clients ---
 

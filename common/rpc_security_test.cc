@@ -124,16 +124,6 @@ TEST(LoadRpcSecurity, TlsNeedsAllThreeFiles) {
   EXPECT_TRUE(all->tls());
 }
 
-TEST(ProcessRpcSecurity, DefaultsToNoneAndKeepsWhatIsSet) {
-  EXPECT_FALSE(ProcessRpcSecurity().authenticated());
-  RpcSecurity s;
-  s.token = kGoodToken;
-  SetProcessRpcSecurity(s);
-  EXPECT_EQ(ProcessRpcSecurity().token, kGoodToken);
-  SetProcessRpcSecurity(RpcSecurity());
-  EXPECT_FALSE(ProcessRpcSecurity().authenticated());
-}
-
 TEST(LimitsForClients, BoundedAndRoomForEveryClient) {
   EXPECT_GE(LimitsForClients(1, 4).max_threads, 64);
   EXPECT_GE(LimitsForClients(64, 4).max_threads, 64 * 4);

@@ -472,7 +472,7 @@ absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptio
   const RunConfig& config = run.config;
 
   // Rendezvous step 1: the job's store (rank 0's, or torchrun's agent's).
-  absl::StatusOr<std::unique_ptr<Store>> store = JoinJobStore(env, o.timeout);
+  absl::StatusOr<std::unique_ptr<Store>> store = JoinJobStore(env, o.security, o.timeout);
   if (!store.ok()) return store.status();
   std::unique_ptr<Store> job = NewPrefixStore(absl::StrCat("ringside/", env.run_id), store->get());
   RINGSIDE_RETURN_IF_ERROR(CheckSameConfigEverywhere(env, config, o.timeout, job.get()));

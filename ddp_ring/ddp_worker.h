@@ -13,6 +13,7 @@
 #include "common/job_env.h"
 #include "common/replica.h"
 #include "common/ringside.pb.h"
+#include "common/rpc_security.h"
 #include "ddp_ring/process_group.h"
 #include "ddp_ring/reducer.h"
 
@@ -24,6 +25,9 @@ struct DdpWorkerOptions {
   ReducerOptions reducer;
   AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto;  // Gloo only.
   absl::Duration timeout = kDefaultPeerTimeout;  // Rendezvous and every collective.
+  // The security the job's store is hosted (rank 0) and joined with (JoinJobStore):
+  // the job's token and TLS; empty token: unauthenticated.
+  RpcSecurity security;
 };
 
 // Runs this rank's part of the job. Every failure (peer lost, timeout, configuration

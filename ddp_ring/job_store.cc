@@ -49,7 +49,9 @@ class JoinedStore final : public Store {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Store>> JoinJobStore(const JobEnv& env, absl::Duration timeout) {
+absl::StatusOr<std::unique_ptr<Store>> JoinJobStore(const JobEnv& env,
+                                                    const RpcSecurity& security,
+                                                    absl::Duration timeout) {
   const std::string me = absl::StrCat("rank ", env.rank);
   if (env.agent_store) {
     absl::StatusOr<std::unique_ptr<Store>> client =
@@ -62,15 +64,15 @@ absl::StatusOr<std::unique_ptr<Store>> JoinJobStore(const JobEnv& env, absl::Dur
   if (env.rank == 0) {
     // Bound to MASTER_ADDR only (the address every rank dials), capped for the job's ranks.
     absl::StatusOr<std::unique_ptr<StoreServer>> started =
-        StoreServer::Start(env.master_addr, env.master_port, env.world_size);
+        StoreServer::Start(env.master_addr, env.master_port, security, env.world_size);
     if (!started.ok()) return Annotate(started.status(), absl::StrCat(me, ": hosting the store"));
     server = std::move(*started);
-    if (!ProcessRpcSecurity().authenticated()) {
+    if (!security.authenticated()) {
       WarnUnauthenticated("the job's store", absl::StrCat(env.master_addr, ":", env.master_port));
     }
   }
   absl::StatusOr<std::unique_ptr<Store>> client =
-      ConnectStore(env.master_addr, env.master_port, timeout, kRpcTimeout);
+      ConnectStore(env.master_addr, env.master_port, security, timeout, kRpcTimeout);
   if (!client.ok()) return Annotate(client.status(), me);
   return std::unique_ptr<Store>(new JoinedStore(std::move(server), std::move(*client), ""));
 }

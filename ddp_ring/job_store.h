@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/job_env.h"
+#include "common/rpc_security.h"
 #include "ddp_ring/store.h"
 
 namespace ringside {
@@ -22,10 +23,15 @@ namespace ringside {
 //   - otherwise (`ringside launch`, torchrun --standalone or --rdzv_backend=c10d,
 //     Slurm, MPI): rank 0 hosts ringside's StoreServer at MASTER_ADDR:MASTER_PORT and
 //     every rank, rank 0 too, connects to it.
-// Waits up to `timeout` for the store to come up. The returned store owns rank 0's
-// server, so rank 0 must keep it until the other ranks are done with it. Errors name
-// the rank and the address (e.g. "rank 0: hosting the store: ... 127.0.0.1:29500").
-absl::StatusOr<std::unique_ptr<Store>> JoinJobStore(const JobEnv& env, absl::Duration timeout);
+// `security` is the security rank 0's StoreServer listens with and every rank's client
+// connects with (empty token: unauthenticated, which rank 0 warns about on stderr);
+// torchrun's agent store has none. Waits up to `timeout` for the store to come up. The
+// returned store owns rank 0's server, so rank 0 must keep it until the other ranks
+// are done with it. Errors name the rank and the address (e.g. "rank 0: hosting the
+// store: ... 127.0.0.1:29500").
+absl::StatusOr<std::unique_ptr<Store>> JoinJobStore(const JobEnv& env,
+                                                    const RpcSecurity& security,
+                                                    absl::Duration timeout);
 
 // This process's address as the job's other processes reach it (to listen on and to
 // publish): RINGSIDE_HOSTNAME if set; loopback when the store is on loopback (a

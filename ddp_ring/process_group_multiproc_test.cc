@@ -81,7 +81,7 @@ bool ReadAll(int fd, void* data, size_t size) {
   std::unique_ptr<StoreServer> server;
   if (rank == 0) {
     absl::StatusOr<std::unique_ptr<StoreServer>> started =
-        StoreServer::Start("127.0.0.1", 0);
+        StoreServer::Start("127.0.0.1", 0, RpcSecurity());
     if (!started.ok()) {
       Log(rank, started.status().ToString());
       _exit(kExitStore);
@@ -103,7 +103,7 @@ bool ReadAll(int fd, void* data, size_t size) {
   int code = kExitOk;
   {
     absl::StatusOr<std::unique_ptr<Store>> client =
-        ConnectStore("127.0.0.1", port, absl::Seconds(20), absl::Seconds(20));
+        ConnectStore("127.0.0.1", port, RpcSecurity(), absl::Seconds(20), absl::Seconds(20));
     if (!client.ok()) {
       Log(rank, client.status().ToString());
       _exit(kExitStore);

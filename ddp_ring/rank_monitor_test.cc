@@ -291,13 +291,13 @@ TEST(RankMonitorTest, AHungStoreIsReportedWithinSixIntervals) {
 
 // Monitors on ringside's gRPC store, whose server then goes away (rank 0 died).
 TEST(RankMonitorTest, AnUnreachableStoreIsReportedAndDoesNotDelayShutdown) {
-  absl::StatusOr<std::unique_ptr<StoreServer>> server = StoreServer::Start("127.0.0.1", 0);
+  absl::StatusOr<std::unique_ptr<StoreServer>> server = StoreServer::Start("127.0.0.1", 0, RpcSecurity());
   ASSERT_TRUE(server.ok()) << server.status();
   std::vector<std::unique_ptr<Store>> clients;
   std::vector<std::unique_ptr<RankMonitor>> monitors;
   for (int r = 0; r < 3; ++r) {
     absl::StatusOr<std::unique_ptr<Store>> client =
-        ConnectStore("127.0.0.1", (*server)->port(), absl::Seconds(3), absl::Seconds(2));
+        ConnectStore("127.0.0.1", (*server)->port(), RpcSecurity(), absl::Seconds(3), absl::Seconds(2));
     ASSERT_TRUE(client.ok()) << client.status();
     clients.push_back(*std::move(client));
     absl::StatusOr<std::unique_ptr<RankMonitor>> monitor =

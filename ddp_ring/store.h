@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/rpc_security.h"
 
 namespace ringside {
 
@@ -53,12 +54,14 @@ class StoreServer {
   // Listens on host:port (port 0 picks a free port; see port()) only: pass the
   // address the clients dial (127.0.0.1 for one machine), not a wildcard, unless told.
   // FailedPrecondition naming the address if it cannot bind (e.g. the port is in use).
-  // Uses the process's RpcSecurity (common/rpc_security.h) as it is now: with a token,
-  // every call without it is refused with UNAUTHENTICATED and changes nothing. Its
-  // threads are capped for `max_clients` client processes (each with a few blocking
-  // calls at once); calls past the cap are refused with RESOURCE_EXHAUSTED.
-  static absl::StatusOr<std::unique_ptr<StoreServer>> Start(const std::string& host,
-                                                            int port, int max_clients = 64);
+  // `security` is the security this server listens with (common/rpc_security.h; a copy
+  // is kept): with a token, every call without it is refused with UNAUTHENTICATED and
+  // changes nothing; empty token: unauthenticated. Its threads are capped for
+  // `max_clients` client processes (each with a few blocking calls at once); calls
+  // past the cap are refused with RESOURCE_EXHAUSTED.
+  static absl::StatusOr<std::unique_ptr<StoreServer>> Start(const std::string& host, int port,
+                                                            const RpcSecurity& security,
+                                                            int max_clients = 64);
   virtual int port() const = 0;
   // Stops serving: pending blocking calls fail with Unavailable. Idempotent.
   virtual void Shutdown() = 0;
@@ -67,9 +70,11 @@ class StoreServer {
 // Connects to a StoreServer. Waits up to `connect_timeout` for the server to come up
 // (it may start after the clients), then fails with Unavailable naming host:port.
 // Every RPC of the returned store carries a deadline (the call's timeout plus a small
-// margin for blocking calls, `rpc_timeout` for the others) and the process's token
-// (RpcSecurity, as it is now); a refused call is Unauthenticated, one line.
+// margin for blocking calls, `rpc_timeout` for the others). `security` is the security
+// this client connects with (its token on every call, TLS if set; empty token:
+// unauthenticated); a refused call is Unauthenticated, one line.
 absl::StatusOr<std::unique_ptr<Store>> ConnectStore(const std::string& host, int port,
+                                                    const RpcSecurity& security,
                                                     absl::Duration connect_timeout,
                                                     absl::Duration rpc_timeout);
 

@@ -157,6 +157,7 @@ class GrpcStoreClient final : public Store {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> ConnectStore(const std::string& host, int port,
+                                                    const RpcSecurity& security,
                                                     absl::Duration connect_timeout,
                                                     absl::Duration rpc_timeout) {
   if (port <= 0 || port > 65535) {
@@ -171,7 +172,7 @@ absl::StatusOr<std::unique_ptr<Store>> ConnectStore(const std::string& host, int
   // A private subchannel, so that this store's connection state (and backoff) is not
   // shared with other channels to the same address in this process.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  std::shared_ptr<grpc::Channel> channel = NewSecureChannel(target, ProcessRpcSecurity(), args);
+  std::shared_ptr<grpc::Channel> channel = NewSecureChannel(target, security, args);
   if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + connect_timeout))) {
     return absl::UnavailableError(absl::StrCat("cannot reach the store at ", target,
                                                " within ",

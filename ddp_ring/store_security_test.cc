@@ -31,26 +31,22 @@ RpcSecurity WithToken(const std::string& token) {
   return s;
 }
 
-// A server holding kToken, and a client of the same process security.
+// A server holding kToken, and a client with the same token.
 class StoreSecurityTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    SetProcessRpcSecurity(WithToken(kToken));
-    absl::StatusOr<std::unique_ptr<StoreServer>> server = StoreServer::Start("127.0.0.1", 0, 4);
+    absl::StatusOr<std::unique_ptr<StoreServer>> server =
+        StoreServer::Start("127.0.0.1", 0, WithToken(kToken), 4);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
-    absl::StatusOr<std::unique_ptr<Store>> client = ConnectStore("127.0.0.1", server_->port(), kConnect, kRpc);
-    ASSERT_TRUE(client.ok()) << client.status();
-    good_ = std::move(*client);
+    good_ = ClientWith(WithToken(kToken));
+    ASSERT_NE(good_, nullptr);
   }
-  void TearDown() override { SetProcessRpcSecurity(RpcSecurity()); }
 
-  // A client with `security` (its channel is created with it, then the process's is
-  // restored).
+  // A client of the server that connects with `security`.
   std::unique_ptr<Store> ClientWith(const RpcSecurity& security) {
-    SetProcessRpcSecurity(security);
-    absl::StatusOr<std::unique_ptr<Store>> client = ConnectStore("127.0.0.1", server_->port(), kConnect, kRpc);
-    SetProcessRpcSecurity(WithToken(kToken));
+    absl::StatusOr<std::unique_ptr<Store>> client =
+        ConnectStore("127.0.0.1", server_->port(), security, kConnect, kRpc);
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? std::move(*client) : nullptr;
   }
@@ -144,12 +140,12 @@ TEST_F(StoreSecurityTest, FloodDoesNotStarveOrLeakThreads) {
 }
 
 TEST(StoreWithoutToken, ServesClientsWithOrWithoutOne) {
-  SetProcessRpcSecurity(RpcSecurity());
-  absl::StatusOr<std::unique_ptr<StoreServer>> server = StoreServer::Start("127.0.0.1", 0);
+  absl::StatusOr<std::unique_ptr<StoreServer>> server =
+      StoreServer::Start("127.0.0.1", 0, RpcSecurity());
   ASSERT_TRUE(server.ok()) << server.status();
-  SetProcessRpcSecurity(WithToken(kToken));  // A client with a token: still served.
-  absl::StatusOr<std::unique_ptr<Store>> client = ConnectStore("127.0.0.1", (*server)->port(), kConnect, kRpc);
-  SetProcessRpcSecurity(RpcSecurity());
+  // A client with a token: still served.
+  absl::StatusOr<std::unique_ptr<Store>> client =
+      ConnectStore("127.0.0.1", (*server)->port(), WithToken(kToken), kConnect, kRpc);
   ASSERT_TRUE(client.ok());
   EXPECT_TRUE((*client)->Set("a", "b").ok());
 }

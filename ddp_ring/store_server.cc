@@ -203,12 +203,14 @@ class GrpcStoreServer final : public StoreServer {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const std::string& host,
-                                                                int port, int max_clients) {
+                                                                int port,
+                                                                const RpcSecurity& security,
+                                                                int max_clients) {
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("store server: invalid port ", port, " for host ", host));
   }
-  auto server = std::make_unique<GrpcStoreServer>(ProcessRpcSecurity());
+  auto server = std::make_unique<GrpcStoreServer>(security);
   absl::Status listening = server->Listen(host, port, max_clients);
   if (!listening.ok()) return listening;
   return std::unique_ptr<StoreServer>(std::move(server));

@@ -117,12 +117,12 @@ class StoreTest : public ::testing::TestWithParam<Backend> {
       return;
     }
     absl::StatusOr<std::unique_ptr<StoreServer>> server =
-        StoreServer::Start("127.0.0.1", 0);
+        StoreServer::Start("127.0.0.1", 0, RpcSecurity());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     ASSERT_GT(server_->port(), 0);
     absl::StatusOr<std::unique_ptr<Store>> client =
-        ConnectStore("127.0.0.1", server_->port(), kConnectTimeout, kRpcTimeout);
+        ConnectStore("127.0.0.1", server_->port(), RpcSecurity(), kConnectTimeout, kRpcTimeout);
     ASSERT_TRUE(client.ok()) << client.status();
     store_ = *std::move(client);
   }
@@ -357,7 +357,7 @@ TEST_P(StoreTest, ManyConcurrentBlockingGetsAllComplete) {
 // Returns a loopback port that was free a moment ago (nothing listens on it now).
 int FreePort() {
   absl::StatusOr<std::unique_ptr<StoreServer>> server =
-      StoreServer::Start("127.0.0.1", 0);
+      StoreServer::Start("127.0.0.1", 0, RpcSecurity());
   EXPECT_TRUE(server.ok()) << server.status();
   return server.ok() ? (*server)->port() : 0;
 }
@@ -368,11 +368,11 @@ TEST(StoreGrpcTest, ClientConnectingBeforeTheServerStartsSucceeds) {
   absl::StatusOr<std::unique_ptr<Store>> client =
       absl::UnavailableError("not connected yet");
   std::thread connector([port, &client] {
-    client = ConnectStore("127.0.0.1", port, absl::Seconds(3), kRpcTimeout);
+    client = ConnectStore("127.0.0.1", port, RpcSecurity(), absl::Seconds(3), kRpcTimeout);
   });
   absl::SleepFor(absl::Milliseconds(300));
   absl::StatusOr<std::unique_ptr<StoreServer>> server =
-      StoreServer::Start("127.0.0.1", port);
+      StoreServer::Start("127.0.0.1", port, RpcSecurity());
   connector.join();
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_TRUE(client.ok()) << client.status();
@@ -399,7 +399,7 @@ TEST(StoreGrpcTest, ConnectingToNothingIsUnavailableWithinTheTimeout) {
   ASSERT_GT(port, 0);
   const absl::Time start = absl::Now();
   absl::StatusOr<std::unique_ptr<Store>> client =
-      ConnectStore("127.0.0.1", port, absl::Milliseconds(500), kRpcTimeout);
+      ConnectStore("127.0.0.1", port, RpcSecurity(), absl::Milliseconds(500), kRpcTimeout);
   const absl::Duration waited = absl::Now() - start;
   ASSERT_TRUE(absl::IsUnavailable(client.status())) << client.status();
   EXPECT_THAT(std::string(client.status().message()),
@@ -409,11 +409,11 @@ TEST(StoreGrpcTest, ConnectingToNothingIsUnavailableWithinTheTimeout) {
 }
 
 TEST(StoreGrpcTest, StartOnAPortInUseFails) {
-  absl::StatusOr<std::unique_ptr<StoreServer>> first = StoreServer::Start("127.0.0.1", 0);
+  absl::StatusOr<std::unique_ptr<StoreServer>> first = StoreServer::Start("127.0.0.1", 0, RpcSecurity());
   ASSERT_TRUE(first.ok()) << first.status();
   const int port = (*first)->port();
   absl::StatusOr<std::unique_ptr<StoreServer>> second =
-      StoreServer::Start("127.0.0.1", port);
+      StoreServer::Start("127.0.0.1", port, RpcSecurity());
   ASSERT_TRUE(absl::IsFailedPrecondition(second.status())) << second.status();
   EXPECT_THAT(std::string(second.status().message()),
               HasSubstr(absl::StrCat("127.0.0.1:", port)));
@@ -421,10 +421,10 @@ TEST(StoreGrpcTest, StartOnAPortInUseFails) {
 
 TEST(StoreGrpcTest, ShutdownFailsABlockedGetPromptly) {
   absl::StatusOr<std::unique_ptr<StoreServer>> server =
-      StoreServer::Start("127.0.0.1", 0);
+      StoreServer::Start("127.0.0.1", 0, RpcSecurity());
   ASSERT_TRUE(server.ok()) << server.status();
   absl::StatusOr<std::unique_ptr<Store>> client =
-      ConnectStore("127.0.0.1", (*server)->port(), kConnectTimeout, kRpcTimeout);
+      ConnectStore("127.0.0.1", (*server)->port(), RpcSecurity(), kConnectTimeout, kRpcTimeout);
   ASSERT_TRUE(client.ok()) << client.status();
 
   absl::StatusOr<std::string> value;

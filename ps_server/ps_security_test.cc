@@ -54,20 +54,17 @@ RpcSecurity WithToken(const std::string& token) {
 class PsSecurityTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    SetProcessRpcSecurity(WithToken(kToken));
     PsShardOptions o;
     o.num_workers = kWorkers;
     o.chunk_bytes = 16;
     o.config = JobConfig();
     o.model = kModel;
     o.timeout = absl::Seconds(5);
-    absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start("127.0.0.1:0", o);
+    absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start("127.0.0.1:0", o, WithToken(kToken));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     address_ = absl::StrCat("127.0.0.1:", server_->port());
   }
-  void TearDown() override { SetProcessRpcSecurity(RpcSecurity()); }
-
   std::unique_ptr<ps::ParameterServer::Stub> StubWith(const RpcSecurity& security) {
     grpc::ChannelArguments args;
     SetPsChannelArgs(&args);
@@ -177,15 +174,14 @@ TEST_F(PsSecurityTest, EveryMethodRefusesAMissingOrWrongTokenAndNothingChanges) 
   EXPECT_TRUE(server_->shard()->health().ok()) << server_->shard()->health();
   // The shard still takes its real workers: worker 0 registers with the token (a
   // refused Register did not take its id), through the worker's own channel.
-  ShardClient worker(NewPsChannel(address_), "shard 0", 0, absl::Seconds(5));
+  ShardClient worker(NewPsChannel(address_, WithToken(kToken)), "shard 0", 0, absl::Seconds(5));
   absl::StatusOr<ps::RegisterResponse> layout = worker.Register(Registration(0));
   EXPECT_TRUE(layout.ok()) << layout.status();
 }
 
 TEST_F(PsSecurityTest, ARefusedWorkerGetsOneClearLine) {
-  SetProcessRpcSecurity(WithToken(kWrongToken));
-  ShardClient rogue(NewPsChannel(address_), "shard 0 at " + address_, 0, absl::Seconds(5));
-  SetProcessRpcSecurity(WithToken(kToken));
+  ShardClient rogue(NewPsChannel(address_, WithToken(kWrongToken)), "shard 0 at " + address_, 0,
+                    absl::Seconds(5));
   absl::Status s = rogue.Register(Registration(0)).status();
   EXPECT_TRUE(absl::IsUnauthenticated(s)) << s;
   EXPECT_EQ(s.message(), "shard 0 at " + address_ +
@@ -225,7 +221,7 @@ TEST_F(PsSecurityTest, FloodDoesNotStarveOrLeakThreads) {
     });
   }
   const absl::Time start = absl::Now();
-  ShardClient worker(NewPsChannel(address_), "shard 0", 0, absl::Seconds(5));
+  ShardClient worker(NewPsChannel(address_, WithToken(kToken)), "shard 0", 0, absl::Seconds(5));
   ASSERT_TRUE(worker.Register(Registration(0)).ok());
   ASSERT_TRUE(worker.Stats().ok());
   EXPECT_LT(absl::Now() - start, kPrompt);

@@ -291,12 +291,13 @@ class PsServer::Service final : public ps::ParameterServer::Service {
 };
 
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& address,
-                                                          const PsShardOptions& options) {
+                                                          const PsShardOptions& options,
+                                                          const RpcSecurity& security) {
   absl::StatusOr<std::unique_ptr<Shard>> shard = Shard::Create(options);
   if (!shard.ok()) return shard.status();
   std::unique_ptr<PsServer> server(new PsServer());
   server->shard_ = std::move(*shard);
-  server->security_ = ProcessRpcSecurity();
+  server->security_ = security;
   server->service_ = std::make_unique<Service>(server->shard_.get(), server->security_.token);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, ServerCredentialsFor(server->security_), &server->port_);

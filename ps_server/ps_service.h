@@ -29,12 +29,14 @@ absl::Status FromGrpcStatus(const grpc::Status& s);
 class PsServer {
  public:
   // Listens on `address` ("host:port"; port 0 picks a free one) and serves a new shard.
-  // Unavailable if the address cannot be bound; InvalidArgument for bad options. Uses
-  // the process's RpcSecurity as it is now (common/rpc_security.h): with a token, every
-  // call without it is refused with UNAUTHENTICATED and changes nothing. Threads are
-  // capped for the options' workers; calls past the cap get RESOURCE_EXHAUSTED.
+  // Unavailable if the address cannot be bound; InvalidArgument for bad options.
+  // `security` is the security this server listens with (common/rpc_security.h; a copy
+  // is kept): with a token, every call without it is refused with UNAUTHENTICATED and
+  // changes nothing; empty token: unauthenticated. Threads are capped for the options'
+  // workers; calls past the cap get RESOURCE_EXHAUSTED.
   static absl::StatusOr<std::unique_ptr<PsServer>> Start(const std::string& address,
-                                                         const PsShardOptions& options);
+                                                         const PsShardOptions& options,
+                                                         const RpcSecurity& security);
   ~PsServer();  // Stops serving (in-flight calls are cancelled after a short grace).
 
   int port() const { return port_; }

@@ -236,7 +236,7 @@ class PsServiceTest : public ::testing::Test {
     options.config = JobConfig();
     options.model = kModel;
     options.timeout = timeout;
-    absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start("127.0.0.1:0", options);
+    absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start("127.0.0.1:0", options, RpcSecurity());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     ASSERT_GT(server_->port(), 0);
@@ -246,7 +246,7 @@ class PsServiceTest : public ::testing::Test {
   // Worker 0 uses the in-process channel (a colocated worker), the others TCP.
   std::unique_ptr<ShardClient> NewClient(int worker) {
     std::shared_ptr<grpc::Channel> channel =
-        worker == 0 ? server_->InProcessChannel() : NewPsChannel(address_);
+        worker == 0 ? server_->InProcessChannel() : NewPsChannel(address_, RpcSecurity());
     return std::make_unique<ShardClient>(channel, absl::StrCat("shard 0 at ", address_), worker,
                                          kServerTimeout);
   }
@@ -336,7 +336,7 @@ class PsServiceTest : public ::testing::Test {
 TEST_F(PsServiceTest, StartRejectsBadOptions) {
   PsShardOptions options;
   options.num_workers = 0;
-  EXPECT_EQ(PsServer::Start("127.0.0.1:0", options).status().code(),
+  EXPECT_EQ(PsServer::Start("127.0.0.1:0", options, RpcSecurity()).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

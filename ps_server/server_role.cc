@@ -41,7 +41,8 @@ absl::StatusOr<PsShardOptions> ShardOptionsFor(const RunConfig& config, int shar
 
 absl::StatusOr<HostedShard> HostShard(const RunConfig& config, int shard,
                                       const std::string& address, absl::Duration timeout,
-                                      const std::string& out_dir, bool resuming) {
+                                      const std::string& out_dir, bool resuming,
+                                      const RpcSecurity& security) {
   RINGSIDE_ASSIGN_OR_RETURN(PsShardOptions options, ShardOptionsFor(config, shard, timeout));
   HostedShard hosted;
   if (!out_dir.empty()) {
@@ -63,7 +64,7 @@ absl::StatusOr<HostedShard> HostShard(const RunConfig& config, int shard,
                           kShardTracePidBase + shard, absl::StrCat("shard ", shard)));
     options.trace = hosted.trace.get();
   }
-  RINGSIDE_ASSIGN_OR_RETURN(hosted.server, PsServer::Start(address, options));
+  RINGSIDE_ASSIGN_OR_RETURN(hosted.server, PsServer::Start(address, options, security));
   return hosted;
 }
 
@@ -72,11 +73,12 @@ constexpr absl::Duration kAbortGrace = absl::Seconds(2);
 
 absl::Status RunPsServer(const PsServerRoleOptions& o) {
   RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted,
-                            HostShard(o.config, o.shard, o.address, o.timeout, o.out_dir, o.resume));
+                            HostShard(o.config, o.shard, o.address, o.timeout, o.out_dir,
+                                      o.resume, o.security));
   absl::FPrintF(stderr, "ps: shard %d of %d listening on port %d (%s, %d workers)\n", o.shard,
                 o.config.ps_shards(), hosted.server->port(),
                 SyncPolicyText(hosted.server->shard()->options().sync), o.config.world_size());
-  if (!ProcessRpcSecurity().authenticated()) {
+  if (!o.security.authenticated()) {
     WarnUnauthenticated(absl::StrCat("shard ", o.shard), o.address);
   }
   absl::Status status = hosted.server->Wait();

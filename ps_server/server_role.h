@@ -14,6 +14,7 @@
 #include "common/metrics.h"
 #include "common/trace.h"
 #include "common/ringside.pb.h"
+#include "common/rpc_security.h"
 #include "ps_server/consistency_policy.h"
 #include "common/run_config.h"
 #include "ps_server/ps_service.h"
@@ -41,9 +42,12 @@ struct HostedShard {
 
 // Starts shard `shard` on `address`. `out_dir` empty: no metrics or trace file.
 // `resuming`: metrics are appended and the trace goes to a new file (output_files.h).
+// `security` is the security the shard's server listens with (PsServer::Start); empty
+// token (the default, for tests and benchmarks on loopback): unauthenticated.
 absl::StatusOr<HostedShard> HostShard(const RunConfig& config, int shard,
                                       const std::string& address, absl::Duration timeout,
-                                      const std::string& out_dir, bool resuming = false);
+                                      const std::string& out_dir, bool resuming = false,
+                                      const RpcSecurity& security = RpcSecurity());
 
 struct PsServerRoleOptions {
   RunConfig config;
@@ -52,6 +56,9 @@ struct PsServerRoleOptions {
   absl::Duration timeout = kDefaultPeerTimeout;
   std::string out_dir;
   bool resume = false;  // The job resumes: append metrics, write a new trace file.
+  // The security the shard listens with: the job's token and TLS; empty token:
+  // unauthenticated (RunPsServer warns on stderr).
+  RpcSecurity security;
 };
 
 // Hosts one shard until every worker said goodbye (OK) or the job was aborted (the

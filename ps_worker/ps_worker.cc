@@ -16,6 +16,10 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> RegisterWithShards(
     const std::vector<std::string>& servers,
     const std::vector<std::shared_ptr<grpc::Channel>>& channels, absl::Duration timeout) {
   const int num_shards = static_cast<int>(servers.size());
+  if (channels.size() != servers.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(channels.size(), " channels for ",
+                                                   num_shards, " shard addresses"));
+  }
   RINGSIDE_RETURN_IF_ERROR(ValidateSharding(model.num_params(), num_shards));
   ps::RegisterRequest request;
   request.set_worker_id(worker_id);
@@ -25,10 +29,8 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> RegisterWithShards(
   request.set_num_params(model.num_params());
   std::vector<std::unique_ptr<ShardClient>> clients;
   for (int s = 0; s < num_shards; ++s) {
-    std::shared_ptr<grpc::Channel> channel =
-        channels.empty() ? NewPsChannel(servers[s]) : channels[s];
     auto client = std::make_unique<ShardClient>(
-        channel, absl::StrCat("shard ", s, " at ", servers[s]), worker_id, timeout);
+        channels[s], absl::StrCat("shard ", s, " at ", servers[s]), worker_id, timeout);
     RINGSIDE_RETURN_IF_ERROR(client->Register(request).status());
     if (client->layout().shard() != s) {
       return absl::FailedPreconditionError(absl::StrCat(servers[s], " serves shard ",
@@ -49,16 +51,20 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
                                                    " addresses for --ps_shards=", config.ps_shards()));
   }
   // Colocated: worker 0 is the master (every shard lives in this process, and this
-  // worker reaches them through in-process channels).
+  // worker reaches them through in-process channels). Otherwise: channels to the shards.
   std::vector<HostedShard> hosted;
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   if (config.ps_colocated() && o.worker_id == 0) {
     for (int s = 0; s < num_shards; ++s) {
       absl::StatusOr<HostedShard> h = HostShard(config, s, o.servers[s], o.timeout, o.run.out_dir,
-                                                  o.run.resume);
+                                                  o.run.resume, o.security);
       if (!h.ok()) return Annotate(h.status(), me);
       channels.push_back(h->server->InProcessChannel());
       hosted.push_back(std::move(*h));
+    }
+  } else {
+    for (const std::string& server : o.servers) {
+      channels.push_back(NewPsChannel(server, o.security));
     }
   }
 

@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "common/replica.h"
 #include "common/ringside.pb.h"
+#include "common/rpc_security.h"
 #include "grpcpp/channel.h"
 #include "ps_worker/ps_strategy.h"
 
@@ -29,6 +30,10 @@ struct PsWorkerOptions {
   int worker_id = 0;
   std::vector<std::string> servers;  // host:port of shard 0..S-1.
   absl::Duration timeout = kDefaultPeerTimeout;
+  // The security this worker's channels to the shards connect with, and, colocated,
+  // the security worker 0's shards listen with: the job's token and TLS; empty token:
+  // unauthenticated.
+  RpcSecurity security;
 };
 
 // Runs this worker's part of the job. With config.ps_colocated, worker 0 hosts every
@@ -37,10 +42,11 @@ struct PsWorkerOptions {
 // naming the worker. The result's job_samples_per_sec counts all workers together.
 absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& options);
 
-// Protocol step 0: connects to shard s at `servers[s]` (through `channels[s]` when
-// given, e.g. in-process channels to hosted shards) and registers with each, sending
+// Protocol step 0: registers with shard s at `servers[s]` through `channels[s]` (one
+// channel per server: NewPsChannel, or in-process channels to hosted shards), sending
 // `config`, which every shard compares with its own. The clients in shard order, or
-// the first refusal (a different configuration names the differing field).
+// the first refusal (a different configuration names the differing field);
+// InvalidArgument if the channels do not match the servers.
 absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> RegisterWithShards(
     const RunConfig& config, int worker_id, const Model& model,
     const std::vector<std::string>& servers,

@@ -25,10 +25,11 @@ constexpr char kPushPullMethodName[] = "/ringside.ps.ParameterServer/PushPull";
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> NewPsChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> NewPsChannel(const std::string& address,
+                                            const RpcSecurity& security) {
   grpc::ChannelArguments args;
   SetPsChannelArgs(&args);
-  return NewSecureChannel(address, ProcessRpcSecurity(), args);
+  return NewSecureChannel(address, security, args);
 }
 
 ShardClient::ShardClient(std::shared_ptr<grpc::Channel> channel, std::string name, int worker_id,

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/rpc_security.h"
 #include "common/task_thread.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/rpc_method.h"
@@ -90,9 +91,11 @@ class ShardClient {
   TaskThread reader_;              // Reads each push-pull call's replies.
 };
 
-// Channel to "host:port" that accepts the largest chunks, with the process's
-// RpcSecurity (common/rpc_security.h): its token on every call, TLS if configured.
-std::shared_ptr<grpc::Channel> NewPsChannel(const std::string& address);
+// Channel to "host:port" that accepts the largest chunks. `security` is the security
+// this client connects with (common/rpc_security.h): its token on every call (empty
+// token: unauthenticated), TLS if set.
+std::shared_ptr<grpc::Channel> NewPsChannel(const std::string& address,
+                                            const RpcSecurity& security);
 
 }  // namespace ringside
 

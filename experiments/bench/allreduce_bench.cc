@@ -43,7 +43,7 @@ absl::Status RunAllReduceBench(const AllReduceBenchOptions& o) {
   }
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops,
                             NewOps(nccl ? "cuda" : "cpu", nccl ? po.cuda_device : 0, 0));
-  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, JoinJobStore(env, o.timeout));
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, JoinJobStore(env, o.security, o.timeout));
   std::unique_ptr<Store> job = NewPrefixStore(absl::StrCat("bench/", env.run_id), store.get());
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group,
                             NewProcessGroup(o.backend, job.get(), po));

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/ops.h"
+#include "common/rpc_security.h"
 #include "ddp_ring/process_group.h"
 
 namespace ringside {
@@ -35,6 +36,9 @@ struct AllReduceBenchOptions {
   // bucket's all-reduce follows compute rather than another collective.
   absl::Duration gap = absl::ZeroDuration();
   absl::Duration timeout = absl::Seconds(60);
+  // The security the job's store is hosted (rank 0) and joined with (JoinJobStore);
+  // empty token (the bench verb sets none): unauthenticated.
+  RpcSecurity security;
 };
 
 // One size of the sweep, as every rank agrees on it.

@@ -41,7 +41,8 @@ constexpr absl::Duration kTimeout = absl::Seconds(120);
 absl::Status RunPushPullBenchServer(const PushPullBenchOptions& o, const std::string& listen) {
   // Before HostShard: gRPC's threads inherit the pinning.
   if (o.server_cpu >= 0) RINGSIDE_RETURN_IF_ERROR(PinCallingThread(o.server_cpu));
-  RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted, HostShard(BenchConfig(o), 0, listen, kTimeout, ""));
+  RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted, HostShard(BenchConfig(o), 0, listen, kTimeout, "",
+                                                          /*resuming=*/false, o.security));
   absl::Status s = hosted.server->Wait();
   hosted.server->Shutdown(absl::Seconds(1));
   return s;
@@ -50,7 +51,8 @@ absl::Status RunPushPullBenchServer(const PushPullBenchOptions& o, const std::st
 absl::StatusOr<PushPullRow> MeasurePushPull(const PushPullBenchOptions& o) {
   const RunConfig config = BenchConfig(o);
   const int64_t n = o.bytes / 4;
-  ShardClient client(NewPsChannel(o.server), absl::StrCat("shard 0 at ", o.server), 0, kTimeout);
+  ShardClient client(NewPsChannel(o.server, o.security), absl::StrCat("shard 0 at ", o.server), 0,
+                     kTimeout);
   ps::RegisterRequest request;
   request.set_worker_id(0);
   request.set_num_workers(1);
@@ -156,7 +158,8 @@ absl::StatusOr<PushPullRow> MeasureWithShardChild(PushPullBenchOptions o) {
 absl::StatusOr<PushPullRow> MeasureWithShardHere(PushPullBenchOptions o) {
   RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
   o.server = absl::StrCat("127.0.0.1:", port);
-  RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted, HostShard(BenchConfig(o), 0, o.server, kTimeout, ""));
+  RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted, HostShard(BenchConfig(o), 0, o.server, kTimeout, "",
+                                                          /*resuming=*/false, o.security));
   absl::StatusOr<PushPullRow> row = MeasurePushPull(o);
   // The worker said goodbye when it succeeded; otherwise nothing more will come.
   absl::Status served = row.ok() ? hosted.server->Wait() : absl::OkStatus();

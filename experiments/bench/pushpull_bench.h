@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/rpc_security.h"
 #include "ps_server/shard.h"
 
 namespace ringside {
@@ -34,6 +35,9 @@ struct PushPullBenchOptions {
   // The sweep hosts each size's shard on gRPC threads of this process instead of a
   // child process (no pinning then); TCP loopback between the two ends either way.
   bool server_in_process = false;
+  // The security the shard listens with and the worker connects with; empty token (the
+  // bench verbs set none): unauthenticated.
+  RpcSecurity security;
 };
 
 // One size: the push-pull's median and fastest time, its rate (2 x bytes / median:

@@ -307,13 +307,9 @@ absl::Status CheckDataParallelFlags() {
   return absl::OkStatus();
 }
 
-absl::Status ApplySecurityFlags() {
-  absl::StatusOr<RpcSecurity> security =
-      LoadRpcSecurity(absl::GetFlag(FLAGS_token_file), absl::GetFlag(FLAGS_tls_cert),
-                      absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca));
-  if (!security.ok()) return security.status();
-  SetProcessRpcSecurity(*security);
-  return absl::OkStatus();
+absl::StatusOr<RpcSecurity> RpcSecurityFromFlags() {
+  return LoadRpcSecurity(absl::GetFlag(FLAGS_token_file), absl::GetFlag(FLAGS_tls_cert),
+                         absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca));
 }
 
 }  // namespace ringside

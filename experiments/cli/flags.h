@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/ringside.pb.h"
+#include "common/rpc_security.h"
 #include "common/run_config.h"
 
 ABSL_DECLARE_FLAG(std::string, strategy);
@@ -115,10 +116,10 @@ absl::Status CheckPsWorkerFlags();
 // values are InvalidArgument naming `verb`, one line.
 absl::StatusOr<double> NodeCpusWithoutNodes(const char* verb);
 
-// Security: this process's RpcSecurity (common/rpc_security.h) from --token_file,
-// RINGSIDE_TOKEN and --tls_cert/--tls_key/--tls_ca, set process-wide for every server
-// and client it starts. One-line error naming the flag or variable.
-absl::Status ApplySecurityFlags();
+// Security: the RpcSecurity (common/rpc_security.h) from --token_file, RINGSIDE_TOKEN
+// and --tls_cert/--tls_key/--tls_ca, for the caller to pass to every server and client
+// it starts. One-line error naming the flag or variable.
+absl::StatusOr<RpcSecurity> RpcSecurityFromFlags();
 
 }  // namespace ringside
 

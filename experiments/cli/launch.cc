@@ -155,9 +155,9 @@ absl::StatusOr<bool> EmulationWanted(const LaunchOptions& lo, NodePlan* plan) {
 absl::Status RunLaunchVerb(const CommandArgs& args) {
   LaunchOptions lo;
   // The job's token (--token_file or RINGSIDE_TOKEN), passed to every rank; without
-  // one, Launch generates one for a single-node job.
-  RINGSIDE_RETURN_IF_ERROR(ApplySecurityFlags());
-  lo.token = ProcessRpcSecurity().token;
+  // one, Launch generates one for a single-node job. TLS too, for the launchers' own
+  // rendezvous.
+  RINGSIDE_ASSIGN_OR_RETURN(lo.security, RpcSecurityFromFlags());
   lo.nproc_per_node = absl::GetFlag(FLAGS_nproc_per_node);
   // Flag errors found before anything starts are usage errors (command.h).
   absl::StatusOr<int> nnodes = ParseNnodes(absl::GetFlag(FLAGS_nnodes));

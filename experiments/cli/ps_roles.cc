@@ -18,7 +18,8 @@
 namespace ringside {
 
 absl::Status RunPsWorkerRole(const RunConfig& c, int worker_id,
-                             const std::vector<std::string>& servers) {
+                             const std::vector<std::string>& servers,
+                             const RpcSecurity& security) {
   PsWorkerOptions o;
   o.run = RunOptionsFromFlags();
   o.run.config = c;
@@ -28,6 +29,7 @@ absl::Status RunPsWorkerRole(const RunConfig& c, int worker_id,
   }
   o.servers = servers;
   o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  o.security = security;
   absl::StatusOr<TrainResult> r = RunPsWorker(o);
   if (!r.ok()) return r.status();
   if (worker_id == 0) {
@@ -38,7 +40,8 @@ absl::Status RunPsWorkerRole(const RunConfig& c, int worker_id,
   return absl::OkStatus();
 }
 
-absl::Status RunPsServerRole(const RunConfig& c, int shard, const std::string& listen) {
+absl::Status RunPsServerRole(const RunConfig& c, int shard, const std::string& listen,
+                             const RpcSecurity& security) {
   PsServerRoleOptions o;
   o.config = c;
   o.shard = shard;
@@ -46,26 +49,27 @@ absl::Status RunPsServerRole(const RunConfig& c, int shard, const std::string& l
   o.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
   o.out_dir = absl::GetFlag(FLAGS_out);
   o.resume = absl::GetFlag(FLAGS_resume);
+  o.security = security;
   return RunPsServer(o);
 }
 
 // `ringside ps-server` and `ringside ps-worker`: one role by hand.
 absl::Status RunPsServerVerb(const CommandArgs& args) {
-  RINGSIDE_RETURN_IF_ERROR(ApplySecurityFlags());
+  RINGSIDE_ASSIGN_OR_RETURN(const RpcSecurity security, RpcSecurityFromFlags());
   absl::SetFlag(&FLAGS_strategy, "ps");
   const RunConfig c = RunConfigFromFlags();
   RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
-  return RunPsServerRole(c, absl::GetFlag(FLAGS_shard), absl::GetFlag(FLAGS_listen));
+  return RunPsServerRole(c, absl::GetFlag(FLAGS_shard), absl::GetFlag(FLAGS_listen), security);
 }
 
 absl::Status RunPsWorkerVerb(const CommandArgs& args) {
-  RINGSIDE_RETURN_IF_ERROR(ApplySecurityFlags());
+  RINGSIDE_ASSIGN_OR_RETURN(const RpcSecurity security, RpcSecurityFromFlags());
   absl::SetFlag(&FLAGS_strategy, "ps");
   const RunConfig c = RunConfigFromFlags();
   RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
   RINGSIDE_ASSIGN_OR_RETURN(std::vector<std::string> servers,
                             ParseServerList(absl::GetFlag(FLAGS_ps_servers)));
-  return RunPsWorkerRole(c, absl::GetFlag(FLAGS_worker_id), servers);
+  return RunPsWorkerRole(c, absl::GetFlag(FLAGS_worker_id), servers, security);
 }
 
 absl::StatusOr<std::vector<std::string>> DiscoverPsServers(const JobEnv& env,

@@ -12,17 +12,23 @@
 #include "absl/time/time.h"
 #include "common/job_env.h"
 #include "common/ringside.pb.h"
+#include "common/rpc_security.h"
 #include "ddp_ring/store.h"
 
 namespace ringside {
 
-// Hosts shard `shard` on `listen` until every worker said goodbye (blocks).
-absl::Status RunPsServerRole(const RunConfig& config, int shard, const std::string& listen);
+// Hosts shard `shard` on `listen` until every worker said goodbye (blocks). `security`
+// is the security the shard listens with (empty token: unauthenticated).
+absl::Status RunPsServerRole(const RunConfig& config, int shard, const std::string& listen,
+                             const RpcSecurity& security);
 
 // Trains as worker `worker_id` against the shards at `servers` (host:port of shard
-// 0..S-1; blocks); worker 0 prints the result.
+// 0..S-1; blocks); worker 0 prints the result. `security` is the security the worker
+// connects with (and, colocated, worker 0's shards listen with; empty token:
+// unauthenticated).
 absl::Status RunPsWorkerRole(const RunConfig& config, int worker_id,
-                             const std::vector<std::string>& servers);
+                             const std::vector<std::string>& servers,
+                             const RpcSecurity& security);
 
 // The shards' addresses of a launched PS job started without --ps_servers, through
 // the job's store `job`. Protocol: each process that hosts shards (shard rank s, or

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "common/rpc_security.h"
 #include "common/status_macros.h"
 #include "ddp_ring/ddp_ring.h"
 #include "experiments/cli/flags.h"
@@ -22,9 +23,11 @@
 namespace ringside {
 namespace {
 
-LocalJobOptions LocalJob(const CommandArgs& args) {
+// `security`: this process's (the job's token, passed on to the processes).
+LocalJobOptions LocalJob(const CommandArgs& args, const RpcSecurity& security) {
   LocalJobOptions o;
   o.self_args = args.self_args;
+  o.security = security;
   o.network = absl::GetFlag(FLAGS_network);
   o.node_cpus = absl::GetFlag(FLAGS_node_cpus);
   o.ranks_per_node = absl::GetFlag(FLAGS_ranks_per_node);
@@ -34,11 +37,12 @@ LocalJobOptions LocalJob(const CommandArgs& args) {
 
 // PS: the shards are ranks 0..S-1 unless colocated, the workers the rest. Inside a
 // launched job the shards' addresses come from --ps_servers, or, without it, from the
-// job's store (DiscoverPsServers), which rank 0 hosts or torchrun's agent does.
-absl::Status RunPs(const CommandArgs& args) {
+// job's store (DiscoverPsServers), which rank 0 hosts or torchrun's agent does. Every
+// server and client of this process uses `security`.
+absl::Status RunPs(const CommandArgs& args, const RpcSecurity& security) {
   const RunConfig c = RunConfigFromFlags();
   RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
-  if (!InLaunchedJob()) return LaunchLocalPsJob(c, LocalJob(args));
+  if (!InLaunchedJob()) return LaunchLocalPsJob(c, LocalJob(args, security));
   RINGSIDE_ASSIGN_OR_RETURN(JobEnv env, ReadJobEnv());
   const int shards = c.ps_shards();
   const int processes = c.world_size() + (c.ps_colocated() ? 0 : shards);
@@ -58,16 +62,18 @@ absl::Status RunPs(const CommandArgs& args) {
     }
   } else {
     const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
-    RINGSIDE_ASSIGN_OR_RETURN(store, JoinJobStore(env, timeout));
+    RINGSIDE_ASSIGN_OR_RETURN(store, JoinJobStore(env, security, timeout));
     std::unique_ptr<Store> job = NewPrefixStore(absl::StrCat("ringside/", env.run_id), store.get());
     RINGSIDE_ASSIGN_OR_RETURN(servers, DiscoverPsServers(env, c, job.get(), timeout));
   }
-  if (!c.ps_colocated() && env.rank < shards) return RunPsServerRole(c, env.rank, servers[env.rank]);
-  return RunPsWorkerRole(c, env.rank - (c.ps_colocated() ? 0 : shards), servers);
+  if (!c.ps_colocated() && env.rank < shards) {
+    return RunPsServerRole(c, env.rank, servers[env.rank], security);
+  }
+  return RunPsWorkerRole(c, env.rank - (c.ps_colocated() ? 0 : shards), servers, security);
 }
 
-// DDP: this process is one rank.
-absl::Status RunDdpRank(const RunConfig& c) {
+// DDP: this process is one rank; its store server and client use `security`.
+absl::Status RunDdpRank(const RunConfig& c, const RpcSecurity& security) {
   RINGSIDE_ASSIGN_OR_RETURN(JobEnv env, ReadJobEnv());
   DdpWorkerOptions o;
   o.run = RunOptionsFromFlags();
@@ -80,6 +86,7 @@ absl::Status RunDdpRank(const RunConfig& c) {
   const int timeout_s = absl::GetFlag(FLAGS_timeout_s);
   if (timeout_s < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
   o.timeout = absl::Seconds(timeout_s);
+  o.security = security;
   RINGSIDE_ASSIGN_OR_RETURN(TrainResult r, RunDdpWorker(env, o));
   if (env.rank == 0) {
     absl::PrintF("steps: %d, %.0f samples/s (all ranks)\n", r.steps, r.job_samples_per_sec);
@@ -93,28 +100,33 @@ absl::Status RunDdpRank(const RunConfig& c) {
 
 absl::Status RunTrainVerb(const CommandArgs& args) {
   const std::string strategy = absl::GetFlag(FLAGS_strategy);
+  // The job's token and TLS (ps and ddp only; none otherwise): a launched rank's
+  // servers and clients use them; a local job's launcher passes the token on (or
+  // generates one).
+  RpcSecurity security;
   if (strategy == "ps" || strategy == "ddp") {
-    // The job's token and TLS: a launched rank's servers and clients use them; a local
-    // job's launcher passes the token on (or generates one).
-    RINGSIDE_RETURN_IF_ERROR(ApplySecurityFlags());
+    RINGSIDE_ASSIGN_OR_RETURN(security, RpcSecurityFromFlags());
   }
   if ((strategy == "ps" || strategy == "ddp") && !InLaunchedJob()) {
     // A local job: one timeline of all its processes' traces, after a failure too.
     const absl::Status job =
-        strategy == "ps" ? RunPs(args)
-                         : LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), LocalJob(args));
+        strategy == "ps"
+            ? RunPs(args, security)
+            : LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), LocalJob(args, security));
     MergeRunTimeline(absl::GetFlag(FLAGS_out));
     return job;
   }
-  if (strategy == "ps") return RunPs(args);
+  if (strategy == "ps") return RunPs(args, security);
   if (strategy == "ddp") {
-    if (!InLaunchedJob()) return LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), LocalJob(args));
-    return RunDdpRank(RunConfigFromFlags());
+    if (!InLaunchedJob()) {
+      return LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), LocalJob(args, security));
+    }
+    return RunDdpRank(RunConfigFromFlags(), security);
   }
   // Single on an emulated node: this binary again, inside the node (local_job.h); in
   // the launched copy InLaunchedJob() holds and it trains here.
   if (strategy == "single" && !InLaunchedJob()) {
-    const LocalJobOptions job = LocalJob(args);
+    const LocalJobOptions job = LocalJob(args, security);
     if (WantsEmulatedNode(job) || job.ranks_per_node != 1 || !job.slow_node.empty()) {
       return LaunchLocalSingleJob(job);  // Refuses the placement flags single cannot use.
     }

@@ -305,7 +305,7 @@ absl::Status Launch(const LaunchOptions& o) {
   round.run_id = o.run_id.empty() ? RunIdFor(o.master_addr, o.master_port) : o.run_id;
   round.extra_env = BlasThreadEnv(o);
   // Security: every rank gets the job's token through its environment.
-  std::string token = o.token;
+  std::string token = o.security.token;
   if (token.empty() && o.nnodes == 1) {
     RINGSIDE_ASSIGN_OR_RETURN(token, RandomHex(kGeneratedTokenBytes));
   } else if (token.empty()) {
@@ -325,7 +325,8 @@ absl::Status Launch(const LaunchOptions& o) {
   const std::function<bool()> interrupted = [&signals] { return signals.caught() != 0; };
   if (o.nnodes > 1 && o.max_restarts > 0) {
     RINGSIDE_ASSIGN_OR_RETURN(nodes, NodeRendezvous::Join(o.master_addr, o.master_port, o.nnodes,
-                                                          o.node_rank, round.run_id, o.rdzv_timeout));
+                                                          o.node_rank, round.run_id, o.security,
+                                                          o.rdzv_timeout));
   }
   for (;; ++round.restart_count) {
     round.port = o.master_port;

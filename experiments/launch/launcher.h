@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/rpc_security.h"
 
 namespace ringside {
 
@@ -55,12 +56,14 @@ struct LaunchOptions {
   // NS} to start the rank inside an emulated node) and extra NAME=VALUE environment.
   std::vector<std::vector<std::string>> rank_prefix;
   std::vector<std::vector<std::string>> rank_env;
-  // The job's shared-secret token (common/rpc_security.h), passed to every rank as
-  // RINGSIDE_TOKEN (never on a command line). Empty: a single-node job gets a fresh
-  // random one (256 bits from /dev/urandom); a multi-node job runs unauthenticated
-  // (every node's launcher would need the same one: give --token_file or
-  // RINGSIDE_TOKEN), which Launch says in one line on stderr.
-  std::string token;
+  // The job's security (common/rpc_security.h). Its token, the job's shared secret, is
+  // passed to every rank as RINGSIDE_TOKEN (never on a command line). Empty token: a
+  // single-node job gets a fresh random one (256 bits from /dev/urandom); a multi-node
+  // job runs unauthenticated (every node's launcher would need the same one: give
+  // --token_file or RINGSIDE_TOKEN), which Launch says in one line on stderr. With
+  // restarts across nodes, the launchers' own rendezvous (node_rendezvous.h) is hosted
+  // and joined with this security as given (token and TLS).
+  RpcSecurity security;
   // False: the ranks write straight to this process's stdout and stderr, without the
   // "[rank R] " prefix (for a one-process job that should look unlaunched).
   bool prefix_output = true;

@@ -25,7 +25,7 @@ absl::StatusOr<LaunchOptions> SelfLaunch(int nproc, const LocalJobOptions& optio
   // `train` keeps its output to the job's own lines.
   lo.announce_blas_threads = false;
   // The token this process was given (--token_file, RINGSIDE_TOKEN), else a fresh one.
-  lo.token = ProcessRpcSecurity().token;
+  lo.security = options.security;
   RINGSIDE_ASSIGN_OR_RETURN(std::string self, SelfExePath());
   lo.command.push_back(self);
   lo.command.insert(lo.command.end(), options.self_args.begin(), options.self_args.end());

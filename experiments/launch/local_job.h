@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "common/ringside.pb.h"
+#include "common/rpc_security.h"
 
 namespace ringside {
 
@@ -29,6 +30,9 @@ struct LocalJobOptions {
   // "" or "R:F": the node of DDP rank R (PS: worker R) gets F x the others' CPU share
   // (node_plan.h's ParseSlowNode); needs node_cpus.
   std::string slow_node;
+  // This process's security (--token_file, RINGSIDE_TOKEN): its token is passed on to
+  // every process of the job (LaunchOptions::security); empty token: a fresh one.
+  RpcSecurity security;
 };
 
 // PS: S shard processes (local ranks 0..S-1, labels "shard s") then N workers

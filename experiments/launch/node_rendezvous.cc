@@ -34,14 +34,14 @@ std::vector<std::string> NodeKeys(const std::string& prefix, int nnodes) {
 
 absl::StatusOr<std::unique_ptr<NodeRendezvous>> NodeRendezvous::Join(
     const std::string& host, int port, int nnodes, int node_rank, const std::string& run_id,
-    absl::Duration timeout) {
+    const RpcSecurity& security, absl::Duration timeout) {
   std::unique_ptr<NodeRendezvous> r(new NodeRendezvous(nnodes, node_rank, timeout));
   if (node_rank == 0) {
-    absl::StatusOr<std::unique_ptr<StoreServer>> server = StoreServer::Start(host, port, nnodes);
+    absl::StatusOr<std::unique_ptr<StoreServer>> server = StoreServer::Start(host, port, security, nnodes);
     if (!server.ok()) return Annotate(server.status(), "launch: hosting the nodes' rendezvous");
     r->server_ = std::move(*server);
   }
-  absl::StatusOr<std::unique_ptr<Store>> connection = ConnectStore(host, port, timeout, kRpcTimeout);
+  absl::StatusOr<std::unique_ptr<Store>> connection = ConnectStore(host, port, security, timeout, kRpcTimeout);
   if (!connection.ok()) return Annotate(connection.status(), "launch: joining the nodes' rendezvous");
   r->connection_ = std::move(*connection);
   r->store_ = NewPrefixStore(absl::StrCat("launch/", run_id), r->connection_.get());

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/rpc_security.h"
 #include "ddp_ring/store.h"
 
 namespace ringside {
@@ -37,9 +38,12 @@ class NodeRendezvous {
  public:
   // Node 0 hosts the store at `host`:`port` and connects to it; the other nodes connect,
   // waiting up to `timeout` for it to come up. Every key lives under "launch/<run_id>/".
+  // `security` is the security node 0's store listens with and every node connects
+  // with (empty token: unauthenticated).
   static absl::StatusOr<std::unique_ptr<NodeRendezvous>> Join(const std::string& host, int port,
                                                               int nnodes, int node_rank,
                                                               const std::string& run_id,
+                                                              const RpcSecurity& security,
                                                               absl::Duration timeout);
   // Publishes that this node left; node 0 first waits (up to 10 s) for every other
   // node that joined to leave, then stops serving.
