@@ -38,7 +38,7 @@ expect_error() {  # name regex args...
 sed 's/kind: "ddp"/kind: "allreduce"/' <(spec /dev/stdout) >"$T/unknown.textproto"
 expect_error unknown_strategy "unknown strategy 'allreduce'" --spec="$T/unknown.textproto" --out="$T/o1"
 spec "$T/zero.textproto" 'workers: 0'
-expect_error zero_workers "worker count must be >= 1" --spec="$T/zero.textproto" --out="$T/o2"
+expect_error zero_workers "worker count must be in \\[1, 1024\\], got 0" --spec="$T/zero.textproto" --out="$T/o2"
 echo 'strategies { kind: "single" ' >"$T/garbage.textproto"
 expect_error unparsable "not a valid experiment spec" --spec="$T/garbage.textproto" --out="$T/o3"
 expect_error missing_spec "cannot read" --spec="$T/nope.textproto" --out="$T/o4"
