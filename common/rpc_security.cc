@@ -211,8 +211,7 @@ void ApplyServerLimits(const ServerLimits& limits, grpc::ServerBuilder* builder)
   builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, limits.max_concurrent_streams);
   builder->AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, limits.handshake_timeout_ms);
   builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, limits.max_connection_idle_ms);
-  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, limits.keepalive_time_ms);
-  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, limits.keepalive_timeout_ms);
+  SetServerKeepalive(limits.keepalive, builder);
   builder->SetMaxReceiveMessageSize(limits.max_receive_message_bytes);
 }
 

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/rpc_keepalive.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/client_interceptor.h"
 
@@ -121,9 +122,8 @@ struct ServerLimits {
   int handshake_timeout_ms = 10'000;
   // A connection without any call for this long is closed (clients reconnect).
   int max_connection_idle_ms = 120'000;
-  // Server keepalive pings find dead peers' connections.
-  int keepalive_time_ms = 30'000;
-  int keepalive_timeout_ms = 10'000;
+  // Server keepalive pings find dead or hung peers' connections (rpc_keepalive.h).
+  KeepalivePolicy keepalive;
   // Largest message a server accepts.
   int max_receive_message_bytes = 4 << 20;
 };

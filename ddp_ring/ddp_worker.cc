@@ -539,10 +539,13 @@ absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptio
       TrainReplica(run, env.rank, env.world_size, &replica, strategy);
   if (!result.ok()) {
     // Rank 0 may host the store: keep it up a moment so that the other survivors can
-    // find out, through it, which rank was lost (the NCCL group's rank monitor reads
-    // the heartbeats twice, a few intervals apart).
+    // find out, through it, which rank was lost. They started looking when their own
+    // collective failed, about when this rank's did: Gloo's check-in window is
+    // min(timeout / 2, 1 s), the NCCL group's rank monitor reads the heartbeats twice,
+    // 2 intervals apart. Bounded by timeout / 2, so that rank 0 too exits within
+    // 2 x timeout of a peer's hang.
     if (env.rank == 0) {
-      absl::SleepFor(std::min(o.timeout, std::max(absl::Seconds(2), 3 * RankMonitorInterval(o.timeout))));
+      absl::SleepFor(std::min(o.timeout / 2, std::max(absl::Seconds(1), 3 * RankMonitorInterval(o.timeout))));
     }
     return Annotate(result.status(), me);
   }

@@ -552,7 +552,7 @@ class GlooProcessGroup : public ProcessGroup {
   // Names the rank behind a failure: "rank 0: all_reduce #7 failed: peer rank 2: peer
   // closed the connection (...)". Every survivor checks in at the store and waits a
   // short while for the others; the ranks that do not check in are the lost ones, and
-  // an unreachable store means rank 0 (its host) is gone. If every rank checked in,
+  // an unreachable store means rank 0 (its host) is stopped or gone. If every rank checked in,
   // the far end's address in Gloo's message (published at rendezvous) names it.
   // Worker thread only; bounded by min(timeout / 2, 1 s).
   absl::Status NamePeer(const absl::Status& status) const {
@@ -563,7 +563,7 @@ class GlooProcessGroup : public ProcessGroup {
     std::vector<std::string> keys;
     for (int r = 0; r < world_size_; ++r) keys.push_back(absl::StrCat("alive_after_failure/", r));
     const bool checked_in = store_ != nullptr && store_->Set(keys[rank_], "1").ok();
-    const std::string store_gone = "0 (it hosts the store, which is gone)";
+    const std::string store_gone = "0 (it hosts the store, which does not answer: stopped or gone)";
     std::string peers;
     // Who did not check in within the window is lost. (The address in Gloo's message
     // is not enough: a survivor that failed first closes its connections too.)
@@ -591,6 +591,13 @@ class GlooProcessGroup : public ProcessGroup {
       }
     }
     if (peers.empty()) return status;
+    // One lost peer: where it is (the host matters across machines).
+    for (const auto& [address, peer] : peer_addresses_) {
+      if (peers == absl::StrCat(peer)) {
+        absl::StrAppend(&peers, " (at ", address, ")");
+        break;
+      }
+    }
     const size_t cut = at + strlen(" failed: ");
     return absl::Status(status.code(), absl::StrCat(message.substr(0, cut), "peer rank ", peers,
                                                     ": ", message.substr(cut)));

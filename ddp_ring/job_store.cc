@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <utility>
 #include <vector>
@@ -13,8 +14,6 @@
 
 namespace ringside {
 namespace {
-
-constexpr absl::Duration kRpcTimeout = absl::Seconds(10);
 
 // The job's store as its ranks see it: a view of a client, owning the server that
 // rank 0 hosts (if any). Members are destroyed view first, server last.
@@ -55,7 +54,7 @@ absl::StatusOr<std::unique_ptr<Store>> JoinJobStore(const JobEnv& env,
   const std::string me = absl::StrCat("rank ", env.rank);
   if (env.agent_store) {
     absl::StatusOr<std::unique_ptr<Store>> client =
-        ConnectTorchStore(env.master_addr, env.master_port, timeout, kRpcTimeout);
+        ConnectTorchStore(env.master_addr, env.master_port, timeout, StoreRpcTimeout(timeout));
     if (!client.ok()) return Annotate(client.status(), absl::StrCat(me, ": joining torchrun's agent store"));
     return std::unique_ptr<Store>(new JoinedStore(
         nullptr, std::move(*client), absl::StrCat("/worker/attempt_", env.restart_count)));
@@ -72,9 +71,13 @@ absl::StatusOr<std::unique_ptr<Store>> JoinJobStore(const JobEnv& env,
     }
   }
   absl::StatusOr<std::unique_ptr<Store>> client =
-      ConnectStore(env.master_addr, env.master_port, security, timeout, kRpcTimeout);
+      ConnectStore(env.master_addr, env.master_port, security, timeout, StoreRpcTimeout(timeout));
   if (!client.ok()) return Annotate(client.status(), me);
   return std::unique_ptr<Store>(new JoinedStore(std::move(server), std::move(*client), ""));
+}
+
+absl::Duration StoreRpcTimeout(absl::Duration timeout) {
+  return std::clamp(timeout / 4, absl::Seconds(1), absl::Seconds(10));
 }
 
 std::string ReachableAddress(const JobEnv& env) {

@@ -29,6 +29,12 @@ namespace ringside {
 // returned store owns rank 0's server, so rank 0 must keep it until the other ranks
 // are done with it. Errors name the rank and the address (e.g. "rank 0: hosting the
 // store: ... 127.0.0.1:29500").
+// The deadline of one store call (beyond what a blocking wait asks for) in a job whose
+// peers time out after `timeout`: timeout / 4, clamped to [1 s, 10 s]. A healthy store
+// answers in milliseconds; a stopped (SIGSTOP) or wedged store host is then noticed,
+// and named, well within 2 x timeout of the failure that made a rank look.
+absl::Duration StoreRpcTimeout(absl::Duration timeout);
+
 absl::StatusOr<std::unique_ptr<Store>> JoinJobStore(const JobEnv& env,
                                                     const RpcSecurity& security,
                                                     absl::Duration timeout);

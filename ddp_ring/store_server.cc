@@ -36,7 +36,7 @@ namespace {
 constexpr absl::Duration kWaitSlice = absl::Milliseconds(50);
 // How long Shutdown() lets handlers finish before gRPC cancels their calls. Handlers
 // notice shutdown within kWaitSlice, so this is only a backstop.
-constexpr absl::Duration kShutdownGrace = absl::Seconds(1);
+constexpr absl::Duration kShutdownGrace = absl::Milliseconds(250);
 // Calls one client process may have in flight at once (its thread budget).
 constexpr int kCallsPerClient = 8;
 

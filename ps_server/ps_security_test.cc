@@ -27,6 +27,8 @@ constexpr char kWrongToken[] = "shard-test-token-0123456789abcdeX";
 constexpr char kModel[] = "mlp:4-2";
 constexpr int kWorkers = 2;
 constexpr absl::Duration kPrompt = absl::Seconds(10);
+// The shard's and the clients' peer timeout.
+constexpr absl::Duration kTimeout = absl::Seconds(5);
 
 RunConfig JobConfig() {
   RunConfig c;
@@ -59,7 +61,7 @@ class PsSecurityTest : public ::testing::Test {
     o.chunk_bytes = 16;
     o.config = JobConfig();
     o.model = kModel;
-    o.timeout = absl::Seconds(5);
+    o.timeout = kTimeout;
     absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start("127.0.0.1:0", o, WithToken(kToken));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -154,13 +156,21 @@ std::vector<grpc::StatusCode> CallEveryMethod(ps::ParameterServer::Stub* stub) {
     ps::ShutdownResponse r;
     codes.push_back(stub->Shutdown(c.get(), request, &r).error_code());
   }
+  {
+    auto c = context();
+    ps::AbortRequest request;
+    request.set_worker_id(0);
+    request.set_reason("forged");
+    ps::AbortResponse r;
+    codes.push_back(stub->Abort(c.get(), request, &r).error_code());
+  }
   return codes;
 }
 
 TEST_F(PsSecurityTest, EveryMethodRefusesAMissingOrWrongTokenAndNothingChanges) {
   ASSERT_EQ(google::protobuf::DescriptorPool::generated_pool()
                     ->FindServiceByName("ringside.ps.ParameterServer")
-                    ->method_count(), 7)
+                    ->method_count(), 8)
       << "a new method: check its token and call it in CallEveryMethod";
   const ps::ShardStats before = ReadStats();
   for (const RpcSecurity& bad : {RpcSecurity(), WithToken(kWrongToken)}) {
@@ -174,14 +184,39 @@ TEST_F(PsSecurityTest, EveryMethodRefusesAMissingOrWrongTokenAndNothingChanges) 
   EXPECT_TRUE(server_->shard()->health().ok()) << server_->shard()->health();
   // The shard still takes its real workers: worker 0 registers with the token (a
   // refused Register did not take its id), through the worker's own channel.
-  ShardClient worker(NewPsChannel(address_, WithToken(kToken)), "shard 0", 0, absl::Seconds(5));
+  ShardClient worker(NewPsChannel(address_, WithToken(kToken), kTimeout), "shard 0", 0, kTimeout);
   absl::StatusOr<ps::RegisterResponse> layout = worker.Register(Registration(0));
   EXPECT_TRUE(layout.ok()) << layout.status();
 }
 
+// Liveness's AbortRequest: only the session's holder may end the job with it; a
+// forged one (right token, no or wrong session) is refused and changes nothing; the
+// holder's aborts the job with its reason, on one line.
+TEST_F(PsSecurityTest, OnlyTheSessionHolderCanReportAFailure) {
+  ShardClient worker(NewPsChannel(address_, WithToken(kToken), kTimeout), "shard 0", 0, kTimeout);
+  ASSERT_TRUE(worker.Register(Registration(0)).ok());
+  auto stub = StubWith(WithToken(kToken));
+  for (uint64_t session : {uint64_t{0}, uint64_t{12345}}) {
+    grpc::ClientContext c;
+    c.set_deadline(absl::ToChronoTime(absl::Now() + kPrompt));
+    ps::AbortRequest request;
+    request.set_worker_id(0);
+    request.set_session(session);
+    request.set_reason("forged");
+    ps::AbortResponse r;
+    EXPECT_EQ(stub->Abort(&c, request, &r).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  }
+  EXPECT_TRUE(server_->shard()->health().ok()) << server_->shard()->health();
+  ASSERT_TRUE(worker.Abort("worker 0: shard 1 at h:1: push-pull of step 7: stopped answering\n"
+                           "second line; job aborted").ok());
+  EXPECT_EQ(server_->shard()->health().message(),
+            "shard 0: worker 0 reports: shard 1 at h:1: push-pull of step 7: stopped answering "
+            "second line; job aborted");
+}
+
 TEST_F(PsSecurityTest, ARefusedWorkerGetsOneClearLine) {
-  ShardClient rogue(NewPsChannel(address_, WithToken(kWrongToken)), "shard 0 at " + address_, 0,
-                    absl::Seconds(5));
+  ShardClient rogue(NewPsChannel(address_, WithToken(kWrongToken), kTimeout),
+                    "shard 0 at " + address_, 0, kTimeout);
   absl::Status s = rogue.Register(Registration(0)).status();
   EXPECT_TRUE(absl::IsUnauthenticated(s)) << s;
   EXPECT_EQ(s.message(), "shard 0 at " + address_ +
@@ -221,7 +256,7 @@ TEST_F(PsSecurityTest, FloodDoesNotStarveOrLeakThreads) {
     });
   }
   const absl::Time start = absl::Now();
-  ShardClient worker(NewPsChannel(address_, WithToken(kToken)), "shard 0", 0, absl::Seconds(5));
+  ShardClient worker(NewPsChannel(address_, WithToken(kToken), kTimeout), "shard 0", 0, kTimeout);
   ASSERT_TRUE(worker.Register(Registration(0)).ok());
   ASSERT_TRUE(worker.Stats().ok());
   EXPECT_LT(absl::Now() - start, kPrompt);

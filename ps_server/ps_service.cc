@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/rpc_keepalive.h"
 #include "common/rpc_security.h"
 #include "grpcpp/support/method_handler.h"
 #include "ps_server/ps.grpc.pb.h"
@@ -92,7 +93,9 @@ class PsServer::Service final : public ps::ParameterServer::Service {
                         ps::RegisterResponse* response) override {
     if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
     CallScope scope(shard_);
-    return ToGrpcStatus(shard_->Register(*request, response));
+    absl::Status s = shard_->Register(*request, response);
+    if (s.ok()) shard_->NotePeer(request->worker_id(), context->peer());
+    return ToGrpcStatus(s);
   }
 
   // Protocol: read gradient chunks of one step, aggregate each on arrival, and send
@@ -275,13 +278,27 @@ class PsServer::Service final : public ps::ParameterServer::Service {
     return ToGrpcStatus(shard_->Goodbye(request->worker_id()));
   }
 
+  grpc::Status Abort(grpc::ServerContext* context, const ps::AbortRequest* request,
+                     ps::AbortResponse*) override {
+    if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
+    CallScope scope(shard_);
+    if (absl::Status s = shard_->CheckSession(request->worker_id(), request->session()); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    return ToGrpcStatus(shard_->WorkerReported(request->worker_id(), request->reason()));
+  }
+
  private:
   // The worker's side of a stream went away mid-step: under any sync mode the others
   // can no longer count on it.
   grpc::Status Broken(grpc::ServerContext* context, int worker, int64_t step) {
     if (worker >= 0) {
-      shard_->WorkerLost(worker, absl::StrCat("its stream broke during step ", step,
-                                              context->IsCancelled() ? " (connection closed)" : ""));
+      shard_->WorkerLost(worker,
+                         absl::StrCat("its stream from ", context->peer(), " broke during step ", step,
+                                      context->IsCancelled()
+                                          ? " (connection closed, or keepalive pings unanswered: "
+                                            "the worker stopped or is gone)"
+                                          : ""));
     }
     return grpc::Status(grpc::StatusCode::CANCELLED, "stream broken");
   }
@@ -306,6 +323,8 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& add
   // more; connections that never finish their handshake or stay idle are closed.
   ServerLimits limits = LimitsForClients(options.num_workers, kCallsPerWorker);
   limits.max_receive_message_bytes = kMaxPsMessageBytes;
+  // Pings find a hung worker whose stream is open within the job's timeout.
+  limits.keepalive = KeepaliveFor(options.timeout);
   ApplyServerLimits(limits, &builder);
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();

@@ -1,5 +1,6 @@
 #include "ps_server/server_role.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/numbers.h"
@@ -68,8 +69,9 @@ absl::StatusOr<HostedShard> HostShard(const RunConfig& config, int shard,
   return hosted;
 }
 
-// How long an aborted shard keeps answering before it shuts down.
-constexpr absl::Duration kAbortGrace = absl::Seconds(2);
+absl::Duration AbortGrace(absl::Duration timeout) {
+  return std::min(absl::Seconds(2), timeout / 4);
+}
 
 absl::Status RunPsServer(const PsServerRoleOptions& o) {
   RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted,
@@ -86,8 +88,9 @@ absl::Status RunPsServer(const PsServerRoleOptions& o) {
   // flight and new ones (a worker whose step this shard had already released starts
   // its next call) are answered with the abort's reason. Shutdown refuses new calls at
   // once, and such a worker would see only CANCELLED.
-  if (!status.ok()) absl::SleepFor(kAbortGrace);
-  hosted.server->Shutdown(absl::Seconds(1));
+  if (!status.ok()) absl::SleepFor(AbortGrace(o.timeout));
+  // A hung worker's open stream is cancelled after the same grace.
+  hosted.server->Shutdown(status.ok() ? absl::Seconds(1) : AbortGrace(o.timeout));
   if (status.ok()) {
     const ps::ShardStats stats = hosted.server->shard()->Stats();
     absl::FPrintF(stderr, "ps: shard %d done: %d steps, %.1f MB in, %.1f MB out\n", o.shard,

@@ -49,6 +49,12 @@ absl::StatusOr<HostedShard> HostShard(const RunConfig& config, int shard,
                                       const std::string& out_dir, bool resuming = false,
                                       const RpcSecurity& security = RpcSecurity());
 
+// How long an aborted shard keeps answering before it shuts down, in a job whose peers
+// time out after `timeout`: min(2 s, timeout / 4). Calls in flight and new ones are
+// answered with the abort's reason meanwhile (a worker then names the cause); the
+// shard still exits within 1.5 x timeout of a hang it detects after one timeout.
+absl::Duration AbortGrace(absl::Duration timeout);
+
 struct PsServerRoleOptions {
   RunConfig config;
   int shard = 0;

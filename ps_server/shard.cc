@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/ops_factory.h"
 #include "common/sgd.h"
@@ -662,7 +663,9 @@ absl::Status Shard::ServeWith(int worker, int64_t step, ps::TensorKind kind, int
         return Abort(absl::StrCat("worker 0 did not initialise the parameters within ",
                                   absl::FormatDuration(options_.timeout)));
       }
-      return Abort(policy_->LateReason(worker, step, LateWorkers(step, k), options_.timeout));
+      const std::vector<int> late = LateWorkers(step, k);
+      return Abort(absl::StrCat(policy_->LateReason(worker, step, late, options_.timeout),
+                                WhereAre(late)));
     }
   }
 }
@@ -859,7 +862,7 @@ absl::StatusOr<std::vector<double>> Shard::Barrier(int worker, const std::string
                                            " did not reach barrier '", name, "' within ",
                                            absl::FormatDuration(options_.timeout));
       mu_.Unlock();
-      absl::Status s = Abort(why);
+      absl::Status s = Abort(absl::StrCat(why, WhereAre(missing)));
       mu_.Lock();
       return s;
     }
@@ -888,6 +891,33 @@ void Shard::StreamEnded() { active_streams_.fetch_sub(1); }
 
 void Shard::WorkerLost(int worker, const std::string& why) {
   Abort(absl::StrCat("worker ", worker, " lost: ", why)).IgnoreError();
+}
+
+void Shard::NotePeer(int worker, const std::string& address) {
+  absl::MutexLock l(&mu_);
+  peers_[worker] = address;
+}
+
+std::string Shard::WhereAre(const std::vector<int>& workers) {
+  absl::MutexLock l(&mu_);
+  std::vector<std::string> known;
+  for (int w : workers) {
+    auto it = peers_.find(w);
+    if (it != peers_.end()) known.push_back(absl::StrCat("worker ", w, " at ", it->second));
+  }
+  return known.empty() ? "" : absl::StrCat(" (", absl::StrJoin(known, ", "), ")");
+}
+
+absl::Status Shard::WorkerReported(int worker, const std::string& reason) {
+  RINGSIDE_RETURN_IF_ERROR(CheckWorker(worker));
+  std::string why = reason.substr(0, kMaxAbortReasonBytes);
+  // One line: the reason ends up in this shard's error line, which names the worker
+  // and ends with "; job aborted" itself.
+  std::replace(why.begin(), why.end(), '\n', ' ');
+  why = std::string(absl::StripSuffix(absl::StripPrefix(why, absl::StrCat("worker ", worker, ": ")),
+                                     "; job aborted"));
+  Abort(absl::StrCat("worker ", worker, " reports: ", why)).IgnoreError();
+  return absl::OkStatus();
 }
 
 absl::Status Shard::Goodbye(int worker) {
@@ -927,9 +957,11 @@ absl::Status Shard::WaitUntilDone() {
     while (!done()) {
       mu_.AwaitWithTimeout(absl::Condition(&done), kPoll);
       // Workers that vanish between calls leave nobody waiting here to time out:
-      // a shard nobody has called for the timeout gives up.
+      // a shard nobody has called for 1.5 x the timeout gives up. (The extra half
+      // leaves time for a worker's AbortRequest naming the cause, e.g. another shard
+      // that hangs, which the worker's keepalive finds within 3/4 x the timeout.)
       if (!done() && calls_in_flight_.load() == 0 &&
-          NowUs() - last_activity_us_.load() > absl::ToInt64Microseconds(options_.timeout)) {
+          NowUs() - last_activity_us_.load() > absl::ToInt64Microseconds(IdleLimit())) {
         idle = true;
         break;
       }
@@ -942,7 +974,7 @@ absl::Status Shard::WaitUntilDone() {
     return std::count(registered_.begin(), registered_.end(), true) > 0;
   }();
   return Abort(absl::StrCat(anyone ? "no worker has called for " : "no worker registered within ",
-                            absl::FormatDuration(options_.timeout),
+                            absl::FormatDuration(IdleLimit()),
                             anyone ? " (workers lost?)" : ""));
 }
 

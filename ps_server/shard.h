@@ -165,6 +165,14 @@ class Shard {
 
   // A worker vanished (its stream broke mid-step): aborts the job naming it.
   void WorkerLost(int worker, const std::string& why);
+  // Liveness: a registered worker's run failed (ps.proto's AbortRequest) and it says
+  // why: aborts the job with "worker W reports: <reason>" (cut to
+  // kMaxAbortReasonBytes). InvalidArgument for a worker id out of range.
+  absl::Status WorkerReported(int worker, const std::string& reason);
+  static constexpr size_t kMaxAbortReasonBytes = 1024;
+  // Liveness: the address a registered worker called from (grpc::ServerContext::peer(),
+  // e.g. "ipv4:10.0.0.2:51234"), named when the shard blames it.
+  void NotePeer(int worker, const std::string& address);
   // Worker says goodbye after its last step: FailedPrecondition (changing nothing) for
   // a worker that said it already or is in the middle of pushing a step.
   absl::Status Goodbye(int worker);
@@ -186,6 +194,8 @@ class Shard {
   explicit Shard(const PsShardOptions& options, int64_t chunk_floats);
 
   absl::Status Abort(const std::string& why);
+  // How long WaitUntilDone lets the shard go without a call: 1.5 x the timeout.
+  absl::Duration IdleLimit() const { return options_.timeout * 3 / 2; }
   absl::Status AbortedStatus();
   // Called with chunk k's payload for the reply (parameters, or a copy of the
   // optimizer state) while the chunk's lock is held.
@@ -223,6 +233,9 @@ class Shard {
   // initialised, or aborted), at most kPoll. Returns whether the shard is initialised.
   bool AwaitRelease(int64_t step, int64_t k);
   // The policy's late workers for a pull of `step`'s chunk k (initialised shard).
+  // " (worker 1 at ipv4:..., ...)" for the workers of `workers` with a known address;
+  // "" for none.
+  std::string WhereAre(const std::vector<int>& workers);
   std::vector<int> LateWorkers(int64_t step, int64_t k);
 
   const PsShardOptions options_;
@@ -238,6 +251,7 @@ class Shard {
   int64_t num_params_ ABSL_GUARDED_BY(mu_) = -1;
   Slice slice_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> registered_ ABSL_GUARDED_BY(mu_);
+  std::map<int, std::string> peers_ ABSL_GUARDED_BY(mu_);  // NotePeer's addresses.
   std::vector<uint64_t> sessions_ ABSL_GUARDED_BY(mu_);  // Per worker, drawn at Register.
   std::vector<int64_t> barriers_passed_ ABSL_GUARDED_BY(mu_);  // Per worker.
   // Initialisation by worker 0.

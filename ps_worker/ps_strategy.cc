@@ -1,6 +1,9 @@
 #include "ps_worker/ps_strategy.h"
 
 #include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -535,6 +538,16 @@ absl::Status PsStrategy::Start(int64_t step) {
   }
   if (staging_) RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(model_->params(), params, bytes));
   return absl::OkStatus();
+}
+
+void PsStrategy::ReportFailure(const absl::Status& failure) {
+  std::vector<std::thread> calls;
+  for (const std::unique_ptr<ShardClient>& client : clients_) {
+    ShardClient* c = client.get();
+    const std::string reason(failure.message());
+    calls.emplace_back([c, reason] { c->Abort(reason).IgnoreError(); });
+  }
+  for (std::thread& t : calls) t.join();
 }
 
 absl::Status PsStrategy::Finish() {

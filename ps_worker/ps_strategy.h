@@ -64,6 +64,10 @@ class PsStrategy final : public StepStrategy {
   // Lifecycle end: settles, passes a barrier with every worker, then says goodbye to
   // each shard.
   absl::Status Finish() override;
+  // Liveness: after a failed run, tells every shard why (ShardClient::Abort, all at
+  // once), so that the shards stop at once naming the cause. Blocks at most about
+  // 1 s. Call after the last step settled (no push-pull of this worker in flight).
+  void ReportFailure(const absl::Status& failure);
   // backward: grads_ready starts this step's push-pulls (on the first call) and
   // releases the range's chunks to them; params_free lets the push-pulls write the
   // range's updated parameters into the model; split_at is every chunk's start, so a

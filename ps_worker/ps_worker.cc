@@ -64,7 +64,7 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
     }
   } else {
     for (const std::string& server : o.servers) {
-      channels.push_back(NewPsChannel(server, o.security));
+      channels.push_back(NewPsChannel(server, o.security, o.timeout));
     }
   }
 
@@ -98,6 +98,7 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
   absl::StatusOr<TrainResult> result =
       TrainReplica(o.run, o.worker_id, config.world_size(), &replica, strategy.get());
   absl::Status status = Annotate(result.status(), me);
+  if (!status.ok()) strategy->ReportFailure(status);
   if (!hosted.empty()) {
     // The master stays up until every worker has said goodbye (or the job aborted).
     for (HostedShard& h : hosted) {
@@ -105,7 +106,7 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
       if (status.ok() && !s.ok()) status = s;
     }
     // Give the others a moment to hear an abort before the servers go.
-    if (!status.ok()) absl::SleepFor(std::min(o.timeout, absl::Seconds(2)));
+    if (!status.ok()) absl::SleepFor(AbortGrace(o.timeout));
   }
   if (!status.ok()) return status;
   return result;

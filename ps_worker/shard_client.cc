@@ -1,10 +1,13 @@
 #include "ps_worker/shard_client.h"
 
+#include <algorithm>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/synchronization/mutex.h"
+#include "common/rpc_keepalive.h"
 #include "common/rpc_security.h"
 #include "common/status_macros.h"
 #include "grpcpp/impl/rpc_method.h"
@@ -26,9 +29,11 @@ constexpr char kPushPullMethodName[] = "/ringside.ps.ParameterServer/PushPull";
 }  // namespace
 
 std::shared_ptr<grpc::Channel> NewPsChannel(const std::string& address,
-                                            const RpcSecurity& security) {
+                                            const RpcSecurity& security,
+                                            absl::Duration peer_timeout) {
   grpc::ChannelArguments args;
   SetPsChannelArgs(&args);
+  SetClientKeepalive(KeepaliveFor(peer_timeout), &args);
   return NewSecureChannel(address, security, args);
 }
 
@@ -43,7 +48,14 @@ ShardClient::ShardClient(std::shared_ptr<grpc::Channel> channel, std::string nam
 
 absl::Status ShardClient::Error(const grpc::Status& s, const std::string& what) const {
   std::string detail = s.error_message();
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      absl::StrContains(detail, "keepalive")) {
+    // The channel's pings went unanswered (rpc_keepalive.h): the process is there (its
+    // kernel keeps the connection) but does not run.
+    detail = absl::StrCat("stopped answering: no reply to keepalive pings within ",
+                          absl::FormatDuration(KeepaliveFor(timeout_).ack_timeout),
+                          " (the shard is stopped, hung or its host is gone)");
+  } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
     detail = absl::StrCat("unreachable (", detail, ")");
   } else if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     detail = absl::StrCat("no answer within the deadline (", detail, ")");
@@ -304,6 +316,19 @@ absl::StatusOr<ps::ShardStats> ShardClient::Stats() {
   grpc::Status s = stub_->Stats(&context, ps::StatsRequest(), &stats);
   if (!s.ok()) return Error(s, "stats");
   return stats;
+}
+
+absl::Status ShardClient::Abort(const std::string& reason) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + std::min(timeout_ / 4, absl::Seconds(1))));
+  ps::AbortRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_session(layout_.session());
+  request.set_reason(reason);
+  ps::AbortResponse response;
+  grpc::Status s = stub_->Abort(&context, request, &response);
+  if (!s.ok()) return Error(s, "abort");
+  return absl::OkStatus();
 }
 
 absl::Status ShardClient::Shutdown() {

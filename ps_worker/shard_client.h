@@ -74,6 +74,10 @@ class ShardClient {
                                               const std::vector<double>& values);
   absl::StatusOr<ps::ShardStats> Stats();
   absl::Status Shutdown();
+  // Liveness: tells the shard that this worker's run failed and why (ps.proto's
+  // AbortRequest), so that it ends the job naming the cause. Best effort: bounded by
+  // min(timeout / 4, 1 s) (a hung shard cannot answer); the call's own error.
+  absl::Status Abort(const std::string& reason);
 
  private:
   absl::Status Error(const grpc::Status& s, const std::string& what) const;
@@ -93,9 +97,12 @@ class ShardClient {
 
 // Channel to "host:port" that accepts the largest chunks. `security` is the security
 // this client connects with (common/rpc_security.h): its token on every call (empty
-// token: unauthenticated), TLS if set.
+// token: unauthenticated), TLS if set. Keepalive pings (common/rpc_keepalive.h) find a
+// hung shard within 3/4 x `peer_timeout` while a call is in flight, however long the
+// call's own deadline.
 std::shared_ptr<grpc::Channel> NewPsChannel(const std::string& address,
-                                            const RpcSecurity& security);
+                                            const RpcSecurity& security,
+                                            absl::Duration peer_timeout);
 
 }  // namespace ringside
 

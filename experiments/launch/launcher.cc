@@ -167,9 +167,17 @@ void PumpOutput(std::vector<Child>* children) {
   }
 }
 
-// The job's outcome once every child exited: the first failure, in rank order.
+// The job's outcome once every child exited: the process that failed first. That is
+// the first to exit with a failure, unless another was stopped (SIGSTOP) at that
+// moment: a hung process does not exit, its peers time out on it and exit first.
 absl::Status Outcome(const std::vector<Child>& children, const Child* first_failed,
-                     int nproc) {
+                     const Child* hung, int nproc) {
+  if (first_failed != nullptr && hung != nullptr) {
+    return absl::AbortedError(absl::StrCat(
+        hung->label, " hung (its process was stopped, e.g. by SIGSTOP, while ",
+        first_failed->label, " failed: ", first_failed->process->ExitDescription(), ")",
+        nproc > 1 ? " (the others were stopped)" : ""));
+  }
   if (first_failed != nullptr) {
     return absl::AbortedError(absl::StrCat(first_failed->label, " failed: ",
                                            first_failed->process->ExitDescription(),
@@ -187,13 +195,19 @@ absl::Status Outcome(const std::vector<Child>& children, const Child* first_fail
 struct Group {
   std::vector<Child> children;
   const Child* first_failed = nullptr;
+  // The first child (in rank order) that was stopped when first_failed was reaped.
+  Child* hung = nullptr;
   bool stopping = false;
   absl::Time kill_at = absl::InfiniteFuture();
   absl::Time all_exited_at = absl::InfiniteFuture();
 
   // Protocol step: stop every rank still running, SIGKILL after the grace period.
+  // A stopped (SIGSTOP) rank is continued, so that it gets the signal too.
   void StopAll(int sig, absl::Duration grace) {
-    for (Child& c : children) c.process->Signal(sig);
+    for (Child& c : children) {
+      c.process->Signal(sig);
+      c.process->Signal(SIGCONT);
+    }
     if (!stopping) kill_at = absl::Now() + grace;
     stopping = true;
   }
@@ -206,7 +220,15 @@ struct Group {
       if (!c.process->exited() && c.process->Poll() && !c.process->succeeded() &&
           first_failed == nullptr && !stopping) {
         first_failed = &c;
+        for (Child& other : children) {
+          if (&other != &c && !other.process->exited() && IsStopped(other.process->pid())) {
+            hung = &other;
+            break;
+          }
+        }
         StopAll(SIGTERM, grace);
+        // A hung process has nothing to save: it goes at once.
+        if (hung != nullptr) hung->process->Signal(SIGKILL);
       }
       all_exited &= c.process->exited();
       pipes_open |= c.process->out_fd() >= 0;
@@ -275,8 +297,9 @@ RoundResult RunRound(const LaunchOptions& o, const Round& round, ScopedSignalCat
 
   if (peer.has_value()) return {absl::AbortedError(peer->message), peer->restartable};
   RoundResult result;
-  result.status = spawn_error.ok() ? Outcome(group.children, group.first_failed, o.nproc_per_node)
-                                   : spawn_error;
+  result.status = spawn_error.ok()
+                      ? Outcome(group.children, group.first_failed, group.hung, o.nproc_per_node)
+                      : spawn_error;
   result.restartable = !result.status.ok() && spawn_error.ok() && !interrupted;
   if (nodes != nullptr && !result.status.ok()) {
     nodes->PublishFailure(round.restart_count,

@@ -21,6 +21,20 @@ absl::StatusOr<std::string> SelfExePath() {
 
 bool IsTerminal(FILE* stream) { return stream != nullptr && isatty(fileno(stream)) == 1; }
 
+bool IsStopped(pid_t pid) {
+  FILE* f = fopen(absl::StrCat("/proc/", pid, "/stat").c_str(), "r");
+  if (f == nullptr) return false;
+  char buf[512];
+  const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  // "pid (comm) S ...": comm may hold spaces and parentheses, the state follows the
+  // last ')'.
+  const char* close = strrchr(buf, ')');
+  if (close == nullptr || close[1] != ' ') return false;
+  return close[2] == 'T' || close[2] == 't';
+}
+
 absl::StatusOr<int> PickFreePort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
