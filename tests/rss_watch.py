@@ -8,16 +8,18 @@ usage: rss_watch.py ROOT_PID STEPS LABEL=RANK:METRICS... [--interval=S] [--warmu
 ROOT_PID is the launcher (or a timeout(1) wrapping it). Each LABEL=RANK:METRICS names the
 descendant of ROOT_PID whose environment holds RANK=<RANK> (what the launcher gives each
 process it starts) and the metrics file that process appends one line per step to (its
-line count is the step the process has reached). Every --interval seconds (default 0.1)
+line count is the step the process has reached). Every --interval seconds (default 0.05)
 each process's VmRSS (/proc/<pid>/status) is read with its step, until every watched
 process has ended (or --run_s, default 600, passed: exit 2).
 
-Then, per process: the "warm" sample is the first taken at or after step
---warmup * STEPS (default 0.2), the "end" sample the last one taken; the end must be at
-or past step 0.9 * STEPS (else the run ended too fast to sample: exit 1), and the growth
-end - warm must be below max(--max_growth_mib, --max_growth_frac * warm) (defaults 16 MiB
-and 0.1). Prints one line per process with the numbers; exits 1 naming each process that
-grew too much or could not be sampled. --samples writes every sample as TSV.
+Then, per process: "warm" is the median VmRSS over the samples taken in steps
+[F * STEPS, (F + 0.1) * STEPS) (--warmup F, default 0.2: after the warm-up), "end" the
+median over steps [0.9 * STEPS, STEPS) (still training: teardown may free what a leak
+holds); medians, as the shards' RSS moves by about 1 MiB from sample to sample (gRPC
+buffers). The growth end - warm must be below max(--max_growth_mib, --max_growth_frac *
+warm) (defaults 4 MiB and 0.1); either window without a sample fails (the run was too fast
+to sample). Prints one line per process with the numbers; exits 1 naming each process
+that grew too much or could not be sampled. --samples writes every sample as TSV.
 Reads /proc only; starts, stops and signals nothing.
 """
 import os
@@ -25,8 +27,13 @@ import sys
 import time
 
 
+def median(values):
+    v = sorted(values)
+    return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+
+
 def parse_args(argv):
-    opts = {"interval": "0.1", "warmup": "0.2", "max_growth_mib": "16",
+    opts = {"interval": "0.05", "warmup": "0.2", "max_growth_mib": "4",
             "max_growth_frac": "0.1", "samples": "", "find_s": "60", "run_s": "600"}
     pos = []
     for a in argv:
@@ -164,28 +171,34 @@ def main():
             for w in watched:
                 for t, s, k in w["samples"]:
                     f.write("%s\t%d\t%.2f\t%d\t%d\n" % (w["label"], w["pid"], t, s, k))
-    warm_step = float(opts["warmup"]) * steps
+    warm_lo, warm_hi = float(opts["warmup"]) * steps, (float(opts["warmup"]) + 0.1) * steps
+    end_lo = 0.9 * steps
     ok = True
     for w in watched:
         samples = w["samples"]
-        warm = next((x for x in samples if x[1] >= warm_step), None)
-        if warm is None or samples[-1][1] < 0.9 * steps:
-            print("FAIL: %s (pid %d): %d samples, last at step %s: not sampled from step %d "
-                  "to the end (step >= %d)" % (w["label"], w["pid"], len(samples),
-                                                samples[-1][1] if samples else "-",
-                                                warm_step, 0.9 * steps))
+        # Windows of steps, still training (the end window stops before the last step:
+        # teardown may free what a leak holds).
+        warm = [x for x in samples if warm_lo <= x[1] < warm_hi]
+        end = [x for x in samples if end_lo <= x[1] < steps]
+        if not warm or not end:
+            print("FAIL: %s (pid %d): %d samples in steps [%d, %d), %d in [%d, %d): the run "
+                  "was too fast to sample (--interval %s s)" %
+                  (w["label"], w["pid"], len(warm), warm_lo, warm_hi, len(end), end_lo, steps,
+                   opts["interval"]))
             ok = False
             continue
-        end = samples[-1]
-        growth = end[2] - warm[2]
-        bound = max(float(opts["max_growth_mib"]) * 1024, float(opts["max_growth_frac"]) * warm[2])
-        peak = max(x[2] for x in samples)
-        print("%s %s (pid %d): VmRSS %.1f MiB at step %d (%.1f s), %.1f MiB at step %d "
-              "(%.1f s, the last of %d samples): %+.2f MiB (bound %.1f MiB); peak %.1f MiB" %
-              ("ok  " if growth < bound else "FAIL:", w["label"], w["pid"], warm[2] / 1024,
-               warm[1], warm[0], end[2] / 1024, end[1], end[0], len(samples), growth / 1024,
-               bound / 1024, peak / 1024))
-        ok &= growth < bound
+        warm_kib, end_kib = median([x[2] for x in warm]), median([x[2] for x in end])
+        growth = end_kib - warm_kib
+        bound = max(float(opts["max_growth_mib"]) * 1024, float(opts["max_growth_frac"]) * warm_kib)
+        good = growth < bound
+        print("%s %s (pid %d): median VmRSS %.2f MiB in steps [%d, %d) (%d samples), %.2f MiB "
+              "in [%d, %d) (%d samples): %+.2f MiB (bound %.1f MiB); peak %.2f MiB, last "
+              "%.2f MiB at step %d" %
+              ("ok  " if good else "FAIL:", w["label"], w["pid"], warm_kib / 1024, warm_lo,
+               warm_hi, len(warm), end_kib / 1024, end_lo, steps, len(end), growth / 1024,
+               bound / 1024, max(x[2] for x in samples) / 1024, samples[-1][2] / 1024,
+               samples[-1][1]))
+        ok &= good
     sys.exit(0 if ok else 1)
 
 
