@@ -9,7 +9,7 @@
 #    with N pushes' bytes in and out (check_shard_bytes.py), the shard says "1000 steps",
 #    every worker's and rank's metrics hold the steps 0..999 once each;
 #  - keep memory flat: the VmRSS of each shard and of worker 0 (PS), of rank 0 (DDP: it
-#    also hosts the store), sampled every 0.05 s, has a median over steps [900, 1000)
+#    also hosts the store), sampled every 0.05 s (DDP: 0.02 s), has a median over steps [900, 1000)
 #    less than 4 MiB above its median over steps [200, 300) (after the warm-up): a leak
 #    of 6 KiB a step shows (one worker's push to a shard here is 4.8 KiB); the shards'
 #    medians move by under 1 MiB, worker 0's and rank 0's by under 0.1 (rss_watch.py).
@@ -59,7 +59,7 @@ single() {
     >"$T/$name.log" 2>&1 || { fail "$name: single-process run exited $?"; tail -3 "$T/$name.log"; return 1; }
 }
 
-# watched_job NAME LABEL=RANK:METRICS... -- ARGS...: runs `ringside train ARGS` into $T/NAME
+# watched_job NAME LABEL=RANK:METRICS... [RSS_WATCH_FLAGS] -- ARGS...: runs `ringside train ARGS` into $T/NAME
 # in the background while rss_watch.py samples the named processes; checks both exit 0.
 watched_job() {
   local name=$1 job rc wrc start specs=()
@@ -104,7 +104,7 @@ fi
 
 # --- DDP: 8 ranks (gloo); rank 0 also hosts the store.
 N=8
-if watched_job ddp8 "rank0=0:$T/ddp8/metrics.rank0.jsonl" -- --strategy=ddp --workers=$N \
+if watched_job ddp8 "rank0=0:$T/ddp8/metrics.rank0.jsonl" --interval=0.02 -- --strategy=ddp --workers=$N \
     --backend=gloo --batch=$B --timeout_s=60; then
   steps_once "$T"/ddp8/metrics.rank*.jsonl || fail "ddp8: rank step records"
   [ "$(ls "$T"/ddp8/metrics.rank*.jsonl | wc -l)" -eq $N ] || fail "ddp8: not $N rank metrics files"
