@@ -525,6 +525,11 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, const std::function<voi
   TraceInterval aggregate, update;  // Empty when not done.
   {
     absl::MutexLock cl(&cs.mu);
+    if (cs.from[w] > step) {
+      // Elastic PS: dropped after the check above (a push racing its loss).
+      return absl::FailedPreconditionError(
+          absl::StrCat("worker ", w, " was dropped from the job (lost); push refused"));
+    }
     RINGSIDE_ASSIGN_OR_RETURN(const PushAction action, policy_->OnPush(w, step, k, &cs.clock));
     // The gradient arrives in blocks that stay in L1 (the received payload is never
     // copied whole); each block is stepped or summed where it belongs. SGD is
