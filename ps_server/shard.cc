@@ -471,12 +471,12 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, const std::function<voi
     if (!initialized_) {
       return absl::FailedPreconditionError("gradients before worker 0 initialised the parameters");
     }
-    // Every mode: a worker pushes the steps in order, each completely (under BSP a
-    // worker cannot pull step t + 1, so cannot compute it, before finishing step t).
-    if (lost_[w]) {
+    if (lost_[w]) {  // Elastic PS.
       return absl::FailedPreconditionError(
           absl::StrCat("worker ", w, " was dropped from the job (lost); push refused"));
     }
+    // Every mode: a worker pushes the steps in order, each completely (under BSP a
+    // worker cannot pull step t + 1, so cannot compute it, before finishing step t).
     if (step != clock_[w]) {
       return absl::FailedPreconditionError(absl::StrCat("worker ", w, " pushed step ", step,
                                                         ", its current step is ", clock_[w]));
@@ -881,12 +881,19 @@ absl::Status Shard::ServeWith(int worker, int64_t step, ps::TensorKind kind, int
                                   absl::FormatDuration(options_.timeout)));
       }
       const std::vector<int> late = LateWorkers(step, k);
-      if (elastic() && !late.empty()) {
-        // Elastic PS: the late workers are dropped (or the job aborted, below M).
-        RINGSIDE_RETURN_IF_ERROR(
-            Lose(late, policy_->LateReason(worker, step, late, options_.timeout), 0));
-        deadline = absl::Now() + options_.timeout;
-        continue;
+      if (elastic()) {
+        // Elastic PS: the late workers are dropped (or the job aborted, below M); none
+        // left when another call dropped them meanwhile: look again.
+        if (!late.empty()) {
+          RINGSIDE_RETURN_IF_ERROR(
+              Lose(late, policy_->LateReason(worker, step, late, options_.timeout), 0));
+        }
+        RINGSIDE_ASSIGN_OR_RETURN(bool now_ready, ServeIfReadyWith(worker, step, kind, k, fill));
+        if (now_ready) return absl::OkStatus();
+        if (!late.empty()) {
+          deadline = absl::Now() + options_.timeout;
+          continue;
+        }
       }
       return Abort(policy_->LateReason(worker, step, late, options_.timeout));
     }

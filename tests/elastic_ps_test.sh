@@ -71,9 +71,12 @@ kill_child() { pkill "-$1" -P "$2"; }  # The worker itself, the child of timeout
 
 # a. SIGKILL worker 2, then start it again: it rejoins.
 P=$(free_port)
-server "$P" "$T/a" "$T/a_s.log" --ps_min_workers=2 --steps=1500; s=$!
-for w in 0 1 2; do worker $w "$P" "$T/a_w$w.log" --ps_min_workers=2 --steps=1500; eval "w$w=\$!"; done
+server "$P" "$T/a" "$T/a_s.log" --ps_min_workers=2 --steps=3000; s=$!
+for w in 0 1 2; do worker $w "$P" "$T/a_w$w.log" --ps_min_workers=2 --steps=3000; eval "w$w=\$!"; done
 if wait_for_step "$T/a_w0.log" 20; then
+  # Worker 0 (so the job) runs slowly until worker 2 is back, so that the job cannot
+  # end first on a fast machine.
+  ( throttle "$(pgrep -P "$w0")" ) & slow=$!
   kill_child KILL "$w2"; t0=$(now)
   bounded_wait "$w2" 10; rc=$?
   [ "$rc" -eq 137 ] || fail "killed worker 2 exited $rc, expected 137"
@@ -82,13 +85,14 @@ if wait_for_step "$T/a_w0.log" 20; then
   else
     fail "no shard record with live_workers 2 within $((2 * TIMEOUT + 5))s of the kill"
   fi
-  worker 2 "$P" "$T/a_w2b.log" --ps_min_workers=2 --steps=1500; w2b=$!; t1=$(now)
+  worker 2 "$P" "$T/a_w2b.log" --ps_min_workers=2 --steps=3000; w2b=$!; t1=$(now)
   # A record of 3 live workers after one of 2: the rejoin.
   if timeout 60 bash -c "until awk '/\"live_workers\":2/{two=1} two && /\"live_workers\":3/{found=1} END{exit !found}' '$T/a/metrics.shard0.jsonl'; do sleep 0.1; done"; then
     echo "     rejoined (live_workers 3) $(elapsed_since "$t1")s after the restart"
   else
     fail "worker 2 never counted again after its restart: $(tail -n 2 "$T/a_w2b.log" "$T/a_s.log")"
   fi
+  kill "$slow" 2>/dev/null; wait "$slow" 2>/dev/null
   expect_ok rejoin_worker0 "$w0" "$T/a_w0.log"
   expect_ok rejoin_worker1 "$w1" "$T/a_w1.log"
   expect_ok rejoin_worker2_again "$w2b" "$T/a_w2b.log"
@@ -99,7 +103,7 @@ if wait_for_step "$T/a_w0.log" 20; then
   # Every step of the shard is recorded once, the last one included.
   steps=$(grep -oE '"step":[0-9]+' "$T/a/metrics.shard0.jsonl" | cut -d: -f2)
   [ "$(echo "$steps" | sort -n | uniq | wc -l)" -eq "$(echo "$steps" | wc -l)" ] || fail "a step recorded twice"
-  [ "$(echo "$steps" | sort -n | tail -n 1)" -eq 1499 ] || fail "last shard record is step $(echo "$steps" | sort -n | tail -n 1), not 1499"
+  [ "$(echo "$steps" | sort -n | tail -n 1)" -eq 2999 ] || fail "last shard record is step $(echo "$steps" | sort -n | tail -n 1), not 2999"
   echo "     live_workers per record: $(grep -oE '"live_workers":[0-9]+' "$T/a/metrics.shard0.jsonl" | sort | uniq -c | tr '\n' ' ')"
 else
   fail "worker 0 never got past step 20: $(tail -n 2 "$T/a_w0.log")"
@@ -107,8 +111,8 @@ fi
 
 # b. SIGSTOP worker 2: dropped within 2x the timeout, the others finish.
 P=$(free_port)
-server "$P" "$T/b" "$T/b_s.log" --ps_min_workers=2 --steps=600; s=$!
-for w in 0 1 2; do worker $w "$P" "$T/b_w$w.log" --ps_min_workers=2 --steps=600; eval "w$w=\$!"; done
+server "$P" "$T/b" "$T/b_s.log" --ps_min_workers=2 --steps=3000; s=$!
+for w in 0 1 2; do worker $w "$P" "$T/b_w$w.log" --ps_min_workers=2 --steps=3000; eval "w$w=\$!"; done
 if wait_for_step "$T/b_w0.log" 20; then
   kill_child STOP "$w2"; t0=$(now)
   if wait_for_record "$T/b_s.log" 'worker\(s\) 2 dropped' $((2 * TIMEOUT)); then
