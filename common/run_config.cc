@@ -149,6 +149,22 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
         "--precision=", c.precision(), " needs --device=cuda (the CPU backend computes fp32)"));
   }
   if (absl::Status s = ValidateBugs(c); !s.ok()) return s;
+  // Elastic PS (issue 23): a BSP shard goes on while at least ps_min_workers are live.
+  if (c.ps_min_workers() != 0) {
+    if (c.strategy() != "ps") {
+      return absl::InvalidArgumentError("--ps_min_workers needs --strategy=ps");
+    }
+    if (c.ps_min_workers() < 1 || c.ps_min_workers() > c.world_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("--ps_min_workers must be in [1, --workers=",
+                                                     c.world_size(), "], got ",
+                                                     c.ps_min_workers()));
+    }
+    if (!c.ps_sync().empty() && c.ps_sync() != "bsp") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--ps_min_workers needs --ps_sync=bsp, got ", c.ps_sync(),
+          " (SSP and ASP shards require every worker)"));
+    }
+  }
   return absl::OkStatus();
 }
 

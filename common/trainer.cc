@@ -431,6 +431,12 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   };
   // Lifecycle start: every process joins and holds the job's parameters for step_.
   RINGSIDE_RETURN_IF_ERROR(strategy_->Start(step_));
+  if (const int64_t joined = strategy_->joined_step(); joined > step_) {
+    // Elastic PS: this worker rejoined a running job at the shards' step.
+    step_ = joined;
+    epoch_ = static_cast<int>(joined / per_epoch);
+    batch_in_epoch_ = joined % per_epoch;
+  }
   const int64_t run_start = NowMicros();
   int64_t samples = 0;
   int64_t steps_run = 0;

@@ -65,6 +65,10 @@ class StepStrategy {
   // is called after the last checkpoint; it blocks until every process is done.
   virtual absl::Status Start(int64_t step) { return absl::OkStatus(); }
   virtual absl::Status Finish() { return absl::OkStatus(); }
+  // After Start: the step this process joined the job at when it is later than
+  // Start's (elastic PS: a worker that rejoins a running job starts at the shards'
+  // step, and Trainer::Run moves its position there); -1 otherwise.
+  virtual int64_t joined_step() const { return -1; }
 
   // The step's forward and backward when the strategy runs them itself (borrowed; it
   // lives as long as the strategy); nullptr (the default) for the trainer's LocalStep

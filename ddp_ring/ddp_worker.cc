@@ -545,7 +545,8 @@ absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptio
     // 2 intervals apart. Bounded by timeout / 2, so that rank 0 too exits within
     // 2 x timeout of a peer's hang.
     if (env.rank == 0) {
-      absl::SleepFor(std::min(o.timeout / 2, std::max(absl::Seconds(1), 3 * RankMonitorInterval(o.timeout))));
+      absl::SleepFor(std::min(o.timeout / 2,
+                              std::max(absl::Seconds(1), 3 * RankMonitorInterval(o.timeout))));
     }
     return Annotate(result.status(), me);
   }

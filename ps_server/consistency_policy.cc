@@ -77,12 +77,21 @@ class BspPolicy final : public ConsistencyPolicy {
     }
     action.sum = true;
     action.first = clock->summed == 0;
-    if (++clock->summed == num_workers()) {
+    if (++clock->summed >= clock->participants) {
       action.complete = true;
       clock->summed = 0;
       ++clock->version;
     }
     return action;
+  }
+
+  bool CompleteIfDue(ChunkClock* clock) const override {
+    if (num_workers() == 1 || clock->summed == 0 || clock->summed < clock->participants) {
+      return false;
+    }
+    clock->summed = 0;
+    ++clock->version;
+    return true;
   }
 
   int64_t StepsNeeded(int64_t) const override { return kNoNeed; }

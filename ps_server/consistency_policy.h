@@ -57,12 +57,15 @@ std::string SyncPolicyText(const SyncPolicy& p);  // What ParseSyncPolicy reads 
 // chunk, guarded by the chunk's lock, and changes it only through the policy.
 struct ChunkClock {
   ChunkClock(int num_workers, int64_t start_step)
-      : version(start_step), pushed(num_workers, -1) {}
+      : version(start_step), participants(num_workers), pushed(num_workers, -1) {}
   // The step the chunk's parameters belong to: the start step plus the updates a
   // BSP policy completed (SSP and ASP leave it at the start step).
   int64_t version;
   // BSP: workers whose gradient of step `version` is in the accumulator.
   int summed = 0;
+  // BSP: pushes that complete step `version`: num_workers, unless an elastic shard
+  // (--ps_min_workers) goes on without lost workers (the shard keeps it up to date).
+  int participants;
   // Per worker: the last step whose gradient of this chunk it pushed (-1: none).
   std::vector<int64_t> pushed;
 };
@@ -110,6 +113,11 @@ class ConsistencyPolicy {
   // caller checked that `step` is the worker's current step.
   absl::StatusOr<PushAction> OnPush(int worker, int64_t step, int64_t chunk,
                                     ChunkClock* clock) const;
+  // Elastic PS: the shard lowered clock->participants (a worker that had not pushed
+  // step `version` was lost). Returns true, and moves the clock to the next step, when
+  // the pushes already summed now complete the step (the shard then steps SGD on the
+  // accumulator). BSP only; the others never sum.
+  virtual bool CompleteIfDue(ChunkClock* clock) const { return false; }
 
   // ---- Pull: a worker about to run `step` asks for a chunk of the parameters. ----
   // It is served once (1) every worker has pushed at least StepsNeeded(step) whole

@@ -112,6 +112,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
     std::deque<int64_t> accepted;  // Chunks pushed and aggregated, not yet sent back.
     int worker = -1;               // Set by the first chunk.
     int64_t step = -1;
+    uint64_t session = 0;          // The worker's, from the first chunk.
     WireChunk out;
     // Writes the replies at the head of `accepted` that the sync mode releases; with
     // `wait`, waits for each (Serve's timeout aborts the job if another worker is lost;
@@ -122,7 +123,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
         if (wait) {
           absl::Status s = shard_->Serve(worker, step + 1, ps::PARAMS, k, &out,
                                          [context] { return context->IsCancelled(); });
-          if (absl::IsCancelled(s)) return Broken(context, worker, step);
+          if (absl::IsCancelled(s)) return Broken(context, worker, step, session);
           if (!s.ok()) return ToGrpcStatus(s);
         } else {
           absl::StatusOr<bool> ready = shard_->ServeIfReady(worker, step + 1, ps::PARAMS, k, &out);
@@ -135,7 +136,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
         // failed write breaks the stream and aborts the job, so an over-count is never
         // reported.
         shard_->CountServed(worker, step + 1, ps::PARAMS, out.wire_bytes());
-        if (!stream->Write(out)) return Broken(context, worker, step);
+        if (!stream->Write(out)) return Broken(context, worker, step, session);
       }
       return grpc::Status::OK;
     };
@@ -149,6 +150,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
         if (absl::Status s = shard_->CheckSession(h.worker_id, in.session); !s.ok()) {
           return ToGrpcStatus(s);
         }
+        session = in.session;
       }
       if (h.kind != ps::GRADIENTS) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "PushPull takes gradient chunks only");
@@ -169,7 +171,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
     }
     if (context->IsCancelled() && worker >= 0) {
       // The worker's side vanished mid-step.
-      return Broken(context, worker, step);
+      return Broken(context, worker, step, session);
     }
     // A push-pull carries a whole step (a message that does not parse also ends the
     // reading): anything less is the caller's error, never an OK. The chunks it did
@@ -194,6 +196,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
     ps::Chunk in;
     int worker = -1;
     int64_t step = -1;
+    uint64_t session = 0;
     while (reader->Read(&in)) {
       const int64_t wire = static_cast<int64_t>(in.ByteSizeLong());
       absl::StatusOr<int64_t> k = shard_->CheckChunk(in, worker);
@@ -205,10 +208,11 @@ class PsServer::Service final : public ps::ParameterServer::Service {
       }
       worker = in.worker_id();
       step = in.step();
+      session = in.session();
       if (absl::Status s = shard_->Accept(&in, wire); !s.ok()) return ToGrpcStatus(s);
       response->set_chunks(response->chunks() + 1);
     }
-    if (context->IsCancelled()) return Broken(context, worker, step);
+    if (context->IsCancelled()) return Broken(context, worker, step, session);
     // A push carries a whole tensor (see PushPull).
     if (response->chunks() != shard_->num_chunks()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -231,6 +235,13 @@ class PsServer::Service final : public ps::ParameterServer::Service {
     if (request->step() < 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "negative step");
     }
+    if (request->kind() == ps::PARAMS) {
+      // Elastic PS: a worker that registered again rejoins at this step (or is told
+      // OUT_OF_RANGE, to pull a later one).
+      if (absl::Status s = shard_->Rejoin(request->worker_id(), request->step()); !s.ok()) {
+        return ToGrpcStatus(s);
+      }
+    }
     ps::Chunk out;
     const int64_t chunks = shard_->num_chunks();
     for (int64_t k = 0; k < chunks; ++k) {
@@ -242,7 +253,9 @@ class PsServer::Service final : public ps::ParameterServer::Service {
       // worker holds the last chunk.
       shard_->CountServed(request->worker_id(), request->step(), request->kind(),
                           static_cast<int64_t>(out.ByteSizeLong()));
-      if (!writer->Write(out)) return Broken(context, request->worker_id(), request->step());
+      if (!writer->Write(out)) {
+        return Broken(context, request->worker_id(), request->step(), request->session());
+      }
     }
     return grpc::Status::OK;
   }
@@ -291,14 +304,16 @@ class PsServer::Service final : public ps::ParameterServer::Service {
  private:
   // The worker's side of a stream went away mid-step: under any sync mode the others
   // can no longer count on it.
-  grpc::Status Broken(grpc::ServerContext* context, int worker, int64_t step) {
+  // `session`: the stream's (a stale stream of an earlier registration drops nobody).
+  grpc::Status Broken(grpc::ServerContext* context, int worker, int64_t step, uint64_t session) {
     if (worker >= 0) {
       shard_->WorkerLost(worker,
-                         absl::StrCat("its stream from ", context->peer(), " broke during step ", step,
-                                      context->IsCancelled()
+                         absl::StrCat("its stream from ", context->peer(), " broke during step ",
+                                      step, context->IsCancelled()
                                           ? " (connection closed, or keepalive pings unanswered: "
                                             "the worker stopped or is gone)"
-                                          : ""));
+                                          : ""),
+                         session);
     }
     return grpc::Status(grpc::StatusCode::CANCELLED, "stream broken");
   }

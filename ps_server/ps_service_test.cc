@@ -246,7 +246,8 @@ class PsServiceTest : public ::testing::Test {
   // Worker 0 uses the in-process channel (a colocated worker), the others TCP.
   std::unique_ptr<ShardClient> NewClient(int worker) {
     std::shared_ptr<grpc::Channel> channel =
-        worker == 0 ? server_->InProcessChannel() : NewPsChannel(address_, RpcSecurity(), kServerTimeout);
+        worker == 0 ? server_->InProcessChannel()
+                    : NewPsChannel(address_, RpcSecurity(), kServerTimeout);
     return std::make_unique<ShardClient>(channel, absl::StrCat("shard 0 at ", address_), worker,
                                          kServerTimeout);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <random>
 #include <tuple>
@@ -30,6 +31,11 @@ constexpr int64_t kGradientBlock = 2048;
 
 int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
 
+// Elastic PS, ChunkState::from: a worker there from the start counts in every step; a
+// lost (or not yet rejoined) worker in none.
+constexpr int64_t kFromStart = std::numeric_limits<int64_t>::min();
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
 }  // namespace
 
 // Everything of one chunk that its lock guards (besides its ranges of params_ and
@@ -39,7 +45,8 @@ struct Shard::ChunkState {
       : clock(num_workers, 0),
         ops(std::move(chunk_ops)),
         has_parked(num_workers, false),
-        parked(num_workers) {}
+        parked(num_workers),
+        from(num_workers, kFromStart) {}
   absl::Mutex mu;
   ChunkClock clock ABSL_GUARDED_BY(mu);  // Changed only by the policy (and the start).
   // This chunk's own backend and optimizer (over the chunk's floats): neither is
@@ -52,9 +59,18 @@ struct Shard::ChunkState {
   // (a lower id is missing) is parked: its gradient is copied to parked[w]
   // (has_parked[w]), and added when the gap closes. The sum is thus the same float
   // sequence every run. parked[w] is allocated at w's first early arrival and kept.
+  // Elastic PS: the order skips the workers that do not count in the step (lost ones,
+  // see `from`); a rejoined worker whose turn had passed when it began to count is
+  // added on arrival (that one step's sum is not in id order).
   int next_sum ABSL_GUARDED_BY(mu) = 0;
   std::vector<bool> has_parked ABSL_GUARDED_BY(mu);
   std::vector<std::vector<float>> parked ABSL_GUARDED_BY(mu);
+  bool summed_any ABSL_GUARDED_BY(mu) = false;  // The accumulator holds a push of the step.
+  int contributors ABSL_GUARDED_BY(mu) = 0;     // Pushes of the step summed or parked.
+  // Elastic PS: per worker, the first step whose pushes of this chunk count
+  // (kFromStart; a rejoin's step; kNever while lost). A worker counts in step s iff
+  // from <= s, or it pushed s before it was lost.
+  std::vector<int64_t> from ABSL_GUARDED_BY(mu);
 };
 
 struct Shard::StepRecord {
@@ -93,6 +109,11 @@ Shard::Shard(const PsShardOptions& options, int64_t chunk_floats)
       policy_(ConsistencyPolicy::Create(options.sync, options.num_workers)) {
   last_activity_us_.store(NowUs());
   totals_.set_shard(options.shard);
+  const int n = std::max(options.num_workers, 0);
+  lost_.assign(n, false);
+  joining_.assign(n, false);
+  join_step_.assign(n, kFromStart);
+  barrier_base_.assign(n, 0);
 }
 
 Shard::~Shard() = default;
@@ -201,12 +222,28 @@ absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse*
                   options_.shard, r.worker_id(), r.num_params(), num_params_);
     return absl::FailedPreconditionError(kConfigMismatch);
   }
-  if (registered_[r.worker_id()]) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("worker id ", r.worker_id(), " is registered already"));
+  const int w = r.worker_id();
+  // Elastic PS: a lost worker registers again (a new session); it counts again once
+  // its first PARAMS pull makes it rejoin (Rejoin).
+  const bool rejoin = elastic() && lost_[w] && !joining_[w];
+  if (registered_[w] && !rejoin) {
+    return absl::AlreadyExistsError(absl::StrCat("worker id ", w, " is registered already"));
   }
-  registered_[r.worker_id()] = true;
-  sessions_[r.worker_id()] = NewSession();
+  registered_[w] = true;
+  sessions_[w] = NewSession();
+  int64_t newest = start_step_;  // The newest step of the chunks' parameters.
+  if (rejoin) {
+    joining_[w] = true;
+    goodbye_[w] = false;
+    barriers_passed_[w] = 0;
+    barrier_base_[w] = -1;
+    for (auto& ch : chunks_) {
+      absl::MutexLock cl(&ch->mu);
+      newest = std::max(newest, ch->clock.version);
+    }
+    absl::FPrintF(stderr, "ps: shard %d: worker %d registered again (rejoins at step %d or later)\n",
+                  options_.shard, w, newest);
+  }
   response->set_shard(options_.shard);
   response->set_num_shards(options_.num_shards);
   response->set_offset(slice_.offset);
@@ -215,8 +252,9 @@ absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse*
   response->set_sync(SyncModeName(policy_->sync().mode));
   response->set_staleness(policy_->sync().staleness);
   response->set_initialized(initialized_);
-  response->set_step(start_step_);
-  response->set_session(sessions_[r.worker_id()]);
+  response->set_step(newest);
+  response->set_session(sessions_[w]);
+  response->set_rejoin(rejoin);
   return absl::OkStatus();
 }
 
@@ -243,6 +281,10 @@ absl::Status Shard::CheckSession(int w, uint64_t session) const {
   }
   if (goodbye_[w]) {
     return absl::FailedPreconditionError(absl::StrCat("worker ", w, " said goodbye already"));
+  }
+  if (lost_[w] && !joining_[w]) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker ", w, " was dropped from the job (lost); start it again to rejoin"));
   }
   return absl::OkStatus();
 }
@@ -430,6 +472,10 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, const std::function<voi
     if (!initialized_) {
       return absl::FailedPreconditionError("gradients before worker 0 initialised the parameters");
     }
+    if (lost_[w]) {  // Elastic PS.
+      return absl::FailedPreconditionError(
+          absl::StrCat("worker ", w, " was dropped from the job (lost); push refused"));
+    }
     // Every mode: a worker pushes the steps in order, each completely (under BSP a
     // worker cannot pull step t + 1, so cannot compute it, before finishing step t).
     if (step != clock_[w]) {
@@ -480,6 +526,11 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, const std::function<voi
   TraceInterval aggregate, update;  // Empty when not done.
   {
     absl::MutexLock cl(&cs.mu);
+    if (cs.from[w] > step) {
+      // Elastic PS: dropped after the check above (a push racing its loss).
+      return absl::FailedPreconditionError(
+          absl::StrCat("worker ", w, " was dropped from the job (lost); push refused"));
+    }
     RINGSIDE_ASSIGN_OR_RETURN(const PushAction action, policy_->OnPush(w, step, k, &cs.clock));
     // The gradient arrives in blocks that stay in L1 (the received payload is never
     // copied whole); each block is stepped or summed where it belongs. SGD is
@@ -495,9 +546,10 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, const std::function<voi
     } else {
       // In worker-id order (ChunkState::next_sum): the same sum every run.
       float* acc = accumulator_.data() + c.offset;
-      const int n = options_.num_workers;
-      if (w == cs.next_sum) {
-        const bool first = cs.next_sum == 0;
+      AdvanceSum(cs, k, step, /*complete=*/false);  // Past workers that do not count.
+      if (w <= cs.next_sum) {
+        // Its turn (or, for a rejoined worker, past it: added on arrival).
+        const bool first = !cs.summed_any;
         for_each_block([&](int64_t at, int64_t len) {
           if (first) {
             std::memcpy(acc + at, block, len * sizeof(float));
@@ -505,11 +557,8 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, const std::function<voi
             cs.ops->Axpy(len, 1.0f, block, acc + at);
           }
         });
-        // The workers parked behind w follow, in order, up to the next gap.
-        for (++cs.next_sum; cs.next_sum < n && cs.has_parked[cs.next_sum]; ++cs.next_sum) {
-          cs.ops->Axpy(c.size, 1.0f, cs.parked[cs.next_sum].data(), acc);
-          cs.has_parked[cs.next_sum] = false;
-        }
+        cs.summed_any = true;
+        if (w == cs.next_sum) ++cs.next_sum;
       } else {
         std::vector<float>& slot = cs.parked[w];
         slot.resize(c.size);
@@ -518,15 +567,11 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, const std::function<voi
         });
         cs.has_parked[w] = true;
       }
-      aggregate = {t, NowUs()};
-      if (action.complete) {
-        // The N-th push closed every gap.
-        ABSL_RAW_CHECK(cs.next_sum == n, "a complete chunk with a worker not summed");
-        cs.next_sum = 0;
-        t = NowUs();
-        cs.sgd->StepRange(0, c.size, params, acc);
-        update = {t, NowUs()};
-      }
+      ++cs.contributors;
+      // The workers parked behind w follow, in order, up to the next gap; the push that
+      // completes the step (every worker that counts is in) steps SGD.
+      update = AdvanceSum(cs, k, step, action.complete);
+      aggregate = {t, update.end_us > update.start_us ? update.start_us : NowUs()};
     }
   }
   if (options_.trace != nullptr) TraceChunk(w, step, k, wire_bytes, aggregate, update);
@@ -549,6 +594,174 @@ absl::Status Shard::AcceptGradient(const ChunkHeader& h, const std::function<voi
   return absl::OkStatus();
 }
 
+TraceInterval Shard::AdvanceSum(ChunkState& cs, int64_t k, int64_t step, bool complete) {
+  const int n = options_.num_workers;
+  const Slice c = ChunkOf(static_cast<int64_t>(params_.size()), chunk_floats_, k);
+  float* acc = accumulator_.data() + c.offset;
+  while (cs.next_sum < n) {
+    const int u = cs.next_sum;
+    if (cs.has_parked[u]) {
+      if (cs.summed_any) {
+        cs.ops->Axpy(c.size, 1.0f, cs.parked[u].data(), acc);
+      } else {
+        std::memcpy(acc, cs.parked[u].data(), c.size * sizeof(float));
+      }
+      cs.summed_any = true;
+      cs.has_parked[u] = false;
+    } else if (cs.from[u] <= step || cs.clock.pushed[u] == step) {
+      break;  // u counts in the step and has not pushed: a gap.
+    }
+    ++cs.next_sum;
+  }
+  if (!complete) return {};
+  ABSL_RAW_CHECK(cs.next_sum == n, "a complete chunk with a worker not summed");
+  const int64_t t = NowUs();
+  // Workers scale their loss by 1/N: the sum of N pushes is the mean gradient. Fewer
+  // contributors (elastic PS): the mean over those that pushed.
+  if (cs.contributors != n && cs.contributors > 0) {
+    cs.ops->Scale(acc, c.size, static_cast<float>(n) / static_cast<float>(cs.contributors));
+  }
+  cs.sgd->StepRange(0, c.size, params_.data() + c.offset, acc);
+  cs.next_sum = 0;
+  cs.summed_any = false;
+  cs.contributors = 0;
+  CountParticipants(cs);
+  return {t, NowUs()};
+}
+
+void Shard::CountParticipants(ChunkState& cs) {
+  int count = 0;
+  for (size_t u = 0; u < cs.from.size(); ++u) {
+    if (cs.from[u] <= cs.clock.version || cs.clock.pushed[u] == cs.clock.version) ++count;
+  }
+  cs.clock.participants = count;
+}
+
+int Shard::live_workers() const {
+  absl::MutexLock l(&mu_);
+  return static_cast<int>(std::count(lost_.begin(), lost_.end(), false));
+}
+
+absl::Status Shard::Lose(const std::vector<int>& workers, const std::string& why,
+                         uint64_t session) {
+  const int n = options_.num_workers;
+  std::vector<int> dropped;
+  int live = 0;
+  {
+    absl::MutexLock l(&mu_);
+    if (aborted_.load()) return absl::AbortedError(abort_reason_);
+    for (int w : workers) {
+      if (w < 0 || w >= n) continue;
+      if (session != 0 && !sessions_.empty() && session != sessions_[w]) continue;  // Stale.
+      if (joining_[w]) {
+        // Registered again and lost before it rejoined: it did not count anyway.
+        joining_[w] = false;
+        continue;
+      }
+      if (lost_[w]) continue;  // Dropped already.
+      dropped.push_back(w);
+    }
+    if (dropped.empty()) return absl::OkStatus();
+    live = static_cast<int>(std::count(lost_.begin(), lost_.end(), false)) -
+           static_cast<int>(dropped.size());
+    std::vector<int> all_lost = dropped;
+    for (int w = 0; w < n; ++w) {
+      if (lost_[w]) all_lost.push_back(w);
+    }
+    std::sort(all_lost.begin(), all_lost.end());
+    const int m = options_.config.ps_min_workers();
+    std::string abort;
+    if (!elastic()) {
+      abort = why;
+    } else if (dropped.front() == 0) {
+      abort = absl::StrCat(why, "; worker 0 initialises the shards and writes the checkpoints: "
+                                "the job cannot go on without it (--ps_min_workers)");
+    } else if (live < m) {
+      abort = absl::StrCat(why, "; lost worker(s) ", absl::StrJoin(all_lost, ", "), ": ", live,
+                           " live worker(s) left, fewer than --ps_min_workers=", m);
+    }
+    if (!abort.empty()) {
+      mu_.Unlock();
+      absl::Status s = Abort(abort);
+      mu_.Lock();
+      return s;
+    }
+    for (int w : dropped) lost_[w] = true;
+    absl::FPrintF(stderr,
+                  "ps: shard %d: worker(s) %s dropped (%s); going on with %d live worker(s) "
+                  "(--ps_min_workers=%d)\n",
+                  options_.shard, absl::StrJoin(dropped, ", "), why, live, m);
+    // The chunks' steps stop waiting for them; a step they already pushed (in part)
+    // keeps those pushes.
+    for (int64_t k = 0; k < static_cast<int64_t>(chunks_.size()); ++k) {
+      ChunkState& cs = *chunks_[k];
+      absl::MutexLock cl(&cs.mu);
+      bool fewer = false;
+      for (int w : dropped) {
+        if (cs.from[w] <= cs.clock.version && cs.clock.pushed[w] != cs.clock.version) fewer = true;
+        cs.from[w] = kNever;
+      }
+      if (!fewer) continue;
+      const int64_t step = cs.clock.version;
+      CountParticipants(cs);
+      const bool complete = policy_->CompleteIfDue(&cs.clock);
+      AdvanceSum(cs, k, step, complete);
+    }
+    std::vector<int64_t> open;
+    for (const auto& [step, r] : records_) open.push_back(step);
+    for (int64_t step : open) MaybeFinishRecord(step);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::Rejoin(int w, int64_t step) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  absl::MutexLock l(&mu_);
+  if (!elastic() || w < 0 || w >= options_.num_workers || registered_.empty()) {
+    return absl::OkStatus();
+  }
+  // A rejoined worker that has pushed nothing since may move to a later step (another
+  // shard was past the first one it tried).
+  const bool joining = joining_[w];
+  const bool moving = !joining && !lost_[w] && join_step_[w] != kFromStart &&
+                      clock_[w] == join_step_[w] && pushed_in_step_[w] == 0 &&
+                      step > join_step_[w];
+  if (!joining && !moving) return absl::OkStatus();
+  if (!initialized_) return absl::FailedPreconditionError("rejoin before the shard was initialised");
+  // Every chunk, locked in index order, is at `step` or before: none has summed a push
+  // of `step` without this worker being counted... except at `step` itself, where a
+  // late arrival is summed on arrival (AcceptGradient).
+  std::vector<std::unique_ptr<absl::MutexLock>> locks;
+  for (auto& ch : chunks_) locks.push_back(std::make_unique<absl::MutexLock>(&ch->mu));
+  for (size_t k = 0; k < chunks_.size(); ++k) {
+    if (chunks_[k]->clock.version > step) {
+      return absl::OutOfRangeError(absl::StrCat("worker ", w, " cannot rejoin at step ", step,
+                                                ": chunk ", k, " is at step ",
+                                                chunks_[k]->clock.version, " (pull a later step)"));
+    }
+  }
+  for (int64_t k = 0; k < static_cast<int64_t>(chunks_.size()); ++k) {
+    ChunkState& cs = *chunks_[k];
+    if (moving && cs.from[w] <= cs.clock.version) {
+      // No longer counted in the step it was to rejoin at.
+      const int64_t at = cs.clock.version;
+      cs.from[w] = kNever;
+      CountParticipants(cs);
+      AdvanceSum(cs, k, at, policy_->CompleteIfDue(&cs.clock));
+    }
+    cs.from[w] = step;
+    CountParticipants(cs);
+  }
+  locks.clear();
+  lost_[w] = false;
+  joining_[w] = false;
+  join_step_[w] = step;
+  clock_[w] = step;
+  pushed_in_step_[w] = 0;
+  absl::FPrintF(stderr, "ps: shard %d: worker %d rejoins at step %d (%d live workers)\n",
+                options_.shard, w, step, std::count(lost_.begin(), lost_.end(), false));
+  return absl::OkStatus();
+}
+
 int64_t Shard::MinClock() const { return *std::min_element(clock_.begin(), clock_.end()); }
 
 absl::StatusOr<bool> Shard::ServeIfReadyWith(int worker, int64_t step, ps::TensorKind kind,
@@ -562,7 +775,12 @@ absl::StatusOr<bool> Shard::ServeIfReadyWith(int worker, int64_t step, ps::Tenso
     if (k < 0 || k >= static_cast<int64_t>(chunks_.size())) {
       return absl::OutOfRangeError(absl::StrCat("chunk ", k, " does not exist"));
     }
-    start_step = start_step_;
+    if (lost_[worker]) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "worker ", worker, " was dropped from the job (lost)", joining_[worker] ? " and has not rejoined" : ""));
+    }
+    // A rejoined worker starts at its rejoin step (elastic PS).
+    start_step = std::max(start_step_, join_step_[worker]);
     // Decided after the chunk's check below: a pull that must be refused is refused
     // rather than held back.
     behind = kind == ps::PARAMS && MinClock() < policy_->StepsNeeded(step);
@@ -651,7 +869,7 @@ absl::Status Shard::Serve(int worker, int64_t step, ps::TensorKind kind, int64_t
 
 absl::Status Shard::ServeWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                               const FillFn& fill, const std::function<bool()>& cancelled) {
-  const absl::Time deadline = absl::Now() + options_.timeout;
+  absl::Time deadline = absl::Now() + options_.timeout;
   while (true) {
     if (cancelled && cancelled()) return absl::CancelledError("serve cancelled");
     RINGSIDE_ASSIGN_OR_RETURN(bool ready, ServeIfReadyWith(worker, step, kind, k, fill));
@@ -664,6 +882,23 @@ absl::Status Shard::ServeWith(int worker, int64_t step, ps::TensorKind kind, int
                                   absl::FormatDuration(options_.timeout)));
       }
       const std::vector<int> late = LateWorkers(step, k);
+      if (elastic()) {
+        // Elastic PS: the late workers are dropped (or the job aborted, below M); none
+        // left when another call dropped them meanwhile: look again.
+        if (!late.empty()) {
+          RINGSIDE_RETURN_IF_ERROR(
+              Lose(late,
+                   absl::StrCat(policy_->LateReason(worker, step, late, options_.timeout),
+                                WhereAre(late)),
+                   0));
+        }
+        RINGSIDE_ASSIGN_OR_RETURN(bool now_ready, ServeIfReadyWith(worker, step, kind, k, fill));
+        if (now_ready) return absl::OkStatus();
+        if (!late.empty()) {
+          deadline = absl::Now() + options_.timeout;
+          continue;
+        }
+      }
       return Abort(absl::StrCat(policy_->LateReason(worker, step, late, options_.timeout),
                                 WhereAre(late)));
     }
@@ -696,19 +931,29 @@ bool Shard::AwaitRelease(int64_t step, int64_t k) {
 
 std::vector<int> Shard::LateWorkers(int64_t step, int64_t k) {
   std::vector<int64_t> clocks;
+  std::vector<bool> lost;
   {
     absl::MutexLock l(&mu_);
     clocks = clock_;
+    lost = lost_;
   }
   ChunkState& cs = *chunks_[k];
   absl::MutexLock cl(&cs.mu);
-  return policy_->LateWorkers(step, clocks, cs.clock);
+  std::vector<int> late = policy_->LateWorkers(step, clocks, cs.clock);
+  // Elastic PS: only the workers the step waits for (not lost, counted in step - 1).
+  late.erase(std::remove_if(late.begin(), late.end(),
+                            [&](int u) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                              return lost[u] || cs.from[u] > step - 1;
+                            }),
+             late.end());
+  return late;
 }
 
 void Shard::CountServed(int worker, int64_t step, ps::TensorKind kind, int64_t wire_bytes) {
   absl::MutexLock l(&mu_);
   totals_.set_bytes_out(totals_.bytes_out() + wire_bytes);
-  if (kind != ps::PARAMS || step <= start_step_) return;  // Start-up and checkpoint pulls.
+  // Start-up, rejoin and checkpoint pulls.
+  if (kind != ps::PARAMS || step <= std::max(start_step_, join_step_[worker])) return;
   StepRecord& r = Record(step - 1);
   r.bytes_out += wire_bytes;
   ++r.chunks_served;
@@ -725,8 +970,13 @@ void Shard::MaybeFinishRecord(int64_t step) {
   auto it = records_.find(step);
   if (it == records_.end()) return;
   const StepRecord& r = it->second;
-  if (r.pushes_done < options_.num_workers ||
-      r.chunks_served < options_.num_workers * static_cast<int64_t>(chunks_.size())) {
+  // The workers the step waits for: all of them, unless an elastic shard lost some.
+  int expected = 0;
+  for (int w = 0; w < options_.num_workers; ++w) {
+    if (!lost_[w] && join_step_[w] <= step) ++expected;
+  }
+  if (r.pushes_done < expected ||
+      r.chunks_served < expected * static_cast<int64_t>(chunks_.size())) {
     return;
   }
   StepMetrics m;
@@ -742,6 +992,7 @@ void Shard::MaybeFinishRecord(int64_t step) {
   m.set_aggregate_ms(r.aggregate_ms);
   m.set_update_ms(r.update_ms);
   m.set_queue_depth(r.queue_depth);
+  m.set_live_workers(r.pushes_done);  // Elastic PS: the workers whose push counted.
   m.set_samples(0);
   totals_.set_steps_completed(totals_.steps_completed() + 1);
   totals_.set_bytes_in(totals_.bytes_in() + r.bytes_in);
@@ -820,13 +1071,27 @@ absl::Status CheckBarrierName(int w, const std::string& name, int64_t passed) {
 absl::StatusOr<std::vector<double>> Shard::Barrier(int worker, const std::string& name,
                                                    const std::vector<double>& values) {
   RINGSIDE_RETURN_IF_ERROR(health());
-  const absl::Time deadline = absl::Now() + options_.timeout;
+  absl::Time deadline = absl::Now() + options_.timeout;
   absl::MutexLock l(&mu_);
   if (worker < 0 || worker >= options_.num_workers || registered_.empty() || !registered_[worker]) {
     return absl::InvalidArgumentError(absl::StrCat("barrier '", name, "' from unknown worker ", worker));
   }
   RINGSIDE_RETURN_IF_ERROR(CheckBarrierName(worker, name, barriers_passed_[worker]));
-  auto found = barriers_.find(name);
+  // Elastic PS: a rejoined worker numbers its barriers from 0 again; the job's number
+  // of its first is the count of barriers begun at or before its rejoin step (the
+  // others pass those before pushing that step, so all are known by now).
+  std::string key = name;
+  int64_t number = -1;
+  if (name != "end") {
+    if (barrier_base_[worker] < 0) {
+      barrier_base_[worker] = std::count_if(
+          barrier_positions_.begin(), barrier_positions_.end(),
+          [this, worker](int64_t p) ABSL_NO_THREAD_SAFETY_ANALYSIS { return p <= join_step_[worker]; });
+    }
+    number = barriers_passed_[worker] + barrier_base_[worker];
+    key = absl::StrCat(name.substr(0, name.find('/') + 1), number);
+  }
+  auto found = barriers_.find(key);
   if (found != barriers_.end()) {
     const BarrierState& b = found->second;
     if (b.arrived[worker]) {
@@ -839,45 +1104,67 @@ absl::StatusOr<std::vector<double>> Shard::Barrier(int worker, const std::string
                                                      b.values[b.first].size()));
     }
   }
-  BarrierState& b = barriers_[name];
+  BarrierState& b = barriers_[key];
   if (b.arrived.empty()) {
     b.arrived.assign(options_.num_workers, false);
     b.values.resize(options_.num_workers);
     b.first = worker;
     b.left = options_.num_workers;
+    b.position = clock_[worker];
+    if (number == static_cast<int64_t>(barrier_positions_.size())) {
+      barrier_positions_.push_back(b.position);
+    }
   }
   b.arrived[worker] = true;
   b.values[worker] = values;
   ++barriers_passed_[worker];
-  auto all_arrived = [&b, this]() {
-    return aborted_.load() || std::count(b.arrived.begin(), b.arrived.end(), true) == options_.num_workers;
+  // Who takes part: every worker, unless an elastic shard lost it; a rejoined worker in
+  // the barriers after its rejoin step.
+  auto takes_part = [&b, this](int w) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return !lost_[w] && join_step_[w] < b.position;
+  };
+  auto all_arrived = [&b, &takes_part, this]() {
+    if (aborted_.load()) return true;
+    for (int w = 0; w < options_.num_workers; ++w) {
+      if (!b.arrived[w] && takes_part(w)) return false;
+    }
+    return true;
   };
   while (!all_arrived()) {
     if (absl::Now() > deadline) {
       std::vector<int> missing;
       for (int w = 0; w < options_.num_workers; ++w) {
-        if (!b.arrived[w]) missing.push_back(w);
+        if (!b.arrived[w] && takes_part(w)) missing.push_back(w);
       }
       const std::string why = absl::StrCat("worker(s) ", absl::StrJoin(missing, ", "),
                                            " did not reach barrier '", name, "' within ",
                                            absl::FormatDuration(options_.timeout));
       mu_.Unlock();
-      absl::Status s = Abort(absl::StrCat(why, WhereAre(missing)));
+      const std::string where = absl::StrCat(why, WhereAre(missing));
+      absl::Status s = elastic() ? Lose(missing, where, 0) : Abort(where);
       mu_.Lock();
-      return s;
+      if (!s.ok() || !elastic()) return s;
+      deadline = absl::Now() + options_.timeout;  // Elastic: went on without them.
+      continue;
     }
     mu_.AwaitWithTimeout(absl::Condition(&all_arrived), kPoll);
   }
   if (aborted_.load()) return absl::AbortedError(abort_reason_);
-  if (b.sums.empty() && !values.empty()) {
-    // In worker-id order: the same sums whatever the order of arrival.
-    b.sums.assign(values.size(), 0.0);
-    for (int w = 0; w < options_.num_workers; ++w) {
-      for (size_t i = 0; i < values.size(); ++i) b.sums[i] += b.values[w][i];
+  if (!b.done) {
+    b.done = true;
+    // Each worker that arrived reads the result once (all of them, unless elastic).
+    b.left = static_cast<int>(std::count(b.arrived.begin(), b.arrived.end(), true));
+    if (!values.empty()) {
+      // In worker-id order: the same sums whatever the order of arrival.
+      b.sums.assign(values.size(), 0.0);
+      for (int w = 0; w < options_.num_workers; ++w) {
+        if (!b.arrived[w]) continue;
+        for (size_t i = 0; i < values.size(); ++i) b.sums[i] += b.values[w][i];
+      }
     }
   }
   std::vector<double> sums = b.sums;
-  if (--b.left == 0) barriers_.erase(name);
+  if (--b.left == 0) barriers_.erase(key);
   return sums;
 }
 
@@ -889,8 +1176,13 @@ ps::ShardStats Shard::Stats() {
 void Shard::StreamStarted() { active_streams_.fetch_add(1); }
 void Shard::StreamEnded() { active_streams_.fetch_sub(1); }
 
-void Shard::WorkerLost(int worker, const std::string& why) {
-  Abort(absl::StrCat("worker ", worker, " lost: ", why)).IgnoreError();
+void Shard::WorkerLost(int worker, const std::string& why, uint64_t session) {
+  const std::string reason = absl::StrCat("worker ", worker, " lost: ", why);
+  if (!elastic()) {
+    Abort(reason).IgnoreError();
+    return;
+  }
+  Lose({worker}, reason, session).IgnoreError();
 }
 
 void Shard::NotePeer(int worker, const std::string& address) {
@@ -916,7 +1208,9 @@ absl::Status Shard::WorkerReported(int worker, const std::string& reason) {
   std::replace(why.begin(), why.end(), '\n', ' ');
   why = std::string(absl::StripSuffix(absl::StripPrefix(why, absl::StrCat("worker ", worker, ": ")),
                                      "; job aborted"));
-  Abort(absl::StrCat("worker ", worker, " reports: ", why)).IgnoreError();
+  const std::string what = absl::StrCat("worker ", worker, " reports: ", why);
+  // An elastic shard loses the worker (it goes on while at least M stay live).
+  (elastic() ? Lose({worker}, what, 0) : Abort(what)).IgnoreError();
   return absl::OkStatus();
 }
 
@@ -950,9 +1244,9 @@ absl::Status Shard::WaitUntilDone() {
   {
     absl::MutexLock l(&mu_);
     auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return aborted_.load() ||
-             (!goodbye_.empty() && std::count(goodbye_.begin(), goodbye_.end(), true) ==
-                                       options_.num_workers);
+      int gone = 0;  // Said goodbye, or (elastic PS) lost.
+      for (size_t w = 0; w < goodbye_.size(); ++w) gone += goodbye_[w] || lost_[w];
+      return aborted_.load() || (!goodbye_.empty() && gone == options_.num_workers);
     };
     while (!done()) {
       mu_.AwaitWithTimeout(absl::Condition(&done), kPoll);

@@ -163,11 +163,24 @@ class Shard {
   void CallStarted();
   void CallEnded();
 
-  // A worker vanished (its stream broke mid-step): aborts the job naming it.
-  void WorkerLost(int worker, const std::string& why);
+  // A worker vanished (its stream broke mid-step): aborts the job naming it; or, on an
+  // elastic shard (config.ps_min_workers() = M > 0, BSP), drops it while at least M
+  // workers stay live (see "Elastic PS" below). `session` (0: any) is the session of
+  // the stream that broke: a stream of an earlier registration of the worker does not
+  // drop the worker that registered again.
+  void WorkerLost(int worker, const std::string& why, uint64_t session = 0);
+  // Elastic PS: a rejoining worker (RegisterResponse.rejoin) pulls the PARAMS of
+  // `step` to rejoin at it: from step `step` on its pushes count (in every chunk).
+  // OutOfRange, changing nothing, when a chunk is past `step` already (pull again with
+  // a later step). Called before every PARAMS pull; OK and nothing done for a worker
+  // that is not rejoining (or has pushed since it rejoined).
+  absl::Status Rejoin(int worker, int64_t step);
+  // Workers not lost (elastic shards; num_workers otherwise).
+  int live_workers() const;
   // Liveness: a registered worker's run failed (ps.proto's AbortRequest) and it says
   // why: aborts the job with "worker W reports: <reason>" (cut to
-  // kMaxAbortReasonBytes). InvalidArgument for a worker id out of range.
+  // kMaxAbortReasonBytes); an elastic shard drops the worker instead (Lose).
+  // InvalidArgument for a worker id out of range.
   absl::Status WorkerReported(int worker, const std::string& reason);
   static constexpr size_t kMaxAbortReasonBytes = 1024;
   // Liveness: the address a registered worker called from (grpc::ServerContext::peer(),
@@ -196,6 +209,21 @@ class Shard {
   absl::Status Abort(const std::string& why);
   // How long WaitUntilDone lets the shard go without a call: 1.5 x the timeout.
   absl::Duration IdleLimit() const { return options_.timeout * 3 / 2; }
+  // Elastic PS. Whether this shard goes on without lost workers.
+  bool elastic() const { return options_.config.ps_min_workers() > 0; }
+  // Drops `workers` (not lost yet, `session` matching when not 0): aborts (and returns
+  // Aborted) when that leaves fewer than ps_min_workers live, or drops worker 0, or the
+  // shard is not elastic; else completes the chunk steps that waited only for them.
+  absl::Status Lose(const std::vector<int>& workers, const std::string& why, uint64_t session)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Chunk k (lock held): after its last summed push of `step` arrived or a worker it
+  // waited for was dropped, adds the parked pushes the sum order reaches (worker-id
+  // order, skipping workers that do not count in `step`); and if the policy says the
+  // step is complete, scales the sum to the mean over its contributors and steps SGD.
+  // Returns the update's span (empty when none).
+  TraceInterval AdvanceSum(ChunkState& cs, int64_t k, int64_t step, bool complete);
+  // Sets the chunk's participants for its current version from its `from` table.
+  static void CountParticipants(ChunkState& cs);
   absl::Status AbortedStatus();
   // Called with chunk k's payload for the reply (parameters, or a copy of the
   // optimizer state) while the chunk's lock is held.
@@ -268,11 +296,23 @@ class Shard {
   std::vector<int64_t> pushed_in_step_ ABSL_GUARDED_BY(mu_);  // Chunks of clock_[w].
   std::string abort_reason_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> goodbye_ ABSL_GUARDED_BY(mu_);
+  // Elastic PS (see Lose and Rejoin), per worker: dropped and not (yet) back; registered
+  // again and waiting for its first PARAMS pull; the step from which it counts (the
+  // shard's start for those there from the start); the barrier number its own barrier
+  // count starts from (-1: to be found at its first barrier). barrier_positions_[g]:
+  // the steps pushed when barrier number g began.
+  std::vector<bool> lost_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> joining_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> join_step_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> barrier_base_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> barrier_positions_ ABSL_GUARDED_BY(mu_);
   struct BarrierState {
     std::vector<bool> arrived;
     std::vector<std::vector<double>> values;  // Per worker, summed in id order at the end.
     std::vector<double> sums;                 // Once everybody arrived.
     int first = 0;                            // Whose values fixed the count.
+    int64_t position = 0;  // Steps pushed by who began it (elastic: who takes part).
+    bool done = false;     // Everybody who takes part arrived; sums computed.
     int left = 0;  // Workers that have not yet read the result.
   };
   std::map<std::string, BarrierState> barriers_ ABSL_GUARDED_BY(mu_);

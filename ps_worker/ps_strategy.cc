@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/local_step.h"
 #include "common/status_macros.h"
@@ -522,6 +523,35 @@ absl::Status PsStrategy::Start(int64_t step) {
   // Staging: through the parameter mirror, with blocking copies (nothing is in flight).
   float* params = staging_ ? host_params_.data() : model_->params();
   const size_t bytes = static_cast<size_t>(model_->num_params()) * sizeof(float);
+  // Elastic PS: registered again after being lost. Rejoin at the newest step of the
+  // shards' parameters; a shard that moved past it answers OUT_OF_RANGE (changing
+  // nothing there), and every shard is asked again for the next step (a shard that
+  // accepted the earlier one moves the rejoin: the worker has pushed nothing yet).
+  bool rejoin = false;
+  int64_t at = step;
+  for (const auto& c : clients_) {
+    if (c->layout().rejoin()) {
+      rejoin = true;
+      at = std::max(at, c->layout().step());
+    }
+  }
+  if (rejoin) {
+    constexpr int kRejoinAttempts = 100;
+    for (int attempt = 0;; ++attempt) {
+      absl::Status s;
+      for (size_t i = 0; i < clients_.size() && s.ok(); ++i) {
+        s = clients_[i]->Pull(at, ps::PARAMS, params + slices_[i].offset);
+      }
+      if (s.ok()) break;
+      if (!absl::IsOutOfRange(s) || attempt + 1 >= kRejoinAttempts) return s;
+      ++at;
+    }
+    if (staging_) RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(model_->params(), params, bytes));
+    step_ = at;
+    joined_step_ = at;
+    absl::FPrintF(stderr, "ps: worker %d rejoined the job at step %d\n", options_.worker_id, at);
+    return absl::OkStatus();
+  }
   if (options_.worker_id == 0) {
     if (staging_) RINGSIDE_RETURN_IF_ERROR(ops_->CopyToHost(params, model_->params(), bytes));
     // Optimizer state first: the parameters' arrival releases the other workers.

@@ -60,7 +60,11 @@ class PsStrategy final : public StepStrategy {
   // Lifecycle start (protocol step 1): worker 0 pushes the optimizer state (if
   // restored) and the parameters the model holds for `step`; then every worker pulls
   // them. Blocks until the shards hold them (and, staging, the device holds them).
+  // Elastic PS: a worker that registered again (RegisterResponse.rejoin) pulls the
+  // shards' newest step instead (a later one while a shard answers OUT_OF_RANGE) and
+  // rejoins the job there (joined_step()); it never pushes parameters.
   absl::Status Start(int64_t step) override;
+  int64_t joined_step() const override { return joined_step_; }
   // Lifecycle end: settles, passes a barrier with every worker, then says goodbye to
   // each shard.
   absl::Status Finish() override;
@@ -162,6 +166,7 @@ class PsStrategy final : public StepStrategy {
   std::vector<std::vector<bool>> on_device_;
   int64_t step_ = 0;          // The step being trained.
   int64_t barriers_ = 0;      // Names successive barriers.
+  int64_t joined_step_ = -1;  // Elastic PS: the step rejoined at (Start), or -1.
   std::vector<float> restored_state_;
   std::vector<Slice> slices_;  // Per shard.
 

@@ -31,7 +31,17 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> RegisterWithShards(
   for (int s = 0; s < num_shards; ++s) {
     auto client = std::make_unique<ShardClient>(
         channels[s], absl::StrCat("shard ", s, " at ", servers[s]), worker_id, timeout);
-    RINGSIDE_RETURN_IF_ERROR(client->Register(request).status());
+    // Elastic PS: a worker started again soon after it was lost may find a shard that
+    // has not noticed the loss yet (it drops the worker within --timeout_s): retried
+    // until then.
+    const absl::Time until = absl::Now() + timeout;
+    absl::Status registered = client->Register(request).status();
+    while (absl::IsAlreadyExists(registered) && config.ps_min_workers() > 0 &&
+           absl::Now() < until) {
+      absl::SleepFor(absl::Milliseconds(200));
+      registered = client->Register(request).status();
+    }
+    RINGSIDE_RETURN_IF_ERROR(registered);
     if (client->layout().shard() != s) {
       return absl::FailedPreconditionError(absl::StrCat(servers[s], " serves shard ",
                                                         client->layout().shard(), ", expected ", s));

@@ -14,9 +14,6 @@ failures=0
 # Whatever is left in the background (after a failed check) is stopped on the way out.
 trap 'for j in $(jobs -p); do kill "$j" 2>/dev/null; done' EXIT
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-now() { date +%s.%N; }
-elapsed_since() { echo "$(now) - $1" | bc; }
 # Flags every process of a job shares (the shards compare the whole configuration).
 job=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5 --epochs=50
      --batch=8 --lr=0.05 --momentum=0.9 --seed=3 --threads=1 --eval_batch=240)
@@ -29,18 +26,6 @@ worker() {  # worker ID SERVERS LOG ARGS...: one worker in the background.
   local w=$1 servers=$2 log=$3; shift 3
   timeout 120 "$RINGSIDE" ps-worker --worker_id="$w" --ps_servers="$servers" --timeout_s=$TIMEOUT \
     "${job[@]}" "$@" >"$log" 2>&1 &
-}
-# bounded_wait PID SECONDS: waits for a background process for at most SECONDS; then
-# stops it (TERM to its timeout(1), which passes it on) and returns 254.
-bounded_wait() {
-  local pid=$1 deadline; deadline=$(echo "$(now) + $2" | bc)
-  while kill -0 "$pid" 2>/dev/null; do
-    if (( $(echo "$(now) > $deadline" | bc) )); then
-      kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; return 254
-    fi
-    sleep 0.1
-  done
-  wait "$pid"
 }
 # expect_error NAME PID LOG REGEX [SECONDS]: the process exits within SECONDS (default
 # 30) with a non-zero status (not by timeout(1)), its log has exactly one error line,

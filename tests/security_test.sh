@@ -14,7 +14,6 @@ TIMEOUT=10
 failures=0
 trap 'for j in $(jobs -p); do kill "$j" 2>/dev/null; done' EXIT
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 job=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5 --epochs=1
      --steps=20 --batch=8 --lr=0.05 --seed=3 --threads=1 --eval_batch=240 --timeout_s=$TIMEOUT)
 TOKEN=0123456789abcdef0123456789abcdef

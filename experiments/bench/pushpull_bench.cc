@@ -51,8 +51,8 @@ absl::Status RunPushPullBenchServer(const PushPullBenchOptions& o, const std::st
 absl::StatusOr<PushPullRow> MeasurePushPull(const PushPullBenchOptions& o) {
   const RunConfig config = BenchConfig(o);
   const int64_t n = o.bytes / 4;
-  ShardClient client(NewPsChannel(o.server, o.security, kTimeout), absl::StrCat("shard 0 at ", o.server), 0,
-                     kTimeout);
+  ShardClient client(NewPsChannel(o.server, o.security, kTimeout),
+                     absl::StrCat("shard 0 at ", o.server), 0, kTimeout);
   ps::RegisterRequest request;
   request.set_worker_id(0);
   request.set_num_workers(1);

@@ -133,6 +133,12 @@ ABSL_FLAG(std::string, nan_policy, ringside::kNanPolicyStop,
           "and range; the last good checkpoint is kept) or skip_step (discard that "
           "step's update, record it in the metrics, go on)");
 
+// Elastic PS (issue 23).
+ABSL_FLAG(int32_t, ps_min_workers, 0,
+          "ps, bsp: go on without a lost or hung worker while at least this many workers "
+          "are live (1..--workers; worker 0 is always required); a lost worker started "
+          "again rejoins. 0: off, every worker is required");
+
 namespace ringside {
 
 RunConfig RunConfigFromFlags() { return RunConfigFromFlags(absl::GetFlag(FLAGS_strategy)); }
@@ -177,6 +183,7 @@ RunConfig RunConfigFromFlags(const std::string& strategy) {
     c.set_ps_staleness(policy.ok() ? policy->staleness : 0);
     c.set_ps_chunk_bytes(int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024);
     c.set_ps_colocated(absl::GetFlag(FLAGS_ps_colocated));
+    c.set_ps_min_workers(absl::GetFlag(FLAGS_ps_min_workers));  // Elastic PS (issue 23).
   }
   // Teaching bugs, canonical (sorted, each once) so that every rank's list compares
   // equal; ValidateRunConfig checks the names.
@@ -236,6 +243,9 @@ absl::Status CheckTrainFlags() {
   if (strategy == "ps") return CheckPsFlags(c);
   RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(c));  // dp: --workers, --grad_accum, --device.
   if (strategy == "dp") RINGSIDE_RETURN_IF_ERROR(CheckDataParallelFlags());
+  if (absl::GetFlag(FLAGS_ps_min_workers) != 0) {  // Elastic PS (issue 23).
+    return absl::InvalidArgumentError("--ps_min_workers needs --strategy=ps");
+  }
   if (strategy != "dp" && absl::GetFlag(FLAGS_dp_interpreter_lock)) {
     return absl::InvalidArgumentError("--dp_interpreter_lock needs --strategy=dp");
   }
