@@ -90,12 +90,12 @@ job() {
 }
 
 # killed NAME ARGS...: starts the job in a session of its own, waits until rank 0
-# (worker 0) recorded a random step in [EVERY + 5, N / 2), then SIGKILLs the launcher
-# and every process under it at once. Fails unless it was killed mid-run after a
-# checkpoint.
+# (worker 0) recorded a random step in [FIRST, N / 2) (FIRST: the variable KILL_FROM,
+# default EVERY + 5, past the first checkpoint), then SIGKILLs the launcher and every
+# process under it at once. Fails unless it was killed mid-run after a checkpoint.
 killed() {
-  local name=$1 kill_at pid rc deadline pids step; shift
-  kill_at=$((EVERY + 5 + RANDOM % (N / 2 - EVERY - 5)))
+  local name=$1 kill_at pid rc deadline pids step first=${KILL_FROM:-$((EVERY + 5))}; shift
+  kill_at=$((first + RANDOM % (N / 2 - first)))
   rm -rf "${T:?}/$name"
   setsid timeout 180 "$RINGSIDE" train "${common[@]}" "$@" --out="$T/$name" >"$T/$name.killed.log" 2>&1 &
   pid=$!
@@ -178,7 +178,8 @@ kill_resume() {
 # from the one before it, says so once, and ends as the uninterrupted CASE.ref did.
 fallback() {
   local name=$1 ref=$2 step kept bad=$failures; shift 2
-  killed "$name" "$@" || return
+  # Past the second checkpoint, so that an older one is kept to fall back to.
+  KILL_FROM=$((2 * EVERY + 5)) killed "$name" "$@" || return
   step=$(ckpt_step "$T/$name/checkpoint.bin")
   kept=$(ls "$T/$name" | grep -E '^checkpoint\.[0-9]+\.bin$' | sort -t. -k2 -n | tail -n 1)
   [ -n "$kept" ] || { fail "$name: no older checkpoint kept beside step $step (--keep_checkpoints default 2)"; return; }
