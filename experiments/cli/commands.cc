@@ -65,8 +65,8 @@ absl::Status CheckHelp(const CommandArgs& args) {
 absl::Span<const Command> Commands() {
   static const Command kCommands[] = {
       {"demo", "single vs PS vs DDP on 1, 2 and 4 workers, with a report (the README's demo)",
-       "  ringside demo [--out=runs/demo]\n",
-       "out", "", "", 0, 0, false, nullptr, RunDemoVerb},
+       "  ringside demo [--out=runs/demo] [--cluster=gige-cpu] [--node_cpus=auto]\n",
+       "out cluster node_cpus", "", "", 0, 0, false, nullptr, RunDemoVerb},
       {"train", "train one model: one process, DataParallel threads, a parameter server job or a DDP ring",
        "  ringside train --strategy=single --model=mlp:784-256-256-10 --dataset=fashion-mnist\n"
        "                 --epochs=5 --batch=128 --lr=0.02 --momentum=0.9 --out=DIR [--resume]\n"

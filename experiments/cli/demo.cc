@@ -1,14 +1,18 @@
 // `ringside demo`: the preset comparison behind the README's main command. Single
 // process, DDP, a parameter server with one master and one with a shard per worker,
-// on 2 and 4 emulated nodes (single: 1) (a CPU share and a 150 Mbit/s link each, where root
-// allows), training LeNet on Fashion-MNIST (matrix/specs/demo.textproto); calibrates the
-// cost model, runs the matrix (`compare`), writes the report, prints the summary table
-// with the model's error beside every point, and where the report is.
+// on 2 and 4 emulated nodes (single: 1) standing for a named cluster (default
+// gige-cpu: CPU servers on Gigabit Ethernet), training LeNet on Fashion-MNIST
+// (matrix/specs/demo.textproto). Each node gets a CPU share and a link shaped by time
+// dilation (matrix/cluster_emulation.h), so the speedups are the cluster's whatever
+// this host's speed. Calibrates the cost model, runs the matrix (`compare`), writes the
+// report, prints the summary table with the model's error beside every point, and
+// where the report is.
 #include <filesystem>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "common/status_macros.h"
 #include "experiments/cli/flags.h"
 #include "experiments/cli/verbs.h"
@@ -21,11 +25,14 @@
 namespace ringside {
 namespace {
 
-// The demo's spec: the compiled-in file, on `network` links ("" for loopback) and nodes
+// The cluster the demo stands for unless --cluster names another.
+constexpr char kDemoCluster[] = "gige-cpu";
+
+// The demo's spec: the compiled-in file, emulating `cluster` ("" for loopback) on nodes
 // of `node_cpus` ("" for none).
-std::string DemoSpec(const std::string& network, const std::string& node_cpus) {
+std::string DemoSpec(const std::string& cluster, const std::string& node_cpus) {
   std::string spec(DemoSpecText());
-  if (!network.empty()) spec += "network: \"" + network + "\"\n";
+  if (!cluster.empty()) spec += "cluster: \"" + cluster + "\"\n";
   if (!node_cpus.empty()) spec += "node_cpus: \"" + node_cpus + "\"\n";
   return spec;
 }
@@ -36,6 +43,7 @@ absl::Status PrintSummary(const std::string& out_dir) {
   RINGSIDE_ASSIGN_OR_RETURN(ReportData data, LoadReportData(out_dir));
   absl::PrintF("%s\n", data.emulation.empty() ? "no emulated nodes: every process shared this machine"
                                               : data.emulation);
+  if (!data.host_check.empty()) absl::PrintF("%s\n", absl::StrReplaceAll(data.host_check, {{"**", ""}}));
   absl::PrintF("%-12s %7s %9s %13s %11s %8s %13s %10s %17s %9s %7s\n", "strategy", "workers", "step ms",
                "(range)", "samples/s", "speedup", "(range)", "efficiency", "busiest MB in/out", "model ms", "error");
   for (const ReportPoint& p : data.points) {
@@ -58,25 +66,28 @@ absl::Status PrintSummary(const std::string& out_dir) {
 }
 
 // Runs the matrix, the calibration and the report, resuming an interrupted demo in
-// `out_dir`; blocks until done.
-absl::Status RunDemo(const std::string& out_dir) {
+// `out_dir`; blocks until done. `cluster`: the profile the nodes stand for;
+// `node_cpus`: each node's CPU share ("auto": the machine's cores / the largest cell's
+// nodes).
+absl::Status RunDemo(const std::string& out_dir, const std::string& cluster, const std::string& node_cpus_flag) {
   std::error_code error;
   std::filesystem::create_directories(out_dir, error);
   if (error) {
     return absl::PermissionDeniedError(absl::StrCat("cannot create ", out_dir, ": ", error.message()));
   }
-  // Emulated nodes need root: network namespaces for the links (a delay would
-  // need the netem qdisc, which not every kernel has) and cgroups for the CPU shares.
-  // Without it the demo runs on loopback with the machine's cores shared, and says so.
+  // Emulated nodes need root: network namespaces for the links and cgroups for the CPU
+  // shares. Without it the demo runs on loopback with the machine's cores shared, and
+  // says so.
   const absl::Status net_ok = CheckNetworkPrivileges();
   const absl::Status cpu_ok = CheckCpuSharePrivileges();
-  const std::string network = net_ok.ok() ? "bw=150mbit" : "";
-  const std::string node_cpus = cpu_ok.ok() ? "auto" : "";
+  const bool emulated = net_ok.ok() && cpu_ok.ok();
+  const std::string spec_cluster = emulated ? cluster : "";
+  const std::string node_cpus = emulated ? node_cpus_flag : "";
   const std::string spec_path = out_dir + "/demo.textproto";
-  RINGSIDE_RETURN_IF_ERROR(WriteFileAtomically(spec_path, DemoSpec(network, node_cpus)));
+  RINGSIDE_RETURN_IF_ERROR(WriteFileAtomically(spec_path, DemoSpec(spec_cluster, node_cpus)));
   absl::FPrintF(stderr, "demo: single (1 node), DDP, PS with one master and PS with a shard per worker on 2 and 4 %s, 3 times each\n",
-                net_ok.ok() && cpu_ok.ok()
-                    ? "emulated nodes (a CPU share and a 150 Mbit/s link each)"
+                emulated
+                    ? absl::StrCat("emulated nodes of cluster ", cluster, " (a CPU share each, links shaped by time dilation)")
                     : absl::StrCat("workers, NOT on emulated nodes: ", !net_ok.ok() ? net_ok.message() : "",
                                    !net_ok.ok() && !cpu_ok.ok() ? "; " : "", !cpu_ok.ok() ? cpu_ok.message() : ""));
   // The cost model's constants, measured here once (kept on re-runs).
@@ -92,7 +103,7 @@ absl::Status RunDemo(const std::string& out_dir) {
     co.max_message_bytes = int64_t{4} << 20;  // The model's 2.33 MB.
     // Compute measured on a node of the cells' share (throttling included).
     if (!node_cpus.empty()) {
-      RINGSIDE_ASSIGN_OR_RETURN(ExperimentSpec spec, ParseSpec(DemoSpec(network, node_cpus), "demo"));
+      RINGSIDE_ASSIGN_OR_RETURN(ExperimentSpec spec, ParseSpec(DemoSpec(spec_cluster, node_cpus), "demo"));
       std::vector<Cell> cells = ExpandCells(spec);
       RINGSIDE_RETURN_IF_ERROR(ResolveCellEmulation(spec, MachineCpus(), &cells));
       co.node_cpus = cells.empty() ? 0 : cells[0].node_cpus;
@@ -117,7 +128,9 @@ absl::Status RunDemo(const std::string& out_dir) {
 // `ringside demo [--out=DIR]`: the README's main command.
 absl::Status RunDemoVerb(const CommandArgs& args) {
   const std::string out = absl::GetFlag(FLAGS_out).empty() ? "runs/demo" : absl::GetFlag(FLAGS_out);
-  return RunDemo(out);
+  const std::string cluster = absl::GetFlag(FLAGS_cluster).empty() ? kDemoCluster : absl::GetFlag(FLAGS_cluster);
+  const std::string node_cpus = absl::GetFlag(FLAGS_node_cpus).empty() ? "auto" : absl::GetFlag(FLAGS_node_cpus);
+  return RunDemo(out, cluster, node_cpus);
 }
 
 }  // namespace ringside

@@ -66,6 +66,9 @@ ABSL_FLAG(int32_t, timeout_s, static_cast<int32_t>(absl::ToInt64Seconds(ringside
 ABSL_FLAG(std::string, network, "",
           "ps/ddp local launch: emulated links, e.g. bw=1gbit,delay=0.5ms[,master.bw=10gbit] "
           "(each process in its own network namespace; needs root)");
+ABSL_FLAG(std::string, cluster, "",
+          "the target cluster: a preset (experiments/cluster/presets/: gige-cpu, aws-p3.16xlarge, "
+          "dgx-a100, ...) or a profile file (docs/cluster.md)");
 ABSL_FLAG(std::string, node_cpus, "",
           "local launch (train, launch): a CPU share per emulated node: CPUs per node, "
           "e.g. 0.5 or 1, or auto (the machine's cores / the nodes); a cgroup each, needs "

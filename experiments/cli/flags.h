@@ -44,6 +44,7 @@ ABSL_DECLARE_FLAG(bool, overlap);
 ABSL_DECLARE_FLAG(std::string, allreduce);
 ABSL_DECLARE_FLAG(int32_t, timeout_s);
 ABSL_DECLARE_FLAG(std::string, network);
+ABSL_DECLARE_FLAG(std::string, cluster);
 ABSL_DECLARE_FLAG(std::string, node_cpus);
 ABSL_DECLARE_FLAG(int32_t, ranks_per_node);
 ABSL_DECLARE_FLAG(std::string, slow_node);

@@ -16,6 +16,7 @@
 #include "common/device.h"
 #include "common/ops_factory.h"
 #include "common/status_macros.h"
+#include "experiments/matrix/cluster_emulation.h"
 #include "experiments/matrix/spec.h"
 #include "experiments/matrix/summary.h"
 #include "experiments/netem/netem.h"
@@ -180,8 +181,20 @@ absl::Status RunCompare(const CompareOptions& o) {
   if (absl::Status s = ResolveCellEmulation(spec, MachineCpus(), &cells); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(o.spec_path, ": ", s.message()));
   }
+  double node_cpus = 0;  // The resolved share (0: none).
+  for (const Cell& c : cells) node_cpus = std::max(node_cpus, c.node_cpus);
+  // A cluster: its profile checked, then the links derived by time dilation from this
+  // host's step (or the dilation this directory started with), before anything is made.
+  DilationRecord dilation;
+  if (!spec.cluster().empty()) {
+    absl::StatusOr<DilationRecord> d = ResolveDilation(spec, node_cpus, o.out_dir, o.progress);
+    if (!d.ok()) return absl::Status(d.status().code(), absl::StrCat(o.spec_path, ": ", d.status().message()));
+    dilation = *d;
+    spec.set_network(dilation.network());
+  }
   RINGSIDE_RETURN_IF_ERROR(Prepare(o, spec));
-  if (const std::string emulation = DescribeEmulation(spec, cells.empty() ? 0 : cells[0].node_cpus);
+  if (!spec.cluster().empty()) RINGSIDE_RETURN_IF_ERROR(WriteDilation(dilation, o.out_dir));
+  if (const std::string emulation = DescribeEmulation(spec, node_cpus, spec.cluster().empty() ? nullptr : &dilation);
       !emulation.empty() && o.progress != nullptr) {
     absl::FPrintF(o.progress, "compare: %s\n", emulation);
   }
@@ -228,6 +241,10 @@ absl::Status RunCompare(const CompareOptions& o) {
     const bool one_process = cell.strategy.kind() == "single" || cell.strategy.kind() == "dp";
     if (!one_process) r.set_network(spec.network());
     if (!one_process && cell.workers > 1) r.set_slow_node(spec.slow_node());
+    if (!spec.cluster().empty()) {
+      r.set_cluster(dilation.cluster());
+      r.set_dilation(dilation.factor());
+    }
     if (r.status() != "ok") {
       ++failed;
       progress.Failed(cell.id, r.reason());

@@ -308,9 +308,10 @@ std::string PackedStrategies(const ExperimentSpec& spec) {
 
 }  // namespace
 
-std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus) {
+std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus, const DilationRecord* dilation) {
   if (node_cpus <= 0 && spec.network().empty()) return "one machine, loopback, no CPU share per node";
   std::vector<std::string> parts;
+  if (dilation != nullptr) parts.push_back(absl::StrFormat("cluster %s, d = %.2f", dilation->cluster(), dilation->factor()));
   if (node_cpus > 0) parts.push_back(absl::StrFormat("%.2f CPU/node", node_cpus));
   parts.push_back(spec.network().empty() ? "loopback" : absl::StrCat(spec.network(), " links"));
   const std::string packed = PackedStrategies(spec);
@@ -342,7 +343,7 @@ absl::Status ResolveCellEmulation(const ExperimentSpec& spec, int machine_cpus, 
   return absl::OkStatus();
 }
 
-std::string DescribeEmulation(const ExperimentSpec& spec, double node_cpus) {
+std::string DescribeEmulation(const ExperimentSpec& spec, double node_cpus, const DilationRecord* dilation) {
   std::vector<std::string> parts;
   if (node_cpus > 0) parts.push_back(absl::StrFormat("%.2f CPU per node (cgroup CPU quota)", node_cpus));
   if (!spec.network().empty()) parts.push_back(absl::StrCat("links ", spec.network(), " per node (network namespaces, tc)"));
@@ -351,6 +352,9 @@ std::string DescribeEmulation(const ExperimentSpec& spec, double node_cpus) {
   parts.push_back(absl::StrCat("1 process per node", packed));
   if (absl::StatusOr<SlowNodeSpec> slow = ParseSlowNode(spec.slow_node()); slow.ok() && slow->enabled) {
     parts.push_back(absl::StrCat("the node of rank/worker ", slow->rank, " slowed to ", slow->factor, " of that share"));
+  }
+  if (dilation != nullptr) {
+    return absl::StrCat(dilation->description(), "; on one machine: ", absl::StrJoin(parts, ", "));
   }
   return absl::StrCat("emulated cluster on one machine: ", absl::StrJoin(parts, ", "),
                       "; not a real cluster's numbers");

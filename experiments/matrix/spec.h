@@ -70,14 +70,19 @@ absl::Status ResolveCellEmulation(const ExperimentSpec& spec, int machine_cpus,
                                   std::vector<Cell>* cells);
 
 // The emulation a spec asks for, in words, for reports and the terminal: e.g.
-// "emulated cluster on one machine: 0.40 CPU per node (cgroup quota), links bw=1gbit,
-// 1 process per node (ps-n-shards: 2)". `node_cpus` is the resolved share (0: none).
-// Empty when the spec emulates nothing.
-std::string DescribeEmulation(const ExperimentSpec& spec, double node_cpus);
+// "emulated cluster on one machine: 0.40 CPU per node (cgroup CPU quota), links bw=1gbit,
+// 1 process per node (ps-n-shards: 2)". `node_cpus` is the resolved share (0: none);
+// `dilation`, for a spec with a cluster, how compare emulated it (the spec's network
+// then holds the dilated links): its line comes first. Empty when the spec emulates
+// nothing.
+std::string DescribeEmulation(const ExperimentSpec& spec, double node_cpus,
+                              const DilationRecord* dilation = nullptr);
 // The same in about 100 characters, for plots: "emulated on one machine: 0.40 CPU/node,
-// bw=1gbit links, 1 process/node (s: 2)"; "one machine, loopback, no CPU share per node"
-// when the spec emulates nothing.
-std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus);
+// bw=1gbit links, 1 process/node (s: 2)" ("cluster gige-cpu, d = 2.93: ..." with a
+// dilation); "one machine, loopback, no CPU share per node" when the spec emulates
+// nothing.
+std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus,
+                                   const DilationRecord* dilation = nullptr);
 
 // Cells in run order: strategies in spec order, worker counts ascending, repeats.
 std::vector<Cell> ExpandCells(const ExperimentSpec& spec);

@@ -29,6 +29,16 @@ std::string Name(const ReportPoint& p) {
 
 bool OnGpu(const ReportPoint& p) { return absl::StartsWith(p.device, "cuda"); }
 
+// The busiest node's measured bytes per step (the larger direction) over its emulated
+// link, in ms: a PS shard's over the master's link, a ring rank's over its own; 0 on
+// loopback or without byte counts.
+double WireMs(const ReportPoint& p, const FindingsContext& c) {
+  const double link = p.kind == "ps" && c.master_link_bytes_per_s > 0 ? c.master_link_bytes_per_s
+                                                                     : c.link_bytes_per_s;
+  const double bytes = std::max(p.busiest_bytes_in, p.busiest_bytes_out);
+  return link > 0 ? 1e3 * bytes / link : 0;
+}
+
 // Why the step takes what it takes at `w`'s worker count: compute against
 // communication, the textbook traffic on the emulated link, and what dominates.
 std::string Why(const ReportPoint& w, const FindingsContext& c, bool scales) {
@@ -53,8 +63,19 @@ std::string Why(const ReportPoint& w, const FindingsContext& c, bool scales) {
                           "textbook figures N x M / B (a master) and 2(N-1)/N x M / B (a ring rank): the "
                           "measured communication stands in for them");
   }
+  if (c.dilation > 0) {
+    absl::StrAppendFormat(&out, " (the links are cluster %s's NIC slowed by d = %.2f, so these times are "
+                          "the cluster's scaled by d)", c.cluster, c.dilation);
+  }
   absl::StrAppend(&out, ". ");
-  if (comm > w.compute_ms) {
+  const double wire = WireMs(w, c);
+  if (comm > w.compute_ms && wire > 0 && wire < 0.5 * comm) {
+    absl::StrAppendFormat(&out, "Communication and waiting outweigh compute %.1fx, but the link is not what "
+                          "bounds them: the busiest node's bytes need %.2f ms on the wire against %.2f ms "
+                          "measured, so the node's CPU share could not drive its link (give the nodes more "
+                          "CPU or emulate a slower link).\n\n",
+                          comm / std::max(w.compute_ms, 1e-9), wire, comm);
+  } else if (comm > w.compute_ms) {
     absl::StrAppendFormat(&out, "Communication outweighs compute %.1fx, ", comm / std::max(w.compute_ms, 1e-9));
     absl::StrAppend(&out, scales ? "which is what keeps the speedup below the worker count.\n\n"
                                  : "so each added worker costs more time than it saves: that is why "
@@ -173,8 +194,12 @@ std::string StrategyParagraph(const std::vector<const ReportPoint*>& v, const Fi
   if (model_bytes > 0 && last->busiest_bytes_in > 0) {
     const double ratio = (last->busiest_bytes_in + last->busiest_bytes_out) / 2 / model_bytes;
     if (last->kind == "ps") {
-      absl::StrAppendFormat(&out, "; its busiest shard moves %.2f x M each way per step (N x M / S: it grows "
-                            "with N)", ratio);
+      // N x M / S: with S fixed it grows with N; with a shard per worker (S = N) it is
+      // about M, flat in N, as a ring rank's.
+      const bool shard_per_worker = last->workers > 1 && ratio < 1.5;
+      absl::StrAppendFormat(&out, "; its busiest shard moves %.2f x M each way per step (N x M / S: %s)",
+                            ratio, shard_per_worker ? "a shard per worker keeps it flat in N"
+                                                    : "with S fixed it grows with N");
       // On emulated links: is that node's link what the step waits for? Its wire time
       // against the communication the worker saw.
       const double master = c.master_link_bytes_per_s > 0 ? c.master_link_bytes_per_s : c.link_bytes_per_s;
@@ -241,6 +266,75 @@ std::string LateParagraph(const std::vector<std::string>& order, const PointsByL
       absl::StrJoin(lines, "\n"), "\n\n");
 }
 
+// The single process's point (the baseline every compute time is compared with), or
+// null.
+const ReportPoint* SinglePoint(const std::vector<ReportPoint>& points) {
+  for (const ReportPoint& p : points) {
+    if (p.kind == "single" && p.ok_repeats > 0) return &p;
+  }
+  return nullptr;
+}
+
+// Points computing kComputeSlowdownFraction or more slower than the single process: the
+// ring's or the pushes' transfers run on the node's CPU share too. "" when none.
+std::string ComputeSlowdownParagraph(const std::vector<std::string>& order, const PointsByLabel& by_label,
+                                     const ReportPoint* single) {
+  if (single == nullptr || single->compute_ms <= 0) return "";
+  std::vector<std::string> lines;
+  for (const std::string& label : order) {
+    for (const ReportPoint* p : by_label.at(label)) {
+      if (p->workers < 2 || OnGpu(*p) || p->compute_ms <= 0) continue;
+      const double slower = p->compute_ms / single->compute_ms - 1;
+      if (slower < kComputeSlowdownFraction) continue;
+      lines.push_back(absl::StrFormat(
+          "- %s x%d: compute %.0f%% slower than the single process's (%.1f against %.1f ms per step): %s",
+          Name(*p), p->workers, 100 * slower, p->compute_ms, single->compute_ms,
+          p->kind == "ps" ? "its pushes and pulls (and any shard on its node) share the node's CPU"
+                          : "the ring's transfers share the node's CPU"));
+    }
+  }
+  if (lines.empty()) return "";
+  return absl::StrCat("Compute beside communication (communication's CPU cost, part of each step):\n\n",
+                      absl::StrJoin(lines, "\n"), "\n\n");
+}
+
+// Points whose prediction misses by more than kPredictionMissFraction, with the likely
+// cause where the numbers name one. "" when none (or no predictions).
+std::string PredictionMissParagraph(const std::vector<std::string>& order, const PointsByLabel& by_label,
+                                    const ReportPoint* single, const FindingsContext& c) {
+  std::vector<std::string> lines;
+  for (const std::string& label : order) {
+    for (const ReportPoint* p : by_label.at(label)) {
+      if (p->predicted_step_ms <= 0 || p->step_ms <= 0) continue;
+      const double error = (p->predicted_step_ms - p->step_ms) / p->step_ms;
+      if (std::fabs(error) <= kPredictionMissFraction) continue;
+      std::vector<std::string> causes;
+      const double comm = p->comm_ms + p->wait_ms;
+      const double wire = WireMs(*p, c);
+      if (wire > 0 && comm > 2 * wire) {
+        causes.push_back(absl::StrFormat("the node share could not drive its link (communication %.1f ms "
+                                         "against %.1f ms on the wire)", comm, wire));
+      }
+      if (single != nullptr && single->compute_ms > 0 &&
+          p->compute_ms > (1 + kComputeSlowdownFraction) * single->compute_ms) {
+        causes.push_back(absl::StrFormat("compute %.0f%% slower than the single process's (the transfers "
+                                         "share the node's CPU)",
+                                         100 * (p->compute_ms / single->compute_ms - 1)));
+      }
+      if (p->kind == "ps" && p->ranks_per_node > 1) {
+        causes.push_back("a shard's aggregation and SGD run beside its worker on one node's CPU share");
+      }
+      lines.push_back(absl::StrFormat("- %s x%d: predicted %.1f ms, measured %.1f ms (%+.0f%%)%s", Name(*p),
+                                      p->workers, p->predicted_step_ms, p->step_ms, 100 * error,
+                                      causes.empty() ? std::string("; no cause the numbers name")
+                                                     : absl::StrCat(": likely ", absl::StrJoin(causes, "; "))));
+    }
+  }
+  if (lines.empty()) return "";
+  return absl::StrFormat("Predictions that miss by more than %.0f%% (marked ! in the table):\n\n%s\n\n",
+                         100 * kPredictionMissFraction, absl::StrJoin(lines, "\n"));
+}
+
 }  // namespace
 
 std::string Findings(const std::vector<ReportPoint>& points, const FindingsContext& context) {
@@ -257,6 +351,9 @@ std::string Findings(const std::vector<ReportPoint>& points, const FindingsConte
     absl::StrAppend(&out, StrategyParagraph(by_label[label], context));
   }
   absl::StrAppend(&out, LateParagraph(order, by_label));
+  const ReportPoint* single = SinglePoint(points);
+  absl::StrAppend(&out, ComputeSlowdownParagraph(order, by_label, single));
+  absl::StrAppend(&out, PredictionMissParagraph(order, by_label, single, context));
   return out;
 }
 

@@ -21,7 +21,18 @@ struct FindingsContext {
   double master_link_bytes_per_s = 0;
   int cores = 0;                 // This machine's cores (0: unknown).
   bool strong_scaling = false;   // The spec fixed the global batch (else weak scaling).
+  // A cluster emulated by time dilation (matrix/cluster_emulation.h): its name and d;
+  // the link above is the dilated one (the cluster's NIC / d). "" / 0: none.
+  std::string cluster;
+  double dilation = 0;
 };
+
+// A prediction off by more than this fraction of the measured step is marked in the
+// table and listed in the findings with its likely cause (issue #32).
+inline constexpr double kPredictionMissFraction = 0.15;
+// Compute this much slower than the single process's is reported as communication's
+// CPU cost (the transfers share the node's CPU share).
+inline constexpr double kComputeSlowdownFraction = 0.10;
 
 // Markdown paragraphs separated by blank lines. The first is the verdict, whole: the fastest
 // strategy at the largest worker count several strategies reached and its factor over
@@ -33,6 +44,12 @@ struct FindingsContext {
 // some point names late ranks (ReportPoint.late_ranks), a list with one line per such
 // point: "- **ddp** x4: rank 3 was last in 96% of steps; the others waited a median
 // 41.0 ms per step for it (28% of the step)." (PS: "**ps** x4 (SSP:2): worker 2 ...").
+// Then, where they apply: "Compute beside communication" (points computing at least
+// kComputeSlowdownFraction slower than the single process: the transfers take the
+// node's CPU) and "Predictions that miss" (points whose prediction is off by more than
+// kPredictionMissFraction, each with its likely cause where one can be named: the node
+// share could not drive its link (communication far above the wire time), compute
+// slowed by the transfers, a shard's work beside its worker on one node).
 // Emulated points (ranks sharing a GPU) are labelled where named ("**ddp-nccl**
 // (emulated: 2 ranks share one GPU, NCCL over sockets)"), listed again at the end of the
 // verdict, and a strategy on a GPU names its device ("**ddp-nccl** on cuda:0").

@@ -1,6 +1,7 @@
 #include "experiments/report/markdown.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "experiments/matrix/summary.h"
+#include "experiments/report/findings.h"
 #include "experiments/report/plots.h"
 
 namespace ringside {
@@ -106,8 +108,10 @@ std::string PredictionCell(const ReportPoint& p) {
   // cores and memory); say so rather than leave the cell blank.
   if (p.kind == "dp") return "not modelled";
   if (p.predicted_step_ms <= 0 || p.step_ms <= 0) return "";
-  return absl::StrFormat("%.2f (%+.0f%%)", p.predicted_step_ms,
-                         100 * (p.predicted_step_ms - p.step_ms) / p.step_ms);
+  const double error = (p.predicted_step_ms - p.step_ms) / p.step_ms;
+  // A miss is marked (findings.h kPredictionMissFraction; the findings name its cause).
+  return absl::StrFormat("%.2f (%+.0f%%)%s", p.predicted_step_ms, 100 * error,
+                         std::fabs(error) > kPredictionMissFraction ? " !" : "");
 }
 
 std::string ReportMarkdown(const ReportData& data) {
@@ -122,6 +126,7 @@ std::string ReportMarkdown(const ReportData& data) {
                   data.emulation.empty() ? "No emulated nodes: every process shared this machine's cores"
                                          : data.emulation,
                   ".**\n\n");
+  if (!data.host_check.empty()) absl::StrAppend(&md, data.host_check, "\n\n");
   // A calibration left out is said first, in bold, not only beside the table.
   if (!data.no_prediction_reason.empty()) {
     absl::StrAppend(&md, "**Warning: no predictions: ", data.no_prediction_reason, "**\n\n");

@@ -108,6 +108,7 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
         if (p.device.empty()) p.device = r->device();
         p.emulated |= r->emulated();
         p.gpus = std::max(p.gpus, r->gpus());
+        p.ranks_per_node = std::max(p.ranks_per_node, r->ranks_per_node());
         if (r->status() != "ok") {
           ++p.failed_repeats;
           p.failure = r->reason();

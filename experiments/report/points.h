@@ -45,6 +45,7 @@ struct ReportPoint {
   bool emulated = false;
   int gpus = 0;
   std::string ps_sync;  // PS: "bsp", "ssp:K", "asp" (CellResult.ps_sync).
+  int ranks_per_node = 1;  // Processes per emulated node (CellResult.ranks_per_node).
   // Who the others waited for (CellResult.late_*): the rank(s) / worker(s) that more
   // than half of the ok repeats named (empty: none clearly late), with the medians over
   // those repeats of the share of steps they were last, the others' wait for them per
@@ -76,6 +77,9 @@ struct ReportData {
   std::string no_prediction_reason;
   bool strong_scaling = false;  // The spec fixed the global batch (else weak scaling).
   std::string findings;    // Findings(points, context) (findings.h).
+  // A cluster emulated by time dilation: whether the host held its profile while the
+  // cells ran (report.h HostHeldCluster); "" without a cluster.
+  std::string host_check;
 };
 
 // Reads DIR/cells/*/result.textproto. NotFound if there are none.

@@ -1,6 +1,7 @@
 #include "experiments/report/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <thread>
 
@@ -20,6 +21,32 @@
 #include "google/protobuf/text_format.h"
 
 namespace ringside {
+
+std::string HostHeldCluster(const DilationRecord& dilation, const std::vector<ReportPoint>& points) {
+  const ReportPoint* single = nullptr;
+  for (const ReportPoint& p : points) {
+    if (p.kind == "single" && p.ok_repeats > 0) single = &p;
+  }
+  if (single == nullptr || single->compute_ms <= 0 || dilation.host_compute_ms() <= 0) {
+    return absl::StrFormat("The host's hold on cluster %s cannot be checked: no single-process cell finished.",
+                           dilation.cluster());
+  }
+  const double drift = single->compute_ms / dilation.host_compute_ms() - 1;
+  if (std::fabs(drift) > kHostDriftFraction) {
+    return absl::StrFormat(
+        "**The host did not hold cluster %s's profile: the single process computed %.1f ms per step, %+.0f%% "
+        "from the %.1f ms measured when d = %.2f was set (a busier or faster host meanwhile), so "
+        "communication over compute is not the cluster's: these speedups are not %s's. Run it again on "
+        "a quieter host.**",
+        dilation.cluster(), single->compute_ms, 100 * drift, dilation.host_compute_ms(), dilation.factor(),
+        dilation.cluster());
+  }
+  return absl::StrFormat(
+      "The host held cluster %s's profile: the single process computed %.1f ms per step, %+.0f%% from the "
+      "%.1f ms measured when d = %.2f was set (within %.0f%%).",
+      dilation.cluster(), single->compute_ms, 100 * drift, dilation.host_compute_ms(), dilation.factor(),
+      100 * kHostDriftFraction);
+}
 
 absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
   namespace fs = std::filesystem;
@@ -47,6 +74,17 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
   }
   ExperimentSpec spec;
   const bool spec_ok = google::protobuf::TextFormat::ParseFromString(data.spec_text, &spec);
+  // A cluster: the links the cells ran on are the dilated ones compare recorded.
+  absl::StatusOr<DilationRecord> dilation = absl::NotFoundError("no cluster");
+  if (spec_ok && !spec.cluster().empty()) {
+    dilation = ReadDilation(dir);
+    if (dilation.ok()) {
+      spec.set_network(dilation->network());
+    } else {
+      absl::FPrintF(stderr, "ringside: warning: %s: the spec names cluster %s but %s\n", dir, spec.cluster(),
+                    dilation.status().message());
+    }
+  }
   data.network = "loopback (no emulated links)";
   if (spec_ok && !spec.network().empty()) {
     data.network = absl::StrCat("emulated links `", spec.network(),
@@ -56,13 +94,19 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
   double node_cpus = 0;  // As resolved by compare ("auto" is a number in the results).
   for (const CellResult& r : results) node_cpus = std::max(node_cpus, r.node_cpus());
   if (spec_ok) {
-    data.emulation = DescribeEmulation(spec, node_cpus);
-    data.emulation_short = DescribeEmulationShort(spec, node_cpus);
+    const DilationRecord* d = dilation.ok() ? &*dilation : nullptr;
+    data.emulation = DescribeEmulation(spec, node_cpus, d);
+    data.emulation_short = DescribeEmulationShort(spec, node_cpus, d);
   }
+  if (dilation.ok()) data.host_check = HostHeldCluster(*dilation, data.points);
   FindingsContext context;
   context.num_params = data.num_params;
   context.cores = static_cast<int>(std::thread::hardware_concurrency());
   context.strong_scaling = data.strong_scaling;
+  if (dilation.ok()) {
+    context.cluster = dilation->cluster();
+    context.dilation = dilation->factor();
+  }
   if (absl::StatusOr<NetworkProfile> profile = ParseNetworkProfile(spec_ok ? spec.network() : "");
       profile.ok() && profile->enabled) {
     context.link_bytes_per_s = profile->link.bits_per_sec / 8;

@@ -14,16 +14,29 @@
 #define RINGSIDE_EXPERIMENTS_REPORT_REPORT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "experiments/matrix/experiment.pb.h"
 #include "experiments/report/points.h"
 
 namespace ringside {
 
+// The single process's compute may drift this far from the host step measured when a
+// cluster's dilation was set before the report says the host did not hold the profile.
+inline constexpr double kHostDriftFraction = 0.15;
+
+// Whether the host held a dilated cluster's profile while the cells ran: the
+// single-process cell's median compute against the compute measured when d was set
+// (DilationRecord.host_compute_ms). One sentence; bold, and saying the speedups are not
+// the cluster's, when they drift by more than kHostDriftFraction.
+std::string HostHeldCluster(const DilationRecord& dilation, const std::vector<ReportPoint>& points);
+
 // Reads everything a report shows from the compare directory `dir`: its cells' results,
-// spec.textproto and, if present, calibration.json (predictions). NotFound without
-// finished cells.
+// spec.textproto, and, if present, calibration.json (predictions) and dilation.textproto
+// (a cluster's emulation, stated on every page and plot). NotFound without finished
+// cells.
 absl::StatusOr<ReportData> LoadReportData(const std::string& dir);
 
 // Writes DIR/report.md and DIR/report.html (plots and their script under
