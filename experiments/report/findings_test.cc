@@ -276,5 +276,58 @@ TEST(FindingsTest, NoMultiWorkerCell) {
             "No multi-worker cell finished.\n");
 }
 
+TEST(FindingsTest, ALinkTheShareCouldNotDriveIsNotBlamedOnTheLink) {
+  // 4 ring ranks at 10 Gbit/s: each moves 2 x 3/4 x M = 1.6 MB, 1.28 ms on the wire,
+  // yet communication took 9 ms: the node share, not the link, bounded it.
+  ReportPoint ddp = Point("ddp", 4, 1500, 5.0, 9.0);
+  ddp.busiest_bytes_in = ddp.busiest_bytes_out = 1.6e6;
+  const std::vector<ReportPoint> points = WithSpeedups({Point("single", 1, 1000, 5.0, 0), ddp});
+  FindingsContext c;
+  c.num_params = kParams;
+  c.link_bytes_per_s = 1.25e9;
+  const std::string f = Findings(points, c);
+  EXPECT_THAT(f, HasSubstr("but the link is not what bounds them: the busiest node's bytes need 1.28 ms on "
+                           "the wire against 9.00 ms measured"));
+  EXPECT_THAT(f, Not(HasSubstr("Communication outweighs compute")));
+}
+
+TEST(FindingsTest, CommunicationsCpuCostAndPredictionMissesAreNamed) {
+  ReportPoint single = Point("single", 1, 1000, 235, 0);
+  ReportPoint ddp = Point("ddp", 4, 3000, 293, 10);  // Compute 25% slower.
+  ddp.predicted_step_ms = 240;                        // -21%: a miss.
+  ReportPoint ps = Point("ps-n", 4, 3600, 240, 20);
+  ps.kind = "ps";
+  ps.ranks_per_node = 2;
+  ps.predicted_step_ms = 180;  // -31%.
+  ps.busiest_bytes_in = ps.busiest_bytes_out = 2.4e6;  // About M: a shard per worker.
+  ReportPoint fine = Point("ddp-ok", 2, 1900, 236, 5);
+  fine.kind = "ddp";
+  fine.predicted_step_ms = 250;  // +3%: not listed.
+  const std::vector<ReportPoint> points = WithSpeedups({single, ddp, ps, fine});
+  FindingsContext c;
+  c.num_params = 582026;  // M = 2.33 MB.
+  c.link_bytes_per_s = 50e6;
+  const std::string f = Findings(points, c);
+  EXPECT_THAT(f, HasSubstr("- **ddp** x4: compute 25% slower than the single process's (293.0 against 235.0 "
+                           "ms per step): the ring's transfers share the node's CPU"));
+  EXPECT_THAT(f, HasSubstr("Predictions that miss by more than 15% (marked ! in the table)"));
+  EXPECT_THAT(f, HasSubstr("- **ddp** x4: predicted 240.0 ms, measured 303.0 ms (-21%): likely compute 25% "
+                           "slower than the single process's"));
+  EXPECT_THAT(f, HasSubstr("- **ps-n** x4: predicted 180.0 ms, measured 260.0 ms (-31%): likely a shard's "
+                           "aggregation and SGD run beside its worker"));
+  EXPECT_THAT(f, Not(HasSubstr("**ddp-ok** x2: predicted")));
+  // A shard per worker moves about M whatever N: not "grows with N".
+  EXPECT_THAT(f, HasSubstr("a shard per worker keeps it flat in N"));
+  EXPECT_THAT(f, Not(HasSubstr("it grows with N")));
+}
+
+TEST(MarkdownTest, APredictionThatMissesIsMarked) {
+  ReportPoint p = Point("ddp", 4, 3000, 100, 0);
+  p.predicted_step_ms = 80;
+  EXPECT_EQ(PredictionCell(p), "80.00 (-20%) !");
+  p.predicted_step_ms = 90;
+  EXPECT_EQ(PredictionCell(p), "90.00 (-10%)");
+}
+
 }  // namespace
 }  // namespace ringside

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "experiments/matrix/summary.h"
+#include "experiments/report/report.h"
 #include "gtest/gtest.h"
 #include "google/protobuf/text_format.h"
 
@@ -292,6 +293,26 @@ TEST(LateRanksTest, PsWithoutShardRecordsUsesTheShortestPull) {
   EXPECT_EQ(late.ranks, std::vector<int>({0}));
   EXPECT_EQ(late.steps, 20);
   EXPECT_NEAR(late.wait_ms, 20, 1e-9);
+}
+
+TEST(HostHeldClusterTest, DriftBeyondTheBoundIsSaidInBold) {
+  DilationRecord d;
+  d.set_cluster("gige-cpu");
+  d.set_factor(2.5);
+  d.set_host_compute_ms(200);
+  ReportPoint single;
+  single.kind = "single";
+  single.ok_repeats = 1;
+  single.compute_ms = 210;  // +5%: held.
+  std::string held = HostHeldCluster(d, {single});
+  EXPECT_NE(held.find("The host held cluster gige-cpu's profile"), std::string::npos) << held;
+  EXPECT_EQ(held.find("**"), std::string::npos);
+  single.compute_ms = 260;  // +30%: a busier host.
+  std::string missed = HostHeldCluster(d, {single});
+  EXPECT_NE(missed.find("**The host did not hold cluster gige-cpu's profile"), std::string::npos) << missed;
+  EXPECT_NE(missed.find("+30%"), std::string::npos) << missed;
+  EXPECT_NE(missed.find("these speedups are not gige-cpu's"), std::string::npos) << missed;
+  EXPECT_NE(HostHeldCluster(d, {}).find("cannot be checked"), std::string::npos);
 }
 
 }  // namespace
