@@ -76,9 +76,10 @@ absl::Span<const Command> Commands() {
        "  ringside train --strategy=ps --workers=N --ps_shards=S --ps_sync=bsp|ssp:K|asp\n"
        "                 [--ps_colocated] ...          (launches S shards and N workers here)\n"
        "  emulated nodes (root): [--network=bw=1gbit,delay=0.5ms] [--node_cpus=C|auto]\n"
-       "                 [--ranks_per_node=K] [--slow_node=R:F]   (single: --node_cpus only)\n",
+       "                 [--ranks_per_node=K] [--slow_node=R:F]   (single: --node_cpus only)\n"
+       "                 [--cluster=NAME|FILE]   (ps, ddp: links = the cluster's NIC / dilation)\n",
        "strategy " RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS RINGSIDE_PS_FLAGS
-           RINGSIDE_DDP_FLAGS "network node_cpus ranks_per_node slow_node ps_servers "
+           RINGSIDE_DDP_FLAGS "network cluster node_cpus ranks_per_node slow_node ps_servers "
            "dp_interpreter_lock",
        "", "", 0, 0, false, CheckTrain, RunTrainVerb},
       {"ps-server", "host one parameter-server shard by hand (train --strategy=ps does this for you)",

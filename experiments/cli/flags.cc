@@ -243,6 +243,20 @@ absl::Status CheckTrainFlags() {
   const RunConfig c = RunConfigFromFlags();
   // Sizes that could never be allocated are bad flags, refused before anything starts.
   RINGSIDE_RETURN_IF_ERROR(CheckDatasetSpec(c.dataset()));
+  if (const std::string cluster = absl::GetFlag(FLAGS_cluster); !cluster.empty()) {
+    // The cluster's NIC, dilated, sets the links between a local job's nodes.
+    if (strategy != "ps" && strategy != "ddp") {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--cluster shapes the links between a job's nodes: --strategy=%s has none (ps or ddp)", strategy));
+    }
+    if (!absl::GetFlag(FLAGS_network).empty()) {
+      return absl::InvalidArgumentError("--cluster and --network exclude each other: the cluster's NIC sets the links");
+    }
+    if (absl::GetFlag(FLAGS_node_cpus).empty()) {
+      return absl::InvalidArgumentError(
+          "--cluster needs --node_cpus (the dilation is measured on a node's CPU share: a number or auto)");
+    }
+  }
   if (strategy == "ps") return CheckPsFlags(c);
   RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(c));  // dp: --workers, --grad_accum, --device.
   if (strategy == "dp") RINGSIDE_RETURN_IF_ERROR(CheckDataParallelFlags());

@@ -16,7 +16,10 @@
 #include "experiments/cli/flags.h"
 #include "experiments/cli/ps_roles.h"
 #include "experiments/cli/verbs.h"
+#include "experiments/cluster/cluster.h"
+#include "experiments/launch/launch.h"
 #include "experiments/launch/local_job.h"
+#include "experiments/netem/netem.h"
 #include "experiments/train_command.h"
 #include "ps_server/ps_server.h"
 
@@ -35,6 +38,41 @@ LocalJobOptions LocalJob(const CommandArgs& args, const RpcSecurity& security) {
   return o;
 }
 
+// --cluster: the local job's links become the cluster's NIC / d, d measured here on a
+// node of the job's CPU share (cluster/host_dilation.h; "auto" resolved over `plan`'s
+// nodes as the launch will). Says the dilation on stderr. `job` unchanged without
+// --cluster.
+absl::Status ShapeLinksForCluster(const RunConfig& c, const NodePlan& plan, LocalJobOptions* job) {
+  const std::string cluster = absl::GetFlag(FLAGS_cluster);
+  if (cluster.empty()) return absl::OkStatus();
+  RINGSIDE_ASSIGN_OR_RETURN(NodeCpuSpec spec, ParseNodeCpus(job->node_cpus));
+  RINGSIDE_ASSIGN_OR_RETURN(double cpus, ResolveNodeCpus(spec, plan.num_nodes(), MachineCpus()));
+  RINGSIDE_ASSIGN_OR_RETURN(MeasuredDilation m,
+                            MeasureDilation(cluster, c.model(), c.batch(), c.threads(), cpus, stderr));
+  job->network = DilatedNetworkProfile(m.dilation);
+  absl::FPrintF(stderr, "ringside: %s\n", DescribeDilation(m.profile, m.dilation));
+  return absl::OkStatus();
+}
+
+// The job's node plan, as the launch will make it (launch/node_plan.h).
+absl::StatusOr<NodePlan> JobPlan(const RunConfig& c, const LocalJobOptions& job) {
+  RINGSIDE_ASSIGN_OR_RETURN(SlowNodeSpec slow, ParseSlowNode(job.slow_node));
+  if (c.strategy() == "ps") {
+    return PlanPsNodes(c.ps_shards(), c.world_size(), c.ps_colocated(), job.ranks_per_node, slow);
+  }
+  return PlanDdpNodes(absl::GetFlag(FLAGS_workers), job.ranks_per_node, slow);
+}
+
+// LocalJob, with the links of --cluster.
+absl::StatusOr<LocalJobOptions> LocalJobOnCluster(const CommandArgs& args, const RpcSecurity& security,
+                                                  const RunConfig& c) {
+  LocalJobOptions job = LocalJob(args, security);
+  if (absl::GetFlag(FLAGS_cluster).empty()) return job;
+  RINGSIDE_ASSIGN_OR_RETURN(NodePlan plan, JobPlan(c, job));
+  RINGSIDE_RETURN_IF_ERROR(ShapeLinksForCluster(c, plan, &job));
+  return job;
+}
+
 // PS: the shards are ranks 0..S-1 unless colocated, the workers the rest. Inside a
 // launched job the shards' addresses come from --ps_servers, or, without it, from the
 // job's store (DiscoverPsServers), which rank 0 hosts or torchrun's agent does. Every
@@ -42,7 +80,10 @@ LocalJobOptions LocalJob(const CommandArgs& args, const RpcSecurity& security) {
 absl::Status RunPs(const CommandArgs& args, const RpcSecurity& security) {
   const RunConfig c = RunConfigFromFlags();
   RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
-  if (!InLaunchedJob()) return LaunchLocalPsJob(c, LocalJob(args, security));
+  if (!InLaunchedJob()) {
+    RINGSIDE_ASSIGN_OR_RETURN(LocalJobOptions job, LocalJobOnCluster(args, security, c));
+    return LaunchLocalPsJob(c, job);
+  }
   RINGSIDE_ASSIGN_OR_RETURN(JobEnv env, ReadJobEnv());
   const int shards = c.ps_shards();
   const int processes = c.world_size() + (c.ps_colocated() ? 0 : shards);
@@ -70,6 +111,12 @@ absl::Status RunPs(const CommandArgs& args, const RpcSecurity& security) {
     return RunPsServerRole(c, env.rank, servers[env.rank], security);
   }
   return RunPsWorkerRole(c, env.rank - (c.ps_colocated() ? 0 : shards), servers, security);
+}
+
+// DDP: a local job of --workers ranks, on the cluster's links with --cluster.
+absl::Status RunLocalDdp(const CommandArgs& args, const RpcSecurity& security) {
+  RINGSIDE_ASSIGN_OR_RETURN(LocalJobOptions job, LocalJobOnCluster(args, security, RunConfigFromFlags()));
+  return LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), job);
 }
 
 // DDP: this process is one rank; its store server and client use `security`.
@@ -109,18 +156,13 @@ absl::Status RunTrainVerb(const CommandArgs& args) {
   }
   if ((strategy == "ps" || strategy == "ddp") && !InLaunchedJob()) {
     // A local job: one timeline of all its processes' traces, after a failure too.
-    const absl::Status job =
-        strategy == "ps"
-            ? RunPs(args, security)
-            : LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), LocalJob(args, security));
+    const absl::Status job = strategy == "ps" ? RunPs(args, security) : RunLocalDdp(args, security);
     MergeRunTimeline(absl::GetFlag(FLAGS_out));
     return job;
   }
   if (strategy == "ps") return RunPs(args, security);
   if (strategy == "ddp") {
-    if (!InLaunchedJob()) {
-      return LaunchLocalDdpJob(absl::GetFlag(FLAGS_workers), LocalJob(args, security));
-    }
+    if (!InLaunchedJob()) return RunLocalDdp(args, security);
     return RunDdpRank(RunConfigFromFlags(), security);
   }
   // Single on an emulated node: this binary again, inside the node (local_job.h); in

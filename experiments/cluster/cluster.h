@@ -2,6 +2,7 @@
 //   profile.h       a cluster profile (cluster.proto, presets/*.textproto): the device's
 //                   step, devices per node, NIC and intra-node paths; `--cluster`
 //   dilation.h      time-dilated emulation: d = host step / target step, links B / d
+//   host_dilation.h the dilation for a job, this host's step measured on a node's share
 //   node_traffic.h  bytes through each NIC when several devices share a node
 // Emulation (netem/) applies what dilation.h computes; the cost model and `simulate`
 // (costmodel/) read the same profile; reports (report/) state it.
@@ -9,6 +10,7 @@
 #define RINGSIDE_EXPERIMENTS_CLUSTER_CLUSTER_H_
 
 #include "experiments/cluster/dilation.h"
+#include "experiments/cluster/host_dilation.h"
 #include "experiments/cluster/node_traffic.h"
 #include "experiments/cluster/profile.h"
 

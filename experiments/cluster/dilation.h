@@ -17,10 +17,10 @@ namespace ringside {
 
 // The fastest link a node's CPU share may be shaped to, bytes per second per CPU of
 // share. On these machines a 0.4-CPU node drove a ring at about 330 MB/s (about 0.8 GB/s
-// per CPU, issue #32's 10 Gbit/s cell); a link set near that is bounded by the share,
-// not by tc, and its transfers take much of the node's compute. A quarter of it keeps
-// the link the bound. Named once; docs/cluster.md.
-inline constexpr double kMaxShapedBytesPerSecPerCpu = 200e6;  // 1.6 Gbit/s per CPU.
+// per CPU; issue #32's 10 Gbit/s cell, whose link it could not fill); a link set near
+// that is bounded by the share, not by tc. Half of it keeps the link the bound. Named
+// once; docs/cluster.md.
+inline constexpr double kMaxShapedBytesPerSecPerCpu = 400e6;  // 3.2 Gbit/s per CPU.
 // tc's token bucket does not hold rates below this (netem/network_emulator.h).
 inline constexpr double kMinShapedBytesPerSec = 125e3;  // 1 Mbit/s.
 

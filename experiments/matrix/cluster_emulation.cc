@@ -1,7 +1,6 @@
 #include "experiments/matrix/cluster_emulation.h"
 
 #include <cmath>
-#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -11,7 +10,6 @@
 #include "absl/time/time.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
-#include "experiments/bench/step_bench.h"
 #include "experiments/cluster/cluster.h"
 #include "experiments/netem/netem.h"
 #include "experiments/sys/files.h"
@@ -19,12 +17,6 @@
 
 namespace ringside {
 namespace {
-
-// The host step's measurement budget: enough steps for a steady median on a node's
-// share (LeNet at batch 256 on 0.4 CPU: about 5 s), not enough to matter beside a
-// matrix of cells.
-constexpr int kHostStepWarmup = 3;
-constexpr int kHostStepSteps = 12;
 
 // The per-worker batch the cells compute (strong scaling: the 1-worker cell's, the
 // global batch; the dilation is measured at it).
@@ -34,26 +26,6 @@ int SpecBatch(const ExperimentSpec& spec) {
 
 int SpecThreads(const ExperimentSpec& spec) {
   return spec.has_threads() ? spec.threads() : DefaultRunConfig().threads();
-}
-
-// One step of the spec's model on a node of `node_cpus`: this process joins a cgroup
-// of that share for the measurement (as `ringside calibrate --node_cpus` does).
-absl::StatusOr<StepBenchResult> MeasureHostStep(const ExperimentSpec& spec, double node_cpus) {
-  RINGSIDE_RETURN_IF_ERROR(CheckCpuSharePrivileges());
-  RemoveStaleCpuShares().IgnoreError();
-  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<EmulatedCpuShares> node,
-                            EmulatedCpuShares::Create(node_cpus, 1, CpuSharePeriodFor(node_cpus)));
-  RINGSIDE_RETURN_IF_ERROR(node->JoinNode(0));
-  StepBenchOptions o;
-  o.model = spec.model();
-  o.batch = SpecBatch(spec);
-  o.threads = SpecThreads(spec);
-  o.warmup = kHostStepWarmup;
-  o.steps = kHostStepSteps;
-  o.measure_floor = false;
-  absl::StatusOr<StepBenchResult> result = MeasureStepBench(o);
-  RINGSIDE_RETURN_IF_ERROR(node->Teardown());
-  return result;
 }
 
 // Whether a kept record was made for this spec on these nodes.
@@ -99,30 +71,22 @@ absl::StatusOr<DilationRecord> ResolveDilation(const ExperimentSpec& spec, doubl
     return *kept;
   }
   const int batch = SpecBatch(spec);
-  if (progress != nullptr) {
-    absl::FPrintF(progress, "compare: measuring one step of %s at batch %d on a node of %.2f CPU (cluster %s)\n",
-                  spec.model(), batch, node_cpus, profile.name);
-  }
-  RINGSIDE_ASSIGN_OR_RETURN(StepBenchResult host, MeasureHostStep(spec, node_cpus));
-  const StepRound& round = host.rounds.front();
-  RINGSIDE_ASSIGN_OR_RETURN(double target_s, TargetStepSeconds(profile, spec.model(), batch, host.gemm_flops));
-  // Delay is not added: this project's kernels lack netem (docs/network.md); the
-  // description says what the missing latency is worth.
-  RINGSIDE_ASSIGN_OR_RETURN(Dilation d, ComputeDilation(profile, round.step_ms / 1e3, target_s, node_cpus,
-                                                        /*can_delay=*/false));
+  RINGSIDE_ASSIGN_OR_RETURN(MeasuredDilation m, MeasureDilation(spec.cluster(), spec.model(), batch,
+                                                                SpecThreads(spec), node_cpus, progress));
+  const Dilation& d = m.dilation;
   DilationRecord r;
-  r.set_cluster(profile.name);
-  r.set_cluster_description(DescribeCluster(profile));
-  r.set_source(profile.source);
+  r.set_cluster(m.profile.name);
+  r.set_cluster_description(DescribeCluster(m.profile));
+  r.set_source(m.profile.source);
   r.set_factor(d.factor);
-  r.set_host_step_ms(round.step_ms);
-  r.set_host_compute_ms(round.compute_ms);
-  r.set_target_step_ms(target_s * 1e3);
+  r.set_host_step_ms(d.host_step_s * 1e3);
+  r.set_host_compute_ms(m.host_compute_s * 1e3);
+  r.set_target_step_ms(d.target_step_s * 1e3);
   r.set_node_cpus(node_cpus);
   r.set_model(spec.model());
   r.set_batch(batch);
   r.set_network(DilatedNetworkProfile(d));
-  r.set_description(DescribeDilation(profile, d));
+  r.set_description(DescribeDilation(m.profile, d));
   r.set_measured_at(absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
   if (progress != nullptr) absl::FPrintF(progress, "compare: %s\n", r.description());
   return r;

@@ -1,0 +1,56 @@
+#include "experiments/cluster/host_dilation.h"
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "experiments/bench/step_bench.h"
+#include "experiments/netem/cpu_share.h"
+
+namespace ringside {
+namespace {
+
+// The host step's measurement budget: enough steps for a steady median on a node's
+// share (LeNet at batch 256 on 0.4 CPU: about 5 s), little beside the job it sets up.
+constexpr int kHostStepWarmup = 3;
+constexpr int kHostStepSteps = 12;
+
+}  // namespace
+
+absl::StatusOr<MeasuredDilation> MeasureDilation(const std::string& cluster, const std::string& model, int batch,
+                                                 int threads, double node_cpus, FILE* progress) {
+  if (!(node_cpus > 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "cluster %s needs nodes with a CPU share (--node_cpus): the dilation is measured on one", cluster));
+  }
+  MeasuredDilation m;
+  RINGSIDE_ASSIGN_OR_RETURN(m.profile, LoadClusterProfile(cluster));
+  RINGSIDE_RETURN_IF_ERROR(CheckCpuSharePrivileges());
+  if (progress != nullptr) {
+    absl::FPrintF(progress, "ringside: measuring one step of %s at batch %d on a node of %.2f CPU (cluster %s)\n",
+                  model, batch, node_cpus, m.profile.name);
+  }
+  RemoveStaleCpuShares().IgnoreError();
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<EmulatedCpuShares> node,
+                            EmulatedCpuShares::Create(node_cpus, 1, CpuSharePeriodFor(node_cpus)));
+  RINGSIDE_RETURN_IF_ERROR(node->JoinNode(0));
+  StepBenchOptions o;
+  o.model = model;
+  o.batch = batch;
+  o.threads = threads;
+  o.warmup = kHostStepWarmup;
+  o.steps = kHostStepSteps;
+  o.measure_floor = false;
+  absl::StatusOr<StepBenchResult> host = MeasureStepBench(o);
+  RINGSIDE_RETURN_IF_ERROR(node->Teardown());
+  if (!host.ok()) return host.status();
+  const StepRound& round = host->rounds.front();
+  RINGSIDE_ASSIGN_OR_RETURN(double target_s, TargetStepSeconds(m.profile, model, batch, host->gemm_flops));
+  RINGSIDE_ASSIGN_OR_RETURN(m.dilation, ComputeDilation(m.profile, round.step_ms / 1e3, target_s, node_cpus,
+                                                        /*can_delay=*/false));
+  m.host_compute_s = round.compute_ms / 1e3;
+  return m;
+}
+
+}  // namespace ringside
