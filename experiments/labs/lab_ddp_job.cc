@@ -28,7 +28,7 @@ absl::StatusOr<DdpFacts> RunDdpLabJob(const LabContext& lab, const std::string& 
                                    "--dataset=synthetic:train=8192,test=512,seed=5",
                                    "--model=mlp:784-384-384-384-384-384-10", "--lr=0.02",
                                    "--momentum=0.9", "--seed=3", "--threads=1", "--eval_batch=512",
-                                   "--epochs=1", "--node_cpus=0.3", "--network=bw=200mbit"};
+                                   "--epochs=1", "--node_cpus=0.3", absl::StrCat("--cluster=", kLabCluster)};
   RINGSIDE_ASSIGN_OR_RETURN(LabJob job, RunLabJob(lab, name, With(args, extra)));
   const std::string said = job.stdout_text + job.stderr_text;
   DdpFacts f;

@@ -19,11 +19,17 @@ struct DdpFacts {
   double step_ms = 0;
 };
 
+// The cluster the bucket labs' nodes stand for (experiments/cluster/presets/): its
+// links are dilated against this host's step (docs/cluster.md), so the labs' effects
+// are the cluster's on a faster, slower or busier host alike.
+inline constexpr char kLabCluster[] = "gige-cpu";
+
 // Runs `ringside train --strategy=ddp --workers=2` with `extra` flags as job `name`, and
 // reads its facts. The setting makes communication and computation comparable, so that
-// overlapping them shows: two emulated nodes of 0.3 CPU on 200 Mbit/s links (root),
-// an MLP of six layers (3.6 MB, so caps of 0.25 to 25 MB give 6 to 1 buckets), 256
-// samples per rank. FailedPrecondition without the privileges emulated nodes need.
+// overlapping them shows: two emulated nodes of 0.3 CPU standing for kLabCluster's
+// nodes (links its 1 Gbit/s NIC / the dilation; root), an MLP of six layers (3.6 MB, so
+// caps of 0.25 to 25 MB give 6 to 1 buckets), 256 samples per rank. FailedPrecondition
+// without the privileges emulated nodes need.
 absl::StatusOr<DdpFacts> RunDdpLabJob(const LabContext& lab, const std::string& name,
                                       const std::vector<std::string>& extra);
 
