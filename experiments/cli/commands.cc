@@ -1,7 +1,9 @@
 // The command table: every verb, its summary, usage lines, flags and entry point.
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -166,14 +168,39 @@ const Command* FindCommand(absl::string_view name) {
   return nullptr;
 }
 
-std::vector<std::string> CommandFlagNames(const Command& command, bool hidden) {
-  std::vector<std::string> names = absl::StrSplit(command.flags, ' ', absl::SkipEmpty());
-  if (hidden) {
-    for (absl::string_view n : absl::StrSplit(command.hidden_flags, ' ', absl::SkipEmpty())) {
-      names.emplace_back(n);
+namespace {
+
+// (shown name, registry name) of every entry of the verb's flag lists.
+std::vector<std::pair<std::string, std::string>> FlagEntries(const Command& command, bool hidden) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  auto add = [&entries](const char* list) {
+    for (absl::string_view entry : absl::StrSplit(list, ' ', absl::SkipEmpty())) {
+      const size_t eq = entry.find('=');
+      if (eq == absl::string_view::npos) {
+        entries.emplace_back(std::string(entry), std::string(entry));
+      } else {
+        entries.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+      }
     }
-  }
+  };
+  add(command.flags);
+  if (hidden) add(command.hidden_flags);
+  return entries;
+}
+
+}  // namespace
+
+std::vector<std::string> CommandFlagNames(const Command& command, bool hidden) {
+  std::vector<std::string> names;
+  for (auto& [shown, flag] : FlagEntries(command, hidden)) names.push_back(std::move(shown));
   return names;
+}
+
+absl::CommandLineFlag* CommandFlag(const Command& command, absl::string_view name, bool hidden) {
+  for (const auto& [shown, flag] : FlagEntries(command, hidden)) {
+    if (shown == name) return absl::FindCommandLineFlag(flag);
+  }
+  return nullptr;
 }
 
 // A usage error carries this payload (its value is unused).
