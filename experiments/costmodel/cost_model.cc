@@ -351,14 +351,25 @@ absl::Status ValidateScenario(const Scenario& s) {
   return absl::OkStatus();
 }
 
-// Names the largest of the step's parts; for communication, its largest component.
-std::string Bottleneck(const Prediction& p, double latency_s, double wire_s,
-                       const char* wire_name, double reduction_s) {
-  if (p.compute_s >= p.comm_s && p.compute_s >= p.update_s) return "compute";
-  if (p.update_s >= p.comm_s) return "update";
+// The largest component of communication.
+std::string CommBottleneck(double latency_s, double wire_s, const char* wire_name, double reduction_s) {
   if (latency_s >= wire_s && latency_s >= reduction_s) return "latency";
   if (reduction_s > wire_s) return "reduction";
   return wire_name;
+}
+
+// Sets p's comm_bottleneck, and its bottleneck: the largest of the step's parts, for
+// communication its largest component.
+void SetBottleneck(Prediction* p, double latency_s, double wire_s, const char* wire_name,
+                   double reduction_s) {
+  p->comm_bottleneck = CommBottleneck(latency_s, wire_s, wire_name, reduction_s);
+  if (p->compute_s >= p->comm_s && p->compute_s >= p->update_s) {
+    p->bottleneck = "compute";
+  } else if (p->update_s >= p->comm_s) {
+    p->bottleneck = "update";
+  } else {
+    p->bottleneck = p->comm_bottleneck;
+  }
 }
 
 // The intra-node path of `scenario` as a step sees it (the link's where not given).
@@ -444,9 +455,11 @@ absl::StatusOr<Prediction> PredictAllReduce(const Calibration& c, const Scenario
   p.comm_s = std::max(0.0, p.step_s - p.compute_s - p.update_s);
   p.comm_total_s = latency_total + wire_total + intra_total + reduce_total;
   p.busiest_node_bytes_in = p.busiest_node_bytes_out = busiest_bytes;
-  p.bottleneck = intra_total > wire_total
-                     ? Bottleneck(p, latency_total, intra_total, "intra-node", reduce_total)
-                     : Bottleneck(p, latency_total, wire_total, "worker link", reduce_total);
+  if (intra_total > wire_total) {
+    SetBottleneck(&p, latency_total, intra_total, "intra-node", reduce_total);
+  } else {
+    SetBottleneck(&p, latency_total, wire_total, "worker link", reduce_total);
+  }
   return p;
 }
 
@@ -558,7 +571,7 @@ absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
   const char* wire_name = intra_s > std::max(worker_s, server_s) ? "intra-node"
                           : (server_s > worker_s && !every_node_hosts) ? "master link"
                                                                          : "worker link";
-  p.bottleneck = Bottleneck(p, latency_s, one_way_s, wire_name, 0);
+  SetBottleneck(&p, latency_s, one_way_s, wire_name, 0);
   return p;
 }
 

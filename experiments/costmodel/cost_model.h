@@ -206,6 +206,9 @@ struct Prediction {
   // "master link" (the busiest PS server's NIC), "intra-node" (the path inside a node),
   // "reduction".
   std::string bottleneck;
+  // The largest part of communication (latency, a link, intra-node, reduction), even
+  // where compute is the larger part of the step.
+  std::string comm_bottleneck;
 };
 
 // The bandwidth a prediction used on its busiest link: bytes through the busiest NIC

@@ -54,8 +54,15 @@ std::string Centered(const std::string& s, int width) {
   return std::string(left, ' ') + s + std::string(width - left - s.size(), ' ');
 }
 
-// A Prediction's bottleneck in the bounds table's words.
-std::string BoundName(const std::string& bottleneck) {
+// Exposed communication under this share of the step counts as hidden: the point is
+// compute-bound.
+constexpr double kHiddenShareOfStep = 0.01;
+
+// What bounds a point, in the bounds table's words: compute only while communication
+// hides under it; otherwise what the exposed communication waits for (or the update).
+std::string BoundName(const Prediction& p) {
+  std::string bottleneck = p.bottleneck;
+  if (bottleneck == "compute" && p.comm_s > kHiddenShareOfStep * p.step_s) bottleneck = p.comm_bottleneck;
   if (bottleneck == "worker link") return "NIC";
   if (bottleneck == "master link") return "server";
   if (bottleneck == "intra-node") return "intra";
@@ -80,13 +87,14 @@ void PrintCurves(const std::vector<Curve>& curves, double single_s, FILE* out) {
       if (curve.predictions[k].step_s < curves[best].predictions[k].step_s) best = i;
     }
     const Curve& winner = curves[best];
-    absl::FPrintF(out, " | %s (%s)\n", winner.label, winner.predictions[k].bottleneck);
+    absl::FPrintF(out, " | %s (%s)\n", winner.label, BoundName(winner.predictions[k]));
   }
   absl::FPrintF(out,
-                "what bounds each point (compute; NIC: the busiest node's link; server: the "
-                "busiest PS server's link; intra: the path inside a node; latency; update; "
-                "reduce) and the bandwidth it used: bytes through the busiest NIC / all its "
-                "communication time, Gbit/s\n");
+                "what bounds each point (compute: communication hidden; else what the exposed "
+                "communication waits for: NIC, the busiest node's link; server, the busiest PS "
+                "server's link; intra, the path inside a node; latency; or update, reduce) and "
+                "the bandwidth it used: bytes through the busiest NIC / all its communication "
+                "time, Gbit/s\n");
   absl::FPrintF(out, "%6s %10s", "N", "");
   for (const Curve& curve : curves) absl::FPrintF(out, " |%s", Centered(curve.label, kCellWidth));
   absl::FPrintF(out, "\n");
@@ -94,7 +102,7 @@ void PrintCurves(const std::vector<Curve>& curves, double single_s, FILE* out) {
     absl::FPrintF(out, "%6d %10s", workers[k], "");
     for (const Curve& curve : curves) {
       const Prediction& p = curve.predictions[k];
-      absl::FPrintF(out, " | %-7s%7.2f Gb/s", BoundName(p.bottleneck), UsedBytesPerSecond(p) * 8 / 1e9);
+      absl::FPrintF(out, " | %-7s%7.2f Gb/s", BoundName(p), UsedBytesPerSecond(p) * 8 / 1e9);
     }
     absl::FPrintF(out, "\n");
   }
@@ -315,10 +323,8 @@ absl::StatusOr<SimulatedModel> ResolveSimulatedModel(const std::string& model, i
   }
   m.bytes = (layers_mb.empty() ? model_mb : sum) * 1e6;
   m.description = layers_mb.empty()
-                      ? absl::StrFormat("%s given by size (layers unknown: buckets ignore layer boundaries)",
-                                        FormatBytes(m.bytes))
-                      : absl::StrFormat("%s in %d layers given by size", FormatBytes(m.bytes),
-                                        static_cast<int>(layers_mb.size()));
+                      ? std::string("given by size (layers unknown: buckets ignore layer boundaries)")
+                      : absl::StrFormat("given by size, %d layers", static_cast<int>(layers_mb.size()));
   return m;
 }
 
@@ -380,7 +386,7 @@ absl::Status RunClusterSimulate(const ClusterSimulateOptions& o, FILE* out) {
   const double latency = o.link_latency_s >= 0 ? o.link_latency_s : cl.nic.latency_s;
   absl::FPrintF(out, "cluster %s\n", DescribeCluster(cl));
   if (!cl.source.empty()) absl::FPrintF(out, "  source: %s\n", cl.source);
-  absl::FPrintF(out, "model: %s, %s of fp32 gradients%s\n", o.model.description, FormatBytes(o.model.bytes),
+  absl::FPrintF(out, "model: %s: %s of fp32 gradients%s\n", o.model.description, FormatBytes(o.model.bytes),
                 o.batch > 0 ? absl::StrFormat(", batch %d a device", o.batch) : std::string(""));
   absl::FPrintF(out, "step on one device: %.3f ms, %s; backward taken as %.0f%% of it\n", *step * 1e3,
                 DescribeStep(o, *step), kBackwardShareOfStep * 100);
