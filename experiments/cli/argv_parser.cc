@@ -34,7 +34,7 @@ std::vector<std::pair<std::string, const char*>> AllVerbFlags() {
   absl::flat_hash_set<std::string> seen;
   for (const Command& c : Commands()) {
     for (std::string& n : CommandFlagNames(c, /*hidden=*/false)) {
-      if (absl::FindCommandLineFlag(n) != nullptr && seen.insert(n).second) all.emplace_back(n, c.name);
+      if (CommandFlag(c, n, /*hidden=*/false) != nullptr && seen.insert(n).second) all.emplace_back(n, c.name);
     }
   }
   return all;
@@ -87,10 +87,8 @@ int EditDistance(absl::string_view a, absl::string_view b) {
 // verb's flags (then as a --noNAME boolean), take the value from the next word if it
 // needs one, and hand the text to the flag's own parser.
 absl::StatusOr<ParsedArgs> ParseVerbArgs(const Command& command, absl::Span<const std::string> words) {
-  const std::vector<std::string> own = CommandFlagNames(command, /*hidden=*/true);
-  auto takes = [&own](const std::string& name) -> absl::CommandLineFlag* {
-    if (std::find(own.begin(), own.end(), name) == own.end()) return nullptr;
-    return absl::FindCommandLineFlag(name);
+  auto takes = [&command](const std::string& name) -> absl::CommandLineFlag* {
+    return CommandFlag(command, name, /*hidden=*/true);
   };
   ParsedArgs parsed;
   for (size_t i = 0; i < words.size(); ++i) {

@@ -11,6 +11,7 @@ ABSL_FLAG(int32_t, test_count, 3, "a number");
 ABSL_FLAG(bool, test_switch, false, "a switch");
 ABSL_FLAG(std::string, test_name, "", "a name");
 ABSL_FLAG(int32_t, test_nproc_per_node, 1, "torchrun's spelling");
+ABSL_FLAG(std::string, test_verb_count, "", "the aliased verb's own --test_count (a list)");
 
 namespace ringside {
 namespace {
@@ -22,6 +23,9 @@ absl::Status Nothing(const CommandArgs&) { return absl::OkStatus(); }
 
 const Command kVerb = {"verb", "summary", "  ringside verb\n", "test_count test_switch test_nproc_per_node",
                        "test_name", "", 0, -1, false, nullptr, Nothing};
+// Shows test_verb_count as --test_count.
+const Command kAliased = {"aliased", "summary", "  ringside aliased\n", "test_count=test_verb_count test_switch",
+                          "", "", 0, -1, false, nullptr, Nothing};
 const Command kLauncher = {"launcher", "summary", "  ringside launcher\n", "test_count test_switch", "", "", 0,
                            -1, true, nullptr, Nothing};
 
@@ -32,8 +36,23 @@ class ParseVerbArgsTest : public ::testing::Test {
     absl::SetFlag(&FLAGS_test_switch, false);
     absl::SetFlag(&FLAGS_test_name, "");
     absl::SetFlag(&FLAGS_test_nproc_per_node, 1);
+    absl::SetFlag(&FLAGS_test_verb_count, "");
   }
 };
+
+TEST_F(ParseVerbArgsTest, AliasSetsTheVerbsOwnFlag) {
+  const std::vector<std::string> words = {"--test_count=8,32,100"};
+  absl::StatusOr<ParsedArgs> p = ParseVerbArgs(kAliased, words);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_verb_count), "8,32,100");
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_count), 3);  // The other verb's flag is untouched.
+  EXPECT_THAT(p->given, ElementsAre("test_verb_count"));
+  EXPECT_THAT(CommandFlagNames(kAliased, false), ElementsAre("test_count", "test_switch"));
+  ASSERT_NE(CommandFlag(kAliased, "test_count", false), nullptr);
+  EXPECT_EQ(CommandFlag(kAliased, "test_count", false)->Name(), "test_verb_count");
+  EXPECT_EQ(CommandFlag(kAliased, "test_verb_count", false), nullptr);  // Only as --test_count.
+  EXPECT_FALSE(ParseVerbArgs(kAliased, std::vector<std::string>{"--test_verb_count=1"}).ok());
+}
 
 TEST_F(ParseVerbArgsTest, ValueForms) {
   const std::vector<std::string> words = {"a", "--test_count=7", "b", "--test_name", "x y", "-test_switch"};

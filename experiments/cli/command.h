@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -32,7 +33,8 @@ struct CommandArgs {
   // this binary with the same flags in each process of a job (launch/local_job.h):
   // the child parses them with the same parser.
   std::vector<std::string> self_args;
-  // The flags the command line named (by their ABSL_FLAG names), for verbs whose
+  // The flags the command line named (by their ABSL_FLAG names: an alias's target,
+  // see Command::flags), for verbs whose
   // behaviour differs between a flag left at its default and one given.
   std::set<std::string> flags_given;
 };
@@ -43,7 +45,10 @@ struct Command {
   const char* usage;    // Its lines of the usage text (each starts "  ringside <verb>").
   // The flags the verb accepts and `ringside VERB --help` lists, by their ABSL_FLAG
   // names, separated by spaces. A name absent from this binary's flag registry is
-  // skipped (so the table may name flags that another file defines).
+  // skipped (so the table may name flags that another file defines). "NAME=FLAG" shows
+  // the registry's FLAG as --NAME for this verb alone: a verb whose --NAME means
+  // something else than another verb's (simulate's --workers is a list) gets a flag of
+  // its own type and help text under the common name.
   const char* flags;
   // Flags the verb also accepts but help never shows: the ones ringside passes to its
   // own child processes (e.g. train's --ps_servers) and test hooks.
@@ -70,8 +75,14 @@ absl::Span<const Command> Commands();
 // The verb called `name`, or null.
 const Command* FindCommand(absl::string_view name);
 
-// The flag names of `command`: shown ones, then (with `hidden`) hidden ones.
+// The flag names of `command` as its command line spells them: shown ones, then (with
+// `hidden`) hidden ones.
 std::vector<std::string> CommandFlagNames(const Command& command, bool hidden);
+
+// The registry flag that `command` reads for --`name` (a name of CommandFlagNames; an
+// alias "NAME=FLAG" resolved), or null when the verb does not take it or this binary
+// does not define it.
+absl::CommandLineFlag* CommandFlag(const Command& command, absl::string_view name, bool hidden);
 
 // A usage error (exit status 2): InvalidArgument with a payload that marks it.
 absl::Status UsageError(absl::string_view message);

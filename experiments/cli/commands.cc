@@ -1,7 +1,9 @@
 // The command table: every verb, its summary, usage lines, flags and entry point.
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -49,8 +51,13 @@ absl::Status CheckCompare(const CommandArgs&) {
 }
 
 absl::Status CheckSimulate(const CommandArgs&) {
-  if (absl::GetFlag(FLAGS_calibration).empty()) {
-    return UsageError("simulate needs --calibration=FILE (from `ringside calibrate`)");
+  const bool cluster = !absl::GetFlag(FLAGS_cluster).empty();
+  const bool calibration = !absl::GetFlag(FLAGS_calibration).empty();
+  if (cluster == calibration) {
+    return UsageError(cluster ? "simulate: give --cluster or --calibration, not both (a cluster is predicted "
+                                "from its profile alone)"
+                              : "simulate needs --cluster=NAME|FILE (a described cluster) or "
+                                "--calibration=FILE (from `ringside calibrate`)");
   }
   return absl::OkStatus();
 }
@@ -112,12 +119,18 @@ absl::Span<const Command> Commands() {
        "  ringside calibrate --model=mlp:784-256-256-10 --batch=128 --out=calibration.json\n"
        "                     [--node_cpus=C]   (compute measured on an emulated node of C CPUs; root)\n",
        "model batch threads steps out node_cpus", "", "", 0, 0, false, nullptr, RunCalibrateVerb},
-      {"simulate", "predict step times far past this machine from a calibration",
+      {"simulate", "predict step times far past this machine: for a described cluster, or from a calibration",
+       "  ringside simulate --cluster=NAME|FILE --model=resnet-50|vgg-16|bert-large|SPEC --batch=B\n"
+       "                    [--workers=8,32,100] [--shards=1,2,N [--colocated]] [--step_ms=MS]\n"
+       "  ringside simulate --cluster=FILE --model_mb=528 [--layers_mb=a,b,...] --step_ms=489\n"
+       "                    [--link_latency=25us] [--bucket_mb=25] [--links=25gbit]\n"
        "  ringside simulate --calibration=calibration.json --links=1gbit,10gbit [--max_workers=1024]\n"
        "                    [--model=SPEC --batch=B]   (refused unless the calibration's)\n"
-       "                    [--node_cpus=C [--slow_node=R:F]]   (emulated nodes of C CPUs)\n",
-       "calibration links max_workers model_mb model batch node_cpus slow_node", "", "", 0, 0, false, CheckSimulate,
-       RunSimulateVerb},
+       "                    [--wire_only] [--node_cpus=C [--slow_node=R:F]]   (emulated nodes of C CPUs)\n",
+       "cluster calibration model=simulate_model batch=simulate_batch model_mb layers_mb step_ms "
+       "workers=simulate_workers max_workers shards=simulate_shards colocated links link_latency "
+       "bucket_mb wire_only node_cpus=simulate_node_cpus slow_node=simulate_slow_node",
+       "", "", 0, 0, false, CheckSimulate, RunSimulateVerb},
       {"bench",
        "the measurements of docs/benchmarks.md:",
        "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n"
@@ -167,14 +180,39 @@ const Command* FindCommand(absl::string_view name) {
   return nullptr;
 }
 
-std::vector<std::string> CommandFlagNames(const Command& command, bool hidden) {
-  std::vector<std::string> names = absl::StrSplit(command.flags, ' ', absl::SkipEmpty());
-  if (hidden) {
-    for (absl::string_view n : absl::StrSplit(command.hidden_flags, ' ', absl::SkipEmpty())) {
-      names.emplace_back(n);
+namespace {
+
+// (shown name, registry name) of every entry of the verb's flag lists.
+std::vector<std::pair<std::string, std::string>> FlagEntries(const Command& command, bool hidden) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  auto add = [&entries](const char* list) {
+    for (absl::string_view entry : absl::StrSplit(list, ' ', absl::SkipEmpty())) {
+      const size_t eq = entry.find('=');
+      if (eq == absl::string_view::npos) {
+        entries.emplace_back(std::string(entry), std::string(entry));
+      } else {
+        entries.emplace_back(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+      }
     }
-  }
+  };
+  add(command.flags);
+  if (hidden) add(command.hidden_flags);
+  return entries;
+}
+
+}  // namespace
+
+std::vector<std::string> CommandFlagNames(const Command& command, bool hidden) {
+  std::vector<std::string> names;
+  for (auto& [shown, flag] : FlagEntries(command, hidden)) names.push_back(std::move(shown));
   return names;
+}
+
+absl::CommandLineFlag* CommandFlag(const Command& command, absl::string_view name, bool hidden) {
+  for (const auto& [shown, flag] : FlagEntries(command, hidden)) {
+    if (shown == name) return absl::FindCommandLineFlag(flag);
+  }
+  return nullptr;
 }
 
 // A usage error carries this payload (its value is unused).

@@ -67,8 +67,9 @@ ABSL_FLAG(std::string, network, "",
           "ps/ddp local launch: emulated links, e.g. bw=1gbit,delay=0.5ms[,master.bw=10gbit] "
           "(each process in its own network namespace; needs root)");
 ABSL_FLAG(std::string, cluster, "",
-          "the target cluster: a preset (experiments/cluster/presets/: gige-cpu, aws-p3.16xlarge, "
-          "dgx-a100, ...) or a profile file (docs/cluster.md)");
+          "the target cluster: a preset (aws-p3.16xlarge, byteps-osdi20, dgx-a100, gige-cpu, "
+          "horovod-2017) or a profile file (docs/cluster.md); train/demo: links = its NIC / the "
+          "dilation; simulate: predicts it, no calibration needed");
 ABSL_FLAG(std::string, node_cpus, "",
           "local launch (train, launch): a CPU share per emulated node: CPUs per node, "
           "e.g. 0.5 or 1, or auto (the machine's cores / the nodes); a cgroup each, needs "
@@ -94,9 +95,48 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:0",
 ABSL_FLAG(int32_t, warmup, 20, "bench: untimed warm-up steps");
 ABSL_FLAG(int32_t, gap_us, 0, "bench allreduce: idle microseconds before each timed all-reduce");
 ABSL_FLAG(std::string, calibration, "", "simulate/report: calibration JSON written by `ringside calibrate`");
-ABSL_FLAG(std::string, links, "1gbit,10gbit,100gbit", "simulate: link speeds");
+ABSL_FLAG(std::string, links, "1gbit,10gbit,100gbit",
+          "simulate: link speeds, one table each (with --cluster: instead of the profile's NIC)");
 ABSL_FLAG(int32_t, max_workers, 1024, "simulate: largest worker count (powers of two up to it)");
-ABSL_FLAG(double, model_mb, 0, "simulate: model size in MB (0: the calibrated model's)");
+ABSL_FLAG(double, model_mb, 0,
+          "simulate: model size in MB of 1e6 bytes (--calibration: 0 is the calibrated "
+          "model's; --cluster: instead of --model)");
+// `simulate`'s own flags (commands.cc shows simulate_X as --X for simulate alone).
+ABSL_FLAG(std::string, simulate_model, "",
+          "simulate --cluster: a published model (resnet-50, vgg-16, bert-large) or a ringside "
+          "spec (mlp:784-256-10, cnn:lenet); --calibration: must be the calibrated model");
+ABSL_FLAG(int32_t, simulate_batch, 0,
+          "simulate: per-device batch (--cluster: for the model's FLOPs or the profile's step "
+          "entry; --calibration: must be the calibrated batch)");
+ABSL_FLAG(std::string, simulate_workers, "",
+          "simulate: worker (device) counts, any list, e.g. 8,32,100 (default: 1, 2, 4, ..., "
+          "--max_workers)");
+ABSL_FLAG(std::string, simulate_shards, "1,2,N",
+          "simulate: PS shard counts, one curve each: numbers or N (one shard per worker)");
+ABSL_FLAG(bool, colocated, false,
+          "simulate: PS shards inside the workers (shard j in worker j mod S) instead of on "
+          "server nodes of their own");
+ABSL_FLAG(double, step_ms, 0,
+          "simulate --cluster: one device's step (forward + backward + update) in ms; 0: the "
+          "profile's step entry for the model at --batch, else the model's FLOPs / the "
+          "device's rate");
+ABSL_FLAG(std::string, layers_mb, "",
+          "simulate --cluster: the layers' sizes in MB, in layer order (DDP buckets whole "
+          "layers), e.g. 102.8,16.8,4.1; with --model_mb they must add up to it");
+ABSL_FLAG(absl::Duration, link_latency, absl::ZeroDuration(),
+          "simulate: one-way link latency, node to node, e.g. 25us (--cluster: instead of "
+          "the profile's NIC latency; --calibration: added to the calibrated alpha)");
+ABSL_FLAG(double, bucket_mb, ringside::kDefaultBucketCapBytes / double{1 << 20},
+          "simulate: DDP bucket cap in MiB (the first bucket 1 MiB, as the reducer's)");
+ABSL_FLAG(bool, wire_only, false,
+          "simulate --calibration: the links' numbers alone instead of min(link, calibrated "
+          "path) and the calibrated alpha (with --cluster there is no calibrated path)");
+ABSL_FLAG(std::string, simulate_node_cpus, "",
+          "simulate --calibration: predict for emulated nodes of this many CPUs (default: the "
+          "share the calibration was measured on; another share rescales its CPU-bound costs)");
+ABSL_FLAG(std::string, simulate_slow_node, "",
+          "simulate --calibration: R:F as train's, one node gets F (0 < F <= 1) times the "
+          "others' CPU share (R does not matter here); needs --node_cpus");
 ABSL_FLAG(std::string, spec, "", "compare: experiment spec (protobuf text format, see experiments/*.textproto)");
 ABSL_FLAG(std::string, sizes_mb, "1,4,16,64,256", "bench pushpull: model sizes in MiB");
 ABSL_FLAG(int64_t, size_bytes, 0, "bench pushpull-server: model size in bytes");

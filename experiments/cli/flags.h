@@ -11,6 +11,7 @@
 #include "absl/flags/declare.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/ringside.pb.h"
 #include "common/rpc_security.h"
 #include "common/run_config.h"
@@ -62,6 +63,18 @@ ABSL_DECLARE_FLAG(std::string, calibration);
 ABSL_DECLARE_FLAG(std::string, links);
 ABSL_DECLARE_FLAG(int32_t, max_workers);
 ABSL_DECLARE_FLAG(double, model_mb);
+ABSL_DECLARE_FLAG(std::string, simulate_model);
+ABSL_DECLARE_FLAG(int32_t, simulate_batch);
+ABSL_DECLARE_FLAG(std::string, simulate_workers);
+ABSL_DECLARE_FLAG(std::string, simulate_shards);
+ABSL_DECLARE_FLAG(bool, colocated);
+ABSL_DECLARE_FLAG(double, step_ms);
+ABSL_DECLARE_FLAG(std::string, layers_mb);
+ABSL_DECLARE_FLAG(absl::Duration, link_latency);
+ABSL_DECLARE_FLAG(double, bucket_mb);
+ABSL_DECLARE_FLAG(bool, wire_only);
+ABSL_DECLARE_FLAG(std::string, simulate_node_cpus);
+ABSL_DECLARE_FLAG(std::string, simulate_slow_node);
 ABSL_DECLARE_FLAG(std::string, spec);
 ABSL_DECLARE_FLAG(std::string, sizes_mb);
 ABSL_DECLARE_FLAG(int64_t, size_bytes);

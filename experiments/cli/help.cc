@@ -37,7 +37,7 @@ std::string VerbHelp(const Command& command) {
   std::string text = absl::StrCat("usage:\n", command.usage, "\n", command.summary, "\n");
   std::string flags;
   for (const std::string& name : CommandFlagNames(command, /*hidden=*/false)) {
-    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    const absl::CommandLineFlag* flag = CommandFlag(command, name, /*hidden=*/false);
     if (flag == nullptr) continue;  // Defined by a file this binary does not link.
     std::string default_value = flag->DefaultValue();
     if (flag->IsOfType<std::string>()) default_value = absl::StrCat("\"", default_value, "\"");

@@ -78,9 +78,6 @@ absl::StatusOr<ClusterProfile> ParseClusterProfile(absl::string_view text, const
     }
     p.steps.push_back(DeviceStep{s.model(), s.batch(), s.step_ms() / 1e3, s.source()});
   }
-  if (p.device_flops <= 0 && p.steps.empty()) {
-    return Bad(origin, "device_tflops is missing (or give a step { model batch step_ms })");
-  }
   if (m.has_devices_per_node() && m.devices_per_node() < 1) {
     return Bad(origin, absl::StrCat("devices_per_node must be >= 1 (got ", m.devices_per_node(), ")"));
   }

@@ -40,8 +40,10 @@ struct ClusterProfile {
 // Parses and checks a profile's text; `origin` names it in messages ("presets/x",
 // a path). InvalidArgument with one line naming the origin and the field: a parse
 // error, a missing required field (name, nic.bandwidth, intra_node.bandwidth when
-// devices_per_node > 1, device_tflops or a step), a negative or zero one, a
-// bandwidth that netem/bandwidth.h does not read.
+// devices_per_node > 1), a negative or zero one, a bandwidth that netem/bandwidth.h
+// does not read. The device's speed (device_tflops, `step` entries) may be absent: a
+// step time given elsewhere (`simulate --step_ms`) stands in; TargetStepSeconds says
+// when none does.
 absl::StatusOr<ClusterProfile> ParseClusterProfile(absl::string_view text, const std::string& origin);
 
 // A preset's name, else a file's path. NotFound (one line listing the presets) for a

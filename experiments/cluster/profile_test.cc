@@ -40,6 +40,14 @@ TEST(ClusterProfileTest, TargetStepFromEntryElseFlops) {
   EXPECT_DOUBLE_EQ(*TargetStepSeconds(*p, "mlp:784-10", 256, 5e9), 5e-4);
 }
 
+TEST(ClusterProfileTest, ADeviceWithoutASpeedParsesButHasNoStep) {
+  absl::StatusOr<ClusterProfile> p = ParseClusterProfile(R"pb(name: "x" nic { bandwidth: "1gbit" })pb", "t");
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<double> t = TargetStepSeconds(*p, "cnn:lenet", 256, 6e9);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(t.status().message(), "no device_tflops to derive one")) << t.status();
+}
+
 TEST(ClusterProfileTest, NoRateNoEntryIsFailedPrecondition) {
   absl::StatusOr<ClusterProfile> p = ParseClusterProfile(
       R"pb(name: "s" nic { bandwidth: "1gbit" } step { model: "cnn:lenet" batch: 256 step_ms: 80 })pb", "t");
@@ -69,7 +77,6 @@ INSTANTIATE_TEST_SUITE_P(
     Fields, BadProfileTest,
     ::testing::Values(
         BadCase{R"pb(device_tflops: 1 nic { bandwidth: "1gbit" })pb", "name is missing"},
-        BadCase{R"pb(name: "x" nic { bandwidth: "1gbit" })pb", "device_tflops is missing"},
         BadCase{R"pb(name: "x" device_tflops: -3 nic { bandwidth: "1gbit" })pb", "device_tflops must be > 0"},
         BadCase{R"pb(name: "x" device_tflops: 1)pb", "nic is missing"},
         BadCase{R"pb(name: "x" device_tflops: 1 nic { latency_us: 1 })pb", "nic.bandwidth is missing"},

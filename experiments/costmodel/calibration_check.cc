@@ -22,7 +22,9 @@ absl::StatusOr<ModelWeight> WeighModel(const std::string& spec, int batch) {
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops, NewOps("cpu", 0, 0));
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                             Model::Create(spec, Shape{1, 28, 28}, 10, ops.get()));
-  return ModelWeight{model->GemmFlops(batch), 4.0 * model->num_params()};
+  ModelWeight weight{model->GemmFlops(batch), 4.0 * model->num_params(), {}};
+  for (const ParamRange& layer : model->layer_ranges()) weight.layer_bytes.push_back(4.0 * layer.size);
+  return weight;
 }
 
 absl::Status CheckCalibrationFits(const Calibration& c, const std::string& model, int batch) {

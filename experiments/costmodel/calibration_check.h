@@ -6,6 +6,7 @@
 #define RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATION_CHECK_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -14,11 +15,12 @@
 namespace ringside {
 
 // What a model spec weighs: one step's GEMM work at a batch (Model::GemmFlops) and
-// its parameter bytes, built for 28x28x1 inputs and 10 classes (every dataset ringside
+// its parameter bytes (in all and per layer), built for 28x28x1 inputs and 10 classes (every dataset ringside
 // reads). InvalidArgument from Model::Create for a spec that does not build.
 struct ModelWeight {
   double gemm_flops = 0;
   double bytes = 0;
+  std::vector<double> layer_bytes;  // Each layer with parameters, in layer order.
 };
 absl::StatusOr<ModelWeight> WeighModel(const std::string& spec, int batch);
 

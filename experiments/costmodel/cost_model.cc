@@ -19,12 +19,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "ddp_ring/allreduce_algorithm.h"
+#include "experiments/cluster/node_traffic.h"
+#include "ps_server/shard.h"
 
 namespace ringside {
 namespace {
 
-// The reducer's defaults (ddp_ring/reducer.h).
-// The reducer's defaults (PyTorch's): the buckets the model assumes DDP uses.
+// The reducer's defaults (PyTorch's, ddp_ring/reducer.h): the buckets the model assumes DDP uses.
 constexpr double kFirstBucketBytes = kDefaultFirstBucketBytes;
 constexpr double kBucketCapBytes = kDefaultBucketCapBytes;
 // Relative step-time differences below this are ties for FindCrossovers.
@@ -149,20 +150,120 @@ AllReduceCoefficients RecursiveDoublingCoefficients(int n) {
   return c;
 }
 
-// The coefficients of the algorithm `strategy` runs for a bucket of `bytes` on n ranks
-// (kAuto: what the process group's auto picks for that size).
-AllReduceCoefficients CoefficientsFor(Strategy strategy, int n, double bytes) {
-  if (strategy == Strategy::kAuto) {
-    switch (ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, n,
-                                      static_cast<int64_t>(bytes))) {
-      case AllReduceAlgorithm::kRecursiveDoubling: return RecursiveDoublingCoefficients(n);
-      case AllReduceAlgorithm::kHalvingDoubling: return HalvingDoublingCoefficients(n);
-      default: return RingCoefficients(n);
+// The all-reduce algorithm `strategy` runs for a bucket of `bytes` on n ranks (kAuto:
+// what the process group's auto picks for that size).
+AllReduceAlgorithm AlgorithmFor(Strategy strategy, int n, double bytes) {
+  switch (strategy) {
+    case Strategy::kAuto:
+      return ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, n, static_cast<int64_t>(bytes));
+    case Strategy::kHalvingDoubling: return AllReduceAlgorithm::kHalvingDoubling;
+    case Strategy::kRecursiveDoubling: return AllReduceAlgorithm::kRecursiveDoubling;
+    default: return AllReduceAlgorithm::kRing;
+  }
+}
+
+AllReduceCoefficients CoefficientsOf(AllReduceAlgorithm algorithm, int n) {
+  switch (algorithm) {
+    case AllReduceAlgorithm::kHalvingDoubling: return HalvingDoublingCoefficients(n);
+    case AllReduceAlgorithm::kRecursiveDoubling: return RecursiveDoublingCoefficients(n);
+    default: return RingCoefficients(n);
+  }
+}
+
+// One step of an all-reduce schedule on ranks laid out node by node (rank r on node
+// r / g), in bytes per byte of the bucket, repeated `times` times. All messages of a
+// step travel at once; the step ends when the slower of its two paths is done.
+struct LayoutStep {
+  double nic = 0;      // Through the busiest node's link, the larger direction.
+  double intra = 0;    // On the busiest rank's intra-node path, the larger direction.
+  bool inter = false;  // Some message of the step crosses nodes.
+  bool local = false;  // Some message stays inside a node.
+  int times = 1;
+};
+
+struct Message {
+  int from = 0;
+  int to = 0;
+  double bytes = 0;  // Per byte of the bucket.
+};
+
+// An algorithm's steps on one layout, and what its busiest node's link carries over
+// all of them, each way, per byte of the bucket.
+struct LayoutSchedule {
+  std::vector<LayoutStep> steps;
+  double nic_bytes = 0;
+};
+
+// Adds `messages`, sent `times` times, to `schedule` as one step.
+void Tally(const std::vector<Message>& messages, int ranks, int per_node, int times,
+           std::vector<double>* node_out_total, std::vector<double>* node_in_total,
+           LayoutSchedule* schedule) {
+  const int nodes = (ranks + per_node - 1) / per_node;
+  std::vector<double> node_out(nodes), node_in(nodes), rank_out(ranks), rank_in(ranks);
+  LayoutStep step;
+  step.times = times;
+  for (const Message& m : messages) {
+    if (m.from / per_node == m.to / per_node) {
+      rank_out[m.from] += m.bytes;
+      rank_in[m.to] += m.bytes;
+      step.local = true;
+    } else {
+      node_out[m.from / per_node] += m.bytes;
+      node_in[m.to / per_node] += m.bytes;
+      step.inter = true;
     }
   }
-  if (strategy == Strategy::kHalvingDoubling) return HalvingDoublingCoefficients(n);
-  if (strategy == Strategy::kRecursiveDoubling) return RecursiveDoublingCoefficients(n);
-  return RingCoefficients(n);
+  for (int k = 0; k < nodes; ++k) {
+    step.nic = std::max({step.nic, node_out[k], node_in[k]});
+    (*node_out_total)[k] += times * node_out[k];
+    (*node_in_total)[k] += times * node_in[k];
+    schedule->nic_bytes = std::max({schedule->nic_bytes, (*node_out_total)[k], (*node_in_total)[k]});
+  }
+  for (int r = 0; r < ranks; ++r) step.intra = std::max({step.intra, rank_out[r], rank_in[r]});
+  schedule->steps.push_back(step);
+}
+
+// The ring (ddp_ring: rank r sends to r + 1): 2(N-1) identical steps of M/N per rank.
+LayoutSchedule RingSchedule(int n, int per_node) {
+  LayoutSchedule schedule;
+  if (n <= 1) return schedule;
+  std::vector<Message> messages;
+  for (int r = 0; r < n; ++r) messages.push_back({r, (r + 1) % n, 1.0 / n});
+  const int nodes = (n + per_node - 1) / per_node;
+  std::vector<double> out(nodes), in(nodes);
+  Tally(messages, n, per_node, 2 * (n - 1), &out, &in, &schedule);
+  return schedule;
+}
+
+// Halving-doubling and recursive doubling as ddp_ring runs them: ranks r >= p (p the
+// largest power of two <= N) fold into r - p first and get the result back last;
+// halving-doubling halves with the farthest partner first (mask p/2: half the bucket)
+// and retraces; recursive doubling swaps the whole bucket with r ^ 1, r ^ 2, ...
+LayoutSchedule FoldingSchedule(int n, int per_node, bool halving) {
+  LayoutSchedule schedule;
+  if (n <= 1) return schedule;
+  const int p = 1 << FloorLog2(n);
+  const int nodes = (n + per_node - 1) / per_node;
+  std::vector<double> out(nodes), in(nodes);
+  auto fold = [&](bool into) {
+    std::vector<Message> messages;
+    for (int r = p; r < n; ++r) messages.push_back(into ? Message{r, r - p, 1} : Message{r - p, r, 1});
+    Tally(messages, n, per_node, 1, &out, &in, &schedule);
+  };
+  auto exchange = [&](int mask, double bytes) {
+    std::vector<Message> messages;
+    for (int r = 0; r < p; ++r) messages.push_back({r, r ^ mask, bytes});
+    Tally(messages, n, per_node, 1, &out, &in, &schedule);
+  };
+  if (p != n) fold(/*into=*/true);
+  if (halving) {
+    for (int mask = p / 2; mask >= 1; mask /= 2) exchange(mask, double(mask) / p);
+    for (int mask = 1; mask < p; mask *= 2) exchange(mask, double(mask) / p);
+  } else {
+    for (int mask = 1; mask < p; mask *= 2) exchange(mask, 1);
+  }
+  if (p != n) fold(/*into=*/false);
+  return schedule;
 }
 
 // Network parameters a step sees on one path.
@@ -220,6 +321,13 @@ absl::Status ValidateScenario(const Scenario& s) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "link_latency_s = %g: give >= 0, or -1 for the calibrated alpha", s.link_latency_s));
   }
+  if (!IsFiniteNonNegative(s.intra_node_bytes_per_s) || !std::isfinite(s.intra_node_latency_s) ||
+      (s.intra_node_latency_s < 0 && s.intra_node_latency_s != -1)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "intra_node_bytes_per_s = %g, intra_node_latency_s = %g: need a rate >= 0 and a "
+        "latency >= 0 (or -1: the link's)",
+        s.intra_node_bytes_per_s, s.intra_node_latency_s));
+  }
   if (!IsFiniteNonNegative(s.node_cpus) || s.ranks_per_node < 1 ||
       !(s.slow_node_fraction > 0 && s.slow_node_fraction <= 1)) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -243,33 +351,40 @@ absl::Status ValidateScenario(const Scenario& s) {
   return absl::OkStatus();
 }
 
-std::vector<double> DefaultBuckets(double model_bytes) {
-  std::vector<double> buckets;
-  if (model_bytes <= 0) return buckets;
-  double left = model_bytes;
-  buckets.push_back(std::min(kFirstBucketBytes, left));
-  left -= buckets.back();
-  while (left > 0) {
-    buckets.push_back(std::min(kBucketCapBytes, left));
-    left -= buckets.back();
-  }
-  return buckets;
-}
-
-// Names the largest of the step's parts; for communication, its largest component.
-std::string Bottleneck(const Prediction& p, double latency_s, double wire_s,
-                       const char* wire_name, double reduction_s) {
-  if (p.compute_s >= p.comm_s && p.compute_s >= p.update_s) return "compute";
-  if (p.update_s >= p.comm_s) return "update";
+// The largest component of communication.
+std::string CommBottleneck(double latency_s, double wire_s, const char* wire_name, double reduction_s) {
   if (latency_s >= wire_s && latency_s >= reduction_s) return "latency";
   if (reduction_s > wire_s) return "reduction";
   return wire_name;
 }
 
+// Sets p's comm_bottleneck, and its bottleneck: the largest of the step's parts, for
+// communication its largest component.
+void SetBottleneck(Prediction* p, double latency_s, double wire_s, const char* wire_name,
+                   double reduction_s) {
+  p->comm_bottleneck = CommBottleneck(latency_s, wire_s, wire_name, reduction_s);
+  if (p->compute_s >= p->comm_s && p->compute_s >= p->update_s) {
+    p->bottleneck = "compute";
+  } else if (p->update_s >= p->comm_s) {
+    p->bottleneck = "update";
+  } else {
+    p->bottleneck = p->comm_bottleneck;
+  }
+}
+
+// The intra-node path of `scenario` as a step sees it (the link's where not given).
+EffectiveLink IntraNodeLink(const PathCalibration& path, const Scenario& s, int wire_trips) {
+  return Effective(path, s.intra_node_bytes_per_s > 0 ? s.intra_node_bytes_per_s : s.link_bytes_per_s,
+                   s.intra_node_latency_s >= 0 ? s.intra_node_latency_s : s.link_latency_s,
+                   s.path_limits, wire_trips);
+}
+
 // DDP: buckets all-reduced in launch order on one process group (a FIFO), each launched
 // when backward has produced it (gradient bytes assumed to appear at a uniform rate
 // during backward); after backward the rank waits for each bucket in order and steps
-// SGD on it.
+// SGD on it. Each bucket runs its algorithm's schedule on the node-by-node layout
+// (RingSchedule, FoldingSchedule): every step costs the slower of its inter-node part
+// (alpha + the busiest link's bytes / B) and its intra-node part.
 absl::StatusOr<Prediction> PredictAllReduce(const Calibration& c, const Scenario& s) {
   const int n = s.workers;
   const bool hd = s.strategy == Strategy::kHalvingDoubling;
@@ -277,32 +392,59 @@ absl::StatusOr<Prediction> PredictAllReduce(const Calibration& c, const Scenario
       (hd && c.halving_doubling.bytes_per_s > 0) ? c.halving_doubling : c.allreduce;
   const EffectiveLink link = Effective(path, s.link_bytes_per_s, s.link_latency_s,
                                        s.path_limits, /*wire_trips=*/1);
+  const EffectiveLink intra = IntraNodeLink(path, s, /*wire_trips=*/1);
   const double m = s.model_bytes;
   if (n > 1 && m > 0) {
     absl::Status st = NeedBandwidth(link, hd ? "halving-doubling" : "all-reduce");
+    if (st.ok() && s.ranks_per_node > 1) st = NeedBandwidth(intra, "intra-node");
     if (!st.ok()) return st;
   }
 
-  const std::vector<double> buckets = s.bucket_bytes.empty() ? DefaultBuckets(m)
+  const std::vector<double> buckets = s.bucket_bytes.empty() ? DdpBucketBytes({}, m, 0, 0)
                                                              : s.bucket_bytes;
+  // The schedules of the algorithms the buckets run, made once.
+  LayoutSchedule schedules[3];
+  bool made[3] = {false, false, false};
+  auto schedule = [&](AllReduceAlgorithm a) -> const LayoutSchedule& {
+    const int i = a == AllReduceAlgorithm::kHalvingDoubling    ? 1
+                  : a == AllReduceAlgorithm::kRecursiveDoubling ? 2
+                                                                : 0;
+    if (!made[i]) {
+      schedules[i] = i == 0 ? RingSchedule(n, s.ranks_per_node)
+                            : FoldingSchedule(n, s.ranks_per_node, /*halving=*/i == 1);
+      made[i] = true;
+    }
+    return schedules[i];
+  };
   const double backward = c.backward_s;
   const double forward = c.compute_s - c.backward_s;
-  double latency_total = 0, wire_total = 0, reduce_total = 0, busiest_bytes = 0;
+  double latency_total = 0, wire_total = 0, intra_total = 0, reduce_total = 0;
+  double busiest_bytes = 0;
   double produced = 0;
   double comm_free_at = 0;  // When the process group finishes its queue (from backward start).
   double rank_at = backward;  // The training thread, after backward.
   for (double b : buckets) {
     produced += b;
     const double ready = s.overlap ? backward * std::min(1.0, produced / m) : backward;
-    const AllReduceCoefficients k = CoefficientsFor(s.strategy, n, b);
-    busiest_bytes += k.bytes * b;
-    const double lat = k.latency * link.alpha_s;
-    const double wire = k.bandwidth > 0 ? k.bandwidth * b / link.bytes_per_s : 0;
-    const double red = k.reduction * b * c.reduce_s_per_byte;
-    latency_total += lat;
-    wire_total += wire;
+    const AllReduceAlgorithm algorithm = AlgorithmFor(s.strategy, n, b);
+    double bucket_s = 0;
+    const LayoutSchedule& steps = schedule(algorithm);
+    busiest_bytes += steps.nic_bytes * b;
+    for (const LayoutStep& step : steps.steps) {
+      const double across = step.inter ? link.alpha_s + step.nic * b / link.bytes_per_s : 0;
+      const double inside = step.local ? intra.alpha_s + step.intra * b / intra.bytes_per_s : 0;
+      if (across >= inside) {
+        latency_total += step.times * link.alpha_s;
+        wire_total += step.times * (across - link.alpha_s);
+      } else {
+        latency_total += step.times * intra.alpha_s;
+        intra_total += step.times * (inside - intra.alpha_s);
+      }
+      bucket_s += step.times * std::max(across, inside);
+    }
+    const double red = CoefficientsOf(algorithm, n).reduction * b * c.reduce_s_per_byte;
     reduce_total += red;
-    comm_free_at = std::max(comm_free_at, ready) + lat + wire + red;
+    comm_free_at = std::max(comm_free_at, ready) + bucket_s + red;
     rank_at = std::max(rank_at, comm_free_at) + c.update_s_per_byte * b;
   }
 
@@ -311,16 +453,24 @@ absl::StatusOr<Prediction> PredictAllReduce(const Calibration& c, const Scenario
   p.update_s = c.update_s_per_byte * m;
   p.step_s = forward + rank_at;
   p.comm_s = std::max(0.0, p.step_s - p.compute_s - p.update_s);
-  p.comm_total_s = latency_total + wire_total + reduce_total;
+  p.comm_total_s = latency_total + wire_total + intra_total + reduce_total;
   p.busiest_node_bytes_in = p.busiest_node_bytes_out = busiest_bytes;
-  p.bottleneck = Bottleneck(p, latency_total, wire_total, "worker link", reduce_total);
+  if (intra_total > wire_total) {
+    SetBottleneck(&p, latency_total, intra_total, "intra-node", reduce_total);
+  } else {
+    SetBottleneck(&p, latency_total, wire_total, "worker link", reduce_total);
+  }
   return p;
 }
 
-// PS under BSP with one combined, chunk-pipelined push-pull per shard per step.
+// PS under BSP with one combined, chunk-pipelined push-pull per shard per step. Nodes
+// hold ranks_per_node workers each (rank r on node r / g); standalone shards have
+// server nodes of their own; colocated shards live in workers 0 .. H-1, shard j in
+// worker j mod H.
 absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
   const int n = s.workers;
   const int shards = s.shards;
+  const int per_node = s.ranks_per_node;
   const double m = s.model_bytes;
   const EffectiveLink worker = Effective(c.push_pull, s.link_bytes_per_s, s.link_latency_s,
                                          s.path_limits, /*wire_trips=*/2);
@@ -328,66 +478,100 @@ absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
       s.master_link_bytes_per_s > 0 ? s.master_link_bytes_per_s : s.link_bytes_per_s;
   const EffectiveLink server = Effective(c.push_pull, server_wire, s.link_latency_s,
                                          s.path_limits, /*wire_trips=*/2);
+  const EffectiveLink intra = IntraNodeLink(c.push_pull, s, /*wire_trips=*/2);
+  auto time_on = [](const EffectiveLink& link, double bytes, const char* what) -> absl::StatusOr<double> {
+    if (!(bytes > 0)) return 0.0;
+    absl::Status st = NeedBandwidth(link, what);
+    if (!st.ok()) return st;
+    return bytes / link.bytes_per_s;
+  };
 
-  double worker_bytes = 0;  // Each direction, through a worker that hosts no shard.
-  double server_bytes = 0;  // Each direction, through the busiest shard-hosting node.
-  double slice = 0;         // Parameter bytes that node updates.
-  double calls = 1;         // Push-pull calls the busiest node issues plus serves.
-  bool has_plain_workers = true;
+  // One-way transfer times of the busiest node of each kind, each direction.
+  double worker_s = 0;  // A node's link, where the node hosts no shard.
+  double server_s = 0;  // The link of a node that hosts shards.
+  double intra_s = 0;   // The busiest rank's intra-node path.
+  double busiest_bytes = 0;  // Through the busiest node's link, each direction.
+  double slice = 0;          // Parameter bytes the busiest shard-hosting node updates.
+  double calls = 1;          // Push-pull calls the busiest node issues plus serves.
   bool every_node_hosts = false;
+  bool one_node = false;
   if (!s.colocated) {
-    // Workers packed on a node share its link.
-    worker_bytes = std::min(s.ranks_per_node, n) * m;
-    server_bytes = n * m / shards;
+    // Workers packed on a node share its link (node_traffic.h PsWorkerNicBytesPerStep);
+    // each server node holds one shard (PsServerNicBytesPerStep).
+    const double worker_bytes = PsWorkerNicBytesPerStep(std::min(per_node, n), m);
+    const double server_bytes = PsServerNicBytesPerStep(n, shards, 1, m);
+    absl::StatusOr<double> t = time_on(worker, worker_bytes, "push-pull");
+    if (!t.ok()) return t.status();
+    worker_s = *t;
+    t = time_on(server, server_bytes, "push-pull (server side)");
+    if (!t.ok()) return t.status();
+    server_s = *t;
+    busiest_bytes = std::max(worker_bytes, server_bytes);
     slice = m / shards;
     calls = std::max(shards, n);  // A worker issues S calls; a server node serves N.
   } else {
     int hosts = std::min(shards, n);
     if (s.colocated_hosts > 0) hosts = std::min(hosts, s.colocated_hosts);
-    // The busiest host holds ceil(S / H) shards: a fraction f of the model. Out of it go
-    // its own worker's gradients for the other hosts, (1 - f) M, and the updated slice
-    // to each of the N - 1 remote workers, (N - 1) f M; the same comes in.
+    auto held = [&](int rank) -> double {  // Fraction of the model worker `rank` hosts.
+      if (rank >= hosts) return 0;
+      return double(shards / hosts + (rank < shards % hosts ? 1 : 0)) / shards;
+    };
+    // A node of w workers whose shards hold a fraction F of the model: its workers send
+    // (1 - F) M each to shards elsewhere and get as much back; its shards take F M from
+    // each of the N - w workers elsewhere and send as much back. Inside it, a rank sends
+    // its pushes to the node's other shards, (F - f) M, and its own shards' replies to
+    // the node's other workers, (w - 1) f M.
+    const int nodes = (n + per_node - 1) / per_node;
+    one_node = nodes == 1;
+    every_node_hosts = (nodes - 1) * per_node < hosts;
+    for (int k = 0; k < nodes; ++k) {
+      const int lo = k * per_node, hi = std::min(n, lo + per_node);
+      const int w = hi - lo;
+      double f_node = 0;
+      for (int r = lo; r < hi; ++r) f_node += held(r);
+      const double nic_bytes = w * (1 - f_node) * m + (n - w) * f_node * m;
+      const bool hosting = lo < hosts;
+      absl::StatusOr<double> t = time_on(hosting ? server : worker, nic_bytes,
+                                         hosting ? "push-pull (server side)" : "push-pull");
+      if (!t.ok()) return t.status();
+      (hosting ? server_s : worker_s) = std::max(hosting ? server_s : worker_s, *t);
+      busiest_bytes = std::max(busiest_bytes, nic_bytes);
+      for (int r = lo; r < hi; ++r) {
+        t = time_on(intra, (f_node - held(r)) * m + (w - 1) * held(r) * m, "intra-node");
+        if (!t.ok()) return t.status();
+        intra_s = std::max(intra_s, *t);
+      }
+    }
+    // The busiest host holds ceil(S / H) shards.
     const int on_busiest = (shards + hosts - 1) / hosts;
-    const double f = double(on_busiest) / shards;
-    server_bytes = (1 - f) * m + (n - 1) * f * m;
-    has_plain_workers = n > hosts;
-    every_node_hosts = !has_plain_workers;
-    worker_bytes = has_plain_workers ? m : 0;
-    slice = f * m;
+    slice = double(on_busiest) / shards * m;
     // The host's worker issues S calls; its shards serve every worker, itself included.
     calls = shards + double(n) * on_busiest;
   }
-  if (worker_bytes > 0) {
-    absl::Status st = NeedBandwidth(worker, "push-pull");
-    if (!st.ok()) return st;
-  }
-  if (server_bytes > 0) {
-    absl::Status st = NeedBandwidth(server, "push-pull (server side)");
-    if (!st.ok()) return st;
-  }
-  const double worker_s = worker_bytes > 0 ? worker_bytes / worker.bytes_per_s : 0;
-  const double server_s = server_bytes > 0 ? server_bytes / server.bytes_per_s : 0;
 
-  const double latency_s = worker.alpha_s + (calls - 1) * c.push_pull_per_call_s;
+  // A job on one node with its shards inside: every call stays on the intra-node path.
+  const double alpha = (one_node && per_node > 1) ? intra.alpha_s : worker.alpha_s;
+  const double latency_s = alpha + (calls - 1) * c.push_pull_per_call_s;
   Prediction p;
   p.compute_s = c.compute_s;
-  const double one_way_s = std::max(worker_s, server_s);
+  const double one_way_s = std::max({worker_s, server_s, intra_s});
   const double slice_bytes = m / shards;
   const double unpipelined =
       s.chunk_bytes > 0 && slice_bytes > 0 ? std::min(s.chunk_bytes, slice_bytes) / slice_bytes : 0;
   p.comm_s = s.ps_overlap
                  ? latency_s + std::max(0.0, one_way_s - c.backward_s) + one_way_s * unpipelined
                  : latency_s + one_way_s * (1 + unpipelined);
-  p.comm_total_s = p.comm_s;
+  p.comm_total_s = latency_s + one_way_s * (1 + unpipelined);
   // Under BSP a shard sums N pushes into its accumulator (with one worker it steps on
   // the pushed gradient directly), then steps SGD once on its slice.
   const double aggregate_s = n > 1 ? c.reduce_s_per_byte * n * slice : 0;
   p.update_s = c.update_s_per_byte * slice + aggregate_s;
   p.step_s = p.compute_s + p.comm_s + p.update_s;
-  p.busiest_node_bytes_in = p.busiest_node_bytes_out = std::max(worker_bytes, server_bytes);
-  const char* wire_name =
-      (server_s > worker_s && !every_node_hosts) ? "master link" : "worker link";
-  p.bottleneck = Bottleneck(p, latency_s, std::max(worker_s, server_s), wire_name, 0);
+  p.busiest_node_bytes_in = p.busiest_node_bytes_out = busiest_bytes;
+  const char* wire_name = intra_s > std::max(worker_s, server_s) ? "intra-node"
+                          : (server_s > worker_s && !every_node_hosts) ? "master link"
+                                                                         : "worker link";
+  SetBottleneck(&p, latency_s, one_way_s, wire_name, 0);
   return p;
 }
 
@@ -565,6 +749,58 @@ absl::StatusOr<Prediction> Predict(const Calibration& on_loopback, const Scenari
   return absl::InvalidArgumentError("unknown strategy");
 }
 
+double UsedBytesPerSecond(const Prediction& prediction) {
+  if (!(prediction.comm_total_s > 0)) return 0;
+  return std::max(prediction.busiest_node_bytes_in, prediction.busiest_node_bytes_out) /
+         prediction.comm_total_s;
+}
+
+void UseRingsidePsSchedule(Scenario* scenario) {
+  scenario->ps_overlap = true;  // ps_strategy pushes chunks from backward's hooks.
+  scenario->chunk_bytes = kDefaultPsChunkBytes;
+}
+
+std::string DescribeRingsidePsSchedule() {
+  return absl::StrFormat(
+      "PS pushes overlap backward (as ringside's PS worker does; %.0f KiB chunks, the last "
+      "chunk's reply after every push)",
+      kDefaultPsChunkBytes / 1024.0);
+}
+
+std::vector<double> DdpBucketBytes(const std::vector<double>& layer_bytes, double model_bytes,
+                                   double first_bucket_bytes, double bucket_cap_bytes) {
+  const double first = first_bucket_bytes > 0 ? first_bucket_bytes : kFirstBucketBytes;
+  const double cap = bucket_cap_bytes > 0 ? bucket_cap_bytes : kBucketCapBytes;
+  std::vector<double> buckets;
+  if (layer_bytes.empty()) {
+    double left = model_bytes;
+    while (left > 0) {
+      buckets.push_back(std::min(buckets.empty() ? first : cap, left));
+      left -= buckets.back();
+    }
+    return buckets;
+  }
+  // The reducer's own grouping (floats, rounded up), then each bucket's exact bytes.
+  std::vector<ParamRange> ranges;
+  std::vector<int64_t> starts;
+  int64_t offset = 0;
+  for (double b : layer_bytes) {
+    const int64_t floats = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(b / sizeof(float))));
+    ranges.push_back({offset, floats});
+    starts.push_back(offset);
+    offset += floats;
+  }
+  for (const Bucket& bucket : ComputeBuckets(ranges, static_cast<int64_t>(first),
+                                             static_cast<int64_t>(cap))) {
+    double bytes = 0;
+    for (size_t i = 0; i < layer_bytes.size(); ++i) {
+      if (starts[i] >= bucket.offset && starts[i] < bucket.offset + bucket.size) bytes += layer_bytes[i];
+    }
+    buckets.push_back(bytes);
+  }
+  return buckets;
+}
+
 double SingleProcessStepSeconds(const Calibration& calibration, double model_bytes) {
   return calibration.compute_s + calibration.update_s_per_byte * model_bytes;
 }
@@ -598,23 +834,35 @@ absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
   base.overlap = options.overlap;
   base.node_cpus = options.node_cpus;
   base.slow_node_fraction = options.slow_node_fraction;
+  base.ranks_per_node = options.ranks_per_node;
+  base.intra_node_bytes_per_s = options.intra_node_bytes_per_s;
+  base.intra_node_latency_s = options.intra_node_latency_s;
+  if (!options.layer_bytes.empty() || options.bucket_cap_bytes > 0) {
+    base.bucket_bytes = DdpBucketBytes(options.layer_bytes, options.model_bytes,
+                                       /*first_bucket_bytes=*/0, options.bucket_cap_bytes);
+  }
+  Scenario ps = base;
+  ps.strategy = Strategy::kPs;
+  UseRingsidePsSchedule(&ps);
 
   // Each curve: a label and how to make its scenario for N workers.
   std::vector<std::pair<std::string, std::function<Scenario(int)>>> specs;
   for (int shards : options.shards) {
-    if (shards < 1) return absl::InvalidArgumentError(absl::StrCat("shards = ", shards));
-    specs.emplace_back(absl::StrCat("PS S=", shards), [base, shards](int n) {
-      Scenario s = base;
-      s.strategy = Strategy::kPs;
-      s.workers = n;
-      s.shards = shards;
-      return s;
-    });
+    if (shards < 0) return absl::InvalidArgumentError(absl::StrCat("shards = ", shards));
+    const bool colocated = options.shards_colocated;
+    specs.emplace_back(absl::StrCat("PS S=", shards == kShardsPerWorker ? "N" : absl::StrCat(shards),
+                                    colocated ? " colocated" : ""),
+                       [ps, shards, colocated](int n) {
+                         Scenario s = ps;
+                         s.workers = n;
+                         s.shards = shards == kShardsPerWorker ? n : shards;
+                         s.colocated = colocated;
+                         return s;
+                       });
   }
   if (options.colocated) {
-    specs.emplace_back("PS S=N colocated", [base](int n) {
-      Scenario s = base;
-      s.strategy = Strategy::kPs;
+    specs.emplace_back("PS S=N colocated", [ps](int n) {
+      Scenario s = ps;
       s.workers = n;
       s.shards = n;
       s.colocated = true;

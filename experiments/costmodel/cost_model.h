@@ -157,12 +157,23 @@ struct Scenario {
   // max(1, threads); a process that gets `cpus` of a node runs them e(calibrated) /
   // e(cpus) times as long.
   double node_cpus = 0;
-  // Computing processes (DDP ranks, PS workers) per node: they split its CPU share (a
-  // PS shard packed beside a worker mostly waits while the worker computes, and is not
-  // counted). DDP's ring keeps neighbours on one node, so the node's link carries one
-  // rank's ring traffic; PS workers packed K to a node (not colocated) push and pull K
-  // models through its link.
+  // Computing processes (DDP ranks, PS workers; a cluster's devices) per node g: they
+  // split its CPU share (a PS shard packed beside a worker mostly waits while the
+  // worker computes, and is not counted) and its link (the NIC). Ranks are laid out
+  // node by node (rank r on node r / g). A ring's node carries one ring edge each way
+  // through its link (2(N-1)/N x M), the other g - 1 edges on the intra-node path;
+  // halving-doubling's and recursive doubling's steps whose partners sit on other
+  // nodes put all g ranks' messages through the node's link; PS workers packed g to a
+  // node (not colocated) push and pull g models through it; colocated shards serve
+  // their node's workers over the intra-node path. docs/cost_model.md, "Simulating a
+  // described cluster".
   int ranks_per_node = 1;
+  // The path between two ranks of one node (NVLink, PCIe; loopback inside an emulated
+  // node), bytes/s each way per rank; 0: the same as link_bytes_per_s (or the
+  // calibrated path). Used with ranks_per_node > 1.
+  double intra_node_bytes_per_s = 0;
+  // Its one-way latency, seconds; -1: as link_latency_s.
+  double intra_node_latency_s = -1;
   // One node (a DDP rank, a PS worker) gets this fraction of the others' CPU share
   // (0 < F <= 1; 1: none slower). Under BSP and DDP every step waits for its compute.
   // Ignored with one worker.
@@ -177,22 +188,50 @@ struct Scenario {
 struct Prediction {
   double compute_s = 0;  // Forward + backward on the worker.
   // Communication on the step's critical path: for DDP what backward did not hide; for
-  // PS the push-pull (alpha + per-call overheads + transfer; PS here does not overlap
-  // with backward).
+  // PS the push-pull (alpha + per-call overheads + transfer; with ps_overlap, less
+  // what backward hid).
   double comm_s = 0;
   // DDP: the rank's SGD on M. PS: the busiest shard node's aggregation of N gradients
   // plus its SGD on its slice.
   double update_s = 0;
   double step_s = 0;
-  // Communication if nothing overlapped (DDP: all buckets back to back).
+  // Communication if nothing overlapped (DDP: all buckets back to back; PS: the
+  // push-pull after backward).
   double comm_total_s = 0;
-  // Bytes through the busiest node's link per step, each direction.
+  // Bytes through the busiest node's link (its NIC) per step, each direction.
   double busiest_node_bytes_in = 0;
   double busiest_node_bytes_out = 0;
-  // What limits the step, one of: "compute", "update", "latency", "worker link",
-  // "master link", "reduction".
+  // What limits the step, one of: "compute", "update", "latency", "worker link" (the
+  // busiest NIC of nodes that host no PS shard, or any node's for an all-reduce),
+  // "master link" (the busiest PS server's NIC), "intra-node" (the path inside a node),
+  // "reduction".
   std::string bottleneck;
+  // The largest part of communication (latency, a link, intra-node, reduction), even
+  // where compute is the larger part of the step.
+  std::string comm_bottleneck;
 };
+
+// The bandwidth a prediction used on its busiest link: bytes through the busiest NIC
+// over all the step's communication (comm_total_s); 0 when nothing crossed a NIC.
+double UsedBytesPerSecond(const Prediction& prediction);
+
+// How ringside's own PS worker runs a step (ps_worker/ps_strategy.h): it pushes each
+// chunk as backward announces its gradients, on streams of kDefaultPsChunkBytes chunks.
+// Sets scenario->ps_overlap and chunk_bytes to that. `report` and `simulate` both
+// predict ringside's PS with it, so the two give a cell the same step time; Scenario's
+// own defaults (no overlap, perfect pipelining) are the textbook's bound.
+void UseRingsidePsSchedule(Scenario* scenario);
+// One phrase for headers: "PS pushes overlap backward (1 MiB chunks; the last chunk's
+// reply does not)".
+std::string DescribeRingsidePsSchedule();
+
+// DDP's buckets in launch order (reverse layer order, ddp_ring/reducer.h ComputeBuckets):
+// `layer_bytes` in layer order (empty: layers unknown, the model cut into pieces
+// regardless of layers), a first bucket capped at `first_bucket_bytes`, the others at
+// `bucket_cap_bytes` (0: the reducer's defaults). A layer larger than a cap is one
+// bucket of its own. The buckets add up to `model_bytes` (the layers' sum when given).
+std::vector<double> DdpBucketBytes(const std::vector<double>& layer_bytes, double model_bytes,
+                                   double first_bucket_bytes, double bucket_cap_bytes);
 
 // Predicts one step of `scenario`. InvalidArgument for impossible inputs (N < 1, S < 1,
 // negative sizes or costs, backward_s > compute_s, no positive bandwidth where bytes
@@ -222,6 +261,10 @@ double Speedup(const Calibration& calibration, const Scenario& scenario,
 // 1, 2, 4, ..., max_workers (max_workers itself only if it is a power of two).
 std::vector<int> PowersOfTwo(int max_workers);
 
+// In SweepOptions::shards: S = N, one shard per worker (standalone: one server node per
+// worker).
+inline constexpr int kShardsPerWorker = 0;
+
 // A sweep over N of the standard strategies for one link.
 struct SweepOptions {
   double model_bytes = 0;
@@ -231,8 +274,20 @@ struct SweepOptions {
   bool path_limits = true;
   bool overlap = true;
   std::vector<int> workers;        // Empty: PowersOfTwo(1024).
-  std::vector<int> shards = {1};   // Standalone PS curves "PS S=<s>".
+  // PS curves, one per entry: S shards ("PS S=<s>"), kShardsPerWorker for S = N ("PS
+  // S=N"); on server nodes of their own, or inside the workers with shards_colocated
+  // (" colocated" appended to the label).
+  std::vector<int> shards = {1};
+  bool shards_colocated = false;
   bool colocated = true;           // Adds "PS S=N colocated" (one shard per worker).
+  // Nodes with several devices (Scenario): ranks per node and the intra-node path.
+  int ranks_per_node = 1;
+  double intra_node_bytes_per_s = 0;
+  double intra_node_latency_s = -1;
+  // DDP buckets: the model's layers in layer order (empty: unknown) and the bucket cap
+  // (0: the reducer's default); see DdpBucketBytes.
+  std::vector<double> layer_bytes;
+  double bucket_cap_bytes = 0;
   // Emulated nodes, as in Scenario: each node's CPU share (0: none) and one node at a
   // fraction of it (1: none slower).
   double node_cpus = 0;
@@ -248,7 +303,7 @@ struct Curve {
 };
 
 // The curves of a sweep, in the order: PS S=s for each s, PS S=N colocated, ring,
-// halving-doubling. Fails as Predict does.
+// halving-doubling. PS curves run UseRingsidePsSchedule. Fails as Predict does.
 absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
                                                  const SweepOptions& options);
 

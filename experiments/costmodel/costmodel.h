@@ -5,8 +5,11 @@
 //   calibration_check.h  CheckCalibrationFits: whether a calibration's model and batch
 //                 are a run's, and how far off predictions are when not
 //   calibration_json.h, calibration.proto  the calibration file (protobuf's JSON)
-//   simulate.h    `ringside simulate`: predicted step time and speedup up to 1024
-//                 workers, and where the strategies' curves cross; calibration files
+//   model_presets.h  published models by name (resnet-50, vgg-16, bert-large): layer
+//                 sizes and FLOPs for `simulate --model`
+//   simulate.h    `ringside simulate`: predicted step time, speedup, bound and used
+//                 bandwidth up to 1024 workers, from a calibration or for a described
+//                 cluster (--cluster), and where the strategies' curves cross
 #ifndef RINGSIDE_EXPERIMENTS_COSTMODEL_COSTMODEL_H_
 #define RINGSIDE_EXPERIMENTS_COSTMODEL_COSTMODEL_H_
 
@@ -14,6 +17,7 @@
 #include "experiments/costmodel/calibration_check.h"
 #include "experiments/costmodel/calibration_json.h"
 #include "experiments/costmodel/cost_model.h"
+#include "experiments/costmodel/model_presets.h"
 #include "experiments/costmodel/simulate.h"
 
 #endif  // RINGSIDE_EXPERIMENTS_COSTMODEL_COSTMODEL_H_

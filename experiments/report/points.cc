@@ -9,7 +9,6 @@
 #include "experiments/matrix/summary.h"
 #include "experiments/netem/netem.h"
 #include "experiments/sys/sys.h"
-#include "ps_server/shard.h"
 #include "google/protobuf/text_format.h"
 
 namespace ringside {
@@ -231,8 +230,9 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
           s.ranks_per_node = ranks_per_node;
         }
       }
-      s.chunk_bytes = kDefaultPsChunkBytes;  // The spec has no chunk size: the default.
-      s.ps_overlap = true;  // ps_strategy pushes chunks from backward's hooks.
+      // The spec has no chunk size: ringside's PS as it runs by default, the same
+      // schedule `simulate` predicts with.
+      UseRingsidePsSchedule(&s);
     } else {
       const std::string& a = strategy->allreduce();
       s.strategy = a == "halving-doubling"     ? Strategy::kHalvingDoubling
