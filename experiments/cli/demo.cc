@@ -7,6 +7,8 @@
 // this host's speed. Calibrates the cost model, runs the matrix (`compare`), writes the
 // report, prints the summary table with the model's error beside every point, and
 // where the report is.
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "absl/flags/flag.h"
@@ -35,6 +37,23 @@ std::string DemoSpec(const std::string& cluster, const std::string& node_cpus) {
   if (!cluster.empty()) spec += "cluster: \"" + cluster + "\"\n";
   if (!node_cpus.empty()) spec += "node_cpus: \"" + node_cpus + "\"\n";
   return spec;
+}
+
+// The part of the machine the nodes of the demo's largest cell take together when
+// --node_cpus is not given. A node's share is a cap, not a reservation: the kernel's
+// network path (veth, bridge, tc) and ringside's launcher run outside the nodes'
+// cgroups and need the rest. With the whole machine in quotas (2 cores / 5 nodes), DDP
+// at 4 nodes computed 20% slower than the single process while at half that share it
+// did not (docs/cluster.md).
+constexpr double kDemoMachineShare = 0.75;
+
+// --node_cpus's default: kDemoMachineShare x the machine's CPUs / the most nodes a cell
+// of the demo uses, to 0.01 CPU.
+absl::StatusOr<std::string> DefaultNodeCpus(const std::string& cluster) {
+  RINGSIDE_ASSIGN_OR_RETURN(ExperimentSpec spec, ParseSpec(DemoSpec(cluster, ""), "demo"));
+  int nodes = 1;
+  for (const Cell& c : ExpandCells(spec)) nodes = std::max(nodes, c.nodes);
+  return absl::StrFormat("%.2f", std::floor(100 * kDemoMachineShare * MachineCpus() / nodes) / 100);
 }
 
 // Prints the summary table of the demo's report, with the emulation in force and the
@@ -67,7 +86,7 @@ absl::Status PrintSummary(const std::string& out_dir) {
 
 // Runs the matrix, the calibration and the report, resuming an interrupted demo in
 // `out_dir`; blocks until done. `cluster`: the profile the nodes stand for;
-// `node_cpus`: each node's CPU share ("auto": the machine's cores / the largest cell's
+// `node_cpus`: each node's CPU share (a number, or "auto": the machine's cores / the largest cell's
 // nodes).
 absl::Status RunDemo(const std::string& out_dir, const std::string& cluster, const std::string& node_cpus_flag) {
   std::error_code error;
@@ -129,7 +148,10 @@ absl::Status RunDemo(const std::string& out_dir, const std::string& cluster, con
 absl::Status RunDemoVerb(const CommandArgs& args) {
   const std::string out = absl::GetFlag(FLAGS_out).empty() ? "runs/demo" : absl::GetFlag(FLAGS_out);
   const std::string cluster = absl::GetFlag(FLAGS_cluster).empty() ? kDemoCluster : absl::GetFlag(FLAGS_cluster);
-  const std::string node_cpus = absl::GetFlag(FLAGS_node_cpus).empty() ? "auto" : absl::GetFlag(FLAGS_node_cpus);
+  std::string node_cpus = absl::GetFlag(FLAGS_node_cpus);
+  if (node_cpus.empty()) {
+    RINGSIDE_ASSIGN_OR_RETURN(node_cpus, DefaultNodeCpus(cluster));
+  }
   return RunDemo(out, cluster, node_cpus);
 }
 
