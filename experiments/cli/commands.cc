@@ -161,6 +161,67 @@ absl::Span<const Command> Commands() {
 #undef RINGSIDE_SECURITY_FLAGS
 #undef RINGSIDE_DDP_FLAGS
 
+absl::Span<const FlagHelpOverride> FlagHelpOverrides() {
+  // Only where the verb's meaning differs from the flag's own description (flags.cc).
+  static const FlagHelpOverride kOverrides[] = {
+      {"demo", "out", "directory of the demo's cells, calibration and report (\"\": runs/demo)"},
+      {"compare", "out",
+       "the matrix's directory (required): each cell's records, traces and log in "
+       "DIR/cells/<cell>/, and DIR/summary.csv; cells already done there are kept"},
+      {"calibrate", "model", "the model whose forward, backward and SGD are timed; its parameter bytes are M"},
+      {"calibrate", "batch",
+       "per-worker batch the compute is timed at (recorded: simulate and report refuse the "
+       "calibration for another)"},
+      {"calibrate", "threads", "OpenBLAS threads of the compute phase (0: 1); recorded"},
+      {"calibrate", "steps", "timed training steps in each repeat of the compute phase (0: 30)"},
+      {"calibrate", "out", "the calibration file to write, JSON (\"\": calibration.json)"},
+      {"calibrate", "node_cpus",
+       "time compute, SGD and gamma on an emulated node of C CPUs (a cgroup; root); the "
+       "file records C, from which simulate scales"},
+      {"simulate", "model",
+       "must be the model the calibration was measured on, or it is refused (not given: "
+       "the calibration's)"},
+      {"simulate", "batch",
+       "must be the per-worker batch the calibration was measured at, or it is refused "
+       "(not given: the calibration's)"},
+      {"simulate", "node_cpus",
+       "predict emulated nodes of C CPUs each: compute scaled to C from the share the "
+       "calibration was measured on"},
+      {"simulate", "slow_node",
+       "R:F, predict with worker R's node at F (0 < F <= 1) times the others' CPU share; "
+       "needs --node_cpus"},
+      {"bench", "model", "bench step: the model to time"},
+      {"bench", "batch", "bench step: samples per step"},
+      {"bench", "threads", "bench step: OpenBLAS threads (0: 1)"},
+      {"bench", "steps", "bench step: timed steps per round (0: 200)"},
+      {"bench", "workers", "bench allreduce: ranks, processes of this machine on loopback"},
+      {"bench", "backend", "bench allreduce: gloo (CPU) or nccl (GPU)"},
+      {"bench", "allreduce",
+       "bench allreduce (gloo): auto (recursive-doubling at 2 ranks, else ring), ring, "
+       "halving-doubling or recursive-doubling"},
+      {"bench", "timeout_s",
+       "bench allreduce: seconds a rank may wait on the others (rendezvous, an all-reduce) "
+       "before the bench fails"},
+      {"bench", "ps_chunk_kb", "bench pushpull: chunk size of the push-pull's tensor streams in KiB"},
+      {"timeline", "out", "the merged timeline's file (\"\": RUN/timeline.json); its viewer beside it (.html)"},
+      {"collective", "timeout_s", "seconds a rank may wait on the others before the collective fails"},
+      {"explain", "seed", "explain ring: random values from this seed (not given: small integers)"},
+      {"explain", "workers", "explain ps: workers"},
+      {"explain", "model", "explain ps: the model whose parameters the shards split (and the real run trains)"},
+      {"explain", "batch", "explain ps: per-worker batch of the real run's steps"},
+      {"explain", "ps_chunk_kb", "explain ps: chunk size of the tensor streams in KiB"},
+      {"lab", "out", "directory of the lab's jobs, one subdirectory each, emptied on every check (\"\": runs/labN)"},
+  };
+  return kOverrides;
+}
+
+absl::string_view FlagHelpFor(const Command& command, absl::string_view flag) {
+  for (const FlagHelpOverride& o : FlagHelpOverrides()) {
+    if (command.name == absl::string_view(o.verb) && flag == o.flag) return o.help;
+  }
+  return "";
+}
+
 const Command* FindCommand(absl::string_view name) {
   for (const Command& c : Commands()) {
     if (name == c.name) return &c;
