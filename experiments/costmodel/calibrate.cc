@@ -151,16 +151,6 @@ std::vector<int64_t> SweepSizes(int64_t min_bytes, int factor, int64_t max_bytes
   return sizes;
 }
 
-// The largest message of a sweep min, min x factor, ...: options.max_message_bytes
-// when set; else the first size >= the model's bytes and >= kDefaultSweepBytes, at
-// most kMaxSweepBytes.
-int64_t SweepMaxBytes(const CalibrateOptions& o, int64_t min_bytes, int factor, double model_bytes) {
-  if (o.max_message_bytes > 0) return o.max_message_bytes;
-  int64_t b = min_bytes;
-  while (b < kMaxSweepBytes && (b < kDefaultSweepBytes || b < model_bytes)) b *= factor;
-  return std::min(b, kMaxSweepBytes);
-}
-
 // (message bytes, seconds) samples of a sweep.
 using Samples = std::vector<std::pair<double, double>>;
 
@@ -339,7 +329,7 @@ absl::StatusOr<Samples> PushPullSweep(const PushPullBenchOptions& base, const st
 absl::Status MeasurePushPullPath(const CalibrateOptions& o, PhaseProgress* progress, CalibrationRun* run) {
   Calibration* c = &run->calibration;
   const std::vector<int64_t> sizes = SweepSizes(
-      kPushPullMinBytes, kPushPullFactor, SweepMaxBytes(o, kPushPullMinBytes, kPushPullFactor, c->model_bytes));
+      kPushPullMinBytes, kPushPullFactor, SweepMaxBytes(o.max_message_bytes, kPushPullMinBytes, kPushPullFactor, c->model_bytes));
   run->measurement.push_pull_max_bytes = static_cast<double>(sizes.back());
   PushPullBenchOptions po;
   po.iters = o.repeats;
@@ -377,7 +367,7 @@ absl::Status MeasureAllReducePath(const CalibrateOptions& o, PhaseProgress* prog
   Calibration* c = &run->calibration;
   AllReduceBenchOptions ao;
   ao.min_bytes = kAllReduceMinBytes;
-  ao.max_bytes = SweepMaxBytes(o, kAllReduceMinBytes, kAllReduceFactor, c->model_bytes);
+  ao.max_bytes = SweepMaxBytes(o.max_message_bytes, kAllReduceMinBytes, kAllReduceFactor, c->model_bytes);
   ao.iters = o.repeats;
   ao.warmup = std::min(ao.warmup, o.repeats);
   ao.algorithm = AllReduceAlgorithm::kRing;
@@ -421,6 +411,13 @@ absl::Status MeasureAllReducePath(const CalibrateOptions& o, PhaseProgress* prog
 }
 
 }  // namespace
+
+int64_t SweepMaxBytes(int64_t requested_bytes, int64_t min_bytes, int factor, double model_bytes) {
+  if (requested_bytes > 0) return requested_bytes;
+  int64_t b = min_bytes;
+  while (b < kMaxSweepBytes && (b < kDefaultSweepBytes || b < model_bytes)) b *= factor;
+  return std::min(b, kMaxSweepBytes);
+}
 
 absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
   RINGSIDE_RETURN_IF_ERROR(CheckOptions(o));

@@ -60,6 +60,11 @@ struct CalibrateOptions {
 inline constexpr int64_t kDefaultSweepBytes = int64_t{16} << 20;
 inline constexpr int64_t kMaxSweepBytes = int64_t{256} << 20;
 
+// The largest message of a sweep min_bytes, min_bytes x factor, ... (factor >= 2):
+// requested_bytes when > 0; else the first size that is >= kDefaultSweepBytes and >=
+// model_bytes, but at most kMaxSweepBytes.
+int64_t SweepMaxBytes(int64_t requested_bytes, int64_t min_bytes, int factor, double model_bytes);
+
 // A calibration and how it was measured (the file records both: calibration_json.h).
 struct CalibrationRun {
   Calibration calibration;
