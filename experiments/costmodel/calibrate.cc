@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -410,6 +411,22 @@ absl::Status MeasureAllReducePath(const CalibrateOptions& o, PhaseProgress* prog
   return absl::OkStatus();
 }
 
+// One line when the machine is already busy before calibrate adds its own work: other
+// processes' load makes the waiting ranks and the shard's threads wake late (on a
+// 2-core VM under load 4.5 the same 4 KiB all-reduce took 130 us or 4 ms, run to run),
+// so the paths' constants jump between repeats.
+void SayIfBusy(PhaseProgress* progress) {
+  absl::StatusOr<std::string> text = ReadFile("/proc/loadavg");
+  double load = 0;
+  if (!text.ok() || !absl::SimpleAtod(text->substr(0, text->find(' ')), &load)) return;
+  const int cpus = MachineCpus();
+  if (load < cpus) return;
+  progress->Line(absl::StrFormat(
+      "calibrate: warning: the machine is busy (load average %.2f over the last minute on %d CPU(s)): "
+      "expect the constants to vary between repeats; calibrate on a quiet machine",
+      load, cpus));
+}
+
 }  // namespace
 
 int64_t SweepMaxBytes(int64_t requested_bytes, int64_t min_bytes, int factor, double model_bytes) {
@@ -421,6 +438,8 @@ int64_t SweepMaxBytes(int64_t requested_bytes, int64_t min_bytes, int factor, do
 
 absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
   RINGSIDE_RETURN_IF_ERROR(CheckOptions(o));
+  // A model that does not build is refused before anything is printed.
+  RINGSIDE_RETURN_IF_ERROR(WeighModel(o.model, o.batch).status());
   CalibrationRun run;
   Calibration& c = run.calibration;
   c.model = o.model;
@@ -428,6 +447,7 @@ absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
   c.threads = o.threads;
   run.measurement.repeats = o.calibration_repeats;
   PhaseProgress progress(o.progress);
+  SayIfBusy(&progress);
   // The CPU-bound phases on an emulated node: this process in a cgroup of that share,
   // moved back out (and the cgroup removed) before the paths are measured.
   std::unique_ptr<EmulatedCpuShares> node;

@@ -121,8 +121,9 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
     } else if (absl::StartsWith(line, "  ")) {
       constants.push_back(line);
     } else {
+      // An unsteady constant, or the machine busy before calibrate began.
       EXPECT_THAT(line, StartsWith("calibrate: warning: ")) << lines;
-      EXPECT_THAT(line, HasSubstr("the median"));
+      EXPECT_THAT(line, ::testing::AnyOf(HasSubstr("the median"), HasSubstr("the machine is busy")));
     }
   }
   ASSERT_EQ(phases.size(), 4u) << lines;
