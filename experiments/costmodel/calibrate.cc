@@ -37,10 +37,13 @@ constexpr int64_t kPushPullMinBytes = 4 << 10;
 constexpr int kPushPullFactor = 4;
 constexpr int64_t kAllReduceMinBytes = 4 << 10;
 constexpr int kAllReduceFactor = 2;
-// From this size up, a sweep times a quarter of the calls (at least kLargeMinIters)
-// after a single warm-up: each call is long enough to be steady.
+// From this size up, a sweep times a quarter of the calls: each call is long enough to
+// be steady. The push-pull sweep (here) times at least kLargePushPullIters after a
+// single warm-up; the all-reduce bench does the same with at least kLargeAllReduceIters
+// (allreduce_bench.cc's rule) after its usual warm-up.
 constexpr int64_t kLargeMessageBytes = int64_t{16} << 20;
-constexpr int kLargeMinIters = 3;
+constexpr int kLargePushPullIters = 3;
+constexpr int kLargeAllReduceIters = 5;
 
 // gamma's buffers: 16 MB each, out of cache.
 constexpr size_t kReduceFloats = 4 << 20;
@@ -140,9 +143,10 @@ double TransferSeconds(double messages, double bytes) {
   return messages * (kNominalMessageSeconds + bytes / kNominalLoopbackBytesPerS);
 }
 
-// Timed calls per size of a sweep whose other sizes get `iters`.
-int ItersAt(int64_t bytes, int iters) {
-  return bytes >= kLargeMessageBytes ? std::max(kLargeMinIters, iters / 4) : iters;
+// Timed calls at `bytes` of a sweep whose small sizes get `iters`, at least `least`
+// from kLargeMessageBytes up.
+int ItersAt(int64_t bytes, int iters, int least) {
+  return bytes >= kLargeMessageBytes ? std::max(least, iters / 4) : iters;
 }
 
 // The sweep min, min x factor, ... up to `max_bytes`.
@@ -315,7 +319,7 @@ absl::StatusOr<Samples> PushPullSweep(const PushPullBenchOptions& base, const st
     if (part->empty()) continue;
     PushPullBenchOptions po = base;
     if (part == &large) {
-      po.iters = ItersAt(kLargeMessageBytes, base.iters);
+      po.iters = ItersAt(kLargeMessageBytes, base.iters, kLargePushPullIters);
       po.warmup = 1;
     }
     RINGSIDE_ASSIGN_OR_RETURN(std::vector<PushPullRow> rows, RunPushPullSweep(po, *part));
@@ -338,7 +342,8 @@ absl::Status MeasurePushPullPath(const CalibrateOptions& o, PhaseProgress* progr
   double expected = 0;
   // Per size: warm-up and timed push-pulls (both ways) and as many plain pushes.
   for (int64_t b : sizes) {
-    const int calls = b >= kLargeMessageBytes ? 1 + ItersAt(b, po.iters) : po.warmup + po.iters;
+    const int calls = b >= kLargeMessageBytes ? 1 + ItersAt(b, po.iters, kLargePushPullIters)
+                                              : po.warmup + po.iters;
     expected += o.calibration_repeats * TransferSeconds(3.0 * calls, b);
   }
   progress->Start(3, absl::StrFormat("push-pull: 1 worker, 1 shard, %d x %d sizes %s-%s, %d + %d calls each",
@@ -376,8 +381,8 @@ absl::Status MeasureAllReducePath(const CalibrateOptions& o, PhaseProgress* prog
   run->measurement.allreduce_max_bytes = static_cast<double>(sizes.back());
   double expected = 0;
   for (int64_t b : sizes) {
-    // The bench's own rule for the large sizes is ItersAt's (allreduce_bench.h).
-    expected += o.calibration_repeats * TransferSeconds(ao.warmup + ItersAt(b, ao.iters), 2.0 * b);
+    expected += o.calibration_repeats *
+                TransferSeconds(ao.warmup + ItersAt(b, ao.iters, kLargeAllReduceIters), 2.0 * b);
   }
   progress->Start(4, absl::StrFormat("all-reduce: %d ranks (threads), ring, %d x %d sizes %s-%s, %d + %d each",
                                      kAllReduceRanks, o.calibration_repeats, sizes.size(),
