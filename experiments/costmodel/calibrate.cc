@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "experiments/netem/cpu_share.h"
@@ -416,20 +419,55 @@ absl::Status MeasureAllReducePath(const CalibrateOptions& o, PhaseProgress* prog
   return absl::OkStatus();
 }
 
-// One line when the machine is already busy before calibrate adds its own work: other
-// processes' load makes the waiting ranks and the shard's threads wake late (on a
-// 2-core VM under load 4.5 the same 4 KiB all-reduce took 130 us or 4 ms, run to run),
-// so the paths' constants jump between repeats.
-void SayIfBusy(PhaseProgress* progress) {
-  absl::StatusOr<std::string> text = ReadFile("/proc/loadavg");
-  double load = 0;
-  if (!text.ok() || !absl::SimpleAtod(text->substr(0, text->find(' ')), &load)) return;
+// CPU time the machine spent busy, and in all, in jiffies since boot: /proc/stat's
+// first line ("cpu  user nice system idle iowait irq softirq steal ..."); busy is all
+// but idle and iowait. nullopt where it cannot be read.
+struct CpuTimes {
+  double busy = 0, total = 0;
+};
+std::optional<CpuTimes> ReadCpuTimes() {
+  absl::StatusOr<std::string> text = ReadFile("/proc/stat");
+  if (!text.ok()) return std::nullopt;
+  const std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(*text).substr(0, text->find('\n')), ' ', absl::SkipEmpty());
+  // "cpu" and user, nice, system, idle, iowait, irq, softirq, steal (guest time is
+  // already counted in user).
+  constexpr int kFields = 8;
+  if (fields.size() < kFields + 1 || fields[0] != "cpu") return std::nullopt;
+  CpuTimes t;
+  for (int i = 1; i <= kFields; ++i) {
+    double v = 0;
+    if (!absl::SimpleAtod(fields[i], &v)) return std::nullopt;
+    t.total += v;
+    if (i != 4 && i != 5) t.busy += v;
+  }
+  return t;
+}
+
+// While this process waits between phases: how many CPUs the machine's other
+// processes keep busy.
+constexpr absl::Duration kBusyProbe = absl::Milliseconds(250);
+// From this fraction of the machine's CPUs busy elsewhere, calibrate warns: other work
+// makes the waiting ranks and the shard's threads wake late (on this 2-core VM under
+// load 4.9 the same 4 KiB all-reduce took 130 us in one run and 4 ms in the next), so
+// the paths' constants jump, and compute and gamma share the cores and the memory bus.
+constexpr double kBusyFraction = 0.25;
+
+// Before phase `phase`: probes the other processes' CPU use (this process idle), keeps
+// the most seen in the measurement, and says so in one line above kBusyFraction.
+void ProbeOthers(int phase, PhaseProgress* progress, CalibrationMeasurement* measurement) {
+  const std::optional<CpuTimes> before = ReadCpuTimes();
+  absl::SleepFor(kBusyProbe);
+  const std::optional<CpuTimes> after = ReadCpuTimes();
+  if (!before || !after || after->total <= before->total) return;
   const int cpus = MachineCpus();
-  if (load < cpus) return;
+  const double busy = cpus * (after->busy - before->busy) / (after->total - before->total);
+  measurement->busy_cpus_elsewhere = std::max(measurement->busy_cpus_elsewhere, busy);
+  if (busy < kBusyFraction * cpus) return;
   progress->Line(absl::StrFormat(
-      "calibrate: warning: the machine is busy (load average %.2f over the last minute on %d CPU(s)): "
-      "expect the constants to vary between repeats; calibrate on a quiet machine",
-      load, cpus));
+      "calibrate: warning: other processes kept %.2f of %d CPU(s) busy before phase %d/%d: expect the "
+      "constants to vary; calibrate on a quiet machine",
+      busy, cpus, phase, kPhases));
 }
 
 }  // namespace
@@ -452,7 +490,6 @@ absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
   c.threads = o.threads;
   run.measurement.repeats = o.calibration_repeats;
   PhaseProgress progress(o.progress);
-  SayIfBusy(&progress);
   // The CPU-bound phases on an emulated node: this process in a cgroup of that share,
   // moved back out (and the cgroup removed) before the paths are measured.
   std::unique_ptr<EmulatedCpuShares> node;
@@ -463,10 +500,14 @@ absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
     RINGSIDE_RETURN_IF_ERROR(node->JoinNode(0));
     c.node_cpus = o.node_cpus;
   }
+  ProbeOthers(1, &progress, &run.measurement);
   RINGSIDE_RETURN_IF_ERROR(MeasureCompute(o, &progress, &run));
+  ProbeOthers(2, &progress, &run.measurement);
   RINGSIDE_RETURN_IF_ERROR(MeasureGamma(o, &progress, &run));
   if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->Teardown());
+  ProbeOthers(3, &progress, &run.measurement);
   RINGSIDE_RETURN_IF_ERROR(MeasurePushPullPath(o, &progress, &run));
+  ProbeOthers(4, &progress, &run.measurement);
   RINGSIDE_RETURN_IF_ERROR(MeasureAllReducePath(o, &progress, &run));
   RINGSIDE_RETURN_IF_ERROR(ValidateCalibration(c));
   return run;

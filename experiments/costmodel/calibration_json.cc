@@ -35,11 +35,13 @@ absl::StatusOr<CalibrationMeasurement> MeasurementFromMessage(const CalibrationM
   out.repeats = m.repeats();
   out.push_pull_max_bytes = m.push_pull_max_bytes();
   out.allreduce_max_bytes = m.allreduce_max_bytes();
+  out.busy_cpus_elsewhere = m.busy_cpus_elsewhere();
   if (out.repeats < 0) return absl::InvalidArgumentError("calibration JSON: \"repeats\" must be >= 0");
-  for (double bytes : {out.push_pull_max_bytes, out.allreduce_max_bytes}) {
-    if (!std::isfinite(bytes) || bytes < 0) {
+  for (double v : {out.push_pull_max_bytes, out.allreduce_max_bytes, out.busy_cpus_elsewhere}) {
+    if (!std::isfinite(v) || v < 0) {
       return absl::InvalidArgumentError(
-          "calibration JSON: \"push_pull_max_bytes\" and \"allreduce_max_bytes\" must be finite and >= 0");
+          "calibration JSON: \"push_pull_max_bytes\", \"allreduce_max_bytes\" and "
+          "\"busy_cpus_elsewhere\" must be finite and >= 0");
     }
   }
   for (const ConstantSpreadMessage& sm : m.spreads()) {
@@ -84,6 +86,7 @@ std::string CalibrationToJson(const Calibration& c, const CalibrationMeasurement
   }
   if (measurement.push_pull_max_bytes > 0) m.set_push_pull_max_bytes(measurement.push_pull_max_bytes);
   if (measurement.allreduce_max_bytes > 0) m.set_allreduce_max_bytes(measurement.allreduce_max_bytes);
+  if (measurement.repeats > 0) m.set_busy_cpus_elsewhere(measurement.busy_cpus_elsewhere);
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
   options.preserve_proto_field_names = true;

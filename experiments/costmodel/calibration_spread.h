@@ -44,6 +44,9 @@ struct CalibrationMeasurement {
   // model's bytes, the bandwidth at the model's size is extrapolated from the fit.
   double push_pull_max_bytes = 0;
   double allreduce_max_bytes = 0;
+  // The most CPUs the machine's other processes kept busy in a short probe before a
+  // phase (calibrate idle meanwhile); a busy machine's constants vary.
+  double busy_cpus_elsewhere = 0;
 };
 
 // `values` summarised. InvalidArgument naming `name` for no values or a value that is

@@ -98,6 +98,7 @@ TEST(SpreadJson, RoundTripOfTheNewFields) {
                Summary("allreduce.alpha_s", {50.9e-6, 51.9e-6, 68.8e-6})};
   m.push_pull_max_bytes = 16 << 20;
   m.allreduce_max_bytes = 128 << 20;
+  m.busy_cpus_elsewhere = 0.75;
   const std::string json = CalibrationToJson(SomeCalibration(), m);
   EXPECT_THAT(json, HasSubstr("\"repeats\": 3"));
   EXPECT_THAT(json, HasSubstr("\"spreads\""));
@@ -109,6 +110,7 @@ TEST(SpreadJson, RoundTripOfTheNewFields) {
   EXPECT_EQ(back.repeats, 3);
   EXPECT_EQ(back.push_pull_max_bytes, 16 << 20);
   EXPECT_EQ(back.allreduce_max_bytes, 128 << 20);
+  EXPECT_EQ(back.busy_cpus_elsewhere, 0.75);
   ASSERT_EQ(back.spreads.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_EQ(back.spreads[i].name, m.spreads[i].name);
@@ -163,6 +165,7 @@ TEST(SpreadJson, RejectsBadSpreads) {
            head + R"("spreads": [{"values": [1, 2]}]})",              // no name
            head + R"("spreads": [{"name": "compute_s", "values": [-1]}]})",
            head + R"("allreduce_max_bytes": -5})",
+           head + R"("busy_cpus_elsewhere": -0.5})",
            head + R"("spreads": [{"name": "x", "values": [1], "typo": 1}]})",
        }) {
     EXPECT_EQ(CalibrationFromJson(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
