@@ -52,17 +52,18 @@ constexpr int kLargeAllReduceIters = 5;
 constexpr size_t kReduceFloats = 4 << 20;
 constexpr int kReduceRuns = 7;
 
-// One line per phase on `out` (nullptr: silent), then the phase's constants one per
-// indented line and any warning. A terminal sees the phase line start with the phase
-// and end with its result; anything else gets each line whole at the end, so a log
-// never holds half a line.
+// One line per phase of every round on `out` (nullptr: silent), "calibrate [P/4] ...
+// (round R/N)", and lines of their own (the constants, warnings). A terminal sees the
+// phase line start with the phase and end with its result; anything else gets each line
+// whole at the end, so a log never holds half a line.
 class PhaseProgress {
  public:
-  explicit PhaseProgress(FILE* out) : out_(out), terminal_(out != nullptr && IsTerminal(out)) {}
+  PhaseProgress(FILE* out, int rounds)
+      : out_(out), terminal_(out != nullptr && IsTerminal(out)), rounds_(rounds) {}
 
-  void Start(int phase, const std::string& what, double expected_s) {
+  void Start(int phase, int round, const std::string& what, double expected_s) {
     start_ = absl::Now();
-    head_ = absl::StrFormat("calibrate [%d/%d] %s (expect %s)", phase, kPhases, what,
+    head_ = absl::StrFormat("calibrate [%d/%d] %s (round %d/%d; expect %s)", phase, kPhases, what, round, rounds_,
                             expected_s < 1 ? std::string("under 1 s")
                                            : absl::StrFormat("about %.0f s", std::ceil(expected_s)));
     if (terminal_) {
@@ -100,28 +101,10 @@ class PhaseProgress {
  private:
   FILE* const out_;
   const bool terminal_;
+  const int rounds_;
   absl::Time start_;
   std::string head_;
 };
-
-// Each constant's repeats are summarised (median and spread) into the measurement,
-// printed one per line under the phase's line, with a warning for an unsteady one.
-// Returns the medians in the order of `repeats`.
-absl::StatusOr<std::vector<double>> KeepMedians(
-    const std::vector<std::pair<std::string, std::vector<double>>>& repeats,
-    PhaseProgress* progress, CalibrationMeasurement* measurement) {
-  std::vector<double> medians;
-  std::vector<std::string> warnings;
-  for (const auto& [name, values] : repeats) {
-    RINGSIDE_ASSIGN_OR_RETURN(ConstantSpread spread, SummarizeRepeats(name, values));
-    progress->Line("  " + DescribeSpread(spread));
-    if (IsUnsteady(spread)) warnings.push_back(SpreadWarning(spread));
-    medians.push_back(spread.median);
-    measurement->spreads.push_back(std::move(spread));
-  }
-  for (const std::string& w : warnings) progress->Line(w);
-  return medians;
-}
 
 std::string Megabytes(double bytes) { return absl::StrFormat("%.2f MB", bytes / 1e6); }
 
@@ -178,12 +161,9 @@ absl::StatusOr<PathCalibration> SweepAndFit(const Sweep& sweep, const Fit& fit, 
   }
 }
 
-// Said beside a result that took more sweeps than repeats.
-std::string SweepsNote(int sweeps, int repeats) {
-  return sweeps > repeats
-             ? absl::StrFormat(" (%d sweeps for %d repeat(s): %d did not fit, noise)", sweeps, repeats,
-                               sweeps - repeats)
-             : "";
+// Said beside a result that took more than one sweep.
+std::string SweepsNote(int sweeps) {
+  return sweeps > 1 ? absl::StrFormat(" (%d sweeps: the earlier ones did not fit, noise)", sweeps) : "";
 }
 
 absl::Status CheckOptions(const CalibrateOptions& o) {
@@ -204,53 +184,6 @@ absl::Status CheckOptions(const CalibrateOptions& o) {
   return absl::OkStatus();
 }
 
-// Phase 1: compute, backward and SGD on the model, options.calibration_repeats rounds;
-// sets compute_s, backward_s, update_s_per_byte (medians) and model_bytes.
-absl::Status MeasureCompute(const CalibrateOptions& o, PhaseProgress* progress, CalibrationRun* run) {
-  Calibration* c = &run->calibration;
-  StepBenchOptions so;
-  so.model = o.model;
-  so.batch = o.batch;
-  so.threads = o.threads;
-  so.warmup = o.warmup_steps;
-  so.steps = o.steps;
-  so.repeats = o.calibration_repeats;
-  so.measure_floor = false;
-  // Expected: the steps' GEMM work at a nominal rate.
-  RINGSIDE_ASSIGN_OR_RETURN(ModelWeight weight, WeighModel(o.model, o.batch));
-  const double cpus = o.node_cpus > 0 ? std::min<double>(o.threads, o.node_cpus) : o.threads;
-  const double expected = o.calibration_repeats * (o.warmup_steps + o.steps) * weight.gemm_flops /
-                          (kNominalGemmFlopsPerThread * cpus);
-  progress->Start(1, absl::StrFormat("compute: %s at batch %d, %d thread(s)%s, %d x (%d + %d) steps", o.model,
-                                     o.batch, o.threads, NodeText(o.node_cpus), o.calibration_repeats,
-                                     o.warmup_steps, o.steps),
-                  expected);
-  absl::StatusOr<StepBenchResult> step = MeasureStepBench(so);
-  if (!step.ok()) {
-    return progress->Fail("calibrate: compute", step.status());
-  }
-  c->model_bytes = 4.0 * step->num_params;
-  std::vector<double> compute, backward, update;
-  for (const StepRound& r : step->rounds) {
-    compute.push_back(r.compute_ms / 1e3);
-    backward.push_back(std::min(r.backward_ms, r.compute_ms) / 1e3);
-    update.push_back(r.update_ms / 1e3 / c->model_bytes);
-  }
-  // Each round's backward is at most its compute, so the medians keep that order.
-  progress->Finish(absl::StrFormat("forward+backward %.3f ms (backward %.3f ms), SGD %.3f ms on M = %s",
-                                   Median(compute) * 1e3, Median(backward) * 1e3,
-                                   Median(update) * c->model_bytes * 1e3, Megabytes(c->model_bytes)));
-  RINGSIDE_ASSIGN_OR_RETURN(std::vector<double> medians,
-                            KeepMedians({{"compute_s", compute},
-                                         {"backward_s", backward},
-                                         {"update_s_per_byte", update}},
-                                        progress, &run->measurement));
-  c->compute_s = medians[0];
-  c->backward_s = medians[1];
-  c->update_s_per_byte = medians[2];
-  return absl::OkStatus();
-}
-
 // gamma: seconds per byte to add one float buffer into another (out of cache).
 double MeasureReducePerByte() {
   std::vector<float> a(kReduceFloats, 1.0f), b(kReduceFloats, 2.0f);
@@ -263,54 +196,6 @@ double MeasureReducePerByte() {
   volatile float sink = a[kReduceFloats / 2];
   (void)sink;
   return Median(runs) / (kReduceFloats * sizeof(float));
-}
-
-// Phase 2: gamma, options.calibration_repeats times; sets reduce_s_per_byte.
-absl::Status MeasureGamma(const CalibrateOptions& o, PhaseProgress* progress, CalibrationRun* run) {
-  progress->Start(2, absl::StrFormat("gamma: summing two %s buffers%s, %d x %d times",
-                                     Binary(kReduceFloats * 4), NodeText(o.node_cpus),
-                                     o.calibration_repeats, kReduceRuns),
-                  0);
-  std::vector<double> gamma;
-  for (int r = 0; r < o.calibration_repeats; ++r) gamma.push_back(MeasureReducePerByte());
-  progress->Finish(absl::StrFormat("%.3f ns per byte", Median(gamma) * 1e9));
-  RINGSIDE_ASSIGN_OR_RETURN(std::vector<double> medians,
-                            KeepMedians({{"reduce_s_per_byte", gamma}}, progress, &run->measurement));
-  run->calibration.reduce_s_per_byte = medians[0];
-  return absl::OkStatus();
-}
-
-// A sweep whose largest message is below the model's: one line saying so.
-void SayIfExtrapolated(const char* sweep, int64_t reached, const Calibration& c, PhaseProgress* progress) {
-  if (reached >= c.model_bytes) return;
-  progress->Line(absl::StrFormat("calibrate: the %s sweep reached %s, the model is %s: bandwidth extrapolated",
-                                 sweep, Binary(reached), Megabytes(c.model_bytes)));
-}
-
-// The median alpha and the median bandwidth of the fits (each on its own).
-PathCalibration MedianPath(const std::vector<PathCalibration>& fits) {
-  std::vector<double> alpha, bandwidth;
-  for (const PathCalibration& p : fits) {
-    alpha.push_back(p.alpha_s);
-    bandwidth.push_back(p.bytes_per_s);
-  }
-  return PathCalibration{Median(alpha), Median(bandwidth)};
-}
-
-// One fitted path per repeat, summarised as "<prefix>.alpha_s" and
-// "<prefix>.bytes_per_s"; returns the medians as a path.
-absl::StatusOr<PathCalibration> KeepPathMedians(const std::string& prefix,
-                                                const std::vector<PathCalibration>& fits,
-                                                PhaseProgress* progress, CalibrationMeasurement* measurement) {
-  std::vector<double> alpha, bandwidth;
-  for (const PathCalibration& p : fits) {
-    alpha.push_back(p.alpha_s);
-    bandwidth.push_back(p.bytes_per_s);
-  }
-  RINGSIDE_ASSIGN_OR_RETURN(
-      std::vector<double> medians,
-      KeepMedians({{prefix + ".alpha_s", alpha}, {prefix + ".bytes_per_s", bandwidth}}, progress, measurement));
-  return PathCalibration{medians[0], medians[1]};
 }
 
 // One push-pull sweep over `sizes`: the large sizes with fewer calls (ItersAt).
@@ -331,69 +216,125 @@ absl::StatusOr<Samples> PushPullSweep(const PushPullBenchOptions& base, const st
   return samples;
 }
 
-// Phase 3: one worker's push-pull against one shard, 4 KiB x4 up to the largest
-// message, options.calibration_repeats sweeps; sets push_pull (needs
-// update_s_per_byte: the shard runs SGD).
-absl::Status MeasurePushPullPath(const CalibrateOptions& o, PhaseProgress* progress, CalibrationRun* run) {
-  Calibration* c = &run->calibration;
-  const std::vector<int64_t> sizes = SweepSizes(
-      kPushPullMinBytes, kPushPullFactor, SweepMaxBytes(o.max_message_bytes, kPushPullMinBytes, kPushPullFactor, c->model_bytes));
-  run->measurement.push_pull_max_bytes = static_cast<double>(sizes.back());
-  PushPullBenchOptions po;
-  po.iters = o.repeats;
-  po.server_in_process = true;
-  double expected = 0;
-  // Per size: warm-up and timed push-pulls (both ways) and as many plain pushes.
-  for (int64_t b : sizes) {
-    const int calls = b >= kLargeMessageBytes ? 1 + ItersAt(b, po.iters, kLargePushPullIters)
-                                              : po.warmup + po.iters;
-    expected += o.calibration_repeats * TransferSeconds(3.0 * calls, b);
-  }
-  progress->Start(3, absl::StrFormat("push-pull: 1 worker, 1 shard, %d x %d sizes %s-%s, %d + %d calls each",
-                                     o.calibration_repeats, sizes.size(), Binary(sizes.front()),
-                                     Binary(sizes.back()), po.warmup, po.iters),
-                  expected);
-  std::vector<PathCalibration> fits;
-  int sweeps = 0;
-  for (int r = 0; r < o.calibration_repeats; ++r) {
-    absl::StatusOr<PathCalibration> path = SweepAndFit(
-        [&]() { return PushPullSweep(po, sizes); },
-        [&](const Samples& samples) { return FitPushPullPath(samples, c->update_s_per_byte); }, &sweeps);
-    if (!path.ok()) return progress->Fail("calibrate: push-pull sweep", path.status());
-    fits.push_back(*path);
-  }
-  progress->Finish(PathText(MedianPath(fits)) + SweepsNote(sweeps, o.calibration_repeats));
-  RINGSIDE_ASSIGN_OR_RETURN(c->push_pull, KeepPathMedians("push_pull", fits, progress, &run->measurement));
-  SayIfExtrapolated("push-pull", sizes.back(), *c, progress);
-  return absl::OkStatus();
+// A sweep whose largest message is below the model's: one line saying so.
+void SayIfExtrapolated(const char* sweep, double reached, const Calibration& c, PhaseProgress* progress) {
+  if (reached >= c.model_bytes) return;
+  progress->Line(absl::StrFormat("calibrate: the %s sweep reached %s, the model is %s: bandwidth extrapolated",
+                                 sweep, Binary(static_cast<int64_t>(reached)), Megabytes(c.model_bytes)));
 }
 
-// Phase 4: a ring all-reduce sweep of 2 ranks, 4 KiB x2 up to the largest message,
-// options.calibration_repeats sweeps; sets allreduce (needs reduce_s_per_byte). The
-// ring: the algorithm the model extrapolates to N ranks (kAuto would run recursive
-// doubling).
-absl::Status MeasureAllReducePath(const CalibrateOptions& o, PhaseProgress* progress, CalibrationRun* run) {
-  Calibration* c = &run->calibration;
-  AllReduceBenchOptions ao;
-  ao.min_bytes = kAllReduceMinBytes;
-  ao.max_bytes = SweepMaxBytes(o.max_message_bytes, kAllReduceMinBytes, kAllReduceFactor, c->model_bytes);
-  ao.iters = o.repeats;
-  ao.warmup = std::min(ao.warmup, o.repeats);
-  ao.algorithm = AllReduceAlgorithm::kRing;
-  const std::vector<int64_t> sizes = SweepSizes(ao.min_bytes, kAllReduceFactor, ao.max_bytes);
-  run->measurement.allreduce_max_bytes = static_cast<double>(sizes.back());
-  double expected = 0;
-  for (int64_t b : sizes) {
-    expected += o.calibration_repeats *
-                TransferSeconds(ao.warmup + ItersAt(b, ao.iters, kLargeAllReduceIters), 2.0 * b);
+// What one round measured: one value of every constant.
+struct Round {
+  double compute_s = 0, backward_s = 0, update_s_per_byte = 0;
+  double reduce_s_per_byte = 0;
+  PathCalibration push_pull, allreduce;
+};
+
+// The rounds of a calibration, measured phase by phase. Each round runs the four phases
+// in order, so that R rounds spread over the whole calibration rather than over a few
+// seconds of one phase: a change of the machine's speed while calibrate runs (another
+// job starting, the host's other tenants) shows as a spread instead of shifting every
+// repeat of one phase alike.
+class Rounds {
+ public:
+  Rounds(const CalibrateOptions& o, PhaseProgress* progress, CalibrationRun* run)
+      : o_(o), progress_(progress), run_(run) {}
+
+  // Phase 1: compute, backward and SGD on the model (one step-bench round); sets the
+  // model's bytes (M) the first time.
+  absl::Status Compute(int round, Round* r) {
+    StepBenchOptions so;
+    so.model = o_.model;
+    so.batch = o_.batch;
+    so.threads = o_.threads;
+    so.warmup = o_.warmup_steps;
+    so.steps = o_.steps;
+    so.measure_floor = false;
+    // Expected: the steps' GEMM work at a nominal rate.
+    RINGSIDE_ASSIGN_OR_RETURN(ModelWeight weight, WeighModel(o_.model, o_.batch));
+    const double cpus = o_.node_cpus > 0 ? std::min<double>(o_.threads, o_.node_cpus) : o_.threads;
+    progress_->Start(1, round, absl::StrFormat("compute: %s at batch %d, %d thread(s)%s, %d + %d steps", o_.model,
+                                               o_.batch, o_.threads, NodeText(o_.node_cpus), o_.warmup_steps, o_.steps),
+                     (o_.warmup_steps + o_.steps) * weight.gemm_flops / (kNominalGemmFlopsPerThread * cpus));
+    absl::StatusOr<StepBenchResult> step = MeasureStepBench(so);
+    if (!step.ok()) return progress_->Fail("calibrate: compute", step.status());
+    const StepRound& sr = step->rounds.front();
+    Calibration& c = run_->calibration;
+    c.model_bytes = 4.0 * step->num_params;
+    r->compute_s = sr.compute_ms / 1e3;
+    r->backward_s = std::min(sr.backward_ms, sr.compute_ms) / 1e3;
+    r->update_s_per_byte = sr.update_ms / 1e3 / c.model_bytes;
+    progress_->Finish(absl::StrFormat("forward+backward %.3f ms (backward %.3f ms), SGD %.3f ms on M = %s",
+                                      sr.compute_ms, sr.backward_ms, sr.update_ms, Megabytes(c.model_bytes)));
+    return absl::OkStatus();
   }
-  progress->Start(4, absl::StrFormat("all-reduce: %d ranks (threads), ring, %d x %d sizes %s-%s, %d + %d each",
-                                     kAllReduceRanks, o.calibration_repeats, sizes.size(),
-                                     Binary(sizes.front()), Binary(sizes.back()), ao.warmup, ao.iters),
-                  expected);
-  std::vector<PathCalibration> fits;
-  int sweeps = 0;
-  for (int r = 0; r < o.calibration_repeats; ++r) {
+
+  // Phase 2: gamma.
+  void Gamma(int round, Round* r) {
+    progress_->Start(2, round,
+                     absl::StrFormat("gamma: summing two %s buffers%s, %d times", Binary(kReduceFloats * 4),
+                                     NodeText(o_.node_cpus), kReduceRuns),
+                     0);
+    r->reduce_s_per_byte = MeasureReducePerByte();
+    progress_->Finish(absl::StrFormat("%.3f ns per byte", r->reduce_s_per_byte * 1e9));
+  }
+
+  // Phase 3: one worker's push-pull against one shard, 4 KiB x4 up to the largest
+  // message, fitted with this round's update_s_per_byte (the shard runs SGD).
+  absl::Status PushPull(int round, Round* r) {
+    const std::vector<int64_t> sizes =
+        SweepSizes(kPushPullMinBytes, kPushPullFactor,
+                   SweepMaxBytes(o_.max_message_bytes, kPushPullMinBytes, kPushPullFactor,
+                                 run_->calibration.model_bytes));
+    run_->measurement.push_pull_max_bytes = static_cast<double>(sizes.back());
+    PushPullBenchOptions po;
+    po.iters = o_.repeats;
+    po.server_in_process = true;
+    double expected = 0;
+    // Per size: warm-up and timed push-pulls (both ways) and as many plain pushes.
+    for (int64_t b : sizes) {
+      const int calls = b >= kLargeMessageBytes ? 1 + ItersAt(b, po.iters, kLargePushPullIters)
+                                                : po.warmup + po.iters;
+      expected += TransferSeconds(3.0 * calls, b);
+    }
+    progress_->Start(3, round,
+                     absl::StrFormat("push-pull: 1 worker, 1 shard, %d sizes %s-%s, %d + %d calls each",
+                                     sizes.size(), Binary(sizes.front()), Binary(sizes.back()), po.warmup,
+                                     po.iters),
+                     expected);
+    int sweeps = 0;
+    absl::StatusOr<PathCalibration> path = SweepAndFit(
+        [&]() { return PushPullSweep(po, sizes); },
+        [&](const Samples& samples) { return FitPushPullPath(samples, r->update_s_per_byte); }, &sweeps);
+    if (!path.ok()) return progress_->Fail("calibrate: push-pull sweep", path.status());
+    r->push_pull = *path;
+    progress_->Finish(PathText(r->push_pull) + SweepsNote(sweeps));
+    return absl::OkStatus();
+  }
+
+  // Phase 4: a ring all-reduce sweep of 2 ranks, 4 KiB x2 up to the largest message,
+  // fitted with this round's gamma. The ring: the algorithm the model extrapolates to N
+  // ranks (kAuto would run recursive doubling).
+  absl::Status AllReduce(int round, Round* r) {
+    AllReduceBenchOptions ao;
+    ao.min_bytes = kAllReduceMinBytes;
+    ao.max_bytes = SweepMaxBytes(o_.max_message_bytes, kAllReduceMinBytes, kAllReduceFactor,
+                                 run_->calibration.model_bytes);
+    ao.iters = o_.repeats;
+    ao.warmup = std::min(ao.warmup, o_.repeats);
+    ao.algorithm = AllReduceAlgorithm::kRing;
+    const std::vector<int64_t> sizes = SweepSizes(ao.min_bytes, kAllReduceFactor, ao.max_bytes);
+    run_->measurement.allreduce_max_bytes = static_cast<double>(sizes.back());
+    double expected = 0;
+    for (int64_t b : sizes) {
+      expected += TransferSeconds(ao.warmup + ItersAt(b, ao.iters, kLargeAllReduceIters), 2.0 * b);
+    }
+    progress_->Start(4, round,
+                     absl::StrFormat("all-reduce: %d ranks (threads), ring, %d sizes %s-%s, %d + %d each",
+                                     kAllReduceRanks, sizes.size(), Binary(sizes.front()), Binary(sizes.back()),
+                                     ao.warmup, ao.iters),
+                     expected);
+    int sweeps = 0;
     absl::StatusOr<PathCalibration> path = SweepAndFit(
         [&]() -> absl::StatusOr<Samples> {
           RINGSIDE_ASSIGN_OR_RETURN(AllReduceBenchResult sweep, MeasureAllReduceInProcess(kAllReduceRanks, ao));
@@ -407,29 +348,85 @@ absl::Status MeasureAllReducePath(const CalibrateOptions& o, PhaseProgress* prog
           return samples;
         },
         [&](const Samples& samples) {
-          return FitAllReducePath(samples, kAllReduceRanks, Strategy::kRing, c->reduce_s_per_byte);
+          return FitAllReducePath(samples, kAllReduceRanks, Strategy::kRing, r->reduce_s_per_byte);
         },
         &sweeps);
-    if (!path.ok()) return progress->Fail("calibrate: all-reduce sweep", path.status());
-    fits.push_back(*path);
+    if (!path.ok()) return progress_->Fail("calibrate: all-reduce sweep", path.status());
+    r->allreduce = *path;
+    progress_->Finish(PathText(r->allreduce) + SweepsNote(sweeps));
+    return absl::OkStatus();
   }
-  progress->Finish(PathText(MedianPath(fits)) + SweepsNote(sweeps, o.calibration_repeats));
-  RINGSIDE_ASSIGN_OR_RETURN(c->allreduce, KeepPathMedians("allreduce", fits, progress, &run->measurement));
-  SayIfExtrapolated("all-reduce", sizes.back(), *c, progress);
+
+ private:
+  const CalibrateOptions& o_;
+  PhaseProgress* const progress_;
+  CalibrationRun* const run_;
+};
+
+// Every constant the median of its rounds, each printed with its spread (and a warning
+// where unsteady), recorded in the measurement. Each round's backward is at most its
+// compute, so the medians keep that order.
+absl::Status KeepMedians(const std::vector<Round>& rounds, PhaseProgress* progress, CalibrationRun* run) {
+  const std::pair<const char*, double Round::*> scalars[] = {
+      {"compute_s", &Round::compute_s},
+      {"backward_s", &Round::backward_s},
+      {"update_s_per_byte", &Round::update_s_per_byte},
+      {"reduce_s_per_byte", &Round::reduce_s_per_byte},
+  };
+  const std::pair<const char*, PathCalibration Round::*> paths[] = {
+      {"push_pull", &Round::push_pull},
+      {"allreduce", &Round::allreduce},
+  };
+  std::vector<std::pair<std::string, std::vector<double>>> repeats;
+  for (const auto& [name, field] : scalars) {
+    std::vector<double> values;
+    for (const Round& r : rounds) values.push_back(r.*field);
+    repeats.push_back({name, std::move(values)});
+  }
+  for (const auto& [name, field] : paths) {
+    std::vector<double> alpha, bandwidth;
+    for (const Round& r : rounds) {
+      alpha.push_back((r.*field).alpha_s);
+      bandwidth.push_back((r.*field).bytes_per_s);
+    }
+    repeats.push_back({absl::StrCat(name, ".alpha_s"), std::move(alpha)});
+    repeats.push_back({absl::StrCat(name, ".bytes_per_s"), std::move(bandwidth)});
+  }
+  progress->Line(absl::StrFormat("calibrate: every constant the median of %d round(s) (min-max, spread):",
+                                 rounds.size()));
+  std::vector<double> medians;
+  std::vector<std::string> warnings;
+  for (auto& [name, values] : repeats) {
+    RINGSIDE_ASSIGN_OR_RETURN(ConstantSpread spread, SummarizeRepeats(name, std::move(values)));
+    progress->Line("  " + DescribeSpread(spread));
+    if (IsUnsteady(spread)) warnings.push_back(SpreadWarning(spread));
+    medians.push_back(spread.median);
+    run->measurement.spreads.push_back(std::move(spread));
+  }
+  for (const std::string& w : warnings) progress->Line(w);
+  Calibration& c = run->calibration;
+  c.compute_s = medians[0];
+  c.backward_s = medians[1];
+  c.update_s_per_byte = medians[2];
+  c.reduce_s_per_byte = medians[3];
+  c.push_pull = {medians[4], medians[5]};
+  c.allreduce = {medians[6], medians[7]};
   return absl::OkStatus();
 }
 
-// CPU time the machine spent busy, and in all, in jiffies since boot: /proc/stat's
-// first line ("cpu  user nice system idle iowait irq softirq steal ..."); busy is all
-// but idle and iowait. nullopt where it cannot be read.
+// CPU time the machine spent busy, in all, and in this process, in clock ticks
+// (USER_HZ) since boot: /proc/stat's first line ("cpu  user nice system idle iowait irq
+// softirq steal ..."; busy is all but idle and iowait) and /proc/self/stat's utime and
+// stime. nullopt where either cannot be read.
 struct CpuTimes {
-  double busy = 0, total = 0;
+  double busy = 0, total = 0, self = 0;
 };
 std::optional<CpuTimes> ReadCpuTimes() {
-  absl::StatusOr<std::string> text = ReadFile("/proc/stat");
-  if (!text.ok()) return std::nullopt;
+  absl::StatusOr<std::string> machine = ReadFile("/proc/stat");
+  absl::StatusOr<std::string> self = ReadFile("/proc/self/stat");
+  if (!machine.ok() || !self.ok()) return std::nullopt;
   const std::vector<absl::string_view> fields =
-      absl::StrSplit(absl::string_view(*text).substr(0, text->find('\n')), ' ', absl::SkipEmpty());
+      absl::StrSplit(absl::string_view(*machine).substr(0, machine->find('\n')), ' ', absl::SkipEmpty());
   // "cpu" and user, nice, system, idle, iowait, irq, softirq, steal (guest time is
   // already counted in user).
   constexpr int kFields = 8;
@@ -441,10 +438,21 @@ std::optional<CpuTimes> ReadCpuTimes() {
     t.total += v;
     if (i != 4 && i != 5) t.busy += v;
   }
+  // After the command name in parentheses (which may hold spaces): state is field 3,
+  // utime and stime fields 14 and 15.
+  const size_t paren = self->rfind(')');
+  if (paren == std::string::npos) return std::nullopt;
+  const std::vector<absl::string_view> own =
+      absl::StrSplit(absl::string_view(*self).substr(paren + 1), ' ', absl::SkipEmpty());
+  double utime = 0, stime = 0;
+  if (own.size() < 13 || !absl::SimpleAtod(own[11], &utime) || !absl::SimpleAtod(own[12], &stime)) {
+    return std::nullopt;
+  }
+  t.self = utime + stime;
   return t;
 }
 
-// While this process waits between phases: how many CPUs the machine's other
+// While this process waits between rounds: how many CPUs the machine's other
 // processes keep busy.
 constexpr absl::Duration kBusyProbe = absl::Milliseconds(250);
 // From this fraction of the machine's CPUs busy elsewhere, calibrate warns: other work
@@ -453,22 +461,25 @@ constexpr absl::Duration kBusyProbe = absl::Milliseconds(250);
 // the paths' constants jump, and compute and gamma share the cores and the memory bus.
 constexpr double kBusyFraction = 0.25;
 
-// Before phase `phase`: probes the other processes' CPU use (this process idle), keeps
-// the most seen in the measurement, and says so in one line above kBusyFraction.
-void ProbeOthers(int phase, PhaseProgress* progress, CalibrationMeasurement* measurement) {
+// Before round `round`: probes the other processes' CPU use (the machine's less this
+// process's, which should be idle but may have threads winding down), keeps the most
+// seen in the measurement, and says so in one line from kBusyFraction up.
+void ProbeOthers(int round, int rounds, PhaseProgress* progress, CalibrationMeasurement* measurement) {
   const std::optional<CpuTimes> before = ReadCpuTimes();
   absl::SleepFor(kBusyProbe);
   const std::optional<CpuTimes> after = ReadCpuTimes();
   if (!before || !after || after->total <= before->total) return;
   const int cpus = MachineCpus();
-  const double busy = cpus * (after->busy - before->busy) / (after->total - before->total);
+  const double busy = std::max(0.0, cpus * (after->busy - before->busy - (after->self - before->self)) /
+                                        (after->total - before->total));
   measurement->busy_cpus_elsewhere = std::max(measurement->busy_cpus_elsewhere, busy);
   if (busy < kBusyFraction * cpus) return;
   progress->Line(absl::StrFormat(
-      "calibrate: warning: other processes kept %.2f of %d CPU(s) busy before phase %d/%d: expect the "
+      "calibrate: warning: other processes kept %.2f of %d CPU(s) busy before round %d/%d: expect the "
       "constants to vary; calibrate on a quiet machine",
-      busy, cpus, phase, kPhases));
+      busy, cpus, round, rounds));
 }
+
 
 }  // namespace
 
@@ -478,6 +489,7 @@ int64_t SweepMaxBytes(int64_t requested_bytes, int64_t min_bytes, int factor, do
   while (b < kMaxSweepBytes && (b < kDefaultSweepBytes || b < model_bytes)) b *= factor;
   return std::min(b, kMaxSweepBytes);
 }
+
 
 absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
   RINGSIDE_RETURN_IF_ERROR(CheckOptions(o));
@@ -489,26 +501,32 @@ absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
   c.batch = o.batch;
   c.threads = o.threads;
   run.measurement.repeats = o.calibration_repeats;
-  PhaseProgress progress(o.progress);
-  // The CPU-bound phases on an emulated node: this process in a cgroup of that share,
-  // moved back out (and the cgroup removed) before the paths are measured.
+  PhaseProgress progress(o.progress, o.calibration_repeats);
+  // The CPU-bound phases on an emulated node: this process joins a cgroup of that
+  // share for them in every round and leaves it before the paths are measured.
   std::unique_ptr<EmulatedCpuShares> node;
   if (o.node_cpus > 0) {
     RINGSIDE_RETURN_IF_ERROR(CheckCpuSharePrivileges());
     RemoveStaleCpuShares().IgnoreError();
     RINGSIDE_ASSIGN_OR_RETURN(node, EmulatedCpuShares::Create(o.node_cpus, 1, CpuSharePeriodFor(o.node_cpus)));
-    RINGSIDE_RETURN_IF_ERROR(node->JoinNode(0));
     c.node_cpus = o.node_cpus;
   }
-  ProbeOthers(1, &progress, &run.measurement);
-  RINGSIDE_RETURN_IF_ERROR(MeasureCompute(o, &progress, &run));
-  ProbeOthers(2, &progress, &run.measurement);
-  RINGSIDE_RETURN_IF_ERROR(MeasureGamma(o, &progress, &run));
+  Rounds phases(o, &progress, &run);
+  std::vector<Round> rounds(o.calibration_repeats);
+  for (int i = 0; i < o.calibration_repeats; ++i) {
+    Round& r = rounds[i];
+    ProbeOthers(i + 1, o.calibration_repeats, &progress, &run.measurement);
+    if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->JoinNode(0));
+    RINGSIDE_RETURN_IF_ERROR(phases.Compute(i + 1, &r));
+    phases.Gamma(i + 1, &r);
+    if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->LeaveNode());
+    RINGSIDE_RETURN_IF_ERROR(phases.PushPull(i + 1, &r));
+    RINGSIDE_RETURN_IF_ERROR(phases.AllReduce(i + 1, &r));
+  }
   if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->Teardown());
-  ProbeOthers(3, &progress, &run.measurement);
-  RINGSIDE_RETURN_IF_ERROR(MeasurePushPullPath(o, &progress, &run));
-  ProbeOthers(4, &progress, &run.measurement);
-  RINGSIDE_RETURN_IF_ERROR(MeasureAllReducePath(o, &progress, &run));
+  RINGSIDE_RETURN_IF_ERROR(KeepMedians(rounds, &progress, &run));
+  SayIfExtrapolated("push-pull", run.measurement.push_pull_max_bytes, c, &progress);
+  SayIfExtrapolated("all-reduce", run.measurement.allreduce_max_bytes, c, &progress);
   RINGSIDE_RETURN_IF_ERROR(ValidateCalibration(c));
   return run;
 }

@@ -8,12 +8,13 @@
 //      this process (RunPushPullSweep), fitted;
 //   4. all-reduce alpha and bandwidth: a ring all-reduce sweep of 2 Gloo ranks as
 //      threads (MeasureAllReduceInProcess), fitted.
-// Every phase runs calibration_repeats times in a row; each constant is the median of
-// its repeats, and its spread is printed and recorded (calibration_spread.h), with a
-// warning line for a constant whose repeats differ by more than kUnsteadySpread.
-// A sweep whose fit fails (noise: times that do not grow with size) is run again, up to
-// three sweeps per repeat. The result records the model, batch, threads and node share
-// it was measured with.
+// The four phases run in calibration_repeats rounds (1 2 3 4, 1 2 3 4, ...), so that the
+// repeats of a constant spread over the whole calibration; each constant is the median
+// of its rounds, and its spread is printed and recorded (calibration_spread.h), with a
+// warning line for a constant whose rounds differ by more than kUnsteadySpread, and one
+// before a round when other processes keep the machine busy. A sweep whose fit fails
+// (noise: times that do not grow with size) is run again, up to three sweeps per round.
+// The result records the model, batch, threads and node share it was measured with.
 #ifndef RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATE_H_
 #define RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATE_H_
 
@@ -27,7 +28,7 @@
 
 namespace ringside {
 
-// Repeats of every phase unless told (`--calibration_repeats`).
+// Rounds of the four phases unless told (`--calibration_repeats`).
 inline constexpr int kDefaultCalibrationRepeats = 3;
 
 struct CalibrateOptions {
@@ -35,24 +36,26 @@ struct CalibrateOptions {
   int batch = 128;          // Per-worker batch the compute time is measured at.
   int threads = 1;          // BLAS threads for the compute measurement.
   // > 0: measure compute, SGD and gamma on an emulated node of this many CPUs (this
-  // process joins a cgroup with that quota for those phases; root). Recorded in the
-  // calibration; the cost model scales from it (cost_model.h Scenario.node_cpus).
+  // process joins a cgroup with that quota for those phases of every round; root).
+  // Recorded in the calibration; the cost model scales from it (cost_model.h
+  // Scenario.node_cpus).
   double node_cpus = 0;
   // The measurement budget (tests make it tiny):
-  // Repeats of every phase; each constant is their median (calibration_spread.h).
+  // Rounds of the four phases; each constant is their median (calibration_spread.h).
   int calibration_repeats = kDefaultCalibrationRepeats;
-  int warmup_steps = 5;     // Untimed steps before the timed ones (once).
-  int steps = 30;           // Timed training steps per repeat (medians).
+  int warmup_steps = 5;     // Untimed steps before the timed ones, every round.
+  int steps = 30;           // Timed training steps per round (medians).
   int repeats = 10;         // Timed push-pulls and all-reduces per message size (a
-                            // quarter, at least 3, from 16 MiB up).
+                            // quarter from 16 MiB up: at least 3 push-pulls, 5 all-reduces).
   // Largest message of the push-pull (4 KiB, x4 ...) and all-reduce (4 KiB, x2 ...)
   // sweeps; at least 256 KiB. 0: the model's bytes rounded up to the sweep's next size,
   // at least kDefaultSweepBytes and at most kMaxSweepBytes (a model larger than that is
   // said to have its bandwidth extrapolated).
   int64_t max_message_bytes = 0;
-  // One line per phase (what, how long it should take, the result), or nullptr. On a
-  // terminal the line is started when the phase starts and finished when it ends; on
-  // anything else each line is written whole when its phase ends.
+  // One line per phase of every round (what, how long it should take, the result),
+  // then every constant's median and spread and any warning, or nullptr. On a terminal
+  // a phase's line is started when the phase starts and finished when it ends; on
+  // anything else each line is written whole.
   FILE* progress = nullptr;
 };
 

@@ -1,7 +1,7 @@
 // `ringside calibrate` end to end on the CNN (the model the text-parsing calibrate could
 // not measure), with a tiny budget: every constant measured in two repeats and kept as
 // their median, the byte count the model's own, the provenance and the spreads recorded
-// and surviving the file's round trip, one progress line per phase (then one per
+// and surviving the file's round trip, one progress line per phase of each round (then one per
 // constant) without carriage returns; a sweep below the model's size said so; bad
 // options and models refused before measuring.
 #include "experiments/costmodel/calibrate.h"
@@ -76,7 +76,8 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   EXPECT_TRUE(ValidateCalibration(*c).ok());
   EXPECT_TRUE(CheckCalibrationFits(*c, "cnn:lenet", 16).ok());
 
-  // Every constant measured twice, the median kept (the upper one of two: the larger).
+  // Every constant measured in two rounds, the median kept (the upper one of two: the
+  // larger).
   const CalibrationMeasurement& m = run->measurement;
   EXPECT_EQ(m.repeats, 2);
   const std::vector<std::pair<std::string, double>> kept = {
@@ -110,9 +111,9 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   EXPECT_EQ(back_m.repeats, 2);
   EXPECT_EQ(back_m.spreads.size(), kept.size());
 
-  // Not a terminal: whole lines. Per phase, one line with what, the expectation and the
-  // result, then one indented line per constant (median, min-max, spread); then any
-  // warnings, naming the constant.
+  // Not a terminal: whole lines. Per phase of each round, one line with what, the
+  // round, the expectation and the result; then a heading and one indented line per
+  // constant (median, min-max, spread); then any warnings, naming the constant.
   EXPECT_EQ(lines.find('\r'), std::string::npos);
   std::vector<std::string> split = absl::StrSplit(lines, '\n', absl::SkipEmpty());
   std::vector<std::string> phases, constants;
@@ -121,23 +122,23 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
       phases.push_back(line);
     } else if (absl::StartsWith(line, "  ")) {
       constants.push_back(line);
-    } else {
-      // An unsteady constant, or the machine busy with other work before a phase.
+    } else if (!absl::StartsWith(line, "calibrate: every constant the median of 2 round(s)")) {
+      // An unsteady constant, or the machine busy with other work before a round.
       EXPECT_THAT(line, StartsWith("calibrate: warning: ")) << lines;
       EXPECT_THAT(line, ::testing::AnyOf(HasSubstr("the median"), HasSubstr("other processes kept")));
     }
   }
-  ASSERT_EQ(phases.size(), 4u) << lines;
-  for (int i = 0; i < 4; ++i) {
-    EXPECT_THAT(phases[i], StartsWith("calibrate [" + std::to_string(i + 1) + "/4] "));
-    EXPECT_THAT(phases[i], HasSubstr("(expect "));
+  ASSERT_EQ(phases.size(), 8u) << lines;
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_THAT(phases[i], StartsWith("calibrate [" + std::to_string(i % 4 + 1) + "/4] "));
+    EXPECT_THAT(phases[i], HasSubstr("(round " + std::to_string(i / 4 + 1) + "/2; expect "));
     EXPECT_THAT(phases[i], ::testing::EndsWith(" s]"));
   }
-  EXPECT_THAT(phases[0], HasSubstr("compute: cnn:lenet at batch 16"));
-  EXPECT_THAT(phases[0], HasSubstr("2 x (1 + 3) steps"));
+  EXPECT_THAT(phases[0], HasSubstr("compute: cnn:lenet at batch 16, 1 thread(s), 1 + 3 steps"));
   EXPECT_THAT(phases[0], HasSubstr("M = 2.33 MB"));
   EXPECT_THAT(phases[2], HasSubstr("push-pull"));
   EXPECT_THAT(phases[3], HasSubstr("all-reduce"));
+  EXPECT_THAT(phases[4], HasSubstr("compute"));
   ASSERT_EQ(constants.size(), kept.size()) << lines;
   for (size_t i = 0; i < kept.size(); ++i) {
     EXPECT_THAT(constants[i], StartsWith("  " + kept[i].first + " "));
