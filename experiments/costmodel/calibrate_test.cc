@@ -1,9 +1,9 @@
 // `ringside calibrate` end to end on the CNN (the model the text-parsing calibrate could
 // not measure), with a tiny budget: every constant measured in two repeats and kept as
 // their median, the byte count the model's own, the provenance and the spreads recorded
-// and surviving the file's round trip, one progress line per phase of each round (then one per
-// constant) without carriage returns; a sweep below the model's size said so; bad
-// options and models refused before measuring.
+// and surviving the file's round trip, one progress line per phase of each round (then
+// one per constant) without carriage returns; a sweep below the model's size said so;
+// bad options and models refused before measuring.
 #include "experiments/costmodel/calibrate.h"
 
 #include <cstdio>
