@@ -109,7 +109,7 @@ absl::Span<const Command> Commands() {
        nullptr, RunReportVerb},
       {"calibrate", "measure the cost model's constants on this machine",
        "  ringside calibrate --model=mlp:784-256-256-10 --batch=128 --out=calibration.json\n"
-       "                     [--calibration_repeats=3]   (each constant the median of 3 runs)\n"
+       "                     [--calibration_repeats=3]   (each constant the median of 3 rounds)\n"
        "                     [--node_cpus=C]   (compute measured on an emulated node of C CPUs; root)\n",
        "model batch threads steps calibration_repeats out node_cpus", "", "", 0, 0, false, nullptr,
        RunCalibrateVerb},

@@ -93,8 +93,8 @@ ABSL_FLAG(int32_t, warmup, 20, "bench: untimed warm-up steps");
 ABSL_FLAG(int32_t, gap_us, 0, "bench allreduce: idle microseconds before each timed all-reduce");
 ABSL_FLAG(std::string, calibration, "", "simulate/report: calibration JSON written by `ringside calibrate`");
 ABSL_FLAG(int32_t, calibration_repeats, ringside::kDefaultCalibrationRepeats,
-          "calibrate: how many times each phase is measured; each constant is the median, "
-          "printed with its spread (min-max), and a warning names one whose repeats differ by "
+          "calibrate: rounds of its four phases; each constant is the median of its rounds, "
+          "printed with its spread (min-max), and a warning names one whose rounds differ by "
           "more than 20% of it");
 ABSL_FLAG(std::string, links, "1gbit,10gbit,100gbit", "simulate: link speeds");
 ABSL_FLAG(int32_t, max_workers, 1024, "simulate: largest worker count (powers of two up to it)");
