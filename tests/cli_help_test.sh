@@ -61,6 +61,20 @@ for v in "${verbs[@]}"; do
 done
 [[ "${flags_of[bench]}" == *" listen "* ]] && fail "bench --help lists --listen (of its pushpull-server child)"
 
+# 2b. Shared flags are described as each verb uses them, not in train's words
+# (experiments/cli/commands.cc FlagHelpOverrides).
+# help_line VERB FLAG: the description line under --FLAG in VERB's help.
+help_line() { sed -n "/^  --$2 (default: /{n;p;q}" "$T/help-$1.out"; }
+for pair in compare:out simulate:model simulate:batch calibrate:model calibrate:batch \
+            calibrate:steps calibrate:out; do
+  v=${pair%%:*}; f=${pair#*:}
+  line=$(help_line "$v" "$f"); train_line=$(help_line train "$f")
+  [ -n "$line" ] || { fail "$v --help does not describe --$f"; continue; }
+  [ -n "$train_line" ] || { fail "train --help does not describe --$f"; continue; }
+  [ "$line" != "$train_line" ] || fail "$v --help describes --$f in train's words: $line"
+done
+echo "ok   compare/simulate/calibrate describe --out/--model/--batch/--steps in their own words"
+
 # 3. A flag of another verb is refused by every verb that does not take it.
 mapfile -t all_flags < <(printf '%s\n' "${all_flags[@]}" | sort -u)
 for v in "${verbs[@]}"; do

@@ -69,8 +69,25 @@ struct Command {
   absl::Status (*run)(const CommandArgs& args);
 };
 
+// A verb's own one-line meaning of a flag it shares with other verbs. An ABSL_FLAG has
+// one description, written for the verb that owns the flag (mostly train's: --out is
+// "output directory: metrics.jsonl, ..."); `ringside VERB --help` shows the verb's
+// override instead where one exists.
+struct FlagHelpOverride {
+  const char* verb;  // A Command::name.
+  const char* flag;  // An ABSL_FLAG name among that verb's shown flags.
+  const char* help;
+};
+
 // Every verb, in the order the usage text lists them.
 absl::Span<const Command> Commands();
+
+// Every flag-help override (commands.cc), grouped by verb.
+absl::Span<const FlagHelpOverride> FlagHelpOverrides();
+
+// What `command`'s help says of `flag`: its override, or "" where the flag's own
+// description stands.
+absl::string_view FlagHelpFor(const Command& command, absl::string_view flag);
 
 // The verb called `name`, or null.
 const Command* FindCommand(absl::string_view name);

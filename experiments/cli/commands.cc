@@ -117,8 +117,10 @@ absl::Span<const Command> Commands() {
        nullptr, RunReportVerb},
       {"calibrate", "measure the cost model's constants on this machine",
        "  ringside calibrate --model=mlp:784-256-256-10 --batch=128 --out=calibration.json\n"
+       "                     [--calibration_repeats=3]   (each constant the median of 3 rounds)\n"
        "                     [--node_cpus=C]   (compute measured on an emulated node of C CPUs; root)\n",
-       "model batch threads steps out node_cpus", "", "", 0, 0, false, nullptr, RunCalibrateVerb},
+       "model batch threads steps calibration_repeats out node_cpus", "", "", 0, 0, false, nullptr,
+       RunCalibrateVerb},
       {"simulate", "predict step times far past this machine: for a described cluster, or from a calibration",
        "  ringside simulate --cluster=NAME|FILE --model=resnet-50|vgg-16|bert-large|SPEC --batch=B\n"
        "                    [--workers=8,32,100] [--shards=1,2,N [--colocated]] [--step_ms=MS]\n"
@@ -172,6 +174,57 @@ absl::Span<const Command> Commands() {
 #undef RINGSIDE_PS_FLAGS
 #undef RINGSIDE_SECURITY_FLAGS
 #undef RINGSIDE_DDP_FLAGS
+
+absl::Span<const FlagHelpOverride> FlagHelpOverrides() {
+  // Only where the verb's meaning differs from the flag's own description (flags.cc).
+  static const FlagHelpOverride kOverrides[] = {
+      {"demo", "out", "directory of the demo's cells, calibration and report (\"\": runs/demo)"},
+      {"compare", "out",
+       "the matrix's directory (required): each cell's records, traces and log in "
+       "DIR/cells/<cell>/, and DIR/summary.csv; cells already done there are kept"},
+      {"calibrate", "model", "the model whose forward, backward and SGD are timed; its parameter bytes are M"},
+      {"calibrate", "batch",
+       "per-worker batch the compute is timed at (recorded: simulate and report refuse the "
+       "calibration for another)"},
+      {"calibrate", "threads", "OpenBLAS threads of the compute phase (0: 1); recorded"},
+      {"calibrate", "steps", "timed training steps in each repeat of the compute phase (0: 30)"},
+      {"calibrate", "out", "the calibration file to write, JSON (\"\": calibration.json)"},
+      {"calibrate", "node_cpus",
+       "time compute, SGD and gamma on an emulated node of C CPUs (a cgroup; root); the "
+       "file records C, from which simulate scales"},
+      // simulate: its shared flags are aliases of simulate_* flags (the command table
+      // above), whose own descriptions are simulate's words.
+      {"bench", "model", "bench step: the model to time"},
+      {"bench", "batch", "bench step: samples per step"},
+      {"bench", "threads", "bench step: OpenBLAS threads (0: 1)"},
+      {"bench", "steps", "bench step: timed steps per round (0: 200)"},
+      {"bench", "workers", "bench allreduce: ranks, processes of this machine on loopback"},
+      {"bench", "backend", "bench allreduce: gloo (CPU) or nccl (GPU)"},
+      {"bench", "allreduce",
+       "bench allreduce (gloo): auto (recursive-doubling at 2 ranks, else ring), ring, "
+       "halving-doubling or recursive-doubling"},
+      {"bench", "timeout_s",
+       "bench allreduce: seconds a rank may wait on the others (rendezvous, an all-reduce) "
+       "before the bench fails"},
+      {"bench", "ps_chunk_kb", "bench pushpull: chunk size of the push-pull's tensor streams in KiB"},
+      {"timeline", "out", "the merged timeline's file (\"\": RUN/timeline.json); its viewer beside it (.html)"},
+      {"collective", "timeout_s", "seconds a rank may wait on the others before the collective fails"},
+      {"explain", "seed", "explain ring: random values from this seed (not given: small integers)"},
+      {"explain", "workers", "explain ps: workers"},
+      {"explain", "model", "explain ps: the model whose parameters the shards split (and the real run trains)"},
+      {"explain", "batch", "explain ps: per-worker batch of the real run's steps"},
+      {"explain", "ps_chunk_kb", "explain ps: chunk size of the tensor streams in KiB"},
+      {"lab", "out", "directory of the lab's jobs, one subdirectory each, emptied on every check (\"\": runs/labN)"},
+  };
+  return kOverrides;
+}
+
+absl::string_view FlagHelpFor(const Command& command, absl::string_view flag) {
+  for (const FlagHelpOverride& o : FlagHelpOverrides()) {
+    if (command.name == absl::string_view(o.verb) && flag == o.flag) return o.help;
+  }
+  return "";
+}
 
 const Command* FindCommand(absl::string_view name) {
   for (const Command& c : Commands()) {

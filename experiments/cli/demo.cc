@@ -128,9 +128,10 @@ absl::Status RunDemo(const std::string& out_dir, const std::string& cluster, con
       co.node_cpus = cells.empty() ? 0 : cells[0].node_cpus;
     }
     co.progress = stderr;
-    absl::StatusOr<Calibration> calibration = Calibrate(co);
-    if (!calibration.ok()) return calibration.status();
-    if (absl::Status s = WriteCalibrationFile(*calibration, calibration_path); !s.ok()) return s;
+    // Its repeats' spreads recorded beside the medians (calibration_json.h).
+    RINGSIDE_ASSIGN_OR_RETURN(CalibrationRun run, CalibrateWithSpreads(co));
+    RINGSIDE_RETURN_IF_ERROR(
+        WriteFileAtomically(calibration_path, CalibrationToJson(run.calibration, run.measurement)));
   }
   CompareOptions o;
   o.spec_path = spec_path;

@@ -19,6 +19,7 @@
 #include "ddp_ring/allreduce_algorithm.h"
 #include "ddp_ring/process_group_factory.h"
 #include "ddp_ring/reducer.h"
+#include "experiments/costmodel/calibrate.h"
 #include "experiments/netem/netem.h"
 #include "ps_server/ps_server.h"
 
@@ -95,6 +96,10 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:0",
 ABSL_FLAG(int32_t, warmup, 20, "bench: untimed warm-up steps");
 ABSL_FLAG(int32_t, gap_us, 0, "bench allreduce: idle microseconds before each timed all-reduce");
 ABSL_FLAG(std::string, calibration, "", "simulate/report: calibration JSON written by `ringside calibrate`");
+ABSL_FLAG(int32_t, calibration_repeats, ringside::kDefaultCalibrationRepeats,
+          "calibrate: rounds of its four phases; each constant is the median of its rounds, "
+          "printed with its spread (min-max), and a warning names one whose rounds differ by "
+          "more than 20% of it");
 ABSL_FLAG(std::string, links, "1gbit,10gbit,100gbit",
           "simulate: link speeds, one table each (with --cluster: instead of the profile's NIC)");
 ABSL_FLAG(int32_t, max_workers, 1024, "simulate: largest worker count (powers of two up to it)");

@@ -60,6 +60,7 @@ ABSL_DECLARE_FLAG(std::string, listen);
 ABSL_DECLARE_FLAG(int32_t, warmup);
 ABSL_DECLARE_FLAG(int32_t, gap_us);
 ABSL_DECLARE_FLAG(std::string, calibration);
+ABSL_DECLARE_FLAG(int32_t, calibration_repeats);
 ABSL_DECLARE_FLAG(std::string, links);
 ABSL_DECLARE_FLAG(int32_t, max_workers);
 ABSL_DECLARE_FLAG(double, model_mb);

@@ -41,7 +41,9 @@ std::string VerbHelp(const Command& command) {
     if (flag == nullptr) continue;  // Defined by a file this binary does not link.
     std::string default_value = flag->DefaultValue();
     if (flag->IsOfType<std::string>()) default_value = absl::StrCat("\"", default_value, "\"");
-    absl::StrAppendFormat(&flags, "  --%s (default: %s)\n      %s\n", name, default_value, flag->Help());
+    const absl::string_view own = FlagHelpFor(command, name);
+    absl::StrAppendFormat(&flags, "  --%s (default: %s)\n      %s\n", name, default_value,
+                          own.empty() ? flag->Help() : std::string(own));
   }
   if (!flags.empty()) absl::StrAppend(&text, "\nflags (--name=value or --name value; --bool, --nobool):\n", flags);
   return text;

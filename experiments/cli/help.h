@@ -12,8 +12,9 @@ namespace ringside {
 // usage lines.
 std::string UsageText();
 
-// `command`'s usage lines, summary and flags it shows (name, default, help, read from
-// abseil's flag registry; names the registry lacks are skipped).
+// `command`'s usage lines, summary and flags it shows (name, default, and the verb's
+// own description of the flag where the command table has one (FlagHelpFor), else
+// the flag's, read from abseil's flag registry; names the registry lacks are skipped).
 std::string VerbHelp(const Command& command);
 
 // "ringside <version> (build: CPU)" or "(build: CUDA <major>.<minor>)", a newline.

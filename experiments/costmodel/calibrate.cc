@@ -3,16 +3,23 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "experiments/netem/cpu_share.h"
 #include "experiments/bench/bench.h"
 #include "experiments/costmodel/calibration_check.h"
+#include "experiments/sys/median.h"
 #include "experiments/sys/sys.h"
 
 namespace ringside {
@@ -26,23 +33,37 @@ constexpr double kNominalMessageSeconds = 0.3e-3;
 
 constexpr int kPhases = 4;
 constexpr int kAllReduceRanks = 2;
-constexpr int64_t kPushPullMinBytes = 64 << 10;
-constexpr int64_t kAllReduceMinBytes = 64 << 10;  // Below: latency noise, not the fit's range.
+// The sweeps start where a message costs its latency alone (a few microseconds of
+// transfer), so that the fit's intercept (alpha) rests on sizes that measure it
+// rather than on the difference of two large numbers.
+constexpr int64_t kPushPullMinBytes = 4 << 10;
+constexpr int kPushPullFactor = 4;
+constexpr int64_t kAllReduceMinBytes = 4 << 10;
+constexpr int kAllReduceFactor = 2;
+// From this size up, a sweep times a quarter of the calls: each call is long enough to
+// be steady. The push-pull sweep (here) times at least kLargePushPullIters after a
+// single warm-up; the all-reduce bench does the same with at least kLargeAllReduceIters
+// (allreduce_bench.cc's rule) after its usual warm-up.
+constexpr int64_t kLargeMessageBytes = int64_t{16} << 20;
+constexpr int kLargePushPullIters = 3;
+constexpr int kLargeAllReduceIters = 5;
 
 // gamma's buffers: 16 MB each, out of cache.
 constexpr size_t kReduceFloats = 4 << 20;
 constexpr int kReduceRuns = 7;
 
-// One line per phase on `out` (nullptr: silent). A terminal sees the line start with
-// the phase and end with its result; anything else gets each line whole at the end,
-// so a log never holds half a line.
+// One line per phase of every round on `out` (nullptr: silent), "calibrate [P/4] ...
+// (round R/N)", and lines of their own (the constants, warnings). A terminal sees the
+// phase line start with the phase and end with its result; anything else gets each line
+// whole at the end, so a log never holds half a line.
 class PhaseProgress {
  public:
-  explicit PhaseProgress(FILE* out) : out_(out), terminal_(out != nullptr && IsTerminal(out)) {}
+  PhaseProgress(FILE* out, int rounds)
+      : out_(out), terminal_(out != nullptr && IsTerminal(out)), rounds_(rounds) {}
 
-  void Start(int phase, const std::string& what, double expected_s) {
+  void Start(int phase, int round, const std::string& what, double expected_s) {
     start_ = absl::Now();
-    head_ = absl::StrFormat("calibrate [%d/%d] %s (expect %s)", phase, kPhases, what,
+    head_ = absl::StrFormat("calibrate [%d/%d] %s (round %d/%d; expect %s)", phase, kPhases, what, round, rounds_,
                             expected_s < 1 ? std::string("under 1 s")
                                            : absl::StrFormat("about %.0f s", std::ceil(expected_s)));
     if (terminal_) {
@@ -63,6 +84,13 @@ class PhaseProgress {
     fflush(out_);
   }
 
+  // A whole line of its own (after Finish).
+  void Line(const std::string& line) {
+    if (out_ == nullptr) return;
+    absl::FPrintF(out_, "%s\n", line);
+    fflush(out_);
+  }
+
   // Finish for a failing phase; returns `s` with `what` (the measurement) before its
   // message.
   absl::Status Fail(const std::string& what, const absl::Status& s) {
@@ -73,9 +101,88 @@ class PhaseProgress {
  private:
   FILE* const out_;
   const bool terminal_;
+  const int rounds_;
   absl::Time start_;
   std::string head_;
 };
+
+std::string Megabytes(double bytes) { return absl::StrFormat("%.2f MB", bytes / 1e6); }
+
+// A message size of the sweeps: "64 KiB", "16 MiB".
+std::string Binary(int64_t bytes) {
+  if (bytes >= (1 << 20)) return absl::StrFormat("%.4g MiB", bytes / 1048576.0);
+  return absl::StrFormat("%.4g KiB", bytes / 1024.0);
+}
+
+// "alpha 120.0 us, 1.23 GB/s".
+std::string PathText(const PathCalibration& p) {
+  return absl::StrFormat("alpha %.1f us, %.3f GB/s", p.alpha_s * 1e6, p.bytes_per_s / 1e9);
+}
+
+// " on a node of 0.4 CPU" or "".
+std::string NodeText(double node_cpus) {
+  return node_cpus > 0 ? absl::StrFormat(" on a node of %g CPU", node_cpus) : "";
+}
+
+// Expected seconds of `messages` transfers of `bytes` each way on loopback.
+double TransferSeconds(double messages, double bytes) {
+  return messages * (kNominalMessageSeconds + bytes / kNominalLoopbackBytesPerS);
+}
+
+// Timed calls at `bytes` of a sweep whose small sizes get `iters`, at least `least`
+// from kLargeMessageBytes up.
+int ItersAt(int64_t bytes, int iters, int least) {
+  return bytes >= kLargeMessageBytes ? std::max(least, iters / 4) : iters;
+}
+
+// The sweep min, min x factor, ... up to `max_bytes`.
+std::vector<int64_t> SweepSizes(int64_t min_bytes, int factor, int64_t max_bytes) {
+  std::vector<int64_t> sizes;
+  for (int64_t b = min_bytes; b <= max_bytes; b *= factor) sizes.push_back(b);
+  return sizes;
+}
+
+// (message bytes, seconds) samples of a sweep.
+using Samples = std::vector<std::pair<double, double>>;
+
+// A sweep whose times do not fit (e.g. do not grow with size: a busy machine's noise
+// swamped them) runs again, up to this many times in all.
+constexpr int kSweepAttempts = 3;
+
+// Runs `sweep` and fits its samples with `fit`, again while the fit fails (a failing
+// sweep ends it at once); adds the sweeps run to `*sweeps`. The last fit's result.
+template <typename Sweep, typename Fit>
+absl::StatusOr<PathCalibration> SweepAndFit(const Sweep& sweep, const Fit& fit, int* sweeps) {
+  for (int attempt = 1;; ++attempt) {
+    ++*sweeps;
+    RINGSIDE_ASSIGN_OR_RETURN(Samples samples, sweep());
+    absl::StatusOr<PathCalibration> path = fit(samples);
+    if (path.ok() || attempt == kSweepAttempts) return path;
+  }
+}
+
+// Said beside a result that took more than one sweep.
+std::string SweepsNote(int sweeps) {
+  return sweeps > 1 ? absl::StrFormat(" (%d sweeps: the earlier ones did not fit, noise)", sweeps) : "";
+}
+
+absl::Status CheckOptions(const CalibrateOptions& o) {
+  if (o.batch < 1 || o.threads < 1 || o.steps < 1 || o.warmup_steps < 0 || o.repeats < 1) {
+    return absl::InvalidArgumentError(
+        "calibrate needs --batch >= 1, --threads >= 1, --steps >= 1, warm-up >= 0, repeats >= 1");
+  }
+  if (o.calibration_repeats < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("calibrate needs --calibration_repeats >= 1, got ",
+                                                   o.calibration_repeats));
+  }
+  // A few sizes at least, for the fits.
+  constexpr int64_t kLeastMaxBytes = 256 << 10;
+  if (o.max_message_bytes != 0 && o.max_message_bytes < kLeastMaxBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("calibrate: the largest message must be at least ", kLeastMaxBytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
 
 // gamma: seconds per byte to add one float buffer into another (out of cache).
 double MeasureReducePerByte() {
@@ -91,195 +198,342 @@ double MeasureReducePerByte() {
   return Median(runs) / (kReduceFloats * sizeof(float));
 }
 
-std::string Megabytes(double bytes) { return absl::StrFormat("%.2f MB", bytes / 1e6); }
-
-// A message size of the sweeps: "64 KiB", "16 MiB".
-std::string Binary(int64_t bytes) {
-  if (bytes >= (1 << 20)) return absl::StrFormat("%.4g MiB", bytes / 1048576.0);
-  return absl::StrFormat("%.4g KiB", bytes / 1024.0);
-}
-
-// "alpha 120.0 us, 1.23 GB/s".
-std::string PathText(const PathCalibration& p) {
-  return absl::StrFormat("alpha %.1f us, %.3f GB/s", p.alpha_s * 1e6, p.bytes_per_s / 1e9);
-}
-
-// Expected seconds of `messages` transfers of `bytes` each way on loopback.
-double TransferSeconds(double messages, double bytes) {
-  return messages * (kNominalMessageSeconds + bytes / kNominalLoopbackBytesPerS);
-}
-
-// (message bytes, seconds) samples of a sweep.
-using Samples = std::vector<std::pair<double, double>>;
-
-// A sweep whose times do not fit (e.g. do not grow with size: a busy machine's noise
-// swamped them) runs again, up to this many times in all.
-constexpr int kSweepAttempts = 3;
-
-// Runs `sweep` and fits its samples with `fit`, again while the fit fails (a failing
-// sweep ends it at once); sets `*sweeps` to the sweeps run. The last fit's result.
-template <typename Sweep, typename Fit>
-absl::StatusOr<PathCalibration> SweepAndFit(const Sweep& sweep, const Fit& fit, int* sweeps) {
-  for (*sweeps = 1;; ++*sweeps) {
-    RINGSIDE_ASSIGN_OR_RETURN(Samples samples, sweep());
-    absl::StatusOr<PathCalibration> path = fit(samples);
-    if (path.ok() || *sweeps == kSweepAttempts) return path;
+// One push-pull sweep over `sizes`: the large sizes with fewer calls (ItersAt).
+absl::StatusOr<Samples> PushPullSweep(const PushPullBenchOptions& base, const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> small, large;
+  for (int64_t b : sizes) (b >= kLargeMessageBytes ? large : small).push_back(b);
+  Samples samples;
+  for (const std::vector<int64_t>* part : {&small, &large}) {
+    if (part->empty()) continue;
+    PushPullBenchOptions po = base;
+    if (part == &large) {
+      po.iters = ItersAt(kLargeMessageBytes, base.iters, kLargePushPullIters);
+      po.warmup = 1;
+    }
+    RINGSIDE_ASSIGN_OR_RETURN(std::vector<PushPullRow> rows, RunPushPullSweep(po, *part));
+    for (const PushPullRow& r : rows) samples.push_back({static_cast<double>(r.bytes), r.median_ms / 1e3});
   }
+  return samples;
 }
 
-// Said beside a result that took more than one sweep.
-std::string SweepsNote(int sweeps) {
-  return sweeps > 1 ? absl::StrFormat(" (%d sweeps: the earlier ones did not fit, noise)", sweeps) : "";
+// A sweep whose largest message is below the model's: one line saying so.
+void SayIfExtrapolated(const char* sweep, double reached, const Calibration& c, PhaseProgress* progress) {
+  if (reached >= c.model_bytes) return;
+  progress->Line(absl::StrFormat("calibrate: the %s sweep reached %s, the model is %s: bandwidth extrapolated",
+                                 sweep, Binary(static_cast<int64_t>(reached)), Megabytes(c.model_bytes)));
 }
 
-absl::Status CheckOptions(const CalibrateOptions& o) {
-  if (o.batch < 1 || o.threads < 1 || o.steps < 1 || o.warmup_steps < 0 || o.repeats < 1) {
-    return absl::InvalidArgumentError(
-        "calibrate needs --batch >= 1, --threads >= 1, --steps >= 1, warm-up >= 0, repeats >= 1");
+// What one round measured: one value of every constant.
+struct Round {
+  double compute_s = 0, backward_s = 0, update_s_per_byte = 0;
+  double reduce_s_per_byte = 0;
+  PathCalibration push_pull, allreduce;
+};
+
+// The rounds of a calibration, measured phase by phase. Each round runs the four phases
+// in order, so that R rounds spread over the whole calibration rather than over a few
+// seconds of one phase: a change of the machine's speed while calibrate runs (another
+// job starting, the host's other tenants) shows as a spread instead of shifting every
+// repeat of one phase alike.
+class Rounds {
+ public:
+  Rounds(const CalibrateOptions& o, PhaseProgress* progress, CalibrationRun* run)
+      : o_(o), progress_(progress), run_(run) {}
+
+  // Phase 1: compute, backward and SGD on the model (one step-bench round); sets the
+  // model's bytes (M) the first time.
+  absl::Status Compute(int round, Round* r) {
+    StepBenchOptions so;
+    so.model = o_.model;
+    so.batch = o_.batch;
+    so.threads = o_.threads;
+    so.warmup = o_.warmup_steps;
+    so.steps = o_.steps;
+    so.measure_floor = false;
+    // Expected: the steps' GEMM work at a nominal rate.
+    RINGSIDE_ASSIGN_OR_RETURN(ModelWeight weight, WeighModel(o_.model, o_.batch));
+    const double cpus = o_.node_cpus > 0 ? std::min<double>(o_.threads, o_.node_cpus) : o_.threads;
+    progress_->Start(1, round, absl::StrFormat("compute: %s at batch %d, %d thread(s)%s, %d + %d steps", o_.model,
+                                               o_.batch, o_.threads, NodeText(o_.node_cpus), o_.warmup_steps, o_.steps),
+                     (o_.warmup_steps + o_.steps) * weight.gemm_flops / (kNominalGemmFlopsPerThread * cpus));
+    absl::StatusOr<StepBenchResult> step = MeasureStepBench(so);
+    if (!step.ok()) return progress_->Fail("calibrate: compute", step.status());
+    const StepRound& sr = step->rounds.front();
+    Calibration& c = run_->calibration;
+    c.model_bytes = 4.0 * step->num_params;
+    r->compute_s = sr.compute_ms / 1e3;
+    r->backward_s = std::min(sr.backward_ms, sr.compute_ms) / 1e3;
+    r->update_s_per_byte = sr.update_ms / 1e3 / c.model_bytes;
+    progress_->Finish(absl::StrFormat("forward+backward %.3f ms (backward %.3f ms), SGD %.3f ms on M = %s",
+                                      sr.compute_ms, sr.backward_ms, sr.update_ms, Megabytes(c.model_bytes)));
+    return absl::OkStatus();
   }
-  // Two push-pull sizes at least, for the fit.
-  if (o.max_message_bytes < 4 * kPushPullMinBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("calibrate: the largest message must be at least ",
-                                                   4 * kPushPullMinBytes, " bytes"));
-  }
-  return absl::OkStatus();
-}
 
-// Phase 1: compute, backward and SGD on the model; sets compute_s, backward_s,
-// update_s_per_byte and model_bytes.
-absl::Status MeasureCompute(const CalibrateOptions& o, PhaseProgress* progress, Calibration* c) {
-  StepBenchOptions so;
-  so.model = o.model;
-  so.batch = o.batch;
-  so.threads = o.threads;
-  so.warmup = o.warmup_steps;
-  so.steps = o.steps;
-  so.measure_floor = false;
-  // Expected: the steps' GEMM work at a nominal rate.
-  RINGSIDE_ASSIGN_OR_RETURN(ModelWeight weight, WeighModel(o.model, o.batch));
-  const double cpus = o.node_cpus > 0 ? std::min<double>(o.threads, o.node_cpus) : o.threads;
-  const double expected = (o.warmup_steps + o.steps) * weight.gemm_flops / (kNominalGemmFlopsPerThread * cpus);
-  progress->Start(1, absl::StrFormat("compute: %s at batch %d, %d thread(s)%s, %d + %d steps", o.model, o.batch,
-                                     o.threads,
-                                     o.node_cpus > 0 ? absl::StrFormat(" on a node of %g CPU", o.node_cpus) : "",
-                                     o.warmup_steps, o.steps),
-                  expected);
-  absl::StatusOr<StepBenchResult> step = MeasureStepBench(so);
-  if (!step.ok()) {
-    return progress->Fail("calibrate: compute", step.status());
+  // Phase 2: gamma.
+  void Gamma(int round, Round* r) {
+    progress_->Start(2, round,
+                     absl::StrFormat("gamma: summing two %s buffers%s, %d times", Binary(kReduceFloats * 4),
+                                     NodeText(o_.node_cpus), kReduceRuns),
+                     0);
+    r->reduce_s_per_byte = MeasureReducePerByte();
+    progress_->Finish(absl::StrFormat("%.3f ns per byte", r->reduce_s_per_byte * 1e9));
   }
-  const StepRound& r = step->rounds.front();
-  c->model_bytes = 4.0 * step->num_params;
-  c->compute_s = r.compute_ms / 1e3;
-  c->backward_s = std::min(r.backward_ms / 1e3, c->compute_s);
-  c->update_s_per_byte = r.update_ms / 1e3 / c->model_bytes;
-  progress->Finish(absl::StrFormat("forward+backward %.3f ms (backward %.3f ms), SGD %.3f ms on M = %s",
-                                   r.compute_ms, r.backward_ms, r.update_ms, Megabytes(c->model_bytes)));
-  return absl::OkStatus();
-}
 
-// Phase 3: one worker's push-pull against one shard, model sizes 64 KiB x4 up to the
-// largest message; sets push_pull (needs update_s_per_byte: the shard runs SGD).
-absl::Status MeasurePushPullPath(const CalibrateOptions& o, PhaseProgress* progress, Calibration* c) {
-  std::vector<int64_t> sizes;
-  for (int64_t b = kPushPullMinBytes; b <= o.max_message_bytes; b *= 4) sizes.push_back(b);
-  PushPullBenchOptions po;
-  po.iters = o.repeats;
-  po.server_in_process = true;
-  double expected = 0;
-  // Per size: warm-up and timed push-pulls (both ways) and as many plain pushes.
-  for (int64_t b : sizes) expected += TransferSeconds(3.0 * (po.warmup + po.iters), b);
-  progress->Start(3, absl::StrFormat("push-pull: 1 worker, 1 shard, %d sizes %s-%s, %d + %d calls each",
-                                     sizes.size(), Binary(sizes.front()), Binary(sizes.back()),
-                                     po.warmup, po.iters),
-                  expected);
-  int sweeps = 0;
-  absl::StatusOr<PathCalibration> path = SweepAndFit(
-      [&]() -> absl::StatusOr<Samples> {
-        RINGSIDE_ASSIGN_OR_RETURN(std::vector<PushPullRow> rows, RunPushPullSweep(po, sizes));
-        Samples samples;
-        for (const PushPullRow& r : rows) samples.push_back({static_cast<double>(r.bytes), r.median_ms / 1e3});
-        return samples;
-      },
-      [&](const Samples& samples) { return FitPushPullPath(samples, c->update_s_per_byte); }, &sweeps);
-  if (!path.ok()) return progress->Fail("calibrate: push-pull sweep", path.status());
-  c->push_pull = *path;
-  progress->Finish(PathText(c->push_pull) + SweepsNote(sweeps));
-  return absl::OkStatus();
-}
-
-// Phase 4: a ring all-reduce sweep of 2 ranks, 64 KiB x2 up to the largest message;
-// sets allreduce (needs reduce_s_per_byte). The ring: the algorithm the model
-// extrapolates to N ranks (kAuto would run recursive doubling).
-absl::Status MeasureAllReducePath(const CalibrateOptions& o, PhaseProgress* progress, Calibration* c) {
-  AllReduceBenchOptions ao;
-  ao.min_bytes = kAllReduceMinBytes;
-  ao.max_bytes = o.max_message_bytes;
-  ao.iters = o.repeats;
-  ao.warmup = std::min(ao.warmup, o.repeats);
-  ao.algorithm = AllReduceAlgorithm::kRing;
-  double expected = 0;
-  int sizes = 0;
-  for (int64_t b = ao.min_bytes; b <= ao.max_bytes; b *= 2, ++sizes) {
-    expected += TransferSeconds(ao.warmup + ao.iters, 2.0 * b);
+  // Phase 3: one worker's push-pull against one shard, 4 KiB x4 up to the largest
+  // message, fitted with this round's update_s_per_byte (the shard runs SGD).
+  absl::Status PushPull(int round, Round* r) {
+    const std::vector<int64_t> sizes =
+        SweepSizes(kPushPullMinBytes, kPushPullFactor,
+                   SweepMaxBytes(o_.max_message_bytes, kPushPullMinBytes, kPushPullFactor,
+                                 run_->calibration.model_bytes));
+    run_->measurement.push_pull_max_bytes = static_cast<double>(sizes.back());
+    PushPullBenchOptions po;
+    po.iters = o_.repeats;
+    po.server_in_process = true;
+    double expected = 0;
+    // Per size: warm-up and timed push-pulls (both ways) and as many plain pushes.
+    for (int64_t b : sizes) {
+      const int calls = b >= kLargeMessageBytes ? 1 + ItersAt(b, po.iters, kLargePushPullIters)
+                                                : po.warmup + po.iters;
+      expected += TransferSeconds(3.0 * calls, b);
+    }
+    progress_->Start(3, round,
+                     absl::StrFormat("push-pull: 1 worker, 1 shard, %d sizes %s-%s, %d + %d calls each",
+                                     sizes.size(), Binary(sizes.front()), Binary(sizes.back()), po.warmup,
+                                     po.iters),
+                     expected);
+    int sweeps = 0;
+    absl::StatusOr<PathCalibration> path = SweepAndFit(
+        [&]() { return PushPullSweep(po, sizes); },
+        [&](const Samples& samples) { return FitPushPullPath(samples, r->update_s_per_byte); }, &sweeps);
+    if (!path.ok()) return progress_->Fail("calibrate: push-pull sweep", path.status());
+    r->push_pull = *path;
+    progress_->Finish(PathText(r->push_pull) + SweepsNote(sweeps));
+    return absl::OkStatus();
   }
-  progress->Start(4, absl::StrFormat("all-reduce: %d ranks (threads), ring, %d sizes %s-%s, %d + %d each",
-                                     kAllReduceRanks, sizes, Binary(ao.min_bytes),
-                                     Binary(ao.max_bytes), ao.warmup, ao.iters),
-                  expected);
-  int sweeps = 0;
-  absl::StatusOr<PathCalibration> path = SweepAndFit(
-      [&]() -> absl::StatusOr<Samples> {
-        RINGSIDE_ASSIGN_OR_RETURN(AllReduceBenchResult sweep, MeasureAllReduceInProcess(kAllReduceRanks, ao));
-        Samples samples;
-        for (const AllReduceRow& r : sweep.rows) {
-          if (r.wrong != 0) {
-            return absl::InternalError(absl::StrCat(r.wrong, " wrong elements at ", r.bytes, " bytes"));
+
+  // Phase 4: a ring all-reduce sweep of 2 ranks, 4 KiB x2 up to the largest message,
+  // fitted with this round's gamma. The ring: the algorithm the model extrapolates to N
+  // ranks (kAuto would run recursive doubling).
+  absl::Status AllReduce(int round, Round* r) {
+    AllReduceBenchOptions ao;
+    ao.min_bytes = kAllReduceMinBytes;
+    ao.max_bytes = SweepMaxBytes(o_.max_message_bytes, kAllReduceMinBytes, kAllReduceFactor,
+                                 run_->calibration.model_bytes);
+    ao.iters = o_.repeats;
+    ao.warmup = std::min(ao.warmup, o_.repeats);
+    ao.algorithm = AllReduceAlgorithm::kRing;
+    const std::vector<int64_t> sizes = SweepSizes(ao.min_bytes, kAllReduceFactor, ao.max_bytes);
+    run_->measurement.allreduce_max_bytes = static_cast<double>(sizes.back());
+    double expected = 0;
+    for (int64_t b : sizes) {
+      expected += TransferSeconds(ao.warmup + ItersAt(b, ao.iters, kLargeAllReduceIters), 2.0 * b);
+    }
+    progress_->Start(4, round,
+                     absl::StrFormat("all-reduce: %d ranks (threads), ring, %d sizes %s-%s, %d + %d each",
+                                     kAllReduceRanks, sizes.size(), Binary(sizes.front()), Binary(sizes.back()),
+                                     ao.warmup, ao.iters),
+                     expected);
+    int sweeps = 0;
+    absl::StatusOr<PathCalibration> path = SweepAndFit(
+        [&]() -> absl::StatusOr<Samples> {
+          RINGSIDE_ASSIGN_OR_RETURN(AllReduceBenchResult sweep, MeasureAllReduceInProcess(kAllReduceRanks, ao));
+          Samples samples;
+          for (const AllReduceRow& row : sweep.rows) {
+            if (row.wrong != 0) {
+              return absl::InternalError(absl::StrCat(row.wrong, " wrong elements at ", row.bytes, " bytes"));
+            }
+            samples.push_back({static_cast<double>(row.bytes), row.us / 1e6});
           }
-          samples.push_back({static_cast<double>(r.bytes), r.us / 1e6});
-        }
-        return samples;
-      },
-      [&](const Samples& samples) {
-        return FitAllReducePath(samples, kAllReduceRanks, Strategy::kRing, c->reduce_s_per_byte);
-      },
-      &sweeps);
-  if (!path.ok()) return progress->Fail("calibrate: all-reduce sweep", path.status());
-  c->allreduce = *path;
-  progress->Finish(PathText(c->allreduce) + SweepsNote(sweeps));
+          return samples;
+        },
+        [&](const Samples& samples) {
+          return FitAllReducePath(samples, kAllReduceRanks, Strategy::kRing, r->reduce_s_per_byte);
+        },
+        &sweeps);
+    if (!path.ok()) return progress_->Fail("calibrate: all-reduce sweep", path.status());
+    r->allreduce = *path;
+    progress_->Finish(PathText(r->allreduce) + SweepsNote(sweeps));
+    return absl::OkStatus();
+  }
+
+ private:
+  const CalibrateOptions& o_;
+  PhaseProgress* const progress_;
+  CalibrationRun* const run_;
+};
+
+// Every constant the median of its rounds, each printed with its spread (and a warning
+// where unsteady), recorded in the measurement. Each round's backward is at most its
+// compute, so the medians keep that order.
+absl::Status KeepMedians(const std::vector<Round>& rounds, PhaseProgress* progress, CalibrationRun* run) {
+  const std::pair<const char*, double Round::*> scalars[] = {
+      {"compute_s", &Round::compute_s},
+      {"backward_s", &Round::backward_s},
+      {"update_s_per_byte", &Round::update_s_per_byte},
+      {"reduce_s_per_byte", &Round::reduce_s_per_byte},
+  };
+  const std::pair<const char*, PathCalibration Round::*> paths[] = {
+      {"push_pull", &Round::push_pull},
+      {"allreduce", &Round::allreduce},
+  };
+  std::vector<std::pair<std::string, std::vector<double>>> repeats;
+  for (const auto& [name, field] : scalars) {
+    std::vector<double> values;
+    for (const Round& r : rounds) values.push_back(r.*field);
+    repeats.push_back({name, std::move(values)});
+  }
+  for (const auto& [name, field] : paths) {
+    std::vector<double> alpha, bandwidth;
+    for (const Round& r : rounds) {
+      alpha.push_back((r.*field).alpha_s);
+      bandwidth.push_back((r.*field).bytes_per_s);
+    }
+    repeats.push_back({absl::StrCat(name, ".alpha_s"), std::move(alpha)});
+    repeats.push_back({absl::StrCat(name, ".bytes_per_s"), std::move(bandwidth)});
+  }
+  progress->Line(absl::StrFormat("calibrate: every constant the median of %d round(s) (min-max, spread):",
+                                 rounds.size()));
+  std::vector<double> medians;
+  std::vector<std::string> warnings;
+  for (auto& [name, values] : repeats) {
+    RINGSIDE_ASSIGN_OR_RETURN(ConstantSpread spread, SummarizeRepeats(name, std::move(values)));
+    progress->Line("  " + DescribeSpread(spread));
+    if (IsUnsteady(spread)) warnings.push_back(SpreadWarning(spread));
+    medians.push_back(spread.median);
+    run->measurement.spreads.push_back(std::move(spread));
+  }
+  for (const std::string& w : warnings) progress->Line(w);
+  Calibration& c = run->calibration;
+  c.compute_s = medians[0];
+  c.backward_s = medians[1];
+  c.update_s_per_byte = medians[2];
+  c.reduce_s_per_byte = medians[3];
+  c.push_pull = {medians[4], medians[5]};
+  c.allreduce = {medians[6], medians[7]};
   return absl::OkStatus();
 }
+
+// CPU time the machine spent busy, in all, and in this process, in clock ticks
+// (USER_HZ) since boot: /proc/stat's first line ("cpu  user nice system idle iowait irq
+// softirq steal ..."; busy is all but idle and iowait) and /proc/self/stat's utime and
+// stime. nullopt where either cannot be read.
+struct CpuTimes {
+  double busy = 0, total = 0, self = 0;
+};
+std::optional<CpuTimes> ReadCpuTimes() {
+  absl::StatusOr<std::string> machine = ReadFile("/proc/stat");
+  absl::StatusOr<std::string> self = ReadFile("/proc/self/stat");
+  if (!machine.ok() || !self.ok()) return std::nullopt;
+  const std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(*machine).substr(0, machine->find('\n')), ' ', absl::SkipEmpty());
+  // "cpu" and user, nice, system, idle, iowait, irq, softirq, steal (guest time is
+  // already counted in user).
+  constexpr int kFields = 8;
+  if (fields.size() < kFields + 1 || fields[0] != "cpu") return std::nullopt;
+  CpuTimes t;
+  for (int i = 1; i <= kFields; ++i) {
+    double v = 0;
+    if (!absl::SimpleAtod(fields[i], &v)) return std::nullopt;
+    t.total += v;
+    if (i != 4 && i != 5) t.busy += v;
+  }
+  // After the command name in parentheses (which may hold spaces): state is field 3,
+  // utime and stime fields 14 and 15.
+  const size_t paren = self->rfind(')');
+  if (paren == std::string::npos) return std::nullopt;
+  const std::vector<absl::string_view> own =
+      absl::StrSplit(absl::string_view(*self).substr(paren + 1), ' ', absl::SkipEmpty());
+  double utime = 0, stime = 0;
+  if (own.size() < 13 || !absl::SimpleAtod(own[11], &utime) || !absl::SimpleAtod(own[12], &stime)) {
+    return std::nullopt;
+  }
+  t.self = utime + stime;
+  return t;
+}
+
+// While this process waits between rounds: how many CPUs the machine's other
+// processes keep busy.
+constexpr absl::Duration kBusyProbe = absl::Milliseconds(250);
+// From this fraction of the machine's CPUs busy elsewhere, calibrate warns: other work
+// makes the waiting ranks and the shard's threads wake late (on this 2-core VM under
+// load 4.9 the same 4 KiB all-reduce took 130 us in one run and 4 ms in the next), so
+// the paths' constants jump, and compute and gamma share the cores and the memory bus.
+constexpr double kBusyFraction = 0.25;
+
+// Before round `round`: probes the other processes' CPU use (the machine's less this
+// process's, which should be idle but may have threads winding down), keeps the most
+// seen in the measurement, and says so in one line from kBusyFraction up.
+void ProbeOthers(int round, int rounds, PhaseProgress* progress, CalibrationMeasurement* measurement) {
+  const std::optional<CpuTimes> before = ReadCpuTimes();
+  absl::SleepFor(kBusyProbe);
+  const std::optional<CpuTimes> after = ReadCpuTimes();
+  if (!before || !after || after->total <= before->total) return;
+  const int cpus = MachineCpus();
+  const double busy = std::max(0.0, cpus * (after->busy - before->busy - (after->self - before->self)) /
+                                        (after->total - before->total));
+  measurement->busy_cpus_elsewhere = std::max(measurement->busy_cpus_elsewhere, busy);
+  if (busy < kBusyFraction * cpus) return;
+  progress->Line(absl::StrFormat(
+      "calibrate: warning: other processes kept %.2f of %d CPU(s) busy before round %d/%d: expect the "
+      "constants to vary; calibrate on a quiet machine",
+      busy, cpus, round, rounds));
+}
+
 
 }  // namespace
 
-absl::StatusOr<Calibration> Calibrate(const CalibrateOptions& o) {
+int64_t SweepMaxBytes(int64_t requested_bytes, int64_t min_bytes, int factor, double model_bytes) {
+  if (requested_bytes > 0) return requested_bytes;
+  int64_t b = min_bytes;
+  while (b < kMaxSweepBytes && (b < kDefaultSweepBytes || b < model_bytes)) b *= factor;
+  return std::min(b, kMaxSweepBytes);
+}
+
+
+absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
   RINGSIDE_RETURN_IF_ERROR(CheckOptions(o));
-  Calibration c;
+  // A model that does not build is refused before anything is printed.
+  RINGSIDE_RETURN_IF_ERROR(WeighModel(o.model, o.batch).status());
+  CalibrationRun run;
+  Calibration& c = run.calibration;
   c.model = o.model;
   c.batch = o.batch;
   c.threads = o.threads;
-  PhaseProgress progress(o.progress);
-  // The CPU-bound phases on an emulated node: this process in a cgroup of that share,
-  // moved back out (and the cgroup removed) before the paths are measured.
+  run.measurement.repeats = o.calibration_repeats;
+  PhaseProgress progress(o.progress, o.calibration_repeats);
+  // The CPU-bound phases on an emulated node: this process joins a cgroup of that
+  // share for them in every round and leaves it before the paths are measured.
   std::unique_ptr<EmulatedCpuShares> node;
   if (o.node_cpus > 0) {
     RINGSIDE_RETURN_IF_ERROR(CheckCpuSharePrivileges());
     RemoveStaleCpuShares().IgnoreError();
     RINGSIDE_ASSIGN_OR_RETURN(node, EmulatedCpuShares::Create(o.node_cpus, 1, CpuSharePeriodFor(o.node_cpus)));
-    RINGSIDE_RETURN_IF_ERROR(node->JoinNode(0));
     c.node_cpus = o.node_cpus;
   }
-  RINGSIDE_RETURN_IF_ERROR(MeasureCompute(o, &progress, &c));
-  progress.Start(2, absl::StrFormat("gamma: summing two %s buffers, %d times", Binary(kReduceFloats * 4),
-                                    kReduceRuns),
-                 0);
-  c.reduce_s_per_byte = MeasureReducePerByte();
-  progress.Finish(absl::StrFormat("%.3f ns per byte", c.reduce_s_per_byte * 1e9));
+  Rounds phases(o, &progress, &run);
+  std::vector<Round> rounds(o.calibration_repeats);
+  for (int i = 0; i < o.calibration_repeats; ++i) {
+    Round& r = rounds[i];
+    ProbeOthers(i + 1, o.calibration_repeats, &progress, &run.measurement);
+    if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->JoinNode(0));
+    RINGSIDE_RETURN_IF_ERROR(phases.Compute(i + 1, &r));
+    phases.Gamma(i + 1, &r);
+    if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->LeaveNode());
+    RINGSIDE_RETURN_IF_ERROR(phases.PushPull(i + 1, &r));
+    RINGSIDE_RETURN_IF_ERROR(phases.AllReduce(i + 1, &r));
+  }
   if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->Teardown());
-  RINGSIDE_RETURN_IF_ERROR(MeasurePushPullPath(o, &progress, &c));
-  RINGSIDE_RETURN_IF_ERROR(MeasureAllReducePath(o, &progress, &c));
+  RINGSIDE_RETURN_IF_ERROR(KeepMedians(rounds, &progress, &run));
+  SayIfExtrapolated("push-pull", run.measurement.push_pull_max_bytes, c, &progress);
+  SayIfExtrapolated("all-reduce", run.measurement.allreduce_max_bytes, c, &progress);
   RINGSIDE_RETURN_IF_ERROR(ValidateCalibration(c));
-  return c;
+  return run;
+}
+
+absl::StatusOr<Calibration> Calibrate(const CalibrateOptions& o) {
+  RINGSIDE_ASSIGN_OR_RETURN(CalibrationRun run, CalibrateWithSpreads(o));
+  return std::move(run.calibration);
 }
 
 }  // namespace ringside

@@ -8,8 +8,13 @@
 //      this process (RunPushPullSweep), fitted;
 //   4. all-reduce alpha and bandwidth: a ring all-reduce sweep of 2 Gloo ranks as
 //      threads (MeasureAllReduceInProcess), fitted.
-// A sweep whose fit fails (noise: times that do not grow with size) is run again, up to
-// three sweeps. The result records the model, batch and threads it was measured with.
+// The four phases run in calibration_repeats rounds (1 2 3 4, 1 2 3 4, ...), so that the
+// repeats of a constant spread over the whole calibration; each constant is the median
+// of its rounds, and its spread is printed and recorded (calibration_spread.h), with a
+// warning line for a constant whose rounds differ by more than kUnsteadySpread, and one
+// before a round when other processes keep the machine busy. A sweep whose fit fails
+// (noise: times that do not grow with size) is run again, up to three sweeps per round.
+// The result records the model, batch, threads and node share it was measured with.
 #ifndef RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATE_H_
 #define RINGSIDE_EXPERIMENTS_COSTMODEL_CALIBRATE_H_
 
@@ -18,34 +23,64 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "experiments/costmodel/calibration_spread.h"
 #include "experiments/costmodel/cost_model.h"
 
 namespace ringside {
+
+// Rounds of the four phases unless told (`--calibration_repeats`).
+inline constexpr int kDefaultCalibrationRepeats = 3;
 
 struct CalibrateOptions {
   std::string model = "mlp:784-256-256-10";  // Any spec Model::Create takes.
   int batch = 128;          // Per-worker batch the compute time is measured at.
   int threads = 1;          // BLAS threads for the compute measurement.
   // > 0: measure compute, SGD and gamma on an emulated node of this many CPUs (this
-  // process joins a cgroup with that quota for those phases; root). Recorded in the
-  // calibration; the cost model scales from it (cost_model.h Scenario.node_cpus).
+  // process joins a cgroup with that quota for those phases of every round; root).
+  // Recorded in the calibration; the cost model scales from it (cost_model.h
+  // Scenario.node_cpus).
   double node_cpus = 0;
   // The measurement budget (tests make it tiny):
-  int warmup_steps = 8;     // Untimed steps before the timed ones.
-  int steps = 80;           // Timed training steps (medians).
-  int repeats = 10;         // Timed push-pulls and all-reduces per message size.
-  // Largest message of the push-pull (64 KiB, x4 ...) and all-reduce (64 KiB, x2 ...)
-  // sweeps; at least 256 KiB.
-  int64_t max_message_bytes = int64_t{16} << 20;
-  // One line per phase (what, how long it should take, the result), or nullptr. On a
-  // terminal the line is started when the phase starts and finished when it ends; on
-  // anything else each line is written whole when its phase ends.
+  // Rounds of the four phases; each constant is their median (calibration_spread.h).
+  int calibration_repeats = kDefaultCalibrationRepeats;
+  int warmup_steps = 5;     // Untimed steps before the timed ones, every round.
+  int steps = 30;           // Timed training steps per round (medians).
+  int repeats = 10;         // Timed push-pulls and all-reduces per message size (a
+                            // quarter from 16 MiB up: at least 3 push-pulls, 5 all-reduces).
+  // Largest message of the push-pull (4 KiB, x4 ...) and all-reduce (4 KiB, x2 ...)
+  // sweeps; at least 256 KiB. 0: the model's bytes rounded up to the sweep's next size,
+  // at least kDefaultSweepBytes and at most kMaxSweepBytes (a model larger than that is
+  // said to have its bandwidth extrapolated).
+  int64_t max_message_bytes = 0;
+  // One line per phase of every round (what, how long it should take, the result),
+  // then every constant's median and spread and any warning, or nullptr. On a terminal
+  // a phase's line is started when the phase starts and finished when it ends; on
+  // anything else each line is written whole.
   FILE* progress = nullptr;
 };
 
-// Runs the measurements in this process; blocks for about 15 s with the defaults (the
-// step phase scales with the model). InvalidArgument for bad options or a model that
-// does not build; otherwise a failing measurement's error, naming it.
+// The automatic sweeps' (max_message_bytes = 0) least and greatest largest message.
+inline constexpr int64_t kDefaultSweepBytes = int64_t{16} << 20;
+inline constexpr int64_t kMaxSweepBytes = int64_t{256} << 20;
+
+// The largest message of a sweep min_bytes, min_bytes x factor, ... (factor >= 2):
+// requested_bytes when > 0; else the first size that is >= kDefaultSweepBytes and >=
+// model_bytes, but at most kMaxSweepBytes.
+int64_t SweepMaxBytes(int64_t requested_bytes, int64_t min_bytes, int factor, double model_bytes);
+
+// A calibration and how it was measured (the file records both: calibration_json.h).
+struct CalibrationRun {
+  Calibration calibration;
+  CalibrationMeasurement measurement;
+};
+
+// Runs the measurements in this process; blocks for about 20 s with the defaults on a
+// small model (the step phase scales with the model, the sweeps with its size).
+// InvalidArgument for bad options or a model that does not build; otherwise a failing
+// measurement's error, naming it.
+absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& options);
+
+// CalibrateWithSpreads' calibration alone.
 absl::StatusOr<Calibration> Calibrate(const CalibrateOptions& options);
 
 }  // namespace ringside

@@ -1,14 +1,19 @@
 // `ringside calibrate` end to end on the CNN (the model the text-parsing calibrate could
-// not measure), with a tiny budget: every constant measured, the byte count the model's
-// own, the provenance recorded and surviving the file's round trip, one progress line
-// per phase without carriage returns; bad options and models refused before measuring.
+// not measure), with a tiny budget: every constant measured in two repeats and kept as
+// their median, the byte count the model's own, the provenance and the spreads recorded
+// and surviving the file's round trip, one progress line per phase of each round (then
+// one per constant) without carriage returns; a sweep below the model's size said so;
+// bad options and models refused before measuring.
 #include "experiments/costmodel/calibrate.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "experiments/costmodel/calibration_check.h"
 #include "experiments/costmodel/calibration_json.h"
@@ -19,6 +24,7 @@ namespace ringside {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 CalibrateOptions TinyBudget(const std::string& model, int batch) {
@@ -29,6 +35,7 @@ CalibrateOptions TinyBudget(const std::string& model, int batch) {
   o.warmup_steps = 1;
   o.steps = 3;
   o.repeats = 3;
+  o.calibration_repeats = 2;
   // Big enough that the transfer, not the shard's SGD or noise, sets the sweeps' slope.
   o.max_message_bytes = 4 << 20;
   return o;
@@ -48,10 +55,11 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   FILE* progress = std::tmpfile();
   ASSERT_NE(progress, nullptr);
   o.progress = progress;
-  absl::StatusOr<Calibration> c = Calibrate(o);
+  absl::StatusOr<CalibrationRun> run = CalibrateWithSpreads(o);
   const std::string lines = ReadBack(progress);
   std::fclose(progress);
-  ASSERT_TRUE(c.ok()) << c.status() << "\n" << lines;
+  ASSERT_TRUE(run.ok()) << run.status() << "\n" << lines;
+  const Calibration* c = &run->calibration;
 
   // LeNet: conv 1*25*32+32, conv 32*25*64+64, fc 1024*512+512, fc 512*10+10 parameters.
   EXPECT_EQ(c->model_bytes, 4.0 * (832 + 51264 + 524800 + 5130));
@@ -68,26 +76,98 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   EXPECT_TRUE(ValidateCalibration(*c).ok());
   EXPECT_TRUE(CheckCalibrationFits(*c, "cnn:lenet", 16).ok());
 
-  absl::StatusOr<Calibration> back = CalibrationFromJson(CalibrationToJson(*c));
+  // Every constant measured in two rounds, the median kept (the upper one of two: the
+  // larger).
+  const CalibrationMeasurement& m = run->measurement;
+  EXPECT_EQ(m.repeats, 2);
+  const std::vector<std::pair<std::string, double>> kept = {
+      {"compute_s", c->compute_s},
+      {"backward_s", c->backward_s},
+      {"update_s_per_byte", c->update_s_per_byte},
+      {"reduce_s_per_byte", c->reduce_s_per_byte},
+      {"push_pull.alpha_s", c->push_pull.alpha_s},
+      {"push_pull.bytes_per_s", c->push_pull.bytes_per_s},
+      {"allreduce.alpha_s", c->allreduce.alpha_s},
+      {"allreduce.bytes_per_s", c->allreduce.bytes_per_s},
+  };
+  ASSERT_EQ(m.spreads.size(), kept.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(m.spreads[i].name, kept[i].first);
+    ASSERT_EQ(m.spreads[i].values.size(), 2u) << kept[i].first;
+    EXPECT_EQ(m.spreads[i].median, kept[i].second) << kept[i].first;
+    EXPECT_EQ(m.spreads[i].median, std::max(m.spreads[i].values[0], m.spreads[i].values[1]));
+  }
+  // The sweeps as asked: 4 KiB x4 and x2 up to 4 MiB, past the model's 2.33 MB.
+  EXPECT_EQ(m.push_pull_max_bytes, 4 << 20);
+  EXPECT_EQ(m.allreduce_max_bytes, 4 << 20);
+  EXPECT_GE(m.busy_cpus_elsewhere, 0);  // Probed (whatever else runs beside the test).
+
+  CalibrationMeasurement back_m;
+  absl::StatusOr<Calibration> back = CalibrationFromJson(CalibrationToJson(*c, m), &back_m);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->model, "cnn:lenet");
   EXPECT_EQ(back->batch, 16);
   EXPECT_EQ(back->compute_s, c->compute_s);
+  EXPECT_EQ(back_m.repeats, 2);
+  EXPECT_EQ(back_m.spreads.size(), kept.size());
 
-  // Not a terminal: four whole lines, one per phase, each with what, the expectation
-  // and the result.
+  // Not a terminal: whole lines. Per phase of each round, one line with what, the
+  // round, the expectation and the result; then a heading and one indented line per
+  // constant (median, min-max, spread); then any warnings, naming the constant.
   EXPECT_EQ(lines.find('\r'), std::string::npos);
   std::vector<std::string> split = absl::StrSplit(lines, '\n', absl::SkipEmpty());
-  ASSERT_EQ(split.size(), 4u) << lines;
-  for (int i = 0; i < 4; ++i) {
-    EXPECT_THAT(split[i], StartsWith("calibrate [" + std::to_string(i + 1) + "/4] "));
-    EXPECT_THAT(split[i], HasSubstr("(expect "));
-    EXPECT_THAT(split[i], ::testing::EndsWith(" s]"));
+  std::vector<std::string> phases, constants;
+  for (const std::string& line : split) {
+    if (absl::StartsWith(line, "calibrate [")) {
+      phases.push_back(line);
+    } else if (absl::StartsWith(line, "  ")) {
+      constants.push_back(line);
+    } else if (!absl::StartsWith(line, "calibrate: every constant the median of 2 round(s)")) {
+      // An unsteady constant, or the machine busy with other work before a round.
+      EXPECT_THAT(line, StartsWith("calibrate: warning: ")) << lines;
+      EXPECT_THAT(line, ::testing::AnyOf(HasSubstr("the median"), HasSubstr("other processes kept")));
+    }
   }
-  EXPECT_THAT(split[0], HasSubstr("compute: cnn:lenet at batch 16"));
-  EXPECT_THAT(split[0], HasSubstr("M = 2.33 MB"));
-  EXPECT_THAT(split[2], HasSubstr("push-pull"));
-  EXPECT_THAT(split[3], HasSubstr("all-reduce"));
+  ASSERT_EQ(phases.size(), 8u) << lines;
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_THAT(phases[i], StartsWith("calibrate [" + std::to_string(i % 4 + 1) + "/4] "));
+    EXPECT_THAT(phases[i], HasSubstr("(round " + std::to_string(i / 4 + 1) + "/2; expect "));
+    EXPECT_THAT(phases[i], ::testing::EndsWith(" s]"));
+  }
+  EXPECT_THAT(phases[0], HasSubstr("compute: cnn:lenet at batch 16, 1 thread(s), 1 + 3 steps"));
+  EXPECT_THAT(phases[0], HasSubstr("M = 2.33 MB"));
+  EXPECT_THAT(phases[2], HasSubstr("push-pull"));
+  EXPECT_THAT(phases[3], HasSubstr("all-reduce"));
+  EXPECT_THAT(phases[4], HasSubstr("compute"));
+  ASSERT_EQ(constants.size(), kept.size()) << lines;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_THAT(constants[i], StartsWith("  " + kept[i].first + " "));
+    EXPECT_THAT(constants[i], HasSubstr("(min-max "));
+    EXPECT_THAT(constants[i], ::testing::EndsWith("%)"));
+  }
+  EXPECT_THAT(lines, Not(HasSubstr("extrapolated")));
+}
+
+// A model larger than the sweeps' largest message: each sweep says so in one line.
+TEST(Calibrate, SaysWhenTheSweepsStopBelowTheModel) {
+  CalibrateOptions o = TinyBudget("mlp:784-100-10", 8);  // 79510 parameters: 318 kB.
+  o.steps = 2;
+  o.calibration_repeats = 1;
+  o.max_message_bytes = 256 << 10;
+  FILE* progress = std::tmpfile();
+  ASSERT_NE(progress, nullptr);
+  o.progress = progress;
+  absl::StatusOr<CalibrationRun> run = CalibrateWithSpreads(o);
+  const std::string lines = ReadBack(progress);
+  std::fclose(progress);
+  ASSERT_TRUE(run.ok()) << run.status() << "\n" << lines;
+  EXPECT_THAT(lines, HasSubstr("calibrate: the push-pull sweep reached 256 KiB, the model is 0.32 MB: "
+                               "bandwidth extrapolated"));
+  EXPECT_THAT(lines, HasSubstr("calibrate: the all-reduce sweep reached 256 KiB, the model is 0.32 MB: "
+                               "bandwidth extrapolated"));
+  EXPECT_THAT(lines, HasSubstr("compute_s "));
+  EXPECT_THAT(lines, HasSubstr("(1 repeat)"));
+  EXPECT_EQ(run->measurement.push_pull_max_bytes, 256 << 10);
 }
 
 TEST(Calibrate, RefusesBadOptionsAndModelsBeforeMeasuring) {
@@ -95,6 +175,9 @@ TEST(Calibrate, RefusesBadOptionsAndModelsBeforeMeasuring) {
   EXPECT_EQ(Calibrate(o).status().code(), absl::StatusCode::kInvalidArgument);
   o = TinyBudget("cnn:lenet", 8);
   o.max_message_bytes = 1024;
+  EXPECT_EQ(Calibrate(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o = TinyBudget("cnn:lenet", 8);
+  o.calibration_repeats = 0;
   EXPECT_EQ(Calibrate(o).status().code(), absl::StatusCode::kInvalidArgument);
   o = TinyBudget("mlp:100-10", 8);  // The input is 784 wide.
   FILE* progress = std::tmpfile();

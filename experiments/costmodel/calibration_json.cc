@@ -1,6 +1,11 @@
 #include "experiments/costmodel/calibration_json.h"
 
+#include <cmath>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "experiments/costmodel/calibration.pb.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -24,9 +29,38 @@ absl::StatusOr<PathCalibration> FromMessage(const PathCalibrationMessage& m, con
   return PathCalibration{m.alpha_s(), m.bytes_per_s()};
 }
 
+// The repeats, spreads and sweep extents of `m`, checked.
+absl::StatusOr<CalibrationMeasurement> MeasurementFromMessage(const CalibrationMessage& m) {
+  CalibrationMeasurement out;
+  out.repeats = m.repeats();
+  out.push_pull_max_bytes = m.push_pull_max_bytes();
+  out.allreduce_max_bytes = m.allreduce_max_bytes();
+  out.busy_cpus_elsewhere = m.busy_cpus_elsewhere();
+  if (out.repeats < 0) return absl::InvalidArgumentError("calibration JSON: \"repeats\" must be >= 0");
+  for (double v : {out.push_pull_max_bytes, out.allreduce_max_bytes, out.busy_cpus_elsewhere}) {
+    if (!std::isfinite(v) || v < 0) {
+      return absl::InvalidArgumentError(
+          "calibration JSON: \"push_pull_max_bytes\", \"allreduce_max_bytes\" and "
+          "\"busy_cpus_elsewhere\" must be finite and >= 0");
+    }
+  }
+  for (const ConstantSpreadMessage& sm : m.spreads()) {
+    if (sm.name().empty()) return absl::InvalidArgumentError("calibration JSON: a spread without a \"name\"");
+    RINGSIDE_ASSIGN_OR_RETURN(
+        ConstantSpread spread,
+        SummarizeRepeats(sm.name(), std::vector<double>(sm.values().begin(), sm.values().end())));
+    out.spreads.push_back(std::move(spread));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string CalibrationToJson(const Calibration& c) {
+  return CalibrationToJson(c, CalibrationMeasurement());
+}
+
+std::string CalibrationToJson(const Calibration& c, const CalibrationMeasurement& measurement) {
   CalibrationMessage m;
   m.set_compute_s(c.compute_s);
   m.set_backward_s(c.backward_s);
@@ -42,6 +76,17 @@ std::string CalibrationToJson(const Calibration& c) {
   if (c.batch > 0) m.set_batch(c.batch);
   if (c.threads > 0) m.set_threads(c.threads);
   if (c.node_cpus > 0) m.set_node_cpus(c.node_cpus);
+  if (measurement.repeats > 0) m.set_repeats(measurement.repeats);
+  for (const ConstantSpread& s : measurement.spreads) {
+    ConstantSpreadMessage* sm = m.add_spreads();
+    sm->set_name(s.name);
+    for (double v : s.values) sm->add_values(v);
+    sm->set_median(s.median);
+    sm->set_spread(s.spread);
+  }
+  if (measurement.push_pull_max_bytes > 0) m.set_push_pull_max_bytes(measurement.push_pull_max_bytes);
+  if (measurement.allreduce_max_bytes > 0) m.set_allreduce_max_bytes(measurement.allreduce_max_bytes);
+  if (measurement.repeats > 0) m.set_busy_cpus_elsewhere(measurement.busy_cpus_elsewhere);
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
   options.preserve_proto_field_names = true;
@@ -53,6 +98,12 @@ std::string CalibrationToJson(const Calibration& c) {
 }
 
 absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json) {
+  CalibrationMeasurement ignored;
+  return CalibrationFromJson(json, &ignored);
+}
+
+absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json,
+                                                CalibrationMeasurement* measurement) {
   CalibrationMessage m;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
@@ -85,6 +136,7 @@ absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json) {
     return absl::InvalidArgumentError("calibration JSON: \"batch\" and \"threads\" must be >= 0");
   }
   if (absl::Status s = ValidateCalibration(c); !s.ok()) return s;
+  RINGSIDE_ASSIGN_OR_RETURN(*measurement, MeasurementFromMessage(m));
   return c;
 }
 
