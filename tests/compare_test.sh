@@ -159,9 +159,55 @@ SPEC
   sleep 0.5
   [ "$(ip netns list | sort)" = "$before_ns" ] || fail "namespaces left after an interrupted matrix: $(ip netns list)"
   [ "$(ip -o link | wc -l)" -eq "$before_links" ] || fail "host links changed: $(ip -o link | tail -3)"
+
+  # A cluster (docs/cluster.md): the links are the profile's NIC / d, d measured here on
+  # a node's share; dilation.textproto keeps it, every cell records it, the report
+  # states it and whether the host held it, and a resumed matrix reuses it.
+  cat >"$T/tiny-cluster.textproto" <<'PROFILE'
+name: "tiny-cluster"
+source: "compare_test.sh"
+device_tflops: 0.01
+nic { bandwidth: "20mbit" latency_us: 10 }
+PROFILE
+  cat >"$T/cluster.textproto" <<SPEC
+strategies { kind: "single" }
+strategies { kind: "ddp" }
+workers: 2
+model: "mlp:784-32-10"
+dataset: "synthetic:train=2048,test=128"
+batch_per_worker: 32
+steps: 6
+node_cpus: "0.5"
+cluster: "$T/tiny-cluster.textproto"
+SPEC
+  timeout 300 "$RINGSIDE" compare --spec="$T/cluster.textproto" --out="$T/cl" >"$T/cl.log" 2>&1 \
+    || fail "compare on a cluster exited $?: $(tail -3 "$T/cl.log")"
+  grep -q 'cluster tiny-cluster emulated with dilation d = ' "$T/cl.log" || fail "compare did not state the dilation: $(head -5 "$T/cl.log")"
+  net=$(sed -n 's/^network: "\(.*\)"$/\1/p' "$T/cl/dilation.textproto")
+  case "$net" in bw=*) ;; *) fail "dilation.textproto has no dilated links: $(cat "$T/cl/dilation.textproto")" ;; esac
+  grep -q "^network: \"$net\"" "$T/cl/cells/ddp-n2-r0/result.textproto" || fail "the DDP cell did not run on $net"
+  grep -q '^cluster: "tiny-cluster"' "$T/cl/cells/ddp-n2-r0/result.textproto" || fail "the cell does not record its cluster"
+  grep -q '^dilation: ' "$T/cl/cells/ddp-n2-r0/result.textproto" || fail "the cell does not record its dilation"
+  "$RINGSIDE" report "$T/cl" >/dev/null 2>&1 || fail "report of the cluster matrix failed"
+  grep -q '^\*\*cluster tiny-cluster emulated with dilation d = ' "$T/cl/report.md" || fail "report.md does not state the cluster"
+  grep -Eq 'The host (held|did not hold) cluster tiny-cluster' "$T/cl/report.md" || fail "report.md does not say whether the host held the profile"
+  rm -rf "$T/cl/cells/ddp-n2-r0"
+  timeout 300 "$RINGSIDE" compare --spec="$T/cluster.textproto" --out="$T/cl" >"$T/cl2.log" 2>&1 \
+    || fail "resuming the cluster matrix exited $?: $(tail -3 "$T/cl2.log")"
+  grep -q "kept from $T/cl" "$T/cl2.log" || fail "the resumed matrix measured a new dilation: $(head -3 "$T/cl2.log")"
+  grep -q "^network: \"$net\"" "$T/cl/cells/ddp-n2-r0/result.textproto" || fail "the resumed cell ran on other links"
+  [ "$(ip netns list | sort)" = "$before_ns" ] || fail "namespaces left after the cluster matrix: $(ip netns list)"
 else
   echo "skip: emulated-link checks need root and network namespaces"
 fi
+
+# A cluster that is neither a preset nor a file, or one beside a network: one line, no
+# directory.
+spec "$T/badcl.textproto" 'cluster: "no-such-cluster"' 'node_cpus: "0.5"'
+expect_error unknown_cluster 'cluster "no-such-cluster" is neither a preset' --spec="$T/badcl.textproto" --out="$T/badcl"
+[ -e "$T/badcl" ] && fail "a refused cluster created its output directory"
+spec "$T/clnet.textproto" 'cluster: "gige-cpu"' 'node_cpus: "0.5"' 'network: "bw=1gbit"'
+expect_error cluster_and_network 'exclude each other' --spec="$T/clnet.textproto" --out="$T/clnet"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo PASS

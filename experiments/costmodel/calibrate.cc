@@ -280,7 +280,8 @@ class Rounds {
   }
 
   // Phase 3: one worker's push-pull against one shard, 4 KiB x4 up to the largest
-  // message, fitted with this round's update_s_per_byte (the shard runs SGD).
+  // message, fitted with this round's update_s_per_byte (the shard runs SGD), taken at
+  // full speed.
   absl::Status PushPull(int round, Round* r) {
     const std::vector<int64_t> sizes =
         SweepSizes(kPushPullMinBytes, kPushPullFactor,
@@ -302,10 +303,15 @@ class Rounds {
                                      sizes.size(), Binary(sizes.front()), Binary(sizes.back()), po.warmup,
                                      po.iters),
                      expected);
+    // The sweep's shard runs SGD outside the node (this process left it), at full
+    // speed: the update measured on a node of C < 1 CPU took 1 / C as long (one
+    // thread), so C of it is what the sweep's slope holds.
+    const double shard_sgd_s_per_byte =
+        o_.node_cpus > 0 ? r->update_s_per_byte * std::min(1.0, o_.node_cpus) : r->update_s_per_byte;
     int sweeps = 0;
     absl::StatusOr<PathCalibration> path = SweepAndFit(
         [&]() { return PushPullSweep(po, sizes); },
-        [&](const Samples& samples) { return FitPushPullPath(samples, r->update_s_per_byte); }, &sweeps);
+        [&](const Samples& samples) { return FitPushPullPath(samples, shard_sgd_s_per_byte); }, &sweeps);
     if (!path.ok()) return progress_->Fail("calibrate: push-pull sweep", path.status());
     r->push_pull = *path;
     progress_->Finish(PathText(r->push_pull) + SweepsNote(sweeps));
