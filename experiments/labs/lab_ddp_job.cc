@@ -11,8 +11,8 @@
 namespace ringside {
 namespace {
 
-constexpr int kSteps = 12;
-constexpr int kWarmup = 3;
+constexpr int kSteps = 20;
+constexpr int kWarmup = 4;
 
 }  // namespace
 
