@@ -73,7 +73,7 @@ expect_usage_error unknown_bench "unknown benchmark 'nope' \(expected step, allr
 expect_usage_error ddp_bad_backend "--backend=bogus is not a process-group backend \\(gloo or nccl\\)" train --strategy=ddp --backend=bogus
 expect_usage_error ddp_bad_allreduce "allreduce" train --strategy=ddp --allreduce=bogus
 expect_usage_error compare_no_spec "compare needs --spec=FILE" compare --out="$T/c"
-expect_usage_error simulate_no_calibration "simulate needs --calibration" simulate
+expect_usage_error simulate_no_calibration "simulate needs --cluster=NAME\\|FILE \\(a described cluster\\) or --calibration=FILE" simulate
 # Devices. On a machine without a GPU (CI), --device=cuda fails before any data loads,
 # naming why: a build without CUDA, or no usable GPU.
 expect_usage_error bad_device "--device must be cpu, cuda or cuda:K \(K >= 0\), got 'gpu'" "${common[@]}" --dataset=synthetic --device=gpu

@@ -57,11 +57,13 @@ for block in md.split("\n\n"):
     block = block.strip()
     if not block or block.startswith("```") or block.startswith("!["):
         continue
-    for line in block.split("\n") if block.startswith("|") else [block]:
+    # Table rows and list items one by one (a list's "- " is markup, like "**").
+    for line in block.split("\n") if block.startswith(("|", "- ")) else [block]:
         if re.fullmatch(r"\|[-|]+\|", line):
             continue
         plain = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", line)  # [text](link) -> text
         plain = plain.replace("**", "").replace("`", "").replace("\\|", "|").lstrip("# ")
+        plain = re.sub(r"^- ", "", plain)
         cells = [c.strip() for c in plain.strip("|").split("|")] if line.startswith("|") else [plain]
         for c in cells:
             if c and re.sub(r"\s+", " ", c) not in text:

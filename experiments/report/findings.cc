@@ -287,7 +287,7 @@ std::string ComputeSlowdownParagraph(const std::vector<std::string>& order, cons
       const double slower = p->compute_ms / single->compute_ms - 1;
       if (slower < kComputeSlowdownFraction) continue;
       lines.push_back(absl::StrFormat(
-          "- %s x%d: compute %.0f%% slower than the single process's (%.1f against %.1f ms per step): %s",
+          "- %s x%d: compute %.0f%% slower than the single process's (%.2f against %.2f ms per step): %s",
           Name(*p), p->workers, 100 * slower, p->compute_ms, single->compute_ms,
           p->kind == "ps" ? "its pushes and pulls (and any shard on its node) share the node's CPU"
                           : "the ring's transfers share the node's CPU"));

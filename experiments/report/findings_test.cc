@@ -308,8 +308,8 @@ TEST(FindingsTest, CommunicationsCpuCostAndPredictionMissesAreNamed) {
   c.num_params = 582026;  // M = 2.33 MB.
   c.link_bytes_per_s = 50e6;
   const std::string f = Findings(points, c);
-  EXPECT_THAT(f, HasSubstr("- **ddp** x4: compute 25% slower than the single process's (293.0 against 235.0 "
-                           "ms per step): the ring's transfers share the node's CPU"));
+  EXPECT_THAT(f, HasSubstr("- **ddp** x4: compute 25% slower than the single process's (293.00 against "
+                           "235.00 ms per step): the ring's transfers share the node's CPU"));
   EXPECT_THAT(f, HasSubstr("Predictions that miss by more than 15% (marked ! in the table)"));
   EXPECT_THAT(f, HasSubstr("- **ddp** x4: predicted 240.0 ms, measured 303.0 ms (-21%): likely compute 25% "
                            "slower than the single process's"));
