@@ -77,8 +77,11 @@ ps_by_hand() {
 #    it from the workers (their AbortRequest).
 if ps_by_hand ps_s1 s1; then
   at="shard 1 at 127.0.0.1:$P1: push-pull of step [0-9]+: stopped answering"
-  survivor "by hand, shard 1 stopped: worker 0" "$W0" "$T/ps_s1.w0.log" "$T0" "worker 0: $at"
-  survivor "by hand, shard 1 stopped: worker 1" "$W1" "$T/ps_s1.w1.log" "$T0" "worker 1: $at"
+  # A worker names it from its own keepalive, or hears it first through shard 0 ("shard
+  # 0 at ...: shard 0: worker W reports: shard 1 at ...": a race); either names shard 1,
+  # its address and the step.
+  survivor "by hand, shard 1 stopped: worker 0" "$W0" "$T/ps_s1.w0.log" "$T0" "worker 0: (.*reports: )?$at"
+  survivor "by hand, shard 1 stopped: worker 1" "$W1" "$T/ps_s1.w1.log" "$T0" "worker 1: (.*reports: )?$at"
   survivor "by hand, shard 1 stopped: shard 0" "$S0" "$T/ps_s1.s0.log" "$T0" "shard 0: worker [01] reports: $at"
 fi
 
@@ -87,7 +90,11 @@ fi
 for w in 1 0; do
   o=$((1 - w))
   if ps_by_hand "ps_w$w" "w$w"; then
-    late="worker\(s\) $w did not push step [0-9]+ within ${TIMEOUT}s \(worker $w at ipv4:127\.0\.0\.1:[0-9]+\)"
+    # The shard names it when its push is late, or when the worker's stream breaks first
+    # (its keepalive pings unanswered): a race; both name the worker, its address and
+    # the step.
+    late="(worker\(s\) $w did not push step [0-9]+ within ${TIMEOUT}s \(worker $w at ipv4:127\.0\.0\.1:[0-9]+\)"
+    late+="|worker $w lost: its stream from ipv4:127\.0\.0\.1:[0-9]+ broke during step [0-9]+)"
     # A shard may also hear it first from the other worker ("worker W reports: ...").
     survivor "by hand, worker $w stopped: shard 0" "$S0" "$T/ps_w$w.s0.log" "$T0" "shard 0: .*$late"
     survivor "by hand, worker $w stopped: shard 1" "$S1" "$T/ps_w$w.s1.log" "$T0" "shard 1: .*$late"
