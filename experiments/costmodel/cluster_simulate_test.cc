@@ -16,6 +16,7 @@
 #include "experiments/cluster/profile.h"
 #include "experiments/costmodel/cost_model.h"
 #include "experiments/costmodel/model_presets.h"
+#include "experiments/costmodel/print_capture_test_util.h"
 #include "experiments/costmodel/simulate.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -326,23 +327,12 @@ TEST(Lists, WorkersShardsAndSizes) {
 
 // ----- output -----
 
-std::string Capture(const std::function<absl::Status(FILE*)>& run, absl::Status* status) {
-  FILE* f = std::tmpfile();
-  *status = run(f);
-  std::rewind(f);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
-  std::fclose(f);
-  return text;
-}
 
 TEST(ClusterSimulate, PrintsTheClusterTheStepAndEveryPoint) {
   ClusterSimulateOptions o = Options(4, {1, kShardsPerWorker}, false);
   o.workers = {16, 64, 512};
   absl::Status st;
-  const std::string text = Capture([&](FILE* f) { return RunClusterSimulate(o, f); }, &st);
+  const std::string text = CapturePrinted([&](FILE* f) { return RunClusterSimulate(o, f); }, &st);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_THAT(text, HasSubstr("cluster test: 4 x device per node, NIC 10 Gbit/s (latency 20 us), intra-node"));
   EXPECT_THAT(text, HasSubstr("step on one device: 50.000 ms, given (--step_ms)"));
@@ -353,7 +343,7 @@ TEST(ClusterSimulate, PrintsTheClusterTheStepAndEveryPoint) {
   EXPECT_THAT(text, HasSubstr("| server "));
   EXPECT_THAT(text, HasSubstr(" Gb/s"));
   o.step_s = 0;  // Nothing printed when the step is unknown.
-  const std::string none = Capture([&](FILE* f) { return RunClusterSimulate(o, f); }, &st);
+  const std::string none = CapturePrinted([&](FILE* f) { return RunClusterSimulate(o, f); }, &st);
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(none, "");
 }
@@ -400,13 +390,13 @@ TEST(Simulate, PredictsForTheCalibratedShareUnlessTold) {
   o.calibration.model_bytes = 1e6;
   o.workers = {1, 2};
   absl::Status st;
-  std::string text = Capture([&](FILE* f) { return RunSimulate(o, f); }, &st);
+  std::string text = CapturePrinted([&](FILE* f) { return RunSimulate(o, f); }, &st);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_THAT(text, HasSubstr("compute 66.200 ms/step (backward 40.000 ms) on a node of 0.4 CPU"));
   EXPECT_THAT(text, HasSubstr("single process: 66.200 ms/step"));
   EXPECT_THAT(text, HasSubstr("0.4 CPU each, the calibration's share (no rescaling)"));
   o.node_cpus = 1;  // Told otherwise: said, with the factor.
-  text = Capture([&](FILE* f) { return RunSimulate(o, f); }, &st);
+  text = CapturePrinted([&](FILE* f) { return RunSimulate(o, f); }, &st);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_THAT(text, HasSubstr("emulated nodes: 1 CPU each, NOT the calibration's share"));
   EXPECT_THAT(text, HasSubstr("rescaled x0.4"));

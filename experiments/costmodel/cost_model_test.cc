@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "experiments/costmodel/print_capture_test_util.h"
 #include "experiments/costmodel/simulate.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -945,15 +946,7 @@ TEST(CalibrationFits, OldFilesWithoutModelOrBatchSaySo) {
 // ----- simulate -----
 
 std::string RunToString(const SimulateOptions& options, absl::Status* status) {
-  FILE* f = std::tmpfile();
-  *status = RunSimulate(options, f);
-  std::rewind(f);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
-  std::fclose(f);
-  return text;
+  return CapturePrinted([&](FILE* f) { return RunSimulate(options, f); }, status);
 }
 
 TEST(Simulate, PrintsATablePerLinkAndTheCrossovers) {
