@@ -11,10 +11,9 @@ namespace ringside {
 
 absl::StatusOr<LabVerdict> CheckBucketSize(const LabContext& lab) {
   std::vector<DdpFacts> sweep;
-  RINGSIDE_ASSIGN_OR_RETURN(std::string links, LabClusterLinks(lab));
   for (const char* cap : {"0.25", "1.5", "25"}) {
     RINGSIDE_ASSIGN_OR_RETURN(
-        DdpFacts f, RunDdpLabJob(lab, absl::StrCat("cap", cap), links,
+        DdpFacts f, RunDdpLabJob(lab, absl::StrCat("cap", cap),
                                  {absl::StrCat("--bucket_cap_mb=", cap), absl::StrCat("--first_bucket_mb=", cap)}));
     sweep.push_back(f);
   }

@@ -5,34 +5,18 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "experiments/cluster/cluster.h"
 #include "experiments/netem/cpu_share.h"
 #include "experiments/netem/network_emulator.h"
 
 namespace ringside {
 namespace {
 
-constexpr int kSteps = 20;
-constexpr int kWarmup = 4;
-// The jobs' model, batch and node share (one place: the links are dilated for them).
-constexpr char kModel[] = "mlp:784-384-384-384-384-384-10";
-constexpr int kBatch = 256;
-constexpr double kNodeCpus = 0.3;
+constexpr int kSteps = 12;
+constexpr int kWarmup = 3;
 
 }  // namespace
 
-absl::StatusOr<std::string> LabClusterLinks(const LabContext& lab) {
-  if (absl::Status s = CheckCpuSharePrivileges(); !s.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the bucket labs run on emulated nodes, which needs root: ", s.message()));
-  }
-  RINGSIDE_ASSIGN_OR_RETURN(MeasuredDilation m,
-                            MeasureDilation(kLabCluster, kModel, kBatch, /*threads=*/1, kNodeCpus, nullptr));
-  absl::FPrintF(lab.out, "  %s\n", DescribeDilation(m.profile, m.dilation));
-  return DilatedNetworkProfile(m.dilation);
-}
-
-absl::StatusOr<DdpFacts> RunDdpLabJob(const LabContext& lab, const std::string& name, const std::string& links,
+absl::StatusOr<DdpFacts> RunDdpLabJob(const LabContext& lab, const std::string& name,
                                       const std::vector<std::string>& extra) {
   if (absl::Status s = CheckCpuSharePrivileges(); !s.ok()) {
     return absl::FailedPreconditionError(
@@ -40,12 +24,11 @@ absl::StatusOr<DdpFacts> RunDdpLabJob(const LabContext& lab, const std::string& 
   }
   RINGSIDE_RETURN_IF_ERROR(CheckNetworkPrivileges());
   std::vector<std::string> args = {"train", "--strategy=ddp", "--workers=2",
-                                   absl::StrFormat("--steps=%d", kSteps), absl::StrFormat("--batch=%d", kBatch),
+                                   absl::StrFormat("--steps=%d", kSteps), "--batch=256",
                                    "--dataset=synthetic:train=8192,test=512,seed=5",
-                                   absl::StrCat("--model=", kModel), "--lr=0.02",
+                                   "--model=mlp:784-384-384-384-384-384-10", "--lr=0.02",
                                    "--momentum=0.9", "--seed=3", "--threads=1", "--eval_batch=512",
-                                   "--epochs=1", absl::StrCat("--node_cpus=", kNodeCpus),
-                                   absl::StrCat("--network=", links)};
+                                   "--epochs=1", "--node_cpus=0.3", "--network=bw=200mbit"};
   RINGSIDE_ASSIGN_OR_RETURN(LabJob job, RunLabJob(lab, name, With(args, extra)));
   const std::string said = job.stdout_text + job.stderr_text;
   DdpFacts f;
