@@ -39,6 +39,12 @@ int64_t ThreadCpuMicros() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
+int64_t ProcessCpuMicros() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
 bool NestOrDisjoint(const TraceInterval& a, const TraceInterval& b) {
   if (a.end_us <= b.start_us || b.end_us <= a.start_us) return true;
   const bool a_in_b = b.start_us <= a.start_us && a.end_us <= b.end_us;

@@ -45,6 +45,11 @@ int64_t NowMicros();
 // unlike wall time it does not grow while the thread waits for a lock or a core.
 int64_t ThreadCpuMicros();
 
+// CPU time every thread of this process has used, in microseconds
+// (CLOCK_PROCESS_CPUTIME_ID, user and system: the kernel's socket work done in this
+// process's system calls included).
+int64_t ProcessCpuMicros();
+
 inline constexpr char kCatData[] = "data";
 inline constexpr char kCatCompute[] = "compute";
 inline constexpr char kCatUpdate[] = "update";

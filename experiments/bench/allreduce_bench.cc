@@ -16,6 +16,7 @@
 #include "ddp_ring/process_group_factory.h"
 #include "ddp_ring/job_store.h"
 #include "ddp_ring/store.h"
+#include "experiments/sys/median.h"
 
 namespace ringside {
 
@@ -91,7 +92,7 @@ absl::StatusOr<AllReduceBenchResult> MeasureAllReduce(
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 2) {
     const int64_t count = bytes / static_cast<int64_t>(sizeof(float));
     const int iters = bytes >= (16 << 20) ? std::max(5, o.iters / 4) : o.iters;
-    std::vector<double> times;
+    std::vector<double> times, cpu_times;
     int64_t wrong = 0;
     for (int it = 0; it < o.warmup + iters; ++it) {
       // data[i] = rank + 1 + (i % 7): the sum over ranks is n (n + 1) / 2 + n (i % 7),
@@ -102,10 +103,13 @@ absl::StatusOr<AllReduceBenchResult> MeasureAllReduce(
       RINGSIDE_RETURN_IF_ERROR(group->Barrier()->Wait());
       if (o.gap > absl::ZeroDuration()) absl::SleepFor(o.gap);
       const int64_t t0 = NowMicros();
+      const int64_t cpu0 = ProcessCpuMicros();
       RINGSIDE_RETURN_IF_ERROR(group->AllReduce(data.data(), count, ReduceOp::kSum)->Wait());
+      const int64_t cpu1 = ProcessCpuMicros();
       const int64_t t1 = NowMicros();
       if (it < o.warmup) continue;
       times.push_back(static_cast<double>(t1 - t0));
+      cpu_times.push_back(static_cast<double>(cpu1 - cpu0));
       RINGSIDE_RETURN_IF_ERROR(ops->CopyToHost(host.data(), data.data(), bytes));
       for (int64_t i = 0; i < count; ++i) {
         const float want = static_cast<float>(n * (n + 1) / 2 + n * (i % 7));
@@ -130,6 +134,7 @@ absl::StatusOr<AllReduceBenchResult> MeasureAllReduce(
     row.algbw_gbps = bytes / (row.us * 1e3);
     row.busbw_gbps = row.algbw_gbps * 2.0 * (n - 1) / n;
     row.wrong = static_cast<int64_t>(wrong_total);
+    row.process_cpu_us = Median(std::move(cpu_times));
     result.rows.push_back(row);
     if (rank == 0 && on_row) on_row(row);
   }

@@ -49,6 +49,10 @@ struct AllReduceRow {
   double algbw_gbps = 0;   // bytes / time, GB/s.
   double busbw_gbps = 0;   // algbw * 2 (N-1) / N.
   int64_t wrong = 0;       // Wrong elements over all ranks and timed iterations.
+  // This process's CPU time during one timed all-reduce (rank 0's median; user + system,
+  // the kernel's socket work included). With ranks as threads of one process
+  // (MeasureAllReduceInProcess) it is every rank's CPU, since they run in lockstep.
+  double process_cpu_us = 0;
 };
 
 struct AllReduceBenchResult {

@@ -224,9 +224,27 @@ void SayIfExtrapolated(const char* sweep, double reached, const Calibration& c, 
 }
 
 // What one round measured: one value of every constant.
+// The CPU a rank spends per byte it sends in a ring all-reduce (its reduction and the
+// kernel's socket work that its process is charged for included): the in-process
+// sweep's CPU (every rank's: the ranks are threads of this process) over the bytes all
+// ranks send, 2 (N - 1) / N x the message each, median over the sizes of at least
+// kCpuPerByteMinBytes (below, per-message costs dominate). 0 if no size is that large.
+constexpr int64_t kCpuPerByteMinBytes = 1 << 20;
+double AllReduceCpuPerByte(const AllReduceBenchResult& sweep) {
+  std::vector<double> per_byte;
+  const int n = sweep.ranks;
+  for (const AllReduceRow& row : sweep.rows) {
+    if (row.bytes < kCpuPerByteMinBytes || n < 2) continue;
+    const double sent = n * 2.0 * (n - 1) / n * static_cast<double>(row.bytes);
+    per_byte.push_back(row.process_cpu_us / 1e6 / sent);
+  }
+  return Median(std::move(per_byte));
+}
+
 struct Round {
   double compute_s = 0, backward_s = 0, update_s_per_byte = 0;
   double reduce_s_per_byte = 0;
+  double allreduce_cpu_s_per_byte = 0;
   PathCalibration push_pull, allreduce;
 };
 
@@ -341,9 +359,11 @@ class Rounds {
                                      ao.warmup, ao.iters),
                      expected);
     int sweeps = 0;
+    double cpu_s_per_byte = 0;
     absl::StatusOr<PathCalibration> path = SweepAndFit(
         [&]() -> absl::StatusOr<Samples> {
           RINGSIDE_ASSIGN_OR_RETURN(AllReduceBenchResult sweep, MeasureAllReduceInProcess(kAllReduceRanks, ao));
+          cpu_s_per_byte = AllReduceCpuPerByte(sweep);
           Samples samples;
           for (const AllReduceRow& row : sweep.rows) {
             if (row.wrong != 0) {
@@ -359,7 +379,9 @@ class Rounds {
         &sweeps);
     if (!path.ok()) return progress_->Fail("calibrate: all-reduce sweep", path.status());
     r->allreduce = *path;
-    progress_->Finish(PathText(r->allreduce) + SweepsNote(sweeps));
+    r->allreduce_cpu_s_per_byte = cpu_s_per_byte;
+    progress_->Finish(absl::StrCat(PathText(r->allreduce), SweepsNote(sweeps),
+                                   absl::StrFormat("; CPU %.2f ns per byte a rank sends", cpu_s_per_byte * 1e9)));
     return absl::OkStatus();
   }
 
@@ -378,6 +400,7 @@ absl::Status KeepMedians(const std::vector<Round>& rounds, PhaseProgress* progre
       {"backward_s", &Round::backward_s},
       {"update_s_per_byte", &Round::update_s_per_byte},
       {"reduce_s_per_byte", &Round::reduce_s_per_byte},
+      {"allreduce_cpu_s_per_byte", &Round::allreduce_cpu_s_per_byte},
   };
   const std::pair<const char*, PathCalibration Round::*> paths[] = {
       {"push_pull", &Round::push_pull},
@@ -415,8 +438,9 @@ absl::Status KeepMedians(const std::vector<Round>& rounds, PhaseProgress* progre
   c.backward_s = medians[1];
   c.update_s_per_byte = medians[2];
   c.reduce_s_per_byte = medians[3];
-  c.push_pull = {medians[4], medians[5]};
-  c.allreduce = {medians[6], medians[7]};
+  c.allreduce_cpu_s_per_byte = medians[4];
+  c.push_pull = {medians[5], medians[6]};
+  c.allreduce = {medians[7], medians[8]};
   return absl::OkStatus();
 }
 

@@ -73,6 +73,9 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   EXPECT_GT(c->reduce_s_per_byte, 0);
   EXPECT_GT(c->push_pull.bytes_per_s, 0);
   EXPECT_GT(c->allreduce.bytes_per_s, 0);
+  // Sending costs CPU, but far less than a microsecond a byte (loopback TCP moves GB/s).
+  EXPECT_GT(c->allreduce_cpu_s_per_byte, 0);
+  EXPECT_LT(c->allreduce_cpu_s_per_byte, 1e-7);
   EXPECT_TRUE(ValidateCalibration(*c).ok());
   EXPECT_TRUE(CheckCalibrationFits(*c, "cnn:lenet", 16).ok());
 
@@ -85,6 +88,7 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
       {"backward_s", c->backward_s},
       {"update_s_per_byte", c->update_s_per_byte},
       {"reduce_s_per_byte", c->reduce_s_per_byte},
+      {"allreduce_cpu_s_per_byte", c->allreduce_cpu_s_per_byte},
       {"push_pull.alpha_s", c->push_pull.alpha_s},
       {"push_pull.bytes_per_s", c->push_pull.bytes_per_s},
       {"allreduce.alpha_s", c->allreduce.alpha_s},
@@ -108,6 +112,7 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   EXPECT_EQ(back->model, "cnn:lenet");
   EXPECT_EQ(back->batch, 16);
   EXPECT_EQ(back->compute_s, c->compute_s);
+  EXPECT_EQ(back->allreduce_cpu_s_per_byte, c->allreduce_cpu_s_per_byte);
   EXPECT_EQ(back_m.repeats, 2);
   EXPECT_EQ(back_m.spreads.size(), kept.size());
 

@@ -416,40 +416,69 @@ absl::StatusOr<Prediction> PredictAllReduce(const Calibration& c, const Scenario
     }
     return schedules[i];
   };
-  const double backward = c.backward_s;
   const double forward = c.compute_s - c.backward_s;
-  double latency_total = 0, wire_total = 0, intra_total = 0, reduce_total = 0;
-  double busiest_bytes = 0;
-  double produced = 0;
-  double comm_free_at = 0;  // When the process group finishes its queue (from backward start).
-  double rank_at = backward;  // The training thread, after backward.
-  for (double b : buckets) {
-    produced += b;
-    const double ready = s.overlap ? backward * std::min(1.0, produced / m) : backward;
-    const AllReduceAlgorithm algorithm = AlgorithmFor(s.strategy, n, b);
-    double bucket_s = 0;
-    const LayoutSchedule& steps = schedule(algorithm);
-    busiest_bytes += steps.nic_bytes * b;
-    for (const LayoutStep& step : steps.steps) {
-      const double across = step.inter ? link.alpha_s + step.nic * b / link.bytes_per_s : 0;
-      const double inside = step.local ? intra.alpha_s + step.intra * b / intra.bytes_per_s : 0;
-      if (across >= inside) {
-        latency_total += step.times * link.alpha_s;
-        wire_total += step.times * (across - link.alpha_s);
-      } else {
-        latency_total += step.times * intra.alpha_s;
-        intra_total += step.times * (inside - intra.alpha_s);
+  // Communication's CPU: on a node share the compute already fills (a rank's share at
+  // most its BLAS threads), the transfers take the CPU they cost from the same quota,
+  // at wall time cpu / share. Those that overlap backward delay it.
+  const double rank_cpus = s.node_cpus / s.ranks_per_node;
+  const double steal_s_per_cpu_s =
+      s.node_cpus > 0 && rank_cpus <= std::max(1, c.threads) ? 1.0 / rank_cpus : 0.0;
+  struct Schedule {
+    double latency = 0, wire = 0, intra = 0, reduce = 0, busiest_bytes = 0;
+    double rank_at = 0;  // The training thread, after its last bucket's update.
+    double stolen = 0;   // Wall time the transfers took from a backward of the given length.
+  };
+  // One pass of the buckets against a backward of `backward` seconds (from its start).
+  auto run = [&](double backward) {
+    Schedule out;
+    double produced = 0;
+    double comm_free_at = 0;  // When the process group finishes its queue.
+    out.rank_at = backward;
+    for (double b : buckets) {
+      produced += b;
+      const double ready = s.overlap ? backward * std::min(1.0, produced / m) : backward;
+      const AllReduceAlgorithm algorithm = AlgorithmFor(s.strategy, n, b);
+      double bucket_s = 0;
+      const LayoutSchedule& steps = schedule(algorithm);
+      out.busiest_bytes += steps.nic_bytes * b;
+      for (const LayoutStep& step : steps.steps) {
+        const double across = step.inter ? link.alpha_s + step.nic * b / link.bytes_per_s : 0;
+        const double inside = step.local ? intra.alpha_s + step.intra * b / intra.bytes_per_s : 0;
+        if (across >= inside) {
+          out.latency += step.times * link.alpha_s;
+          out.wire += step.times * (across - link.alpha_s);
+        } else {
+          out.latency += step.times * intra.alpha_s;
+          out.intra += step.times * (inside - intra.alpha_s);
+        }
+        bucket_s += step.times * std::max(across, inside);
       }
-      bucket_s += step.times * std::max(across, inside);
+      const AllReduceCoefficients k = CoefficientsOf(algorithm, n);
+      const double red = k.reduction * b * c.reduce_s_per_byte;
+      out.reduce += red;
+      const double start = std::max(comm_free_at, ready);
+      comm_free_at = start + bucket_s + red;
+      // The bucket's CPU, spread evenly over its transfer; the part before backward ends.
+      const double cpu_wall = c.allreduce_cpu_s_per_byte * k.bytes * b * steal_s_per_cpu_s;
+      if (cpu_wall > 0 && comm_free_at > start) {
+        const double inside_backward = std::clamp(backward - start, 0.0, comm_free_at - start);
+        out.stolen += cpu_wall * inside_backward / (comm_free_at - start);
+      }
+      out.rank_at = std::max(out.rank_at, comm_free_at) + c.update_s_per_byte * b;
     }
-    const double red = CoefficientsOf(algorithm, n).reduction * b * c.reduce_s_per_byte;
-    reduce_total += red;
-    comm_free_at = std::max(comm_free_at, ready) + bucket_s + red;
-    rank_at = std::max(rank_at, comm_free_at) + c.update_s_per_byte * b;
-  }
+    return out;
+  };
+  // Backward lengthened by what its overlapping transfers take, once re-scheduled
+  // (a second pass against the longer backward; the CPU taken changes little).
+  Schedule sched = run(c.backward_s);
+  const double stolen = sched.stolen;
+  if (stolen > 0) sched = run(c.backward_s + stolen);
+  const double latency_total = sched.latency, wire_total = sched.wire, intra_total = sched.intra,
+               reduce_total = sched.reduce, busiest_bytes = sched.busiest_bytes, rank_at = sched.rank_at;
 
   Prediction p;
-  p.compute_s = c.compute_s;
+  p.comm_cpu_s = stolen;
+  p.compute_s = c.compute_s + stolen;
   p.update_s = c.update_s_per_byte * m;
   p.step_s = forward + rank_at;
   p.comm_s = std::max(0.0, p.step_s - p.compute_s - p.update_s);
@@ -583,6 +612,7 @@ absl::Status ValidateCalibration(const Calibration& c) {
       {"backward_s", c.backward_s},
       {"update_s_per_byte", c.update_s_per_byte},
       {"reduce_s_per_byte", c.reduce_s_per_byte},
+      {"allreduce_cpu_s_per_byte", c.allreduce_cpu_s_per_byte},
       {"model_bytes", c.model_bytes},
       {"node_cpus", c.node_cpus},
       {"push_pull_per_call_s", c.push_pull_per_call_s},

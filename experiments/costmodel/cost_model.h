@@ -39,6 +39,11 @@ struct Calibration {
   double update_s_per_byte = 0;
   // gamma: cost of adding one byte of gradients into an accumulator (CPU sum).
   double reduce_s_per_byte = 0;
+  // The CPU a ring all-reduce costs a rank per byte it sends (its reduction and the
+  // kernel's socket work included), measured at full speed. On a node whose CPU share
+  // the compute already fills, the transfers that overlap backward take this CPU from
+  // it (PredictAllReduce). 0: not measured (files from before it was).
+  double allreduce_cpu_s_per_byte = 0;
   // One worker <-> one shard combined push-pull, transfer only: time for a model of M
   // bytes = alpha + M / bytes_per_s (both directions pipelined on a full-duplex link).
   PathCalibration push_pull;
@@ -186,7 +191,11 @@ struct Scenario {
 
 // A predicted step. step_s = compute_s + comm_s + update_s.
 struct Prediction {
-  double compute_s = 0;  // Forward + backward on the worker.
+  // Forward + backward on the worker, comm_cpu_s included.
+  double compute_s = 0;
+  // DDP on a node share the compute fills: what the transfers overlapping backward
+  // take from the node's CPU, so backward ends this much later (0 otherwise).
+  double comm_cpu_s = 0;
   // Communication on the step's critical path: for DDP what backward did not hide; for
   // PS the push-pull (alpha + per-call overheads + transfer; with ps_overlap, less
   // what backward hid).

@@ -352,6 +352,38 @@ TEST(EmulatedNodes, CpuShareScalesTheCpuBoundCosts) {
   EXPECT_NEAR(Speedup(c, s, MustPredict(c, s)), 4, 1e-6);
 }
 
+// On a share the compute fills, a transfer overlapping backward takes its CPU (at wall
+// time cpu / share) from it. Two 5 MB buckets, N = 2 (each rank sends M per bucket),
+// 1 GB/s, backward 6 ms, 0.1 ns of CPU per byte sent, nodes of 0.5 CPU: bucket 0's
+// transfer costs 5e6 x 1e-10 / 0.5 = 1 ms of the node's wall time, spread over 3-8 ms,
+// 3 of its 5 ms inside backward: 0.6 ms taken. Bucket 1 starts after backward: none.
+// Re-scheduled against backward 6.6 ms: bucket 0 done at 8.3, bucket 1 at 13.3 ms.
+TEST(EmulatedNodes, RingTransfersTakeTheirCpuFromBackward) {
+  Calibration c;
+  c.compute_s = 0.010;
+  c.backward_s = 0.006;
+  c.allreduce = {0, 1e9};
+  c.allreduce_cpu_s_per_byte = 1e-10;
+  c.threads = 1;
+  c.node_cpus = 0.5;
+  Scenario s = Make(Strategy::kRing, 2, 1e7);
+  s.bucket_bytes = {5e6, 5e6};
+  s.node_cpus = 0.5;
+  Prediction p = MustPredict(c, s);
+  EXPECT_NEAR(p.comm_cpu_s, 0.0006, kTol);
+  EXPECT_NEAR(p.compute_s, 0.0106, kTol);
+  EXPECT_NEAR(p.step_s, 0.004 + 0.0133, kTol);
+  // Not taken: without a share (other cores run the transfers), on a share larger than
+  // the compute's one thread, or when the buckets wait for backward's end.
+  s.node_cpus = 0;
+  EXPECT_EQ(MustPredict(c, s).comm_cpu_s, 0);
+  s.node_cpus = 2;
+  EXPECT_EQ(MustPredict(c, s).comm_cpu_s, 0);
+  s.node_cpus = 0.5;
+  s.overlap = false;
+  EXPECT_EQ(MustPredict(c, s).comm_cpu_s, 0);
+}
+
 // Under BSP and DDP every step waits for the slow node's compute: F = 0.5 doubles it.
 TEST(EmulatedNodes, SlowNodeBoundsTheStep) {
   const Calibration c = WireOnlyCalibration();

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -201,23 +202,26 @@ absl::Status RunCompare(const CompareOptions& o) {
   const absl::Duration limit = absl::Seconds(spec.cell_timeout_s() > 0 ? spec.cell_timeout_s() : 1800);
   ScopedSignalCatcher signals;  // Ctrl-C stops after the running cell, which re-runs later.
   CompareProgress progress(o.progress);
-  std::vector<CellResult> results;
+  // Results by cell (table order), filled in run order (RunOrder: round by round).
+  std::vector<std::optional<CellResult>> by_cell(cells.size());
   int kept = 0, failed = 0, ran = 0;
   double spent = 0;
   absl::Status status;
-  for (size_t i = 0; i < cells.size(); ++i) {
+  const std::vector<size_t> order = RunOrder(cells);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t i = order[k];
     const Cell& cell = cells[i];
     const std::string dir = absl::StrCat(o.out_dir, "/cells/", cell.id);
     // Resume: a cell with a result is finished (ok or failed) and kept.
     if (CellResult r; ReadKeptResult(dir, &r)) {
-      results.push_back(r);
+      by_cell[i] = std::move(r);
       ++kept;
       continue;
     }
     std::error_code error;
     fs::remove_all(dir, error);  // A cell interrupted earlier starts over.
     fs::create_directories(dir, error);
-    progress.Running(i, cells.size(), ran > 0 ? Clock(spent / ran * (cells.size() - i)) : "?", cell.id);
+    progress.Running(k, cells.size(), ran > 0 ? Clock(spent / ran * (cells.size() - k)) : "?", cell.id);
     std::vector<std::string> argv = {o.self_exe};
     for (std::string& a : CellTrainArgs(spec, cell, dir)) argv.push_back(std::move(a));
     WriteFileAtomically(dir + "/command.txt", absl::StrJoin(argv, " ") + "\n").IgnoreError();
@@ -227,7 +231,7 @@ absl::Status RunCompare(const CompareOptions& o) {
     if (outcome.interrupted) {
       status = absl::CancelledError(absl::StrCat(
           "interrupted during cell ", cell.id, "; run the same command again to resume (",
-          results.size(), " cells are kept)"));
+          kept + ran, " cells are kept)"));
       break;
     }
     spent += wall;
@@ -253,7 +257,11 @@ absl::Status RunCompare(const CompareOptions& o) {
     google::protobuf::TextFormat::PrintToString(r, &text);
     status = WriteFileAtomically(dir + "/" + kCellResultFile, text);
     if (!status.ok()) break;
-    results.push_back(r);
+    by_cell[i] = std::move(r);
+  }
+  std::vector<CellResult> results;
+  for (std::optional<CellResult>& r : by_cell) {
+    if (r.has_value()) results.push_back(std::move(*r));
   }
   progress.Done(results.size(), cells.size(), kept, failed);
   RINGSIDE_RETURN_IF_ERROR(WriteSummaryCsv(results, o.out_dir + "/summary.csv"));

@@ -418,6 +418,14 @@ std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s) {
   return absl::StrCat(s.kind(), gpu);
 }
 
+std::vector<size_t> RunOrder(const std::vector<Cell>& cells) {
+  std::vector<size_t> order(cells.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&cells](size_t a, size_t b) { return cells[a].repeat < cells[b].repeat; });
+  return order;
+}
+
 std::vector<Cell> ExpandCells(const ExperimentSpec& spec) {
   std::vector<int> workers(spec.workers().begin(), spec.workers().end());
   std::sort(workers.begin(), workers.end());

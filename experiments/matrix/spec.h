@@ -84,8 +84,15 @@ std::string DescribeEmulation(const ExperimentSpec& spec, double node_cpus,
 std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus,
                                    const DilationRecord* dilation = nullptr);
 
-// Cells in run order: strategies in spec order, worker counts ascending, repeats.
+// Cells in table order: strategies in spec order, worker counts ascending, repeats.
 std::vector<Cell> ExpandCells(const ExperimentSpec& spec);
+
+// The order compare runs `cells` (ExpandCells's) in, as indices into them: round by
+// round, every cell of repeat r before any of repeat r + 1, table order within a round.
+// A drift of the host's speed during the run (minutes on a shared VM) then moves every
+// strategy's median alike instead of the last strategy's repeats alone, so speedups
+// (ratios of cells) stay comparable.
+std::vector<size_t> RunOrder(const std::vector<Cell>& cells);
 // The label a strategy gets when the spec gives none, e.g. "ps-s1-bsp", "ddp": on a
 // GPU single and ps add "-cuda" ("-cudaK" for cuda:K), ddp adds its backend, "-nccl".
 std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s);

@@ -24,6 +24,22 @@ TEST(SpecTest, EveryShippedSpecLoads) {
   }
 }
 
+// Repeats run round by round: every cell's repeat 0, then every cell's repeat 1.
+TEST(SpecTest, CellsRunRoundByRound) {
+  absl::StatusOr<ExperimentSpec> spec = ParseSpec(
+      "strategies { kind: \"single\" } strategies { kind: \"ddp\" } workers: 2 workers: 4 "
+      "model: \"mlp:4-2\" batch_per_worker: 8 steps: 3 repeats: 2",
+      "s");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const std::vector<Cell> cells = ExpandCells(*spec);
+  std::vector<std::string> ids;
+  for (const Cell& c : cells) ids.push_back(c.id);
+  EXPECT_EQ(absl::StrJoin(ids, " "), "single-n1-r0 single-n1-r1 ddp-n2-r0 ddp-n2-r1 ddp-n4-r0 ddp-n4-r1");
+  ids.clear();
+  for (size_t i : RunOrder(cells)) ids.push_back(cells[i].id);
+  EXPECT_EQ(absl::StrJoin(ids, " "), "single-n1-r0 ddp-n2-r0 ddp-n4-r0 single-n1-r1 ddp-n2-r1 ddp-n4-r1");
+}
+
 TEST(SpecTest, TheDemoRunsTheSpecFileItDocuments) {
   absl::StatusOr<std::string> file = ReadFile(SpecPath("demo.textproto"));
   ASSERT_TRUE(file.ok()) << file.status();

@@ -286,11 +286,25 @@ std::string ComputeSlowdownParagraph(const std::vector<std::string>& order, cons
       if (p->workers < 2 || OnGpu(*p) || p->compute_ms <= 0) continue;
       const double slower = p->compute_ms / single->compute_ms - 1;
       if (slower < kComputeSlowdownFraction) continue;
+      std::string model;
+      if (p->predicted_comm_cpu_ms > 0) {
+        // The calibrated CPU cost of the transfers against what was measured: a larger
+        // slowdown is the host's (its other work, the kernel's network path outside the
+        // node's share), not the cluster's.
+        const double extra = p->compute_ms - single->compute_ms;
+        model = absl::StrFormat("; the transfers' calibrated CPU cost accounts for %.1f ms of the %.1f%s",
+                                p->predicted_comm_cpu_ms, extra,
+                                extra > 2 * p->predicted_comm_cpu_ms
+                                    ? ", the rest is the host's (other work, the kernel's network path outside the "
+                                      "node's share)"
+                                    : "");
+      }
       lines.push_back(absl::StrFormat(
-          "- %s x%d: compute %.0f%% slower than the single process's (%.2f against %.2f ms per step): %s",
+          "- %s x%d: compute %.0f%% slower than the single process's (%.2f against %.2f ms per step): %s%s",
           Name(*p), p->workers, 100 * slower, p->compute_ms, single->compute_ms,
           p->kind == "ps" ? "its pushes and pulls (and any shard on its node) share the node's CPU"
-                          : "the ring's transfers share the node's CPU"));
+                          : "the ring's transfers share the node's CPU",
+          model));
     }
   }
   if (lines.empty()) return "";

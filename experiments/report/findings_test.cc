@@ -316,9 +316,29 @@ TEST(FindingsTest, CommunicationsCpuCostAndPredictionMissesAreNamed) {
   EXPECT_THAT(f, HasSubstr("- **ps-n** x4: predicted 180.0 ms, measured 260.0 ms (-31%): likely a shard's "
                            "aggregation and SGD run beside its worker"));
   EXPECT_THAT(f, Not(HasSubstr("**ddp-ok** x2: predicted")));
+  EXPECT_THAT(f, Not(HasSubstr("calibrated CPU cost")));  // No model term: nothing said of it.
   // A shard per worker moves about M whatever N: not "grows with N".
   EXPECT_THAT(f, HasSubstr("a shard per worker keeps it flat in N"));
   EXPECT_THAT(f, Not(HasSubstr("it grows with N")));
+}
+
+// The model's CPU cost of the transfers, against the measured slowdown: 58 ms more
+// compute of which the model explains 40 (kept), or 12 (the rest the host's).
+TEST(FindingsTest, ComputeSlowdownSaysHowMuchTheTransfersCpuExplains) {
+  ReportPoint single = Point("single", 1, 1000, 235, 0);
+  ReportPoint ddp = Point("ddp", 4, 3000, 293, 10);
+  ddp.predicted_step_ms = 300;
+  ddp.predicted_comm_cpu_ms = 40;
+  FindingsContext c;
+  c.num_params = 582026;
+  std::string f = Findings(WithSpeedups({single, ddp}), c);
+  EXPECT_THAT(f, HasSubstr("the ring's transfers share the node's CPU; the transfers' calibrated CPU cost "
+                           "accounts for 40.0 ms of the 58.0"));
+  EXPECT_THAT(f, Not(HasSubstr("the rest is the host's")));
+  ddp.predicted_comm_cpu_ms = 12;
+  f = Findings(WithSpeedups({single, ddp}), c);
+  EXPECT_THAT(f, HasSubstr("accounts for 12.0 ms of the 58.0, the rest is the host's (other work, the "
+                           "kernel's network path outside the node's share)"));
 }
 
 TEST(MarkdownTest, APredictionThatMissesIsMarked) {

@@ -242,7 +242,10 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
       s.overlap = !strategy->no_overlap();
     }
     absl::StatusOr<Prediction> prediction = Predict(c, s);
-    if (prediction.ok()) p.predicted_step_ms = prediction->step_s * 1e3;
+    if (prediction.ok()) {
+      p.predicted_step_ms = prediction->step_s * 1e3;
+      p.predicted_comm_cpu_ms = prediction->comm_cpu_s * 1e3;
+    }
   }
 }
 

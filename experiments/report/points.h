@@ -39,6 +39,7 @@ struct ReportPoint {
   // Per cell: its worker 0 / rank 0 trace, relative to the compare directory.
   std::vector<std::string> trace_paths;
   double predicted_step_ms = 0;    // Cost model (0: no calibration or no prediction).
+  double predicted_comm_cpu_ms = 0;  // Of it, the CPU the transfers take from compute (Prediction.comm_cpu_s).
   // Where the first repeat computed ("cpu", "cuda:0"; CellResult.device), whether any
   // repeat was emulated (workers / ranks sharing a GPU) and the GPUs it used.
   std::string device;
