@@ -159,8 +159,8 @@ absl::Span<const Command> Commands() {
        nullptr, RunExplainVerb},
       {"lab", "the labs of docs/labs/: run one small and check that its effect shows",
        "  ringside lab list\n"
-       "  ringside lab check N [--out=DIR]\n",
-       "out", "", "list, or check and a lab number", 1, 2, false, nullptr, RunLabVerb},
+       "  ringside lab check N [--out=DIR] [--node_cpus=C]\n",
+       "out,node_cpus", "", "list, or check and a lab number", 1, 2, false, nullptr, RunLabVerb},
       {"help", "this list, or one verb's usage and flags", "  ringside help [VERB]\n", "", "", "", 0, 1,
        false, CheckHelp, RunHelpVerb},
       {"version", "the version and build (CPU or CUDA)", "  ringside version   (or ringside --version)\n",
@@ -215,6 +215,9 @@ absl::Span<const FlagHelpOverride> FlagHelpOverrides() {
       {"explain", "batch", "explain ps: per-worker batch of the real run's steps"},
       {"explain", "ps_chunk_kb", "explain ps: chunk size of the tensor streams in KiB"},
       {"lab", "out", "directory of the lab's jobs, one subdirectory each, emptied on every check (\"\": runs/labN)"},
+      {"lab", "node_cpus",
+       "labs 4-7: the CPU share of every emulated node (\"\": the lab's own, 0.3 or 0.4); the links follow it "
+       "(the lab cluster's NIC / the dilation)"},
   };
   return kOverrides;
 }

@@ -30,8 +30,9 @@ void ListLabs() {
   }
 }
 
-absl::Status CheckLab(const Lab& lab, const std::string& out_flag) {
+absl::Status CheckLab(const Lab& lab, const std::string& out_flag, double node_cpus) {
   LabContext context;
+  context.node_cpus = node_cpus;
   RINGSIDE_ASSIGN_OR_RETURN(context.ringside, SelfExePath());
   context.out_dir = out_flag.empty() ? absl::StrCat("runs/lab", lab.number) : out_flag;
   absl::PrintF("lab %d: %s\n%s\nexpected: %s\n", lab.number, lab.title, lab.question, lab.expected);
@@ -73,7 +74,15 @@ absl::Status RunLabVerb(const CommandArgs& args) {
     return UsageError(absl::StrCat("there is no lab '", args.positional[1], "' (labs: ",
                                    LabNumbers(), ")"));
   }
-  return CheckLab(*lab, absl::GetFlag(FLAGS_out));
+  // --node_cpus: every emulated node of the check at this share instead of the lab's own.
+  double node_cpus = 0;
+  if (const std::string share = absl::GetFlag(FLAGS_node_cpus); !share.empty()) {
+    if (!absl::SimpleAtod(share, &node_cpus) || !(node_cpus > 0) || node_cpus > 64) {
+      return UsageError(absl::StrCat("--node_cpus=", share, ": `lab check` takes a number of CPUs per node, "
+                                     "e.g. 0.3 (\"\": each lab's own share)"));
+    }
+  }
+  return CheckLab(*lab, absl::GetFlag(FLAGS_out), node_cpus);
 }
 
 }  // namespace ringside

@@ -11,9 +11,10 @@ namespace ringside {
 
 absl::StatusOr<LabVerdict> CheckBucketSize(const LabContext& lab) {
   std::vector<DdpFacts> sweep;
+  RINGSIDE_ASSIGN_OR_RETURN(std::string links, DdpLabLinks(lab));
   for (const char* cap : {"0.25", "1.5", "25"}) {
     RINGSIDE_ASSIGN_OR_RETURN(
-        DdpFacts f, RunDdpLabJob(lab, absl::StrCat("cap", cap),
+        DdpFacts f, RunDdpLabJob(lab, absl::StrCat("cap", cap), links,
                                  {absl::StrCat("--bucket_cap_mb=", cap), absl::StrCat("--first_bucket_mb=", cap)}));
     sweep.push_back(f);
   }

@@ -11,12 +11,20 @@
 namespace ringside {
 namespace {
 
-constexpr int kSteps = 12;
-constexpr int kWarmup = 3;
+constexpr int kSteps = 20;
+constexpr int kWarmup = 4;
+// The jobs' model, batch and own node share (one place: the links are dilated for them).
+constexpr char kModel[] = "mlp:784-384-384-384-384-384-10";
+constexpr int kBatch = 256;
+constexpr double kNodeCpus = 0.3;
 
 }  // namespace
 
-absl::StatusOr<DdpFacts> RunDdpLabJob(const LabContext& lab, const std::string& name,
+absl::StatusOr<std::string> DdpLabLinks(const LabContext& lab) {
+  return LabClusterLinks(lab, kModel, kBatch, LabNodeCpus(lab, kNodeCpus));
+}
+
+absl::StatusOr<DdpFacts> RunDdpLabJob(const LabContext& lab, const std::string& name, const std::string& links,
                                       const std::vector<std::string>& extra) {
   if (absl::Status s = CheckCpuSharePrivileges(); !s.ok()) {
     return absl::FailedPreconditionError(
@@ -24,11 +32,12 @@ absl::StatusOr<DdpFacts> RunDdpLabJob(const LabContext& lab, const std::string& 
   }
   RINGSIDE_RETURN_IF_ERROR(CheckNetworkPrivileges());
   std::vector<std::string> args = {"train", "--strategy=ddp", "--workers=2",
-                                   absl::StrFormat("--steps=%d", kSteps), "--batch=256",
+                                   absl::StrFormat("--steps=%d", kSteps), absl::StrFormat("--batch=%d", kBatch),
                                    "--dataset=synthetic:train=8192,test=512,seed=5",
-                                   "--model=mlp:784-384-384-384-384-384-10", "--lr=0.02",
+                                   absl::StrCat("--model=", kModel), "--lr=0.02",
                                    "--momentum=0.9", "--seed=3", "--threads=1", "--eval_batch=512",
-                                   "--epochs=1", "--node_cpus=0.3", "--network=bw=200mbit"};
+                                   "--epochs=1", absl::StrCat("--node_cpus=", LabNodeCpus(lab, kNodeCpus)),
+                                   absl::StrCat("--network=", links)};
   RINGSIDE_ASSIGN_OR_RETURN(LabJob job, RunLabJob(lab, name, With(args, extra)));
   const std::string said = job.stdout_text + job.stderr_text;
   DdpFacts f;

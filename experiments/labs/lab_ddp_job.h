@@ -19,12 +19,16 @@ struct DdpFacts {
   double step_ms = 0;
 };
 
-// Runs `ringside train --strategy=ddp --workers=2` with `extra` flags as job `name`, and
-// reads its facts. The setting makes communication and computation comparable, so that
-// overlapping them shows: two emulated nodes of 0.3 CPU on 200 Mbit/s links (root),
-// an MLP of six layers (3.6 MB, so caps of 0.25 to 25 MB give 6 to 1 buckets), 256
-// samples per rank. FailedPrecondition without the privileges emulated nodes need.
-absl::StatusOr<DdpFacts> RunDdpLabJob(const LabContext& lab, const std::string& name,
+// The links of the bucket labs' jobs (LabClusterLinks for their model, batch and share).
+absl::StatusOr<std::string> DdpLabLinks(const LabContext& lab);
+
+// Runs `ringside train --strategy=ddp --workers=2` with `extra` flags as job `name`, on
+// `links` (DdpLabLinks's), and reads its facts. The setting makes communication and
+// computation comparable, so that overlapping them shows: two emulated nodes (0.3 CPU
+// unless lab.node_cpus says otherwise) standing for kLabCluster's, an MLP of six layers
+// (3.6 MB, so caps of 0.25 to 25 MB give 6 to 1 buckets), 256 samples per rank.
+// FailedPrecondition without the privileges emulated nodes need.
+absl::StatusOr<DdpFacts> RunDdpLabJob(const LabContext& lab, const std::string& name, const std::string& links,
                                       const std::vector<std::string>& extra);
 
 }  // namespace ringside

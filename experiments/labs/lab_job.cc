@@ -9,7 +9,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/metrics.h"
+#include "common/status_macros.h"
 #include "common/trace.h"
+#include "experiments/cluster/cluster.h"
+#include "experiments/netem/cpu_share.h"
 #include "experiments/sys/subprocess.h"
 
 namespace ringside {
@@ -60,9 +63,23 @@ absl::StatusOr<std::vector<StepMetrics>> JobMetrics(const LabJob& job, OutputOwn
       absl::StrCat(job.dir, "/", OutputFileName(OutputFile::kMetrics, owner, index)));
 }
 
+double LabNodeCpus(const LabContext& lab, double own) { return lab.node_cpus > 0 ? lab.node_cpus : own; }
+
+absl::StatusOr<std::string> LabClusterLinks(const LabContext& lab, const std::string& model, int batch,
+                                            double node_cpus) {
+  if (absl::Status s = CheckCpuSharePrivileges(); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("this lab runs on emulated nodes, which needs root: ", s.message()));
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(MeasuredDilation m,
+                            MeasureDilation(kLabCluster, model, batch, /*threads=*/1, node_cpus, nullptr));
+  absl::FPrintF(lab.out, "  %s\n", DescribeDilation(m.profile, m.dilation));
+  return DilatedNetworkProfile(m.dilation);
+}
+
 std::vector<std::string> LabCommonFlags(int train_samples) {
   return {absl::StrFormat("--dataset=synthetic:train=%d,test=512,seed=5", train_samples),
-          "--model=mlp:784-256-256-10",
+          absl::StrCat("--model=", kLabCommonModel),
           "--lr=0.05", "--momentum=0.9", "--seed=3", "--threads=1", "--eval_batch=512",
           "--epochs=1"};
 }

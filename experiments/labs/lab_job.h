@@ -19,7 +19,31 @@ struct LabContext {
   std::string ringside;   // The binary that runs the jobs (this one).
   std::string out_dir;    // One subdirectory per job, replaced on every check.
   FILE* out = stdout;     // Where the check narrates: commands, numbers, the verdict.
+  // The CPU share of every emulated node of the check (`lab check --node_cpus`); 0:
+  // each lab's own (LabNodeCpus).
+  double node_cpus = 0;
 };
+
+// The model of LabCommonFlags.
+inline constexpr char kLabCommonModel[] = "mlp:784-256-256-10";
+
+// The cluster the labs' emulated nodes stand for (experiments/cluster/presets/): the
+// links of labs 4 to 7 are its NIC dilated against this host's step on a node's share
+// (docs/cluster.md), so their effects are the cluster's on a faster, slower or busier
+// host alike, and at any node share.
+inline constexpr char kLabCluster[] = "gige-cpu";
+
+// The share a lab's nodes run on: lab.node_cpus when set, else the lab's `own`.
+double LabNodeCpus(const LabContext& lab, double own);
+
+// The links every job of one check runs on: kLabCluster's NIC / d, with d measured
+// once here for the jobs' `model` at `batch` (one BLAS thread) on a node of
+// `node_cpus`, so that the jobs a check compares run on the same links (each job
+// measuring its own would give each a slightly different link on a drifting host).
+// Says the dilation on lab.out. FailedPrecondition without root; the dilation's errors
+// (a host that cannot emulate the cluster at this share) otherwise.
+absl::StatusOr<std::string> LabClusterLinks(const LabContext& lab, const std::string& model, int batch,
+                                            double node_cpus);
 
 // A finished job.
 struct LabJob {

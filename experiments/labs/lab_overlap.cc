@@ -12,8 +12,10 @@ namespace ringside {
 
 absl::StatusOr<LabVerdict> CheckOverlap(const LabContext& lab) {
   const std::vector<std::string> buckets = {"--bucket_cap_mb=0.25", "--first_bucket_mb=0.25"};
-  RINGSIDE_ASSIGN_OR_RETURN(DdpFacts on, RunDdpLabJob(lab, "overlap", With(buckets, {"--overlap"})));
-  RINGSIDE_ASSIGN_OR_RETURN(DdpFacts off, RunDdpLabJob(lab, "no-overlap", With(buckets, {"--nooverlap"})));
+  RINGSIDE_ASSIGN_OR_RETURN(std::string links, DdpLabLinks(lab));
+  RINGSIDE_ASSIGN_OR_RETURN(DdpFacts on, RunDdpLabJob(lab, "overlap", links, With(buckets, {"--overlap"})));
+  RINGSIDE_ASSIGN_OR_RETURN(DdpFacts off,
+                            RunDdpLabJob(lab, "no-overlap", links, With(buckets, {"--nooverlap"})));
   LabVerdict v;
   v.shown = on.lead_ms > 5 && off.lead_ms <= 0.1 && on.wait_ms < 0.85 * off.wait_ms;
   v.effect = absl::StrFormat(

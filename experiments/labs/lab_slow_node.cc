@@ -17,17 +17,21 @@ constexpr int kWorkers = 4;
 constexpr int kSlow = 1;
 constexpr int kSteps = 20;
 constexpr int kWarmup = 3;
+constexpr int kBatch = 128;
+constexpr double kNodeCpus = 0.4;  // The lab's own share (LabNodeCpus).
 
 struct SlowRun {
   double step_ms = 0;   // Median over worker/rank 0's steps after warm-up.
   std::string late;     // Who the others waited for ("" when nobody clearly).
 };
 
-absl::StatusOr<SlowRun> Run(const LabContext& lab, const std::string& name,
+// `links`: LabClusterLinks's, the same for every job of the check.
+absl::StatusOr<SlowRun> Run(const LabContext& lab, const std::string& name, const std::string& links,
                             const std::vector<std::string>& strategy, bool slow) {
   std::vector<std::string> args = With({"train"}, strategy);
   args = With(args, {absl::StrFormat("--workers=%d", kWorkers), absl::StrFormat("--steps=%d", kSteps),
-                     "--batch=128", "--node_cpus=0.4"});
+                     absl::StrFormat("--batch=%d", kBatch), absl::StrCat("--node_cpus=", LabNodeCpus(lab, kNodeCpus)),
+                     absl::StrCat("--network=", links)});
   if (slow) args.push_back(absl::StrFormat("--slow_node=%d:0.25", kSlow));
   RINGSIDE_ASSIGN_OR_RETURN(LabJob job, RunLabJob(lab, name, With(args, LabCommonFlags(kWorkers * 128 * kSteps))));
   const bool ddp = strategy[0] == "--strategy=ddp";
@@ -62,14 +66,15 @@ absl::StatusOr<LabVerdict> CheckSlowNode(const LabContext& lab) {
     return absl::FailedPreconditionError(
         absl::StrCat("lab 7 runs on emulated nodes, which needs root: ", s.message()));
   }
+  RINGSIDE_ASSIGN_OR_RETURN(std::string links, LabClusterLinks(lab, kLabCommonModel, kBatch, LabNodeCpus(lab, kNodeCpus)));
   const std::vector<std::string> ddp = {"--strategy=ddp"};
   const std::vector<std::string> bsp = {"--strategy=ps", "--ps_shards=1", "--ps_sync=bsp"};
   const std::vector<std::string> ssp = {"--strategy=ps", "--ps_shards=1", "--ps_sync=ssp:3"};
-  RINGSIDE_ASSIGN_OR_RETURN(SlowRun ddp_even, Run(lab, "ddp-even", ddp, false));
-  RINGSIDE_ASSIGN_OR_RETURN(SlowRun ddp_slow, Run(lab, "ddp-slow", ddp, true));
-  RINGSIDE_ASSIGN_OR_RETURN(SlowRun bsp_even, Run(lab, "bsp-even", bsp, false));
-  RINGSIDE_ASSIGN_OR_RETURN(SlowRun bsp_slow, Run(lab, "bsp-slow", bsp, true));
-  RINGSIDE_ASSIGN_OR_RETURN(SlowRun ssp_slow, Run(lab, "ssp-slow", ssp, true));
+  RINGSIDE_ASSIGN_OR_RETURN(SlowRun ddp_even, Run(lab, "ddp-even", links, ddp, false));
+  RINGSIDE_ASSIGN_OR_RETURN(SlowRun ddp_slow, Run(lab, "ddp-slow", links, ddp, true));
+  RINGSIDE_ASSIGN_OR_RETURN(SlowRun bsp_even, Run(lab, "bsp-even", links, bsp, false));
+  RINGSIDE_ASSIGN_OR_RETURN(SlowRun bsp_slow, Run(lab, "bsp-slow", links, bsp, true));
+  RINGSIDE_ASSIGN_OR_RETURN(SlowRun ssp_slow, Run(lab, "ssp-slow", links, ssp, true));
   const double ddp_x = ddp_slow.step_ms / std::max(ddp_even.step_ms, 1e-9);
   const double bsp_x = bsp_slow.step_ms / std::max(bsp_even.step_ms, 1e-9);
   const double ssp_x = ssp_slow.step_ms / std::max(bsp_even.step_ms, 1e-9);

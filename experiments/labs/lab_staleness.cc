@@ -20,6 +20,8 @@ constexpr int kWorkers = 4;
 constexpr int kSlowWorker = 1;
 constexpr int kSteps = 30;
 constexpr int kBound = 4;
+constexpr int kBatch = 32;
+constexpr double kNodeCpus = 0.4;  // The lab's own share (LabNodeCpus).
 
 struct StalenessRun {
   int max_lead = 0;
@@ -44,13 +46,15 @@ int MaxLead(const std::vector<std::vector<StepMetrics>>& workers) {
   return lead;
 }
 
-absl::StatusOr<StalenessRun> RunSync(const LabContext& lab, const std::string& sync) {
+// `links`: LabClusterLinks's, the same for every job of the check.
+absl::StatusOr<StalenessRun> RunSync(const LabContext& lab, const std::string& links, const std::string& sync) {
   RINGSIDE_ASSIGN_OR_RETURN(
       LabJob job,
       RunLabJob(lab, absl::StrCat("ps-", sync.substr(0, 3)),
                 With({"train", "--strategy=ps", absl::StrFormat("--workers=%d", kWorkers), "--ps_shards=1",
-                      absl::StrCat("--ps_sync=", sync), absl::StrFormat("--steps=%d", kSteps), "--batch=32",
-                      "--node_cpus=0.4", absl::StrFormat("--slow_node=%d:0.25", kSlowWorker)},
+                      absl::StrCat("--ps_sync=", sync), absl::StrFormat("--steps=%d", kSteps),
+                      absl::StrFormat("--batch=%d", kBatch), absl::StrCat("--node_cpus=", LabNodeCpus(lab, kNodeCpus)),
+                      absl::StrCat("--network=", links), absl::StrFormat("--slow_node=%d:0.25", kSlowWorker)},
                      LabCommonFlags())));
   std::vector<std::vector<StepMetrics>> workers;
   for (int w = 0; w < kWorkers; ++w) {
@@ -77,9 +81,11 @@ absl::StatusOr<LabVerdict> CheckStaleness(const LabContext& lab) {
     return absl::FailedPreconditionError(
         absl::StrCat("lab 6 slows one worker's emulated node, which needs root: ", s.message()));
   }
-  RINGSIDE_ASSIGN_OR_RETURN(StalenessRun bsp, RunSync(lab, "bsp"));
-  RINGSIDE_ASSIGN_OR_RETURN(StalenessRun ssp, RunSync(lab, absl::StrCat("ssp:", kBound)));
-  RINGSIDE_ASSIGN_OR_RETURN(StalenessRun asp, RunSync(lab, "asp"));
+  RINGSIDE_ASSIGN_OR_RETURN(std::string links,
+                            LabClusterLinks(lab, kLabCommonModel, kBatch, LabNodeCpus(lab, kNodeCpus)));
+  RINGSIDE_ASSIGN_OR_RETURN(StalenessRun bsp, RunSync(lab, links, "bsp"));
+  RINGSIDE_ASSIGN_OR_RETURN(StalenessRun ssp, RunSync(lab, links, absl::StrCat("ssp:", kBound)));
+  RINGSIDE_ASSIGN_OR_RETURN(StalenessRun asp, RunSync(lab, links, "asp"));
   LabVerdict v;
   v.shown = bsp.max_lead <= 1 && ssp.max_lead <= kBound && ssp.max_lead >= kBound - 1 &&
             asp.max_lead > kBound;
