@@ -13,6 +13,7 @@
 #include "common/rpc_security.h"
 #include "common/status_macros.h"
 #include "ddp_ring/ddp_ring.h"
+#include "experiments/cli/command.h"
 #include "experiments/cli/flags.h"
 #include "experiments/cli/ps_roles.h"
 #include "experiments/cli/verbs.h"
@@ -38,10 +39,11 @@ LocalJobOptions LocalJob(const CommandArgs& args, const RpcSecurity& security) {
   return o;
 }
 
-// --cluster: the local job's links become the cluster's NIC / d, d measured here on a
-// node of the job's CPU share (cluster/host_dilation.h; "auto" resolved over `plan`'s
-// nodes as the launch will). Says the dilation on stderr. `job` unchanged without
-// --cluster.
+// --cluster: the local job's links become the cluster's NIC / d (and each node's
+// loopback its intra-node path's, where the share drives it), d measured here on one
+// device's share of a node of the job's CPU share (cluster/host_dilation.h; "auto"
+// resolved over `plan`'s nodes as the launch will). Says the dilation on stderr. `job`
+// unchanged without --cluster.
 absl::Status ShapeLinksForCluster(const RunConfig& c, const NodePlan& plan, LocalJobOptions* job) {
   const std::string cluster = absl::GetFlag(FLAGS_cluster);
   if (cluster.empty()) return absl::OkStatus();
@@ -63,11 +65,37 @@ absl::StatusOr<NodePlan> JobPlan(const RunConfig& c, const LocalJobOptions& job)
   return PlanDdpNodes(absl::GetFlag(FLAGS_workers), job.ranks_per_node, slow);
 }
 
-// LocalJob, with the links of --cluster.
+// --cluster's nodes: a device is a rank, so a node holds the profile's devices_per_node
+// ranks. A usage error, one line naming both numbers, when --ranks_per_node says
+// otherwise or the job's processes do not fill whole nodes; checked before anything
+// (cgroup, namespace, output) is made.
+absl::Status SetClusterRanksPerNode(const CommandArgs& args, const RunConfig& c, LocalJobOptions* job) {
+  RINGSIDE_ASSIGN_OR_RETURN(ClusterProfile profile, LoadClusterProfile(absl::GetFlag(FLAGS_cluster)));
+  int processes = 0;
+  std::string what;
+  if (c.strategy() == "ps") {
+    const int shards = c.ps_colocated() ? 0 : c.ps_shards();
+    processes = c.world_size() + shards;
+    what = c.ps_colocated() ? absl::StrFormat("the %d workers of --workers=%d", processes, c.world_size())
+                            : absl::StrFormat("the %d processes of --ps_shards=%d and --workers=%d", processes,
+                                              shards, c.world_size());
+  } else {
+    processes = absl::GetFlag(FLAGS_workers);
+    what = absl::StrFormat("the %d ranks of --workers=%d", processes, processes);
+  }
+  const int requested = args.flags_given.count("ranks_per_node") > 0 ? job->ranks_per_node : 0;
+  absl::StatusOr<int> k = ClusterRanksPerNode(profile, processes, what, requested, "--ranks_per_node");
+  if (!k.ok()) return AsUsageError(k.status());
+  job->ranks_per_node = *k;
+  return absl::OkStatus();
+}
+
+// LocalJob, with the nodes and links of --cluster.
 absl::StatusOr<LocalJobOptions> LocalJobOnCluster(const CommandArgs& args, const RpcSecurity& security,
                                                   const RunConfig& c) {
   LocalJobOptions job = LocalJob(args, security);
   if (absl::GetFlag(FLAGS_cluster).empty()) return job;
+  RINGSIDE_RETURN_IF_ERROR(SetClusterRanksPerNode(args, c, &job));
   RINGSIDE_ASSIGN_OR_RETURN(NodePlan plan, JobPlan(c, job));
   RINGSIDE_RETURN_IF_ERROR(ShapeLinksForCluster(c, plan, &job));
   return job;

@@ -3,6 +3,8 @@
 //                   step, devices per node, NIC and intra-node paths; `--cluster`
 //   dilation.h      time-dilated emulation: d = host step / target step, links B / d
 //   host_dilation.h the dilation for a job, this host's step measured on a node's share
+//   node_layout.h   devices per node as ranks per node: a device's CPU share, the
+//                   refusals when a job's ranks do not fill whole nodes
 //   node_traffic.h  bytes through each NIC when several devices share a node
 // Emulation (netem/) applies what dilation.h computes; the cost model and `simulate`
 // (costmodel/) read the same profile; reports (report/) state it.
@@ -11,6 +13,7 @@
 
 #include "experiments/cluster/dilation.h"
 #include "experiments/cluster/host_dilation.h"
+#include "experiments/cluster/node_layout.h"
 #include "experiments/cluster/node_traffic.h"
 #include "experiments/cluster/profile.h"
 

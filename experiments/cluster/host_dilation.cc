@@ -1,11 +1,13 @@
 #include "experiments/cluster/host_dilation.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "experiments/bench/step_bench.h"
+#include "experiments/cluster/node_layout.h"
 #include "experiments/netem/cpu_share.h"
 
 namespace ringside {
@@ -27,13 +29,23 @@ absl::StatusOr<MeasuredDilation> MeasureDilation(const std::string& cluster, con
   MeasuredDilation m;
   RINGSIDE_ASSIGN_OR_RETURN(m.profile, LoadClusterProfile(cluster));
   RINGSIDE_RETURN_IF_ERROR(CheckCpuSharePrivileges());
+  // A device is a rank: the step is one device's, on its share of the node.
+  const int devices = std::max(1, m.profile.devices_per_node);
+  const double device_cpus = DeviceCpus(node_cpus, devices);
   if (progress != nullptr) {
-    absl::FPrintF(progress, "ringside: measuring one step of %s at batch %d on a node of %.2f CPU (cluster %s)\n",
-                  model, batch, node_cpus, m.profile.name);
+    if (devices > 1) {
+      absl::FPrintF(progress,
+                    "ringside: measuring one step of %s at batch %d on %.4g CPU, one device's share of a node of "
+                    "%.2f CPU (cluster %s, %d devices per node)\n",
+                    model, batch, device_cpus, node_cpus, m.profile.name, devices);
+    } else {
+      absl::FPrintF(progress, "ringside: measuring one step of %s at batch %d on a node of %.2f CPU (cluster %s)\n",
+                    model, batch, node_cpus, m.profile.name);
+    }
   }
   RemoveStaleCpuShares().IgnoreError();
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<EmulatedCpuShares> node,
-                            EmulatedCpuShares::Create(node_cpus, 1, CpuSharePeriodFor(node_cpus)));
+                            EmulatedCpuShares::Create(device_cpus, 1, CpuSharePeriodFor(device_cpus)));
   RINGSIDE_RETURN_IF_ERROR(node->JoinNode(0));
   StepBenchOptions o;
   o.model = model;

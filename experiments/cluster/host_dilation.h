@@ -22,8 +22,10 @@ struct MeasuredDilation {
 };
 
 // Loads `cluster` (profile.h LoadClusterProfile), measures one step of `model` at
-// `batch` with `threads` BLAS threads on a node of `node_cpus` (> 0), and computes the
-// dilation (no delay: this project's kernels lack netem). One line to `progress` (may
+// `batch` with `threads` BLAS threads on one device's share of a node of `node_cpus`
+// (> 0): DeviceCpus(node_cpus, the profile's devices_per_node), the whole node for one
+// device per node. Then computes the dilation (no delay: this project's kernels lack
+// netem). One line to `progress` (may
 // be null) before the measurement. Errors: the profile's, CheckCpuSharePrivileges's,
 // the bench's, TargetStepSeconds's and ComputeDilation's (OutOfRange when the host
 // cannot emulate the cluster), each one line.

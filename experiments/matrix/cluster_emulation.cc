@@ -1,7 +1,9 @@
 #include "experiments/matrix/cluster_emulation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -31,7 +33,8 @@ int SpecThreads(const ExperimentSpec& spec) {
 // Whether a kept record was made for this spec on these nodes.
 bool RecordFits(const DilationRecord& r, const ExperimentSpec& spec, const ClusterProfile& profile,
                 double node_cpus) {
-  return r.cluster() == profile.name && r.model() == spec.model() && r.batch() == SpecBatch(spec) &&
+  return r.cluster() == profile.name && std::max(1, r.devices_per_node()) == profile.devices_per_node &&
+         r.model() == spec.model() && r.batch() == SpecBatch(spec) &&
          std::fabs(r.node_cpus() - node_cpus) < 1e-9 && r.factor() > 0 && !r.network().empty();
 }
 
@@ -48,12 +51,31 @@ absl::Status CheckClusterSpec(const ExperimentSpec& spec, double node_cpus) {
         "cluster \"", spec.cluster(),
         "\" needs node_cpus (the dilation is measured on a node's CPU share: \"auto\" or a number)"));
   }
+  return LoadClusterProfile(spec.cluster()).status();
+}
+
+absl::Status ResolveClusterCells(const ExperimentSpec& spec, int machine_cpus, std::vector<Cell>* cells) {
+  if (spec.cluster().empty()) return ResolveCellEmulation(spec, machine_cpus, cells);
   RINGSIDE_ASSIGN_OR_RETURN(ClusterProfile profile, LoadClusterProfile(spec.cluster()));
-  if (profile.devices_per_node > 1) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "cluster %s has %d devices per node: compare emulates one device per node so far; "
-        "predict it with `ringside simulate --cluster=%s`",
-        profile.name, profile.devices_per_node, spec.cluster()));
+  const int devices = std::max(1, profile.devices_per_node);
+  for (Cell& c : *cells) {
+    const std::string& kind = c.strategy.kind();
+    if (kind != "ps" && kind != "ddp") continue;  // One process: no nodes to fill.
+    const bool shard_processes = kind == "ps" && !c.strategy.ps_colocated();
+    const int processes = c.workers + (shard_processes ? c.shards : 0);
+    const std::string what =
+        shard_processes
+            ? absl::StrFormat("the %d processes of %s at %d workers (%d shard%s + %d workers)", processes, c.label,
+                              c.workers, c.shards, c.shards == 1 ? "" : "s", c.workers)
+            : absl::StrFormat("the %d ranks of %s at %d workers", processes, c.label, c.workers);
+    RINGSIDE_ASSIGN_OR_RETURN(
+        c.ranks_per_node, ClusterRanksPerNode(profile, processes, what, c.strategy.ranks_per_node(),
+                                              absl::StrCat("strategy ", c.label, "'s ranks_per_node")));
+    c.nodes = CellNodes(c);
+  }
+  RINGSIDE_RETURN_IF_ERROR(ResolveCellEmulation(spec, machine_cpus, cells));
+  for (Cell& c : *cells) {
+    if (c.strategy.kind() == "single") c.node_cpus = DeviceCpus(c.node_cpus, devices);
   }
   return absl::OkStatus();
 }
@@ -83,6 +105,8 @@ absl::StatusOr<DilationRecord> ResolveDilation(const ExperimentSpec& spec, doubl
   r.set_host_compute_ms(m.host_compute_s * 1e3);
   r.set_target_step_ms(d.target_step_s * 1e3);
   r.set_node_cpus(node_cpus);
+  r.set_devices_per_node(d.devices_per_node);
+  r.set_device_cpus(d.device_cpus);
   r.set_model(spec.model());
   r.set_batch(batch);
   r.set_network(DilatedNetworkProfile(d));

@@ -1,7 +1,9 @@
-// A spec's cluster (ExperimentSpec.cluster) turned into emulated links by time dilation
-// (experiments/cluster/dilation.h): this host's step of the spec's model is measured on
-// a node's CPU share, d = host step / target step, and every node's link is shaped to
-// the cluster NIC's rate / d. `ringside compare` resolves it once per directory and
+// A spec's cluster (ExperimentSpec.cluster) turned into emulated nodes and links by time
+// dilation (experiments/cluster/dilation.h): every multi-process cell runs the
+// profile's devices per node as ranks per node, this host's step of the spec's model is
+// measured on one device's CPU share, d = host step / target step, and every node's
+// link is shaped to the cluster NIC's rate / d (its loopback to the intra-node path's,
+// where the share drives it). `ringside compare` resolves it once per directory and
 // keeps it in DIR/dilation.textproto, so a resumed matrix runs on the links it started
 // with; the report reads it back and states it on every page.
 #ifndef RINGSIDE_EXPERIMENTS_MATRIX_CLUSTER_EMULATION_H_
@@ -9,9 +11,11 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "experiments/matrix/experiment.pb.h"
+#include "experiments/matrix/spec.h"
 
 namespace ringside {
 
@@ -21,13 +25,24 @@ inline constexpr char kDilationFile[] = "dilation.textproto";
 // What a cluster's emulation needs from a spec, checked before anything runs: a
 // loadable profile (one line naming a missing or bad field, or the presets when the
 // name is neither a preset nor a file), node_cpus resolved to `node_cpus` > 0, no
-// `network` of its own, every strategy one process per node unless the profile has
-// several devices per node. InvalidArgument / NotFound otherwise.
+// `network` of its own. InvalidArgument / NotFound otherwise.
 absl::Status CheckClusterSpec(const ExperimentSpec& spec, double node_cpus);
 
+// ResolveCellEmulation (spec.h) for a spec with a cluster, in its place; the same
+// without one. A device is a rank: every cell of more than one process (ps, ddp) gets
+// the profile's devices_per_node as its ranks_per_node and its nodes counted with them,
+// before "auto" divides the machine over the most nodes. The single baseline (one
+// process; exempt from the rule) runs on one device's share of a node,
+// DeviceCpus(node_cpus, devices_per_node) (cluster/node_layout.h), the share the
+// dilation's host step is measured on; dp keeps no share. InvalidArgument, one line
+// and before anything is made: the profile's errors, a strategy whose ranks_per_node
+// differs from the devices per node, a cell whose processes do not fill whole nodes
+// (naming both numbers), ResolveCellEmulation's.
+absl::Status ResolveClusterCells(const ExperimentSpec& spec, int machine_cpus, std::vector<Cell>* cells);
+
 // The dilation for `spec` (whose cluster is set) on nodes of `node_cpus`: the one kept
-// in `out_dir` if it was measured for the same cluster, model, batch and share, else a
-// fresh one: the host step measured on a node of that share (this process joins a
+// in `out_dir` if it was measured for the same cluster, devices per node, model, batch
+// and share, else a fresh one: the host step measured on one device's share of a node (this process joins a
 // cgroup for a few seconds; root), then ComputeDilation. OutOfRange (one line) when the
 // host cannot emulate the cluster. Progress lines go to `progress` (may be null).
 // Does not write the record (WriteDilation does, once the output directory exists).

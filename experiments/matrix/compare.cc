@@ -179,7 +179,8 @@ absl::Status RunCompare(const CompareOptions& o) {
     }
   }
   std::vector<Cell> cells = ExpandCells(spec);
-  if (absl::Status s = ResolveCellEmulation(spec, MachineCpus(), &cells); !s.ok()) {
+  // A cluster's devices per node become the cells' ranks per node (cluster_emulation.h).
+  if (absl::Status s = ResolveClusterCells(spec, MachineCpus(), &cells); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(o.spec_path, ": ", s.message()));
   }
   double node_cpus = 0;  // The resolved share (0: none).

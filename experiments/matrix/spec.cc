@@ -314,8 +314,11 @@ std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus,
   if (dilation != nullptr) parts.push_back(absl::StrFormat("cluster %s, d = %.2f", dilation->cluster(), dilation->factor()));
   if (node_cpus > 0) parts.push_back(absl::StrFormat("%.2f CPU/node", node_cpus));
   parts.push_back(spec.network().empty() ? "loopback" : absl::StrCat(spec.network(), " links"));
-  const std::string packed = PackedStrategies(spec);
-  parts.push_back(absl::StrCat("1 process/node", packed));
+  if (dilation != nullptr && dilation->devices_per_node() > 1) {  // A device is a rank.
+    parts.push_back(absl::StrFormat("%d processes/node (devices)", dilation->devices_per_node()));
+  } else {
+    parts.push_back(absl::StrCat("1 process/node", PackedStrategies(spec)));
+  }
   if (!spec.slow_node().empty()) parts.push_back(absl::StrCat("slow node ", spec.slow_node()));
   return absl::StrCat("emulated on one machine: ", absl::StrJoin(parts, ", "));
 }
@@ -348,8 +351,13 @@ std::string DescribeEmulation(const ExperimentSpec& spec, double node_cpus, cons
   if (node_cpus > 0) parts.push_back(absl::StrFormat("%.2f CPU per node (cgroup CPU quota)", node_cpus));
   if (!spec.network().empty()) parts.push_back(absl::StrCat("links ", spec.network(), " per node (network namespaces, tc)"));
   if (parts.empty()) return "";
-  const std::string packed = PackedStrategies(spec);
-  parts.push_back(absl::StrCat("1 process per node", packed));
+  if (dilation != nullptr && dilation->devices_per_node() > 1) {  // cluster_emulation.h
+    parts.push_back(absl::StrFormat("%d processes per node, one per device (the single baseline on one device's "
+                                    "share, %.4g CPU)",
+                                    dilation->devices_per_node(), dilation->device_cpus()));
+  } else {
+    parts.push_back(absl::StrCat("1 process per node", PackedStrategies(spec)));
+  }
   if (absl::StatusOr<SlowNodeSpec> slow = ParseSlowNode(spec.slow_node()); slow.ok() && slow->enabled) {
     parts.push_back(absl::StrCat("the node of rank/worker ", slow->rank, " slowed to ", slow->factor, " of that share"));
   }

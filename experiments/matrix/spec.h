@@ -65,7 +65,8 @@ int CellNodes(const Cell& cell);
 // nodes any cell uses) and sets every cell's node_cpus, the single baseline's included,
 // so every cell runs on nodes of the same capacity. 0 everywhere when the spec sets
 // none. InvalidArgument (one line) when a fixed share times a cell's nodes exceeds the
-// machine.
+// machine. A spec with a cluster goes through ResolveClusterCells
+// (cluster_emulation.h), which lays its devices out as ranks per node first.
 absl::Status ResolveCellEmulation(const ExperimentSpec& spec, int machine_cpus,
                                   std::vector<Cell>* cells);
 

@@ -43,6 +43,8 @@ namespace {
 constexpr absl::Duration kIpTimeout = absl::Seconds(10);
 constexpr int kMaxNodes = 250;
 constexpr const char* kNetnsDir = "/run/netns";
+// The profile key of every node's loopback ("lo.bw="): reserved, not a role.
+constexpr const char* kLoopbackKey = "lo";
 constexpr const char* kPrivilegeMessage =
     "network emulation needs root (CAP_NET_ADMIN) to create namespaces; run as root or "
     "drop --network";
@@ -365,7 +367,7 @@ absl::StatusOr<NetworkProfile> ParseNetworkProfile(absl::string_view text) {
     if (parsed.key != "bw" && parsed.key != "delay") {
       return absl::InvalidArgumentError(
           absl::StrCat(quoted, "unknown key \"", full_key,
-                       "\" (expected bw, delay, <role>.bw or <role>.delay)"));
+                       "\" (expected bw, delay, <role>.bw, <role>.delay, lo.bw or lo.delay)"));
     }
     if (!seen.insert(full_key).second) {
       return absl::InvalidArgumentError(absl::StrCat(quoted, "\"", full_key, "\" given twice"));
@@ -392,6 +394,11 @@ absl::StatusOr<NetworkProfile> ParseNetworkProfile(absl::string_view text) {
   }
   for (const Item& item : items) {
     if (item.role.empty()) continue;
+    if (item.role == kLoopbackKey) {  // Not a role: starts unshaped.
+      absl::Status s = apply(item, &profile.loopback);
+      if (!s.ok()) return s;
+      continue;
+    }
     auto it = profile.role_overrides.emplace(item.role, profile.link).first;
     absl::Status s = apply(item, &it->second);
     if (!s.ok()) return s;
@@ -415,6 +422,12 @@ std::string ProfileToString(const NetworkProfile& profile) {
     if (link.delay != base.delay) {
       items.push_back(absl::StrCat(role, ".delay=", FormatDelay(link.delay)));
     }
+  }
+  if (profile.loopback.bits_per_sec > 0) {
+    items.push_back(absl::StrCat(kLoopbackKey, ".bw=", FormatBitRate(profile.loopback.bits_per_sec)));
+  }
+  if (profile.loopback.delay > absl::ZeroDuration()) {
+    items.push_back(absl::StrCat(kLoopbackKey, ".delay=", FormatDelay(profile.loopback.delay)));
   }
   // An enabled profile without limits still emulates (separate unshaped namespaces).
   if (items.empty()) return "bw=unlimited";
@@ -520,6 +533,8 @@ absl::StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
                    port_dev, "netns", sw});
       }
       if (s.ok()) s = RunOk({"ip", "-n", ns, "link", "set", "lo", "up"});
+      // The node's processes to each other (one queue, both directions).
+      if (s.ok()) s = ShapeEgress(ns, "lo", profile.loopback);
       if (s.ok()) {
         s = RunOk({"ip", "-n", ns, "addr", "add", absl::StrCat(net->addresses_[i], "/24"), "dev",
                    node_dev});

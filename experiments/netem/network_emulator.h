@@ -41,6 +41,11 @@ struct NetworkProfile {
   LinkSpec link;         // Every node's link unless its role has an override.
   // Fully resolved links of roles that differ, e.g. {"master", {10e9, 0.5ms}}.
   std::map<std::string, LinkSpec> role_overrides;
+  // Every node's loopback (`lo.bw=`, `lo.delay=`): the path between processes of one
+  // node (a node's processes reach each other at its address over its `lo`). One
+  // egress queue for all of them, both directions. Unshaped unless given; it never
+  // inherits `bw` or `delay`.
+  LinkSpec loopback;
 };
 
 // Parses a profile: comma-separated key=value items.
@@ -49,9 +54,11 @@ struct NetworkProfile {
 //   delay=<time>      one-way link latency: <number>us|ms|s (whole microseconds)
 //   <role>.bw=...     override for nodes of that role ([a-z0-9_]+); fields an override
 //   <role>.delay=...  leaves out come from the plain keys, whatever the order
+//   lo.bw=<rate>      every node's loopback (NetworkProfile::loopback); "lo" is
+//   lo.delay=<time>   reserved, not a role, and starts unshaped
 // "" and "none" mean no emulation (enabled == false). Anything else that is not valid
 // is InvalidArgument with a one-line message naming the item.
-// Example: "bw=1gbit,delay=0.5ms,master.bw=10gbit".
+// Example: "bw=1gbit,delay=0.5ms,master.bw=10gbit", "bw=342mbit,lo.bw=2gbit".
 absl::StatusOr<NetworkProfile> ParseNetworkProfile(absl::string_view text);
 
 // Canonical text of a profile for reports, e.g. "bw=1gbit,delay=500us,master.bw=10gbit";
@@ -79,7 +86,8 @@ absl::StatusOr<std::vector<std::string>> RemoveStaleNetworks();
 // A running emulated network. Names: a run tag "rs<pid hex>_<n>" (n counts the
 // networks this process made), namespaces "<tag>_n<i>" for node i and "<tag>_sw" for
 // the switch. In node i's namespace: lo and "rsn<i>" with address(i)/24; in the switch
-// namespace: bridge "rsbr" with ports "rsp<i>". Thread-safe.
+// namespace: bridge "rsbr" with ports "rsp<i>". A profile's loopback is shaped on each
+// node's lo. Thread-safe.
 class EmulatedNetwork {
  public:
   // Builds the network for one node per entry of `node_roles` (e.g. {"master",

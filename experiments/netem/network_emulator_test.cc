@@ -107,18 +107,31 @@ TEST(ParseNetworkProfileTest, RoleOverridesStartFromTheDefaultLinkInAnyOrder) {
   EXPECT_EQ(LinkForRole(q, "slow").bits_per_sec, 1e8);
 }
 
+TEST(ParseNetworkProfileTest, LoopbackIsReservedAndStartsUnshaped) {
+  NetworkProfile p = MustParse("lo.bw=2gbit,bw=300mbit,delay=1ms");
+  EXPECT_EQ(p.loopback, (LinkSpec{2e9, absl::ZeroDuration()}));  // Not the links' delay.
+  EXPECT_TRUE(p.role_overrides.empty());                         // Not a role.
+  EXPECT_EQ(p.link.bits_per_sec, 300e6);
+  EXPECT_EQ(ProfileToString(p), "bw=300mbit,delay=1ms,lo.bw=2gbit");
+  EXPECT_EQ(MustParse("bw=1gbit").loopback, LinkSpec());
+  EXPECT_EQ(MustParse("lo.delay=20us").loopback, (LinkSpec{0, absl::Microseconds(20)}));
+  // Create does not take "lo" for a role no node has.
+  EXPECT_TRUE(absl::StrContains(ParseNetworkProfile("lo.rate=1gbit").status().message(), "lo.bw"));
+}
+
 TEST(ParseNetworkProfileTest, ToStringRoundTrips) {
   for (const char* text :
        {"bw=1gbit,delay=0.5ms", "bw=1gbit,delay=0.5ms,master.bw=10gbit", "delay=1.5ms",
         "bw=2500kbit", "bw=1234567", "bw=unlimited", "slow.bw=100mbit",
         "bw=1gbit,delay=2ms,master.delay=0ms,master.bw=unlimited,w.bw=1gbit",
-        "bw=10gbit,x.delay=1s"}) {
+        "bw=10gbit,x.delay=1s", "bw=342mbit,lo.bw=2gbit", "lo.delay=5us,master.bw=1gbit"}) {
     const NetworkProfile p = MustParse(text);
     const std::string s = ProfileToString(p);
     const NetworkProfile q = MustParse(s);
     EXPECT_EQ(q.enabled, p.enabled) << text << " -> " << s;
     EXPECT_EQ(q.link, p.link) << text << " -> " << s;
     EXPECT_EQ(q.role_overrides, p.role_overrides) << text << " -> " << s;
+    EXPECT_EQ(q.loopback, p.loopback) << text << " -> " << s;
   }
 }
 
@@ -482,6 +495,35 @@ TEST_F(NamespaceTest, ShapesEachNodesLinkInBothDirections) {
   EXPECT_LE(*download, 3 * ideal);
   EXPECT_LE(*upload, 3 * ideal);
   EXPECT_LT(*free, 0.5 * ideal);
+  net.reset();
+  ExpectAllGone(tag);
+}
+
+TEST_F(NamespaceTest, ShapesEachNodesLoopback) {
+  // Two processes of one node talk over its lo (docs/cluster.md, devices per node):
+  // lo.bw caps them; the link between nodes keeps its own rate.
+  absl::StatusOr<std::unique_ptr<EmulatedNetwork>> created =
+      EmulatedNetwork::Create(MustParse("bw=1gbit,lo.bw=100mbit"), {"worker", "worker"});
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::unique_ptr<EmulatedNetwork> net = std::move(*created);
+  const std::string tag = net->tag();
+  for (const std::string& ns : net->namespaces()) {
+    absl::StatusOr<CommandOutput> q = RunCommand({"tc", "-n", ns, "qdisc", "show", "dev", "lo"}, kCommandTimeout);
+    ASSERT_TRUE(q.ok() && q->exit_code == 0);
+    EXPECT_TRUE(absl::StrContains(q->stdout_text, "tbf")) << ns << ": " << q->stdout_text;
+    EXPECT_TRUE(absl::StrContains(q->stdout_text, "rate 100Mbit")) << q->stdout_text;
+  }
+  constexpr int64_t kBytes = 5'000'000;
+  const double ideal = kBytes * 8 / 100e6;  // 0.4 s at 100 Mbit/s.
+  absl::StatusOr<double> inside = TransferSeconds(*net, 1, 1, kBytes);   // node 1's lo
+  absl::StatusOr<double> across = TransferSeconds(*net, 0, 1, kBytes);   // 1 Gbit/s links
+  ASSERT_TRUE(inside.ok()) << inside.status();
+  ASSERT_TRUE(across.ok()) << across.status();
+  std::cout << "5 MB inside a node with lo.bw=100mbit (ideal " << ideal << " s): " << *inside
+            << " s; across 1 Gbit/s links: " << *across << " s\n";
+  EXPECT_GE(*inside, 0.7 * ideal);
+  EXPECT_LE(*inside, 3 * ideal);
+  EXPECT_LT(*across, 0.5 * ideal);
   net.reset();
   ExpectAllGone(tag);
 }
