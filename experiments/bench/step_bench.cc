@@ -103,6 +103,7 @@ absl::StatusOr<StepRound> MeasureRound(const StepBenchOptions& o, double flops, 
   if (o.measure_floor) RINGSIDE_RETURN_IF_ERROR(MeasureSgemmRates(ops, GemmSizeFor(o), kRateReps, &rates));
   StepRound r;
   r.step_ms = Percentile(t.step, 0.5);
+  for (double ms : t.step) r.mean_step_ms += ms / t.step.size();
   r.p10_ms = Percentile(t.step, 0.1);
   r.p90_ms = Percentile(t.step, 0.9);
   r.forward_ms = Percentile(t.forward, 0.5);

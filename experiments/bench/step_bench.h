@@ -37,6 +37,9 @@ struct StepBenchOptions {
 // timed step ends when the device is done with it (the backend's Synchronize).
 struct StepRound {
   double step_ms = 0, p10_ms = 0, p90_ms = 0;
+  // The round's wall time per step (its mean): the pace a CPU quota sets when a step is
+  // shorter than the quota's period (most steps run unthrottled, a few wait a period).
+  double mean_step_ms = 0;
   double forward_ms = 0, backward_ms = 0;
   double compute_ms = 0;  // Median of forward + backward per step.
   double update_ms = 0;   // The SGD update (the single strategy steps during backward).

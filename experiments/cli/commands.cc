@@ -160,7 +160,7 @@ absl::Span<const Command> Commands() {
       {"lab", "the labs of docs/labs/: run one small and check that its effect shows",
        "  ringside lab list\n"
        "  ringside lab check N [--out=DIR] [--node_cpus=C]\n",
-       "out,node_cpus", "", "list, or check and a lab number", 1, 2, false, nullptr, RunLabVerb},
+       "out node_cpus", "", "list, or check and a lab number", 1, 2, false, nullptr, RunLabVerb},
       {"help", "this list, or one verb's usage and flags", "  ringside help [VERB]\n", "", "", "", 0, 1,
        false, CheckHelp, RunHelpVerb},
       {"version", "the version and build (CPU or CUDA)", "  ringside version   (or ringside --version)\n",

@@ -19,6 +19,14 @@ struct DdpFacts {
   double step_ms = 0;
 };
 
+// The bucket labs' verdicts are ratios of times measured in one check, so they hold on
+// a faster, slower or busier host alike (every time dilates with the node): an earlier
+// first all-reduce shows when its head start is at least kMinLeadOfStep of the step,
+// and pays when at least kMinLeadReturned of that head start comes back as a shorter
+// step.
+inline constexpr double kMinLeadOfStep = 0.1;
+inline constexpr double kMinLeadReturned = 0.25;
+
 // The links of the bucket labs' jobs (LabClusterLinks for their model, batch and share).
 absl::StatusOr<std::string> DdpLabLinks(const LabContext& lab);
 

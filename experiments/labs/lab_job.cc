@@ -77,11 +77,11 @@ absl::StatusOr<std::string> LabClusterLinks(const LabContext& lab, const std::st
   return DilatedNetworkProfile(m.dilation);
 }
 
-std::vector<std::string> LabCommonFlags(int train_samples) {
+std::vector<std::string> LabCommonFlags(int train_samples, int epochs) {
   return {absl::StrFormat("--dataset=synthetic:train=%d,test=512,seed=5", train_samples),
           absl::StrCat("--model=", kLabCommonModel),
           "--lr=0.05", "--momentum=0.9", "--seed=3", "--threads=1", "--eval_batch=512",
-          "--epochs=1"};
+          absl::StrFormat("--epochs=%d", epochs)};
 }
 
 std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& more) {

@@ -72,7 +72,7 @@ double MedianAfter(const std::vector<StepMetrics>& records, int skip, F field);
 // The flags every lab's jobs share: a small MLP on a synthetic task of `train_samples`
 // (and 512 test samples), one epoch, one BLAS thread per process (the machine has 2
 // cores and a job up to 5 processes), SGD with momentum, a seed.
-std::vector<std::string> LabCommonFlags(int train_samples = 4096);
+std::vector<std::string> LabCommonFlags(int train_samples = 4096, int epochs = 1);
 
 // `a` with `more` appended.
 std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& more);

@@ -17,7 +17,12 @@ constexpr int kWorkers = 4;
 constexpr int kSlow = 1;
 constexpr int kSteps = 20;
 constexpr int kWarmup = 3;
-constexpr int kBatch = 128;
+// Batch 2048: on the lab cluster's links (gige-cpu) a step must compute for longer than
+// the single master's link takes to move 4 workers' 1 MB pushes and pulls (about 64 ms
+// on the target) for a slow node to show; at 128 samples the links hid it. 5 steps an
+// epoch, 4 epochs.
+constexpr int kBatch = 2048;
+constexpr int kStepsPerEpoch = 5;
 constexpr double kNodeCpus = 0.4;  // The lab's own share (LabNodeCpus).
 
 struct SlowRun {
@@ -33,7 +38,7 @@ absl::StatusOr<SlowRun> Run(const LabContext& lab, const std::string& name, cons
                      absl::StrFormat("--batch=%d", kBatch), absl::StrCat("--node_cpus=", LabNodeCpus(lab, kNodeCpus)),
                      absl::StrCat("--network=", links)});
   if (slow) args.push_back(absl::StrFormat("--slow_node=%d:0.25", kSlow));
-  RINGSIDE_ASSIGN_OR_RETURN(LabJob job, RunLabJob(lab, name, With(args, LabCommonFlags(kWorkers * 128 * kSteps))));
+  RINGSIDE_ASSIGN_OR_RETURN(LabJob job, RunLabJob(lab, name, With(args, LabCommonFlags(kWorkers * kBatch * kStepsPerEpoch, kSteps / kStepsPerEpoch))));
   const bool ddp = strategy[0] == "--strategy=ddp";
   std::vector<std::vector<StepMetrics>> ranks, shards;
   for (int r = 0; r < kWorkers; ++r) {
