@@ -70,7 +70,7 @@ template <typename F>
 double MedianAfter(const std::vector<StepMetrics>& records, int skip, F field);
 
 // The flags every lab's jobs share: a small MLP on a synthetic task of `train_samples`
-// (and 512 test samples), one epoch, one BLAS thread per process (the machine has 2
+// (and 512 test samples), `epochs` epochs, one BLAS thread per process (the machine has 2
 // cores and a job up to 5 processes), SGD with momentum, a seed.
 std::vector<std::string> LabCommonFlags(int train_samples = 4096, int epochs = 1);
 
