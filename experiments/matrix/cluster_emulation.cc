@@ -61,6 +61,9 @@ absl::Status ResolveClusterCells(const ExperimentSpec& spec, int machine_cpus, s
   for (Cell& c : *cells) {
     const std::string& kind = c.strategy.kind();
     if (kind != "ps" && kind != "ddp") continue;  // One process: no nodes to fill.
+    // One device per node: a PS's packing of a shard beside its worker (ranks_per_node 2)
+    // is placement, not devices, and stays the strategy's.
+    if (kind == "ps" && devices == 1) continue;
     const bool shard_processes = kind == "ps" && !c.strategy.ps_colocated();
     const int processes = c.workers + (shard_processes ? c.shards : 0);
     const std::string what =

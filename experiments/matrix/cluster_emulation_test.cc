@@ -117,6 +117,20 @@ TEST(ClusterCellsTest, DevicesPerNodeBecomeRanksPerNodeAndTheSingleGetsOneDevice
   EXPECT_NE(std::find(single.begin(), single.end(), "--node_cpus=0.25"), single.end());
 }
 
+// One device per node (the demo's gige-cpu): a PS that packs each shard beside its
+// worker (ranks_per_node 2, as the demo's spec does) keeps its packing: a shard is not a
+// device. DDP's ranks stay one per node.
+TEST(ClusterCellsTest, OneDevicePerNodeKeepsAPsShardBesideItsWorker) {
+  const ExperimentSpec spec = Spec(
+      "strategies { kind: \"ps\" ps_shard_per_worker: true ranks_per_node: 2 label: \"ps-n\" } workers: 4 "
+      "cluster: \"gige-cpu\" node_cpus: \"auto\"");
+  std::vector<Cell> cells = ExpandCells(spec);
+  ASSERT_TRUE(ResolveClusterCells(spec, 2, &cells).ok());
+  EXPECT_EQ(Find(cells, "ps-n-n4-r0").ranks_per_node, 2);
+  EXPECT_EQ(Find(cells, "ps-n-n4-r0").nodes, 4);
+  EXPECT_EQ(Find(cells, "ddp-n4-r0").ranks_per_node, 1);
+}
+
 TEST(ClusterCellsTest, WithoutAClusterTheCellsAreResolvedAsBefore) {
   const ExperimentSpec spec = Spec("node_cpus: \"0.4\"");
   std::vector<Cell> cells = ExpandCells(spec);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "experiments/matrix/cluster_emulation.h"
 #include "experiments/matrix/spec.h"
 #include "experiments/matrix/summary.h"
 #include "experiments/netem/netem.h"
@@ -171,16 +172,24 @@ void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* po
 void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, int cores,
                    std::vector<ReportPoint>* points) {
   absl::StatusOr<NetworkProfile> profile = ParseNetworkProfile(spec.network());
-  double link = 0, master_link = 0;
+  double link = 0, master_link = 0, intra_link = 0;
   if (profile.ok() && profile->enabled) {
     link = profile->link.bits_per_sec / 8;
     master_link = LinkForRole(*profile, "master").bits_per_sec / 8;
+    intra_link = profile->loopback.bits_per_sec / 8;  // 0: unshaped (lo.bw absent).
   }
-  // The emulated nodes' CPU share, as compare resolved it.
-  double node_cpus = 0;
-  if (std::vector<Cell> cells = ExpandCells(spec); ResolveCellEmulation(spec, cores, &cells).ok() && !cells.empty()) {
-    node_cpus = cells[0].node_cpus;
-  }
+  // The cells as compare resolved them (a cluster's devices per node included): each
+  // point's node share and processes per node come from its first repeat's cell.
+  std::vector<Cell> cells = ExpandCells(spec);
+  if (!ResolveClusterCells(spec, cores, &cells).ok()) cells.clear();
+  auto cell_of = [&cells](const ReportPoint& p) -> const Cell* {
+    for (const Cell& c : cells) {
+      if (c.label == p.label && c.workers == p.workers) return &c;
+    }
+    return nullptr;
+  };
+  double node_cpus = 0;  // The distributed cells' share (the single's may be one device's).
+  for (const Cell& c : cells) node_cpus = std::max(node_cpus, c.node_cpus);
   const absl::StatusOr<SlowNodeSpec> slow = ParseSlowNode(spec.slow_node());
   const double slow_fraction = slow.ok() && slow->enabled ? slow->factor : 1;
   for (ReportPoint& p : *points) {
@@ -202,14 +211,18 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
         node_cpus > 0 ? 1.0 : std::max(1.0, static_cast<double>(p.workers) / std::max(1, cores));
     c.compute_s *= share * crowding;
     c.backward_s *= share * crowding;
+    const Cell* cell = cell_of(p);
     Scenario s;
-    s.node_cpus = node_cpus;
+    s.node_cpus = cell != nullptr ? cell->node_cpus : node_cpus;
     if (p.kind == "single") {
       p.predicted_step_ms = SingleProcessStepSeconds(CalibrationOnNode(c, s), calibration.model_bytes) * 1e3;
       continue;
     }
-    const int ranks_per_node = std::max(1, strategy->ranks_per_node());
+    const int ranks_per_node = std::max(1, cell != nullptr ? cell->ranks_per_node : strategy->ranks_per_node());
     if (p.kind == "ddp") s.ranks_per_node = ranks_per_node;
+    // Ranks of one node reach each other over its loopback: shaped (a cluster's intra-node
+    // path / d), or the calibrated path where unshaped.
+    if (ranks_per_node > 1 && intra_link > 0) s.intra_node_bytes_per_s = intra_link;
     if (p.workers > 1 && slow_fraction < 1) s.slow_node_fraction = slow_fraction;
     s.workers = p.workers;
     s.model_bytes = calibration.model_bytes;
