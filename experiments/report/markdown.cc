@@ -67,6 +67,11 @@ std::string PredictionNote(const ReportData& data) {
         "), the spec's links, ",
         data.emulation.empty() ? "and compute slowed by workers / cores where workers outnumber cores"
                                : "and the emulated nodes' CPU share (PS pushes overlapping backward)",
+        data.compute_basis.single_ms > 0
+            ? absl::StrFormat("; compute per step from this matrix's single-process cells (%.1f ms, measured "
+                              "beside the others; calibrate measured %.1f ms on that share)",
+                              data.compute_basis.single_ms, data.compute_basis.calibrated_ms)
+            : std::string(),
         "; error = (predicted - measured) / measured.");
   }
   if (!data.no_prediction_reason.empty()) return absl::StrCat("No predictions: ", data.no_prediction_reason);

@@ -169,8 +169,8 @@ void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* po
   });
 }
 
-void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, int cores,
-                   std::vector<ReportPoint>* points) {
+ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& spec, int cores,
+                           std::vector<ReportPoint>* points) {
   absl::StatusOr<NetworkProfile> profile = ParseNetworkProfile(spec.network());
   double link = 0, master_link = 0, intra_link = 0;
   if (profile.ok() && profile->enabled) {
@@ -190,6 +190,25 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
   };
   double node_cpus = 0;  // The distributed cells' share (the single's may be one device's).
   for (const Cell& c : cells) node_cpus = std::max(node_cpus, c.node_cpus);
+  // Compute from the matrix's own single-process cells (points.h).
+  Calibration calibration = measured;
+  ComputeBasis basis;
+  for (const ReportPoint& p : *points) {
+    const Cell* cell = cell_of(p);
+    if (p.kind != "single" || p.ok_repeats == 0 || !(p.compute_ms > 0) || cell == nullptr ||
+        IsGpuDevice(cell->device) || spec.global_batch() > 0) {
+      continue;
+    }
+    Scenario on_single;
+    on_single.node_cpus = cell->node_cpus;
+    const double calibrated_s = CalibrationOnNode(measured, on_single).compute_s;
+    if (!(calibrated_s > 0)) continue;
+    const double ratio = p.compute_ms / 1e3 / calibrated_s;
+    calibration.compute_s *= ratio;
+    calibration.backward_s *= ratio;
+    basis = {calibrated_s * 1e3, p.compute_ms};
+    break;
+  }
   const absl::StatusOr<SlowNodeSpec> slow = ParseSlowNode(spec.slow_node());
   const double slow_fraction = slow.ok() && slow->enabled ? slow->factor : 1;
   for (ReportPoint& p : *points) {
@@ -260,6 +279,7 @@ void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, i
       p.predicted_comm_cpu_ms = prediction->comm_cpu_s * 1e3;
     }
   }
+  return basis;
 }
 
 

@@ -60,6 +60,14 @@ struct ReportPoint {
 // "cuda:0", or "cuda:0 (emulated: 2 ranks share one GPU, NCCL over sockets)".
 std::string PointDevice(const ReportPoint& p);
 
+// Where a report's predicted compute came from (PredictPoints): the calibration's
+// compute per step on the single cell's share, and the single cells' measured one, in
+// ms; both 0 when the calibration's was used as measured.
+struct ComputeBasis {
+  double calibrated_ms = 0;
+  double single_ms = 0;
+};
+
 // Everything a report is rendered from (report.md, report.html, the plots).
 struct ReportData {
   std::string name;        // The compare directory's name.
@@ -73,6 +81,7 @@ struct ReportData {
   int64_t num_params = 0;
   bool predicted = false;  // calibration.json was there and fits: points carry predictions.
   double calibration_node_cpus = 0;  // The CPU share its compute was measured on (0: none).
+  ComputeBasis compute_basis;        // PredictPoints's: compute from the single cells.
   // Why there are no predictions, when there are none (e.g. the calibration was taken
   // with another model); empty: there was no calibration.json.
   std::string no_prediction_reason;
@@ -97,8 +106,15 @@ void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* po
 // slow node, cost_model.h Scenario) and, under strong scaling (the calibration taken
 // at the global batch), by 1 / workers. Points on a GPU get none (the calibration
 // measures the CPU's paths).
-void PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, int cores,
-                   std::vector<ReportPoint>* points);
+//
+// Where the matrix ran the single process (on the CPU, ok), its measured compute per
+// step replaces the calibration's compute and backward (scaled alike, on the single
+// cell's share): it was measured beside the other cells, round by round, so the
+// predictions' error is the communication model's rather than the host's drift between
+// `calibrate` and `compare` (7% in one demo run). Returns the calibration's compute on
+// that share and the single's, in ms ({0, 0} when not replaced: ComputeBasis).
+ComputeBasis PredictPoints(const Calibration& calibration, const ExperimentSpec& spec, int cores,
+                           std::vector<ReportPoint>* points);
 
 }  // namespace ringside
 

@@ -95,6 +95,28 @@ TEST(BuildPointsTest, PsWorkersSharingAGpuAreLabelledWithoutNccl) {
   EXPECT_EQ(PointDevice(points[0]), "cuda:0 (emulated: 4 workers share one GPU)");
 }
 
+// The matrix's single cell computed 6 ms a step against the calibration's 8: every
+// prediction computes 6 (backward scaled alike), and the basis says both.
+TEST(PredictPointsTest, ComputeComesFromTheMatrixsOwnSingleCells) {
+  ExperimentSpec spec;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      "strategies { kind: 'single' } strategies { kind: 'ddp' } workers: 4 batch_per_worker: 64", &spec));
+  std::vector<ReportPoint> points = DdpPoints();
+  points[0].label = "single";
+  points[0].kind = "single";
+  points[0].compute_ms = 6;
+  const ComputeBasis basis = PredictPoints(ComputeOnly(), spec, 8, &points);
+  EXPECT_NEAR(basis.calibrated_ms, 8, 1e-9);
+  EXPECT_NEAR(basis.single_ms, 6, 1e-9);
+  EXPECT_NEAR(points[0].predicted_step_ms, 6, 1e-6);
+  EXPECT_NEAR(points[1].predicted_step_ms, 6, 0.1);
+  // Without a single cell: the calibration's, and no basis.
+  std::vector<ReportPoint> ddp_only = DdpPoints();
+  const ComputeBasis none = PredictPoints(ComputeOnly(), spec, 8, &ddp_only);
+  EXPECT_EQ(none.single_ms, 0);
+  EXPECT_NEAR(ddp_only[1].predicted_step_ms, 8, 0.1);
+}
+
 TEST(PredictPointsTest, PointsOnTheGpuGetNoPrediction) {
   ExperimentSpec spec;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(

@@ -127,7 +127,7 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
       // The share compare resolved and recorded ("auto" depends on the machine).
       ExperimentSpec resolved = spec;
       if (node_cpus > 0) resolved.set_node_cpus(absl::StrCat(node_cpus));
-      PredictPoints(*calibration, resolved, context.cores, &data.points);
+      data.compute_basis = PredictPoints(*calibration, resolved, context.cores, &data.points);
       data.calibration_node_cpus = calibration->node_cpus;
       data.predicted = true;
     }
