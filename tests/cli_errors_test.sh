@@ -100,6 +100,13 @@ else
   echo "skip no_gpu_*: this machine has a GPU (/dev/nvidia0); the GPU bundle's check covers it"
 fi
 expect_error report_missing_dir 'has no cells/' report "$T/no-such-report"
+# A matrix whose every cell failed: one line, no gnuplot error.
+mkdir -p "$T/all-failed/cells/ddp-n2-r0"
+printf 'name: "x"\nstrategies { kind: "ddp" }\nworkers: 2\nmodel: "mlp:4-2"\nbatch_per_worker: 8\nsteps: 2\n' \
+  >"$T/all-failed/spec.textproto"
+printf 'cell: "ddp-n2-r0"\nlabel: "ddp"\nkind: "ddp"\nworkers: 2\nstatus: "failed"\nreason: "exited with status 1"\n' \
+  >"$T/all-failed/cells/ddp-n2-r0/result.textproto"
+expect_error report_all_failed 'no cell finished ok, nothing to report' report "$T/all-failed"
 expect_error simulate_missing_calibration 'no-such.json' simulate --calibration="$T/no-such.json"
 
 # Labs: a lab that does not exist, no number, an unknown lab command.

@@ -141,6 +141,12 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
 
 absl::Status RunReport(const std::string& dir) {
   RINGSIDE_ASSIGN_OR_RETURN(ReportData data, LoadReportData(dir));
+  // Nothing finished: no curve to draw and no table to read; say so instead of handing
+  // gnuplot empty plots.
+  if (std::none_of(data.points.begin(), data.points.end(), [](const ReportPoint& p) { return p.ok_repeats > 0; })) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        dir, ": no cell finished ok, nothing to report (each cell's reason: ", dir, "/cells/*/log.txt)"));
+  }
   const std::string plot_dir = absl::StrCat(dir, "/", kPlotDir);
   RINGSIDE_RETURN_IF_ERROR(RenderPlots(data, plot_dir));
   const std::string markdown = ReportMarkdown(data);
