@@ -95,6 +95,10 @@ absl::StatusOr<DilationRecord> ResolveDilation(const ExperimentSpec& spec, doubl
     }
     return *kept;
   }
+  return MeasureDilationRecord(spec, node_cpus, progress);
+}
+
+absl::StatusOr<DilationRecord> MeasureDilationRecord(const ExperimentSpec& spec, double node_cpus, FILE* progress) {
   const int batch = SpecBatch(spec);
   RINGSIDE_ASSIGN_OR_RETURN(MeasuredDilation m, MeasureDilation(spec.cluster(), spec.model(), batch,
                                                                 SpecThreads(spec), node_cpus, progress));

@@ -49,6 +49,12 @@ absl::Status ResolveClusterCells(const ExperimentSpec& spec, int machine_cpus, s
 absl::StatusOr<DilationRecord> ResolveDilation(const ExperimentSpec& spec, double node_cpus,
                                                const std::string& out_dir, FILE* progress);
 
+// A fresh dilation for `spec` on nodes of `node_cpus`, never the kept one: compare
+// measures one before every round of repeats after the first, so that each round's
+// links follow the host's pace of that moment (a shared VM's step drifts by 10-30%
+// over the minutes a matrix takes, and a link-bound cell's speedup moves with it).
+absl::StatusOr<DilationRecord> MeasureDilationRecord(const ExperimentSpec& spec, double node_cpus, FILE* progress);
+
 // DIR/dilation.textproto: written atomically / read back (NotFound when absent).
 absl::Status WriteDilation(const DilationRecord& record, const std::string& out_dir);
 absl::StatusOr<DilationRecord> ReadDilation(const std::string& out_dir);

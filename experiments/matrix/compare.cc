@@ -209,6 +209,10 @@ absl::Status RunCompare(const CompareOptions& o) {
   double spent = 0;
   absl::Status status;
   const std::vector<size_t> order = RunOrder(cells);
+  // A cluster's links follow the host round by round: each round after the first
+  // measures its own dilation before its first cell runs (MeasureDilationRecord).
+  DilationRecord round_dilation = dilation;
+  int dilation_round = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     const size_t i = order[k];
     const Cell& cell = cells[i];
@@ -218,6 +222,17 @@ absl::Status RunCompare(const CompareOptions& o) {
       by_cell[i] = std::move(r);
       ++kept;
       continue;
+    }
+    if (!spec.cluster().empty() && cell.repeat != dilation_round) {
+      if (o.progress != nullptr) absl::FPrintF(o.progress, "compare: round %d: measuring the host again\n", cell.repeat + 1);
+      absl::StatusOr<DilationRecord> d = MeasureDilationRecord(spec, node_cpus, o.progress);
+      if (!d.ok()) {
+        status = absl::Status(d.status().code(), absl::StrCat("round ", cell.repeat + 1, ": ", d.status().message()));
+        break;
+      }
+      round_dilation = *d;
+      spec.set_network(round_dilation.network());
+      dilation_round = cell.repeat;
     }
     std::error_code error;
     fs::remove_all(dir, error);  // A cell interrupted earlier starts over.
@@ -247,8 +262,8 @@ absl::Status RunCompare(const CompareOptions& o) {
     if (!one_process) r.set_network(spec.network());
     if (!one_process && cell.workers > 1) r.set_slow_node(spec.slow_node());
     if (!spec.cluster().empty()) {
-      r.set_cluster(dilation.cluster());
-      r.set_dilation(dilation.factor());
+      r.set_cluster(round_dilation.cluster());
+      r.set_dilation(round_dilation.factor());
     }
     if (r.status() != "ok") {
       ++failed;

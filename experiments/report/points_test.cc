@@ -337,5 +337,41 @@ TEST(HostHeldClusterTest, DriftBeyondTheBoundIsSaidInBold) {
   EXPECT_NE(HostHeldCluster(d, {}).find("cannot be checked"), std::string::npos);
 }
 
+// Rounds that re-measured d: the median round's d and links stand for the matrix, the
+// host step scaled alike; one round: the record as it was.
+TEST(MedianRoundDilationTest, TheMedianRoundStandsForTheMatrix) {
+  DilationRecord first;
+  first.set_factor(5);
+  first.set_network("bw=200000kbit");
+  first.set_host_compute_ms(500);
+  first.set_host_step_ms(510);
+  first.set_description("d = 5");
+  std::vector<CellResult> results;
+  const std::pair<double, const char*> rounds[] = {{5, "bw=200000kbit"}, {6, "bw=166667kbit"}, {4, "bw=250000kbit"}};
+  for (int r = 0; r < 3; ++r) {
+    for (const char* label : {"ddp", "ps"}) {
+      CellResult c;
+      c.set_label(label);
+      c.set_repeat(r);
+      c.set_dilation(rounds[r].first);
+      c.set_network(rounds[r].second);
+      results.push_back(c);
+    }
+  }
+  const DilationRecord median = MedianRoundDilation(first, results);
+  EXPECT_EQ(median.factor(), 5);
+  EXPECT_EQ(median.network(), "bw=200000kbit");
+  EXPECT_NE(median.description().find("re-measured before each round: d = 5.00 / 6.00 / 4.00"), std::string::npos)
+      << median.description();
+  results[0].set_dilation(7);  // Round 0 now at 7: the median round is round 2's 6.
+  results[1].set_dilation(7);
+  const DilationRecord moved = MedianRoundDilation(first, results);
+  EXPECT_EQ(moved.factor(), 6);
+  EXPECT_EQ(moved.network(), "bw=166667kbit");
+  EXPECT_NEAR(moved.host_compute_ms(), 600, 1e-9);
+  results.resize(2);  // One round only.
+  EXPECT_EQ(MedianRoundDilation(first, results).description(), "d = 5");
+}
+
 }  // namespace
 }  // namespace ringside

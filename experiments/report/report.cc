@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/output_files.h"
 #include "common/status_macros.h"
 #include "experiments/costmodel/calibration_check.h"
@@ -48,6 +52,32 @@ std::string HostHeldCluster(const DilationRecord& dilation, const std::vector<Re
       100 * kHostDriftFraction);
 }
 
+DilationRecord MedianRoundDilation(const DilationRecord& first, const std::vector<CellResult>& results) {
+  std::map<int, std::pair<double, std::string>> rounds;  // repeat -> (d, links)
+  for (const CellResult& r : results) {
+    if (r.dilation() > 0 && !r.network().empty()) rounds[r.repeat()] = {r.dilation(), r.network()};
+  }
+  if (rounds.size() < 2 || !(first.factor() > 0)) return first;
+  std::vector<std::pair<double, std::string>> by_d;
+  std::vector<std::string> ds;
+  for (const auto& [repeat, round] : rounds) {
+    by_d.push_back(round);
+    ds.push_back(absl::StrFormat("%.2f", round.first));
+  }
+  std::sort(by_d.begin(), by_d.end());
+  const auto& [d, links] = by_d[by_d.size() / 2];
+  DilationRecord median = first;
+  const double scale = d / first.factor();
+  median.set_factor(d);
+  median.set_network(links);
+  median.set_host_step_ms(first.host_step_ms() * scale);
+  median.set_host_compute_ms(first.host_compute_ms() * scale);
+  median.set_description(absl::StrCat(first.description(), "; re-measured before each round: d = ",
+                                      absl::StrJoin(ds, " / "),
+                                      absl::StrFormat(" (the median round's links, %s, stand for the matrix)", links)));
+  return median;
+}
+
 absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
   namespace fs = std::filesystem;
   RINGSIDE_ASSIGN_OR_RETURN(std::vector<CellResult> results, ReadCellResults(dir));
@@ -79,6 +109,7 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
   if (spec_ok && !spec.cluster().empty()) {
     dilation = ReadDilation(dir);
     if (dilation.ok()) {
+      *dilation = MedianRoundDilation(*dilation, results);
       spec.set_network(dilation->network());
     } else {
       absl::FPrintF(stderr, "ringside: warning: %s: the spec names cluster %s but %s\n", dir, spec.cluster(),
