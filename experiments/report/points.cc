@@ -85,6 +85,15 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
     if (r.kind() == "single" && r.status() == "ok") single.push_back(r.samples_per_sec());
   }
   const double base_single = Median(single);
+  // Each round's single-process throughput (repeat r of the single cell): compare runs
+  // rounds one after the other, each a whole matrix (on its own links with a cluster),
+  // so a cell's speedup pairs it with its own round's single.
+  std::map<int, double> single_by_round;
+  for (const CellResult& r : results) {
+    if (r.kind() == "single" && r.status() == "ok" && r.samples_per_sec() > 0) {
+      single_by_round[r.repeat()] = r.samples_per_sec();
+    }
+  }
   std::vector<ReportPoint> points;
   for (const std::string& label : order) {
     double base_own = 0;
@@ -127,6 +136,9 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
         v["out"].push_back(r->busiest_bytes_out());
         v["acc"].push_back(r->test_accuracy());
         v["wall"].push_back(r->wall_s());
+        if (auto it = single_by_round.find(r->repeat()); it != single_by_round.end()) {
+          v["paired"].push_back(r->samples_per_sec() / it->second);
+        }
       }
       p.step_ms = Median(v["step"]);
       p.samples_per_sec = Median(v["sps"]);
@@ -138,6 +150,14 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
         const auto [tmin, tmax] = std::minmax_element(v["sps"].begin(), v["sps"].end());
         p.speedup_min = base > 0 ? *tmin / base : 0;
         p.speedup_max = base > 0 ? *tmax / base : 0;
+      }
+      // Every repeat paired with its round's single: the median and range of those
+      // ratios, so that a drift of the host between rounds cancels.
+      if (base_single > 0 && !v["paired"].empty() && v["paired"].size() == v["sps"].size()) {
+        const auto [rmin, rmax] = std::minmax_element(v["paired"].begin(), v["paired"].end());
+        p.speedup = Median(v["paired"]);
+        p.speedup_min = *rmin;
+        p.speedup_max = *rmax;
       }
       p.efficiency = p.speedup / p.workers;
       p.compute_ms = Median(v["compute"]);

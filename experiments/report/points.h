@@ -96,6 +96,9 @@ struct ReportData {
 absl::StatusOr<std::vector<CellResult>> ReadCellResults(const std::string& dir);
 // Groups by (label, workers), medians over repeats, speedup against "single" (or the
 // strategy's own 1-worker point). Sorted by label order of first appearance, workers.
+// Speedups: each repeat's throughput over its own round's single process (the single
+// cell of the same repeat), median and range, where every repeat has one; else over the
+// single cells' median throughput (or the strategy's own 1-worker cell's).
 std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results);
 // Orders points by the strategies' order in the spec (text format), then workers.
 void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* points);

@@ -128,6 +128,33 @@ TEST(PredictPointsTest, PointsOnTheGpuGetNoPrediction) {
   EXPECT_EQ(points[1].predicted_step_ms, 0);
 }
 
+// Round 0 ran on a fast host (single 1000 samples/s, ddp 3000), round 1 on one half as
+// fast (500, 1500): paired by round both are 3x; against the singles' median (1000,
+// the upper of two) round 1's would read 1.5x.
+TEST(BuildPointsTest, SpeedupsPairEachRepeatWithItsRoundsSingle) {
+  std::vector<CellResult> cells;
+  for (int round = 0; round < 2; ++round) {
+    const double pace = round == 0 ? 1.0 : 0.5;
+    CellResult single = Result("single", "single", 1, round, "cpu", false, 0);
+    single.set_samples_per_sec(1000 * pace);
+    CellResult ddp = Result("ddp", "ddp", 4, round, "cpu", false, 0);
+    ddp.set_samples_per_sec(3000 * pace);
+    cells.push_back(single);
+    cells.push_back(ddp);
+  }
+  std::vector<ReportPoint> points = BuildPoints(cells);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_NEAR(points[1].speedup, 3, 1e-9);
+  EXPECT_NEAR(points[1].speedup_min, 3, 1e-9);
+  EXPECT_NEAR(points[1].speedup_max, 3, 1e-9);
+  // A repeat with no single of its round: the singles' median for every repeat.
+  cells.push_back(Result("ddp", "ddp", 4, 2, "cpu", false, 0));
+  cells.back().set_samples_per_sec(3000);
+  points = BuildPoints(cells);
+  EXPECT_NEAR(points[1].speedup, 3.0, 1e-9);  // Median of 3000, 1500, 3000 over 1000.
+  EXPECT_NEAR(points[1].speedup_min, 1.5, 1e-9);
+}
+
 TEST(BuildPointsTest, LateRanksNamedByMostRepeats) {
   std::vector<CellResult> cells;
   for (int repeat = 0; repeat < 3; ++repeat) {
