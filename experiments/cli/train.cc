@@ -71,6 +71,9 @@ absl::StatusOr<NodePlan> JobPlan(const RunConfig& c, const LocalJobOptions& job)
 // (cgroup, namespace, output) is made.
 absl::Status SetClusterRanksPerNode(const CommandArgs& args, const RunConfig& c, LocalJobOptions* job) {
   RINGSIDE_ASSIGN_OR_RETURN(ClusterProfile profile, LoadClusterProfile(absl::GetFlag(FLAGS_cluster)));
+  // One device per node: a PS's packing (--ranks_per_node=2 puts shard i beside worker
+  // i) is placement, not devices, and stays as given (as in compare).
+  if (c.strategy() == "ps" && profile.devices_per_node <= 1) return absl::OkStatus();
   int processes = 0;
   std::string what;
   if (c.strategy() == "ps") {
