@@ -178,22 +178,29 @@ TEST(ClusterCellsTest, TheSingleBaselineIsExempt) {
   EXPECT_TRUE(ResolveClusterCells(spec, 2, &cells).ok());
 }
 
-TEST(ClusterSpecTest, CompareRefusesRanksThatDoNotFillNodesBeforeMakingAnything) {
-  const std::string spec = TempDir() + "/pairs_spec.textproto";
-  ASSERT_TRUE(WriteFileAtomically(spec, absl::StrCat("strategies { kind: \"ddp\" } workers: 3 model: \"mlp:4-2\" "
-                                                     "batch_per_worker: 8 steps: 3 node_cpus: \"0.5\" cluster: \"",
-                                                     PairsProfile(), "\"\n"))
-                  .ok());
+// Runs compare on `spec_text` (written as NAME_spec.textproto) and expects a refusal
+// that names the spec and contains `message`, with no output directory made.
+void ExpectCompareRefuses(const std::string& name, const std::string& spec_text, const std::string& message) {
+  const std::string spec = TempDir() + "/" + name + "_spec.textproto";
+  ASSERT_TRUE(WriteFileAtomically(spec, spec_text).ok());
   CompareOptions o;
   o.spec_path = spec;
-  o.out_dir = TempDir() + "/pairs_out";
+  o.out_dir = TempDir() + "/" + name + "_out";
   o.self_exe = "/bin/false";  // Never reached.
   o.progress = nullptr;
   const absl::Status s = RunCompare(o);
   EXPECT_FALSE(s.ok());
   EXPECT_TRUE(absl::StartsWith(s.message(), spec + ": ")) << s;
-  EXPECT_TRUE(absl::StrContains(s.message(), "2 devices per node: the 3 ranks of ddp at 3 workers")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), message)) << s;
   EXPECT_FALSE(std::filesystem::exists(o.out_dir));
+}
+
+TEST(ClusterSpecTest, CompareRefusesRanksThatDoNotFillNodesBeforeMakingAnything) {
+  ExpectCompareRefuses("pairs",
+                       absl::StrCat("strategies { kind: \"ddp\" } workers: 3 model: \"mlp:4-2\" "
+                                    "batch_per_worker: 8 steps: 3 node_cpus: \"0.5\" cluster: \"",
+                                    PairsProfile(), "\"\n"),
+                       "2 devices per node: the 3 ranks of ddp at 3 workers");
 }
 
 TEST(ClusterSpecTest, ABadProfileFileNamesItsField) {
@@ -205,20 +212,10 @@ TEST(ClusterSpecTest, ABadProfileFileNamesItsField) {
 }
 
 TEST(ClusterSpecTest, CompareRefusesABadClusterBeforeMakingAnything) {
-  const std::string spec = TempDir() + "/cluster_spec.textproto";
-  ASSERT_TRUE(WriteFileAtomically(spec, "strategies { kind: \"single\" } workers: 1 model: \"mlp:4-2\" "
-                                        "batch_per_worker: 8 steps: 3 cluster: \"nope\" node_cpus: \"0.5\"\n")
-                  .ok());
-  CompareOptions o;
-  o.spec_path = spec;
-  o.out_dir = TempDir() + "/cluster_out";
-  o.self_exe = "/bin/false";  // Never reached.
-  o.progress = nullptr;
-  const absl::Status s = RunCompare(o);
-  EXPECT_FALSE(s.ok());
-  EXPECT_TRUE(absl::StartsWith(s.message(), spec + ": ")) << s;
-  EXPECT_TRUE(absl::StrContains(s.message(), "cluster \"nope\" is neither a preset")) << s;
-  EXPECT_FALSE(std::filesystem::exists(o.out_dir));
+  ExpectCompareRefuses("cluster",
+                       "strategies { kind: \"single\" } workers: 1 model: \"mlp:4-2\" "
+                       "batch_per_worker: 8 steps: 3 cluster: \"nope\" node_cpus: \"0.5\"\n",
+                       "cluster \"nope\" is neither a preset");
 }
 
 DilationRecord Kept() {
