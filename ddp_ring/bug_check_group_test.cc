@@ -1,5 +1,6 @@
 #include "ddp_ring/bug_check_group.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -127,24 +128,45 @@ TEST(BugCheckGroupTest, NoBroadcastSkipsOnlyTheParametersBroadcast) {
               }).ok());
 }
 
-TEST(BugCheckGroupTest, RankZeroReportsTheFirstDivergedStepOnce) {
-  std::unique_ptr<Store> job = NewInMemoryStore();
-  const RunConfig config = Config("no_broadcast", 4);
+// Two ranks as threads, each with its decorator over its group and the strategy
+// AroundSteps makes of a FakeReducer: body(group, rank, reducer, steps). Rank r's model
+// starts from seed 1 + r with `seed_by_rank`, else from 1. Returns the first failing
+// rank's error; what the ranks printed to stderr goes to *err.
+absl::Status RunCheckedRanks(
+    const RunConfig& config, int64_t train_size, bool seed_by_rank, Store* job,
+    const std::function<absl::Status(ProcessGroup&, Rank&, FakeReducer&, StepStrategy&)>& body,
+    std::string* err) {
   ::testing::internal::CaptureStderr();
   const absl::Status status =
       RunLocalGlooRanks(2, GroupOptions(), [&](ProcessGroup& group) -> absl::Status {
         Rank r;
-        RINGSIDE_RETURN_IF_ERROR(r.Init(group, job.get(), &config, 8, 1 + group.rank()));
+        RINGSIDE_RETURN_IF_ERROR(
+            r.Init(group, job, &config, train_size, 1 + (seed_by_rank ? group.rank() : 0)));
         FakeReducer reducer;
         std::unique_ptr<StepStrategy> steps = r.checks->AroundSteps(&reducer);
-        for (int64_t s = 3; s < 6; ++s) {
-          StepMetrics m = Step(s, 0);
-          RINGSIDE_RETURN_IF_ERROR(steps->FinishStep(HookTimes(), &m, nullptr));
-        }
+        return body(group, r, reducer, *steps);
+      });
+  *err = ::testing::internal::GetCapturedStderr();
+  return status;
+}
+
+// Step `step` of `epoch` through `steps`.
+absl::Status FinishStep(StepStrategy& steps, int64_t step, int epoch) {
+  StepMetrics m = Step(step, epoch);
+  return steps.FinishStep(HookTimes(), &m, nullptr);
+}
+
+TEST(BugCheckGroupTest, RankZeroReportsTheFirstDivergedStepOnce) {
+  std::unique_ptr<Store> job = NewInMemoryStore();
+  std::string err;
+  const absl::Status status = RunCheckedRanks(
+      Config("no_broadcast", 4), 8, /*seed_by_rank=*/true, job.get(),
+      [](ProcessGroup&, Rank&, FakeReducer& reducer, StepStrategy& steps) -> absl::Status {
+        for (int64_t s = 3; s < 6; ++s) RINGSIDE_RETURN_IF_ERROR(FinishStep(steps, s, 0));
         EXPECT_EQ(reducer.steps, 3);
         return absl::OkStatus();
-      });
-  const std::string err = ::testing::internal::GetCapturedStderr();
+      },
+      &err);
   ASSERT_TRUE(status.ok()) << status;
   const std::string line =
       "step 3: replicas diverged: rank 1's parameters differ from rank 0's (fingerprints "
@@ -158,18 +180,13 @@ TEST(BugCheckGroupTest, RankZeroReportsTheFirstDivergedStepOnce) {
 
 TEST(BugCheckGroupTest, EqualReplicasPrintNothing) {
   std::unique_ptr<Store> job = NewInMemoryStore();
-  const RunConfig config = Config("rank_seeds", 4);
-  ::testing::internal::CaptureStderr();
-  const absl::Status status =
-      RunLocalGlooRanks(2, GroupOptions(), [&](ProcessGroup& group) -> absl::Status {
-        Rank r;
-        RINGSIDE_RETURN_IF_ERROR(r.Init(group, job.get(), &config, 100, 1));
-        FakeReducer reducer;
-        std::unique_ptr<StepStrategy> steps = r.checks->AroundSteps(&reducer);
-        StepMetrics m = Step(0, 0);
-        return steps->FinishStep(HookTimes(), &m, nullptr);
-      });
-  const std::string err = ::testing::internal::GetCapturedStderr();
+  std::string err;
+  const absl::Status status = RunCheckedRanks(
+      Config("rank_seeds", 4), 100, /*seed_by_rank=*/false, job.get(),
+      [](ProcessGroup&, Rank&, FakeReducer&, StepStrategy& steps) {
+        return FinishStep(steps, 0, 0);
+      },
+      &err);
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(err, "");
 }
@@ -177,26 +194,20 @@ TEST(BugCheckGroupTest, EqualReplicasPrintNothing) {
 // 9 samples over 2 ranks, padded: 5 each, one sample seen twice; batch 5: one step.
 TEST(BugCheckGroupTest, RankZeroSummarisesTheEpochsVisits) {
   std::unique_ptr<Store> job = NewInMemoryStore();
-  const RunConfig config = Config("no_set_epoch", 5);
-  ::testing::internal::CaptureStderr();
-  const absl::Status status =
-      RunLocalGlooRanks(2, GroupOptions(), [&](ProcessGroup& group) -> absl::Status {
-        Rank r;
-        RINGSIDE_RETURN_IF_ERROR(r.Init(group, job.get(), &config, 9, 1));
-        FakeReducer reducer;
-        std::unique_ptr<StepStrategy> steps = r.checks->AroundSteps(&reducer);
-        StepMetrics m = Step(0, 0);
-        RINGSIDE_RETURN_IF_ERROR(steps->FinishStep(HookTimes(), &m, nullptr));
+  std::string err;
+  const absl::Status status = RunCheckedRanks(
+      Config("no_set_epoch", 5), 9, /*seed_by_rank=*/false, job.get(),
+      [](ProcessGroup&, Rank&, FakeReducer&, StepStrategy& steps) -> absl::Status {
+        RINGSIDE_RETURN_IF_ERROR(FinishStep(steps, 0, 0));
         EvalResult local;
         local.correct = 3;
         local.count = 4;
-        RINGSIDE_ASSIGN_OR_RETURN(EvalResult total, steps->ReduceEval(local));
+        RINGSIDE_ASSIGN_OR_RETURN(EvalResult total, steps.ReduceEval(local));
         EXPECT_EQ(total.count, 4);  // The wrapped strategy's (here: the identity).
         // Reported once per epoch.
-        RINGSIDE_ASSIGN_OR_RETURN(total, steps->ReduceEval(local));
-        return absl::OkStatus();
-      });
-  const std::string err = ::testing::internal::GetCapturedStderr();
+        return steps.ReduceEval(local).status();
+      },
+      &err);
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(err,
             "epoch 1/1: 2 ranks visited all 9 samples; 1 of them twice or more (padding "
@@ -206,19 +217,12 @@ TEST(BugCheckGroupTest, RankZeroSummarisesTheEpochsVisits) {
 // 9 samples over 2 ranks without padding: 5 and 4; batch 2: 3 steps and 2.
 TEST(BugCheckGroupTest, UnevenShardsNameTheRankThatRanOutOfData) {
   std::unique_ptr<Store> job = NewInMemoryStore();
-  const RunConfig config = Config("uneven_shards", 2);
   absl::Status rank0_step;
-  ::testing::internal::CaptureStderr();
-  const absl::Status status =
-      RunLocalGlooRanks(2, GroupOptions(), [&](ProcessGroup& group) -> absl::Status {
-        Rank r;
-        RINGSIDE_RETURN_IF_ERROR(r.Init(group, job.get(), &config, 9, 1));
-        FakeReducer reducer;
-        std::unique_ptr<StepStrategy> steps = r.checks->AroundSteps(&reducer);
-        for (int64_t s = 0; s < 2; ++s) {
-          StepMetrics m = Step(s, 0);
-          RINGSIDE_RETURN_IF_ERROR(steps->FinishStep(HookTimes(), &m, nullptr));
-        }
+  std::string err;
+  const absl::Status status = RunCheckedRanks(
+      Config("uneven_shards", 2), 9, /*seed_by_rank=*/false, job.get(),
+      [&](ProcessGroup& group, Rank&, FakeReducer& reducer, StepStrategy& steps) -> absl::Status {
+        for (int64_t s = 0; s < 2; ++s) RINGSIDE_RETURN_IF_ERROR(FinishStep(steps, s, 0));
         if (group.rank() == 0) {
           // Rank 1, out of data, went on to the epoch's end (ReduceEval below: it says so
           // in the store and waits there). Rank 0's third step: its all-reduce fails.
@@ -226,12 +230,11 @@ TEST(BugCheckGroupTest, UnevenShardsNameTheRankThatRanOutOfData) {
             absl::SleepFor(absl::Milliseconds(1));
           }
           reducer.finish = absl::DeadlineExceededError("all-reduce of bucket 0 timed out");
-          StepMetrics m = Step(2, 0);
-          rank0_step = steps->FinishStep(HookTimes(), &m, nullptr);
+          rank0_step = FinishStep(steps, 2, 0);
         }
-        return steps->ReduceEval(EvalResult()).status();
-      });
-  const std::string err = ::testing::internal::GetCapturedStderr();
+        return steps.ReduceEval(EvalResult()).status();
+      },
+      &err);
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(err,
             "bug uneven_shards: 9 training samples over 2 ranks without padding: steps per "
@@ -244,21 +247,15 @@ TEST(BugCheckGroupTest, UnevenShardsNameTheRankThatRanOutOfData) {
 
 TEST(BugCheckGroupTest, UnevenShardsKeepAnErrorNoRankExplains) {
   std::unique_ptr<Store> job = NewInMemoryStore();
-  const RunConfig config = Config("uneven_shards", 2);
-  ::testing::internal::CaptureStderr();
-  const absl::Status status =
-      RunLocalGlooRanks(2, GroupOptions(), [&](ProcessGroup& group) -> absl::Status {
-        Rank r;
-        RINGSIDE_RETURN_IF_ERROR(r.Init(group, job.get(), &config, 9, 1));
-        FakeReducer reducer;
+  std::string err;
+  const absl::Status status = RunCheckedRanks(
+      Config("uneven_shards", 2), 9, /*seed_by_rank=*/false, job.get(),
+      [](ProcessGroup&, Rank&, FakeReducer& reducer, StepStrategy& steps) {
         reducer.finish = absl::UnavailableError("peer lost");
-        std::unique_ptr<StepStrategy> steps = r.checks->AroundSteps(&reducer);
-        StepMetrics m = Step(0, 0);
-        const absl::Status s = steps->FinishStep(HookTimes(), &m, nullptr);
-        EXPECT_EQ(s, absl::UnavailableError("peer lost"));
+        EXPECT_EQ(FinishStep(steps, 0, 0), absl::UnavailableError("peer lost"));
         return absl::OkStatus();
-      });
-  ::testing::internal::GetCapturedStderr();
+      },
+      &err);
   ASSERT_TRUE(status.ok()) << status;
 }
 

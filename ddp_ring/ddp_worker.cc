@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "common/common.h"
 #include "ddp_ring/bug_check_group.h"
@@ -62,6 +63,21 @@ absl::Status WaitForRanks(const JobEnv& env, const std::vector<std::string>& key
   }
 }
 
+// After a rendezvous check: this rank says it has read every rank's entry (key
+// `prefix` + rank); rank 0, which hosts the store, waits up to `timeout` for every
+// rank's before it goes on (and may leave), so that all ranks see the same entries. A
+// rank that died is found later.
+absl::Status HoldStoreUntilAllRead(const JobEnv& env, absl::string_view prefix,
+                                   absl::Duration timeout, Store* job) {
+  RINGSIDE_RETURN_IF_ERROR(job->Set(absl::StrCat(prefix, env.rank), "1"));
+  if (env.rank == 0) {
+    std::vector<std::string> read_keys;
+    for (int r = 0; r < env.world_size; ++r) read_keys.push_back(absl::StrCat(prefix, r));
+    job->Wait(read_keys, timeout).IgnoreError();
+  }
+  return absl::OkStatus();
+}
+
 // Rendezvous step 2: every rank publishes its configuration through the store and
 // compares every rank's with rank 0's. All ranks report the same mismatch, naming the
 // differing fields. Blocks up to `timeout` for the ranks to arrive.
@@ -101,12 +117,7 @@ absl::Status CheckSameConfigEverywhere(const JobEnv& env, const RunConfig& confi
   }
   // Everyone has read every configuration before rank 0 (which hosts the store) may
   // leave, so that all ranks report the same mismatch.
-  RINGSIDE_RETURN_IF_ERROR(job->Set(absl::StrCat("config_read/", env.rank), "1"));
-  if (env.rank == 0) {
-    std::vector<std::string> read_keys;
-    for (int r = 0; r < env.world_size; ++r) read_keys.push_back(absl::StrCat("config_read/", r));
-    job->Wait(read_keys, timeout).IgnoreError();  // A rank that died is found later.
-  }
+  RINGSIDE_RETURN_IF_ERROR(HoldStoreUntilAllRead(env, "config_read/", timeout, job));
   return mismatch;
 }
 
@@ -150,12 +161,7 @@ absl::Status CheckSameResumeStep(const JobEnv& env, const RunOptions& run, absl:
     }
   }
   // As in step 2: rank 0 (the store's host) leaves only after every rank has read.
-  RINGSIDE_RETURN_IF_ERROR(job->Set(absl::StrCat("resume_read/", env.rank), "1"));
-  if (env.rank == 0) {
-    std::vector<std::string> read_keys;
-    for (int r = 0; r < env.world_size; ++r) read_keys.push_back(absl::StrCat("resume_read/", r));
-    job->Wait(read_keys, timeout).IgnoreError();
-  }
+  RINGSIDE_RETURN_IF_ERROR(HoldStoreUntilAllRead(env, "resume_read/", timeout, job));
   return mismatch;
 }
 
