@@ -253,25 +253,29 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
   const uint64_t init_seed =
       c.seed() + (BugListHas(c.bugs(), kBugNoBroadcast) ? static_cast<uint64_t>(options.rank) : 0);
   if (!resumed) RINGSIDE_RETURN_IF_ERROR(model->InitParams(init_seed));
-  if (!options.out_dir.empty()) {
-    RINGSIDE_RETURN_IF_ERROR(MakeDirs(options.out_dir));
-    // Metrics of a resumed run continue the file from the checkpoint's step (records of
-    // steps a failed attempt ran past it, and a line a kill cut short, are dropped: this
-    // run repeats them, so the file holds every step once); its trace goes to a new
-    // file (output_files.h).
-    const OutputOwner owner = options.world_size > 1 ? OutputOwner::kRank : OutputOwner::kSingle;
-    const std::string metrics_path =
-        absl::StrCat(options.out_dir, "/", OutputFileName(OutputFile::kMetrics, owner, options.rank));
-    RINGSIDE_ASSIGN_OR_RETURN(trainer->metrics_,
-                              options.resume ? MetricsWriter::OpenResumed(metrics_path, trainer->step_)
-                                             : MetricsWriter::Open(metrics_path, false));
-    RINGSIDE_ASSIGN_OR_RETURN(
-        trainer->trace_,
-        TraceWriter::Open(TraceFileForNewRun(options.out_dir, owner, options.rank, options.resume),
-                          options.rank, absl::StrCat(strategy->role(), " ", options.rank)));
-    trainer->trace_->NameTrack(kTrainingTrack, "training thread");
-  }
+  RINGSIDE_RETURN_IF_ERROR(trainer->OpenOutputs());
   return trainer;
+}
+
+absl::Status Trainer::OpenOutputs() {
+  if (options_.out_dir.empty()) return absl::OkStatus();
+  RINGSIDE_RETURN_IF_ERROR(MakeDirs(options_.out_dir));
+  // Metrics of a resumed run continue the file from the checkpoint's step (records of
+  // steps a failed attempt ran past it, and a line a kill cut short, are dropped: this
+  // run repeats them, so the file holds every step once); its trace goes to a new
+  // file (output_files.h).
+  const OutputOwner owner = options_.world_size > 1 ? OutputOwner::kRank : OutputOwner::kSingle;
+  const std::string metrics_path =
+      absl::StrCat(options_.out_dir, "/", OutputFileName(OutputFile::kMetrics, owner, options_.rank));
+  RINGSIDE_ASSIGN_OR_RETURN(metrics_,
+                            options_.resume ? MetricsWriter::OpenResumed(metrics_path, step_)
+                                            : MetricsWriter::Open(metrics_path, false));
+  RINGSIDE_ASSIGN_OR_RETURN(
+      trace_,
+      TraceWriter::Open(TraceFileForNewRun(options_.out_dir, owner, options_.rank, options_.resume),
+                        options_.rank, absl::StrCat(strategy_->role(), " ", options_.rank)));
+  trace_->NameTrack(kTrainingTrack, "training thread");
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::Restore() {
@@ -389,150 +393,165 @@ absl::Status Trainer::RunMicroBatches(absl::Span<const int64_t> samples,
   return absl::OkStatus();
 }
 
-// Run keeps the whole loop in one piece (about 90 lines) so that the position
-// (step_, epoch_, batch_in_epoch_) and the order of lifecycle calls, evaluation and
-// checkpoints are read in one place.
+absl::Status Trainer::StopNonFinite(const absl::Status& s) const {
+  return NonFiniteError(absl::StrCat(
+      "step ", step_, ", ", strategy_->role() == "worker" ? "worker " : "rank ",
+      options_.rank, ": ", s.message(),
+      options_.config.nan_policy() == kNanPolicySkipStep
+          ? " (seen after the update was applied: cannot be skipped)"
+          : ""));
+}
+
+absl::Status Trainer::CheckParamsBeforeCheckpoint() {
+  if (options_.out_dir.empty() || !options_.write_checkpoints || options_.rank != 0) {
+    return absl::OkStatus();
+  }
+  RINGSIDE_RETURN_IF_ERROR(Annotate(strategy_->SettleParams(), absl::StrCat("step ", step_)));
+  absl::Status s = CheckParamsFinite(ops_, *model_);
+  if (IsNonFiniteError(s)) {
+    // The parameters the last step (step_ - 1) left.
+    return NonFiniteError(absl::StrCat(
+        "step ", step_ - 1, ", ", strategy_->role() == "worker" ? "worker " : "rank ",
+        options_.rank, ": ", s.message(), " (checkpoint not written)"));
+  }
+  return s;
+}
+
+absl::Status Trainer::RunStep(const std::vector<int64_t>& order, RunState* run) {
+  const RunConfig& c = options_.config;
+  const int64_t begin = batch_in_epoch_ * run->step_size;
+  const int64_t n = std::min<int64_t>(run->step_size, static_cast<int64_t>(order.size()) - begin);
+  StepMetrics& m = run->m;
+  m.Clear();
+  m.set_step(step_);
+  m.set_epoch(epoch_);
+  m.set_rank(options_.rank);
+  m.set_role(strategy_->role());
+  m.set_device(ops_->name());
+  m.set_emulated(options_.emulated);
+  const int64_t t0 = NowMicros();
+  m.set_start_us(t0);
+  if (trace_ != nullptr) trace_->SetStep(step_);
+  HookTimes hook_times;
+  if (absl::Status s = RunMicroBatches(absl::MakeConstSpan(order).subspan(begin, n), run->hooks,
+                                       &m, &hook_times);
+      !s.ok()) {
+    return IsNonFiniteError(s) ? StopNonFinite(s) : s;
+  }
+  if (c.prefetch() && strategy_->compute() == nullptr && batch_in_epoch_ + 1 < run->per_epoch &&
+      step_ + 1 < run->steps_total) {
+    // Backward is done with this batch: gather the next step's first micro-batch
+    // while the strategy's communication finishes. (The first step of an epoch
+    // gathers its own: the epoch's end evaluates and checkpoints first.)
+    const int64_t next = begin + run->step_size;
+    const int64_t nn = std::min<int64_t>(c.batch(), static_cast<int64_t>(order.size()) - next);
+    RINGSIDE_RETURN_IF_ERROR(
+        train_step_.Prefetch(absl::MakeConstSpan(order).subspan(next, nn), &m, trace_.get()));
+  }
+  if (absl::Status s = strategy_->FinishStep(hook_times, &m, trace_.get()); !s.ok()) {
+    return IsNonFiniteError(s) ? StopNonFinite(s) : Annotate(s, absl::StrCat("step ", step_));
+  }
+  if (m.skipped_nonfinite()) {
+    absl::FPrintF(stderr,
+                  "ringside: warning: step %d, %s %d: non-finite value, step skipped "
+                  "(--nan_policy=skip_step)\n",
+                  step_, strategy_->role() == "worker" ? "worker" : "rank", options_.rank);
+  }
+  const int64_t t1 = NowMicros();
+  m.set_step_ms((t1 - t0) / 1e3);
+  if (metrics_ != nullptr) RINGSIDE_RETURN_IF_ERROR(metrics_->Write(m));
+  ++step_;
+  ++run->steps_run;
+  run->samples += n;
+  run->last_loss = m.loss();
+  const double elapsed = (t1 - run->start_us) / 1e6;
+  PrintProgress(m, run->steps_total, run->samples / std::max(elapsed, 1e-9), false);
+  if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) {
+    RINGSIDE_RETURN_IF_ERROR(CheckParamsBeforeCheckpoint());
+    // Record the position after this batch.
+    ++batch_in_epoch_;
+    absl::Status s = SaveCheckpoint();
+    --batch_in_epoch_;
+    RINGSIDE_RETURN_IF_ERROR(s);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::RunEpoch(RunState* run) {
+  const RunConfig& c = options_.config;
+  const std::vector<int64_t> order = train_shard_.Indices(epoch_);
+  if (!c.bugs().empty() && options_.progress != nullptr) {
+    PrintEpochOrder(options_.progress, c, options_.rank, epoch_, order, train_shard_);
+  }
+  for (; batch_in_epoch_ < run->per_epoch && step_ < run->steps_total; ++batch_in_epoch_) {
+    RINGSIDE_RETURN_IF_ERROR(RunStep(order, run));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvalResult> Trainer::EndEpoch(const RunState& run) {
+  ++epoch_;
+  batch_in_epoch_ = 0;
+  RINGSIDE_ASSIGN_OR_RETURN(EvalResult eval, EvaluateTest());
+  if (options_.progress != nullptr) {
+    absl::FPrintF(options_.progress,
+                  "epoch %d/%d done  train loss %.4f  test loss %.4f  test accuracy %.4f\n",
+                  epoch_, options_.config.epochs(), run.m.loss(),
+                  eval.loss_sum / std::max<int64_t>(1, eval.count),
+                  static_cast<double>(eval.correct) / std::max<int64_t>(1, eval.count));
+    fflush(options_.progress);
+  }
+  RINGSIDE_RETURN_IF_ERROR(CheckParamsBeforeCheckpoint());
+  RINGSIDE_RETURN_IF_ERROR(SaveCheckpoint());
+  return eval;
+}
+
 absl::StatusOr<TrainResult> Trainer::Run() {
   const RunConfig& c = options_.config;
+  RunState run;
   // One optimizer step consumes grad_accum micro-batches of `batch` samples.
-  const int64_t step_size = static_cast<int64_t>(c.batch()) * std::max(1, c.grad_accum());
-  const int64_t per_epoch = BatchesPerEpoch(train_shard_, step_size);
-  int64_t steps_total = per_epoch * c.epochs();
-  if (c.max_steps() > 0) steps_total = std::min<int64_t>(steps_total, c.max_steps());
-  TrainResult result;
-  StepHooks hooks = strategy_->hooks();
-  // Numerical safety (--nan_policy): the step stops at a non-finite value (below), or
-  // under skip_step discards the step in the form the strategy's hooks chose.
-  const bool skip_nonfinite = c.nan_policy() == kNanPolicySkipStep;
-  hooks.skip_nonfinite = skip_nonfinite;
-  // The stop path: one line naming the step, the process and the range. Nothing more
-  // runs (no metrics record, no checkpoint), so the last checkpoint on disk is the last
-  // good one.
-  const auto stop_nonfinite = [&](const absl::Status& s) {
-    return NonFiniteError(absl::StrCat(
-        "step ", step_, ", ", strategy_->role() == "worker" ? "worker " : "rank ",
-        options_.rank, ": ", s.message(),
-        skip_nonfinite ? " (seen after the update was applied: cannot be skipped)" : ""));
-  };
-  // Before each checkpoint the writer checks the parameters it is about to write.
-  const auto check_params = [&]() -> absl::Status {
-    if (options_.out_dir.empty() || !options_.write_checkpoints || options_.rank != 0) {
-      return absl::OkStatus();
-    }
-    RINGSIDE_RETURN_IF_ERROR(Annotate(strategy_->SettleParams(), absl::StrCat("step ", step_)));
-    absl::Status s = CheckParamsFinite(ops_, *model_);
-    if (IsNonFiniteError(s)) {
-      // The parameters the last step (step_ - 1) left.
-      return NonFiniteError(absl::StrCat(
-          "step ", step_ - 1, ", ", strategy_->role() == "worker" ? "worker " : "rank ",
-          options_.rank, ": ", s.message(), " (checkpoint not written)"));
-    }
-    return s;
-  };
+  run.step_size = static_cast<int64_t>(c.batch()) * std::max(1, c.grad_accum());
+  run.per_epoch = BatchesPerEpoch(train_shard_, run.step_size);
+  run.steps_total = run.per_epoch * c.epochs();
+  if (c.max_steps() > 0) run.steps_total = std::min<int64_t>(run.steps_total, c.max_steps());
+  run.hooks = strategy_->hooks();
+  // Numerical safety (--nan_policy): the step stops at a non-finite value
+  // (StopNonFinite), or under skip_step discards the step in the form the strategy's
+  // hooks chose.
+  run.hooks.skip_nonfinite = c.nan_policy() == kNanPolicySkipStep;
   // Lifecycle start: every process joins and holds the job's parameters for step_.
   RINGSIDE_RETURN_IF_ERROR(strategy_->Start(step_));
   if (const int64_t joined = strategy_->joined_step(); joined > step_) {
     // Elastic PS: this worker rejoined a running job at the shards' step.
     step_ = joined;
-    epoch_ = static_cast<int>(joined / per_epoch);
-    batch_in_epoch_ = joined % per_epoch;
+    epoch_ = static_cast<int>(joined / run.per_epoch);
+    batch_in_epoch_ = joined % run.per_epoch;
   }
-  const int64_t run_start = NowMicros();
-  int64_t samples = 0;
-  int64_t steps_run = 0;
-  StepMetrics m;
+  run.start_us = NowMicros();
   EvalResult eval;
   int64_t evaluated_at = -1;  // Step at which `eval` was computed.
-  while (step_ < steps_total) {
-    const std::vector<int64_t> order = train_shard_.Indices(epoch_);
-    if (!c.bugs().empty() && options_.progress != nullptr) {
-      PrintEpochOrder(options_.progress, c, options_.rank, epoch_, order, train_shard_);
-    }
-    for (; batch_in_epoch_ < per_epoch && step_ < steps_total; ++batch_in_epoch_) {
-      const int64_t begin = batch_in_epoch_ * step_size;
-      const int64_t n = std::min<int64_t>(step_size, static_cast<int64_t>(order.size()) - begin);
-      m.Clear();
-      m.set_step(step_);
-      m.set_epoch(epoch_);
-      m.set_rank(options_.rank);
-      m.set_role(strategy_->role());
-      m.set_device(ops_->name());
-      m.set_emulated(options_.emulated);
-      const int64_t t0 = NowMicros();
-      m.set_start_us(t0);
-      if (trace_ != nullptr) trace_->SetStep(step_);
-      HookTimes hook_times;
-      if (absl::Status s = RunMicroBatches(absl::MakeConstSpan(order).subspan(begin, n), hooks,
-                                           &m, &hook_times);
-          !s.ok()) {
-        return IsNonFiniteError(s) ? stop_nonfinite(s) : s;
-      }
-      if (c.prefetch() && strategy_->compute() == nullptr && batch_in_epoch_ + 1 < per_epoch &&
-          step_ + 1 < steps_total) {
-        // Backward is done with this batch: gather the next step's first micro-batch
-        // while the strategy's communication finishes. (The first step of an epoch
-        // gathers its own: the epoch's end evaluates and checkpoints first.)
-        const int64_t next = begin + step_size;
-        const int64_t nn = std::min<int64_t>(c.batch(), static_cast<int64_t>(order.size()) - next);
-        RINGSIDE_RETURN_IF_ERROR(
-            train_step_.Prefetch(absl::MakeConstSpan(order).subspan(next, nn), &m, trace_.get()));
-      }
-      if (absl::Status s = strategy_->FinishStep(hook_times, &m, trace_.get()); !s.ok()) {
-        return IsNonFiniteError(s) ? stop_nonfinite(s) : Annotate(s, absl::StrCat("step ", step_));
-      }
-      if (m.skipped_nonfinite()) {
-        absl::FPrintF(stderr,
-                      "ringside: warning: step %d, %s %d: non-finite value, step skipped "
-                      "(--nan_policy=skip_step)\n",
-                      step_, strategy_->role() == "worker" ? "worker" : "rank", options_.rank);
-      }
-      const int64_t t1 = NowMicros();
-      m.set_step_ms((t1 - t0) / 1e3);
-      if (metrics_ != nullptr) RINGSIDE_RETURN_IF_ERROR(metrics_->Write(m));
-      ++step_;
-      ++steps_run;
-      samples += n;
-      result.last_loss = m.loss();
-      const double elapsed = (t1 - run_start) / 1e6;
-      PrintProgress(m, steps_total, samples / std::max(elapsed, 1e-9), false);
-      if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) {
-        if (absl::Status s = check_params(); !s.ok()) return s;
-        // Record the position after this batch.
-        ++batch_in_epoch_;
-        absl::Status s = SaveCheckpoint();
-        --batch_in_epoch_;
-        RINGSIDE_RETURN_IF_ERROR(s);
-      }
-    }
-    if (batch_in_epoch_ < per_epoch) break;  // Stopped by max_steps mid-epoch.
+  while (step_ < run.steps_total) {
+    RINGSIDE_RETURN_IF_ERROR(RunEpoch(&run));
+    if (batch_in_epoch_ < run.per_epoch) break;  // Stopped by max_steps mid-epoch.
     // Epoch finished: evaluate and checkpoint at its boundary.
-    ++epoch_;
-    batch_in_epoch_ = 0;
-    RINGSIDE_ASSIGN_OR_RETURN(eval, EvaluateTest());
+    RINGSIDE_ASSIGN_OR_RETURN(eval, EndEpoch(run));
     evaluated_at = step_;
-    if (options_.progress != nullptr) {
-      absl::FPrintF(options_.progress,
-                    "epoch %d/%d done  train loss %.4f  test loss %.4f  test accuracy %.4f\n",
-                    epoch_, c.epochs(), m.loss(), eval.loss_sum / std::max<int64_t>(1, eval.count),
-                    static_cast<double>(eval.correct) / std::max<int64_t>(1, eval.count));
-      fflush(options_.progress);
-    }
-    RINGSIDE_RETURN_IF_ERROR(check_params());
-    RINGSIDE_RETURN_IF_ERROR(SaveCheckpoint());
   }
   RINGSIDE_RETURN_IF_ERROR(Annotate(strategy_->SettleParams(), absl::StrCat("step ", step_)));
-  result.seconds = (NowMicros() - run_start) / 1e6;
+  TrainResult result;
+  result.seconds = (NowMicros() - run.start_us) / 1e6;
   result.steps = step_;
-  result.steps_this_run = steps_run;
-  result.samples_per_sec = result.seconds > 0 ? samples / result.seconds : 0;
+  result.steps_this_run = run.steps_run;
+  result.samples_per_sec = result.seconds > 0 ? run.samples / result.seconds : 0;
   // Every rank runs the same number of samples per step.
   result.job_samples_per_sec = result.samples_per_sec * options_.world_size;
+  result.last_loss = run.last_loss;
   if (evaluated_at != step_) {
     RINGSIDE_ASSIGN_OR_RETURN(eval, EvaluateTest());
   }
   result.test_loss = eval.loss_sum / std::max<int64_t>(1, eval.count);
   result.test_accuracy = static_cast<double>(eval.correct) / std::max<int64_t>(1, eval.count);
-  RINGSIDE_RETURN_IF_ERROR(check_params());
+  RINGSIDE_RETURN_IF_ERROR(CheckParamsBeforeCheckpoint());
   RINGSIDE_RETURN_IF_ERROR(SaveCheckpoint());
   // Lifecycle end: every process is done.
   RINGSIDE_RETURN_IF_ERROR(strategy_->Finish());

@@ -200,7 +200,43 @@ class Trainer {
  private:
   Trainer(const TrainerOptions& options, Model* model, Ops* ops, const DatasetSplits* data,
           StepStrategy* strategy, Sharder train_shard, Sharder test_shard);
+  // Trainer::Run's plan and running totals, shared by its epochs and steps.
+  struct RunState {
+    int64_t step_size = 0;    // Samples per optimizer step (batch x grad_accum).
+    int64_t per_epoch = 0;    // Steps per epoch of this rank's shard.
+    int64_t steps_total = 0;  // The step the run ends at (epochs, or max_steps).
+    StepHooks hooks;          // The strategy's, with the nan_policy set.
+    int64_t start_us = 0;     // When the first step of this run started.
+    int64_t samples = 0;      // Samples this run trained on.
+    int64_t steps_run = 0;    // Steps this run completed.
+    double last_loss = 0;     // Mean training loss of the last step.
+    StepMetrics m;            // The last step's record.
+  };
+
   absl::Status Restore();
+  // Creates out_dir and opens the metrics (continued from step_ when resuming) and a
+  // new trace file; nothing without an out_dir.
+  absl::Status OpenOutputs();
+  // The rest of epoch_ from batch_in_epoch_: rank 0's order line with a teaching bug
+  // on, then RunStep until the epoch or steps_total ends. Leaves batch_in_epoch_ at
+  // per_epoch when the epoch is complete.
+  absl::Status RunEpoch(RunState* run);
+  // One step at (epoch_, batch_in_epoch_) of `order` (the epoch's sample order):
+  // forward and backward, the strategy's FinishStep, the metrics record and progress;
+  // advances step_ and the totals; saves the every-N-steps checkpoint. A non-finite
+  // value ends it with StopNonFinite's line (nothing written for the step); another
+  // error from FinishStep is annotated "step N".
+  absl::Status RunStep(const std::vector<int64_t>& order, RunState* run);
+  // Epoch finished: moves the position to the next epoch's start, evaluates, prints
+  // the epoch line, checks the parameters and saves the checkpoint.
+  absl::StatusOr<EvalResult> EndEpoch(const RunState& run);
+  // The stop path of --nan_policy: one line naming the step, the process and the
+  // range. Nothing more runs (no metrics record, no checkpoint), so the last
+  // checkpoint on disk is the last good one.
+  absl::Status StopNonFinite(const absl::Status& s) const;
+  // Before each checkpoint, the writer (rank 0 with write_checkpoints and an out_dir)
+  // settles and checks the parameters it is about to write; OK elsewhere.
+  absl::Status CheckParamsBeforeCheckpoint();
   // Forward and backward of one step's `samples` in micro-batches of config.batch
   // (only the last announces through hooks.backward); fills m's phase times, loss,
   // samples and correct, and adds the hooks' time to `hook_times`.

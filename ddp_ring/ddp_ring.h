@@ -16,10 +16,13 @@
 //     local_ranks.h             ranks as threads of one process (teaching commands)
 //     process_group_test_util.h (tests) closed forms, expected byte counts
 //   reducer.h         gradient buckets all-reduced during backward (a StepStrategy)
+//   bug_check_group.h the teaching bugs (--bug) as a process-group decorator around
+//                     the reducer's group: injects them, checks their symptoms
 //   ddp_worker.h      one rank end to end: env, rendezvous, config check, training
 #ifndef RINGSIDE_DDP_RING_DDP_RING_H_
 #define RINGSIDE_DDP_RING_DDP_RING_H_
 
+#include "ddp_ring/bug_check_group.h"
 #include "ddp_ring/ddp_worker.h"
 #include "ddp_ring/gloo_process_group.h"
 #include "ddp_ring/job_store.h"

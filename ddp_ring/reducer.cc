@@ -127,48 +127,52 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
     return absl::InternalError(absl::StrCat("backward announced ", next_bucket_, " of ",
                                             buckets_.size(), " buckets"));
   }
-  // Backward is done (on a GPU: enqueued; backward_end_us moves below to when the host
-  // saw it finish).
-  int64_t backward_end_us = NowMicros();
+  // Backward is done (on a GPU: enqueued; the device path moves backward_end_us to when
+  // the host saw it finish).
+  StepTimes t;
+  t.backward_end_us = NowMicros();
   if (!options_.overlap) {
     for (size_t b = 0; b < buckets_.size(); ++b) Launch(b);
   }
   // Buckets launch in order: bucket 0 first (during backward, with overlap).
-  const int64_t first_launch_us = buckets_.empty() ? backward_end_us : launch_us_[0];
-  // Protocol step: in launch order, queue each bucket's SGD step behind its all-reduce
-  // (every rank then holds the same averaged gradients there), so the update of one
-  // bucket overlaps the all-reduces still in flight. Host-memory groups: OrderBefore
-  // waits for the all-reduce, and the step runs at once. Device groups: both are only
-  // enqueued (the stream contract); the host waits below, once per step.
-  const bool on_device = ops_->kind() != DeviceKind::kCpu;
-  std::unique_ptr<OpsEvent> backward_done;
-  if (on_device) {
-    // Backward's kernels were only enqueued (device-ordered hooks): mark their end,
-    // before the updates, to tell backward's device time from communication.
-    absl::StatusOr<std::unique_ptr<OpsEvent>> event = ops_->RecordEvent();
-    if (!event.ok()) return event.status();
-    backward_done = *std::move(event);
-  }
-  absl::Status status;
-  int64_t wait_us = 0, update_us = 0;
+  const int64_t first_launch_us = buckets_.empty() ? t.backward_end_us : launch_us_[0];
+  absl::Status status = ops_->kind() != DeviceKind::kCpu ? FinishOnDevice(m, trace, &t)
+                                                         : UpdateBuckets(trace, &t);
+  if (status.ok()) status = NonFiniteVerdict(m, trace, &t);
+  const CollectiveBytes bytes = EndStep(status, trace);
+  RINGSIDE_RETURN_IF_ERROR(status);
+  // Communication on the training thread: launching buckets during backward (time
+  // LocalStep took out of backward_ms) plus the exposed waits after it.
+  m->set_comm_ms((t.wait_us + hook_times.backward_us) / 1e3);
+  // Who was late: the exposed wait (the late rank's is the shortest) and when this
+  // rank was ready (StepMetrics).
+  m->set_allreduce_wait_ms(t.wait_us / 1e3);
+  m->set_backward_end_us(t.backward_end_us);
+  m->set_first_bucket_us(first_launch_us);
+  m->set_update_ms(t.update_us / 1e3);
+  m->set_bytes_sent(bytes.sent);
+  m->set_bytes_received(bytes.received);
+  return absl::OkStatus();
+}
+
+absl::Status Reducer::UpdateBuckets(TraceWriter* host_trace, StepTimes* t) {
   // Numerical safety: with skip_nonfinite the loop only checks each reduced bucket and
-  // the updates run once every check is in (below); otherwise the update's own pass
-  // flags a non-finite parameter.
+  // the updates run once every check is in (NonFiniteVerdict); otherwise the update's
+  // own pass flags a non-finite parameter.
   const bool skip = options_.skip_nonfinite;
   if (!buckets_.empty()) ops_->Fill(nonfinite_.data(), nonfinite_.size(), 0.0f);
-  for (size_t b = 0; b < buckets_.size() && status.ok(); ++b) {
+  for (size_t b = 0; b < buckets_.size(); ++b) {
     const int64_t w0 = NowMicros();
     absl::Status s = work_[b] != nullptr ? work_[b]->OrderBefore(ops_) : absl::OkStatus();
     const int64_t w1 = NowMicros();
-    wait_us += w1 - w0;
-    if (trace != nullptr && !on_device) {
-      trace->Span("wait for all-reduce", kCatWait, kTrainingTrack, w0, w1 - w0,
-                  {{"bucket", static_cast<double>(b)}});
+    t->wait_us += w1 - w0;
+    if (host_trace != nullptr) {
+      host_trace->Span("wait for all-reduce", kCatWait, kTrainingTrack, w0, w1 - w0,
+                       {{"bucket", static_cast<double>(b)}});
     }
     if (!s.ok()) {
-      status = Annotate(s, absl::StrCat("all-reduce of bucket ", b, " (", buckets_[b].size,
-                                        " floats)"));
-      break;
+      return Annotate(s, absl::StrCat("all-reduce of bucket ", b, " (", buckets_[b].size,
+                                      " floats)"));
     }
     if (skip) {
       ops_->FlagNonFinite(model_->grads() + buckets_[b].offset, buckets_[b].size,
@@ -179,74 +183,88 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
                      nonfinite_.data() + b);
     }
     const int64_t u1 = NowMicros();
-    update_us += u1 - w1;
-    if (trace != nullptr && !on_device) {
-      trace->Span("update", kCatUpdate, kTrainingTrack, w1, u1 - w1,
-                  {{"bucket", static_cast<double>(b)}});
+    t->update_us += u1 - w1;
+    if (host_trace != nullptr) {
+      host_trace->Span("update", kCatUpdate, kTrainingTrack, w1, u1 - w1,
+                       {{"bucket", static_cast<double>(b)}});
     }
   }
-  // Stop: the update flags come back with the step's one device wait below.
-  if (!skip && status.ok()) FetchFlags();
-  if (on_device && status.ok()) {
-    // The step's host waits, in device order: backward's remaining kernels (booked as
-    // backward, as the single-GPU strategy does), then the all-reduces (bounded by the
-    // group's timeout: a dead peer is an error here, before anything blocks on the
-    // device behind it), then the updates queued behind them.
-    const int64_t t0 = NowMicros();
-    status = backward_done->Wait();
-    const int64_t t1 = NowMicros();
-    backward_end_us = t1;
-    m->set_backward_ms(m->backward_ms() + (t1 - t0) / 1e3);
-    if (trace != nullptr) trace->Span("backward (device)", kCatCompute, kTrainingTrack, t0, t1 - t0);
-    for (size_t b = 0; b < buckets_.size() && status.ok(); ++b) {
-      if (work_[b] == nullptr) continue;
-      if (absl::Status s = work_[b]->Wait(); !s.ok()) {
-        status = Annotate(s, absl::StrCat("all-reduce of bucket ", b, " (", buckets_[b].size,
-                                          " floats)"));
-      }
-    }
-    const int64_t t2 = NowMicros();
-    wait_us += t2 - t1;
-    if (trace != nullptr) trace->Span("wait for all-reduce", kCatWait, kTrainingTrack, t1, t2 - t1);
-    if (status.ok()) {
-      status = ops_->Synchronize();
-      const int64_t t3 = NowMicros();
-      update_us += t3 - t2;
-      if (trace != nullptr) trace->Span("update (device)", kCatUpdate, kTrainingTrack, t2, t3 - t2);
+  // Stop: the update flags come back with the step's one device wait (on the CPU: now).
+  if (!skip) FetchFlags();
+  return absl::OkStatus();
+}
+
+absl::Status Reducer::FinishOnDevice(StepMetrics* m, TraceWriter* trace, StepTimes* t) {
+  // Backward's kernels were only enqueued (device-ordered hooks): mark their end,
+  // before the updates, to tell backward's device time from communication.
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<OpsEvent> backward_done, ops_->RecordEvent());
+  RINGSIDE_RETURN_IF_ERROR(UpdateBuckets(/*host_trace=*/nullptr, t));
+  // The step's host waits, in device order: backward's remaining kernels (booked as
+  // backward, as the single-GPU strategy does), then the all-reduces (bounded by the
+  // group's timeout: a dead peer is an error here, before anything blocks on the
+  // device behind it), then the updates queued behind them.
+  const int64_t t0 = NowMicros();
+  absl::Status status = backward_done->Wait();
+  const int64_t t1 = NowMicros();
+  t->backward_end_us = t1;
+  m->set_backward_ms(m->backward_ms() + (t1 - t0) / 1e3);
+  if (trace != nullptr) trace->Span("backward (device)", kCatCompute, kTrainingTrack, t0, t1 - t0);
+  for (size_t b = 0; b < buckets_.size() && status.ok(); ++b) {
+    if (work_[b] == nullptr) continue;
+    if (absl::Status s = work_[b]->Wait(); !s.ok()) {
+      status = Annotate(s, absl::StrCat("all-reduce of bucket ", b, " (", buckets_[b].size,
+                                        " floats)"));
     }
   }
-  if (skip && status.ok()) {
-    // Every bucket is reduced and checked (the flags' read waits for the device): the
-    // same verdict on every rank, since all hold the same reduced gradients.
-    const int64_t u0 = NowMicros();
-    FetchFlags();
-    absl::Status checked = ops_->Synchronize();  // The verdict is needed on the host now.
-    if (checked.ok()) checked = CheckFlags("non-finite gradient", *m);
-    if (IsNonFiniteError(checked)) {
-      ops_->Fill(model_->grads(), model_->num_params(), 0.0f);  // Discard the step.
-      m->set_skipped_nonfinite(true);
-    } else if (checked.ok()) {
-      ops_->Fill(nonfinite_.data(), nonfinite_.size(), 0.0f);
-      for (size_t b = 0; b < buckets_.size(); ++b) {
-        sgd_.StepRange(buckets_[b].offset, buckets_[b].size,
-                       model_->params() + buckets_[b].offset,
-                       model_->grads() + buckets_[b].offset, /*zero_grads=*/true,
-                       nonfinite_.data() + b);
-      }
-      FetchFlags();  // The update's own flags, for the stop check below.
-    } else {
-      status = checked;
-    }
-    if (status.ok()) status = ops_->Synchronize();
-    const int64_t u1 = NowMicros();
-    update_us += u1 - u0;
-    if (trace != nullptr) trace->Span("update", kCatUpdate, kTrainingTrack, u0, u1 - u0);
-  }
+  const int64_t t2 = NowMicros();
+  t->wait_us += t2 - t1;
+  if (trace != nullptr) trace->Span("wait for all-reduce", kCatWait, kTrainingTrack, t1, t2 - t1);
+  RINGSIDE_RETURN_IF_ERROR(status);
+  status = ops_->Synchronize();
+  const int64_t t3 = NowMicros();
+  t->update_us += t3 - t2;
+  if (trace != nullptr) trace->Span("update (device)", kCatUpdate, kTrainingTrack, t2, t3 - t2);
+  return status;
+}
+
+absl::Status Reducer::NonFiniteVerdict(StepMetrics* m, TraceWriter* trace, StepTimes* t) {
+  if (options_.skip_nonfinite) RINGSIDE_RETURN_IF_ERROR(SkipOrUpdate(m, trace, t));
   // Stop: a non-finite parameter written by this step's updates (a non-finite reduced
   // gradient, or an update that overflowed) ends the job on every rank.
-  if (status.ok() && !m->skipped_nonfinite()) {
-    status = CheckFlags("non-finite gradient or update", *m);
+  if (m->skipped_nonfinite()) return absl::OkStatus();
+  return CheckFlags("non-finite gradient or update", *m);
+}
+
+absl::Status Reducer::SkipOrUpdate(StepMetrics* m, TraceWriter* trace, StepTimes* t) {
+  // Every bucket is reduced and checked (the flags' read waits for the device): the
+  // same verdict on every rank, since all hold the same reduced gradients.
+  const int64_t u0 = NowMicros();
+  FetchFlags();
+  absl::Status status;
+  absl::Status checked = ops_->Synchronize();  // The verdict is needed on the host now.
+  if (checked.ok()) checked = CheckFlags("non-finite gradient", *m);
+  if (IsNonFiniteError(checked)) {
+    ops_->Fill(model_->grads(), model_->num_params(), 0.0f);  // Discard the step.
+    m->set_skipped_nonfinite(true);
+  } else if (checked.ok()) {
+    ops_->Fill(nonfinite_.data(), nonfinite_.size(), 0.0f);
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      sgd_.StepRange(buckets_[b].offset, buckets_[b].size, model_->params() + buckets_[b].offset,
+                     model_->grads() + buckets_[b].offset, /*zero_grads=*/true,
+                     nonfinite_.data() + b);
+    }
+    FetchFlags();  // The update's own flags, for the stop check.
+  } else {
+    status = checked;
   }
+  if (status.ok()) status = ops_->Synchronize();
+  const int64_t u1 = NowMicros();
+  t->update_us += u1 - u0;
+  if (trace != nullptr) trace->Span("update", kCatUpdate, kTrainingTrack, u0, u1 - u0);
+  return status;
+}
+
+CollectiveBytes Reducer::EndStep(const absl::Status& status, TraceWriter* trace) {
   // On failure the remaining all-reduces are waited for too (their buffers are the
   // model's gradients), then the error is returned.
   const int64_t end = NowMicros();
@@ -263,19 +281,7 @@ absl::Status Reducer::FinishStep(const HookTimes& hook_times, StepMetrics* m,
     pending_[b] = buckets_[b].size;
   }
   next_bucket_ = 0;
-  RINGSIDE_RETURN_IF_ERROR(status);
-  // Communication on the training thread: launching buckets during backward (time
-  // LocalStep took out of backward_ms) plus the exposed waits after it.
-  m->set_comm_ms((wait_us + hook_times.backward_us) / 1e3);
-  // Who was late: the exposed wait (the late rank's is the shortest) and when this
-  // rank was ready (StepMetrics).
-  m->set_allreduce_wait_ms(wait_us / 1e3);
-  m->set_backward_end_us(backward_end_us);
-  m->set_first_bucket_us(first_launch_us);
-  m->set_update_ms(update_us / 1e3);
-  m->set_bytes_sent(bytes.sent);
-  m->set_bytes_received(bytes.received);
-  return absl::OkStatus();
+  return bytes;
 }
 
 void Reducer::TraceAllReduces(int64_t end_us, TraceWriter* trace) const {
@@ -324,7 +330,6 @@ absl::StatusOr<EvalResult> Reducer::ReduceEval(const EvalResult& local) {
 }
 
 absl::Status Reducer::Start(int64_t step) {
-  if (!options_.broadcast_at_start) return absl::OkStatus();  // Bug no_broadcast.
   return Annotate(group_->Broadcast(model_->params(), model_->num_params(), 0)->Wait(),
                   "broadcast of rank 0's parameters");
 }

@@ -6,8 +6,10 @@
 // split. During backward, the moment the last layer of a bucket announces its gradients,
 // the bucket's all-reduce is launched on the process group, in place, and runs while
 // backward continues. After backward (FinishStep) the reducer waits for the buckets in
-// order and steps SGD locally on each one as soon as it is reduced. Since the trainer scales each rank's loss by 1 / (world * batch), a
-// sum all-reduce already yields the average gradient of the global batch.
+// order and steps SGD locally on each one as soon as it is reduced (FinishStep's parts:
+// the host path, the device path, the non-finite verdict). Since the trainer scales
+// each rank's loss by 1 / (world * batch), a sum all-reduce already yields the average
+// gradient of the global batch.
 #ifndef RINGSIDE_DDP_RING_REDUCER_H_
 #define RINGSIDE_DDP_RING_REDUCER_H_
 
@@ -32,9 +34,6 @@ struct ReducerOptions {
   int64_t first_bucket_bytes = kDefaultFirstBucketBytes;
   // false: launch every bucket only after backward (the ablation without overlap).
   bool overlap = true;
-  // false: Start skips the broadcast of rank 0's parameters, so ranks that initialised
-  // differently stay different (the teaching bug no_broadcast).
-  bool broadcast_at_start = true;
   // Numerical safety (--nan_policy=skip_step): check each reduced bucket before any
   // update and discard the whole step's update when one holds a non-finite value.
   bool skip_nonfinite = false;
@@ -59,8 +58,8 @@ class Reducer final : public StepStrategy {
                                                          const ReducerOptions& options);
 
   std::string role() const override { return "rank"; }
-  // Lifecycle start: every rank continues from rank 0's parameters (broadcast; not
-  // with !broadcast_at_start). Blocks.
+  // Lifecycle start: every rank continues from rank 0's parameters (a broadcast of
+  // model->params(); the teaching bug no_broadcast skips it in BugCheckGroup). Blocks.
   absl::Status Start(int64_t step) override;
   // Lifecycle end: a barrier, so that nobody leaves (and rank 0 does not stop the
   // store) before all are done. Blocks.
@@ -104,6 +103,46 @@ class Reducer final : public StepStrategy {
   Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd, const ReducerOptions& options,
           std::vector<Bucket> buckets, DeviceArray<float> eval_sums,
           DeviceArray<float> nonfinite);
+  // What FinishStep's parts book for the step (microseconds): the exposed wait for the
+  // all-reduces, the update time, and when backward was seen done (wall clock).
+  struct StepTimes {
+    int64_t wait_us = 0;
+    int64_t update_us = 0;
+    int64_t backward_end_us = 0;
+  };
+  // FinishStep's parts, in the order it runs them; each adds its times to `t` and, where
+  // `trace` is not null, its spans. On an error each returns at once; EndStep then
+  // waits for the step's all-reduces.
+  //
+  // Protocol step, both paths (and the whole host path, CPU ops): in launch order,
+  // queue each bucket's SGD step (with skip_nonfinite: only its non-finite check)
+  // behind its all-reduce (every rank then holds the same averaged gradients there),
+  // so that the update of one bucket overlaps the all-reduces still in flight.
+  // Host-memory groups: OrderBefore waits for the all-reduce and the step runs at once;
+  // spans "wait for all-reduce" and "update" per bucket to `host_trace`. Device groups
+  // (host_trace null): both are only enqueued (the stream contract). Zeroes the
+  // buckets' flags first; without skip_nonfinite enqueues the update flags' copy last.
+  // Error: the first failed all-reduce, naming its bucket.
+  absl::Status UpdateBuckets(TraceWriter* host_trace, StepTimes* t);
+  // The device path: marks backward's end on the device, UpdateBuckets (enqueued
+  // only), then the step's host waits in device order: backward's remaining kernels
+  // (added to m's backward_ms, span "backward (device)"; moves t->backward_end_us to
+  // then), the all-reduces (each bounded by the group's timeout; span "wait for
+  // all-reduce"), the updates ("update (device)"). Never a device wait per bucket.
+  absl::Status FinishOnDevice(StepMetrics* m, TraceWriter* trace, StepTimes* t);
+  // The non-finite verdict, once every bucket is reduced (and updated, without
+  // skip_nonfinite). skip_nonfinite: SkipOrUpdate. Then, unless the step was skipped, the
+  // stop check: a NonFiniteError naming the first bucket whose update flag is set.
+  absl::Status NonFiniteVerdict(StepMetrics* m, TraceWriter* trace, StepTimes* t);
+  // skip_nonfinite: reads every bucket's check (one device wait); one set: zeroes the
+  // gradients and sets m->skipped_nonfinite (no parameter or momentum changes);
+  // none: runs every bucket's update and fetches its flags. Blocks for the device;
+  // span "update".
+  absl::Status SkipOrUpdate(StepMetrics* m, TraceWriter* trace, StepTimes* t);
+  // Ends the step whatever its status: on failure waits for every launched all-reduce
+  // (their buffers are the gradients), draws the all-reduces (TraceAllReduces), resets
+  // the per-step state; returns the bytes the group counted for the step's buckets.
+  CollectiveBytes EndStep(const absl::Status& status, TraceWriter* trace);
   // Numerical safety: enqueues the flags' copy to host_nonfinite_ (a device backend:
   // it is there once the step's Synchronize has returned; the CPU: at once).
   void FetchFlags();
