@@ -28,17 +28,18 @@ using ::testing::HasSubstr;
 // ---------------------------------------------------------------------------------
 // BarrierTable alone.
 
-bool Everyone(int, int64_t) { return true; }
+// Every worker takes part.
+const auto kEveryone = [](int, int64_t) { return true; };
 
 TEST(BarrierTableTest, SumsInWorkerIdOrderWhateverTheArrivalOrder) {
   BarrierTable table(3);
   // 1e16 + 1 loses the 1: only the id order gives 0 + 1e16 + 1 - 1e16 = 0.
   absl::StatusOr<std::string> key = table.Enter(2, "eval/0", {-1e16}, 0, kFromStart);
   ASSERT_TRUE(key.ok()) << key.status();
-  EXPECT_EQ(table.Missing(*key, Everyone), (std::vector<int>{0, 1}));
+  EXPECT_EQ(table.Missing(*key, kEveryone), (std::vector<int>{0, 1}));
   ASSERT_TRUE(table.Enter(1, "eval/0", {1.0}, 0, kFromStart).ok());
   ASSERT_TRUE(table.Enter(0, "eval/0", {1e16}, 0, kFromStart).ok());
-  EXPECT_TRUE(table.Missing(*key, Everyone).empty());
+  EXPECT_TRUE(table.Missing(*key, kEveryone).empty());
   for (int w = 0; w < 3; ++w) {
     EXPECT_EQ(table.open(), 1u);
     EXPECT_EQ(table.Leave(*key), std::vector<double>{((0.0 + 1e16) + 1.0) + -1e16});
@@ -56,7 +57,7 @@ TEST(BarrierTableTest, RefusedEntriesChangeNothing) {
   ASSERT_TRUE(key.ok()) << key.status();
   EXPECT_EQ(table.Enter(1, "eval/0", {1.0}, 0, kFromStart).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(table.Missing(*key, Everyone), std::vector<int>{1});
+  EXPECT_EQ(table.Missing(*key, kEveryone), std::vector<int>{1});
   ASSERT_TRUE(table.Enter(0, "end", {}, 0, kFromStart).ok());
   EXPECT_EQ(table.Enter(0, "end", {}, 0, kFromStart).status().code(),
             absl::StatusCode::kFailedPrecondition);
