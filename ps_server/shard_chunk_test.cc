@@ -33,26 +33,6 @@ using ::testing::HasSubstr;
 constexpr int64_t kFloats = 4;
 constexpr float kLr = 0.5f;
 
-// A chunk over `params` (kFloats floats) for `workers` BSP workers, started at step 0.
-std::unique_ptr<ShardChunk> NewChunk(std::vector<float>* params, int workers) {
-  params->assign(kFloats, 1.0f);
-  absl::StatusOr<std::unique_ptr<ShardChunk>> chunk =
-      ShardChunk::Create(0, Slice{0, kFloats}, params->data(), workers, Hyper(kLr), true);
-  EXPECT_TRUE(chunk.ok()) << chunk.status();
-  if (!chunk.ok()) return nullptr;
-  (*chunk)->Start(0);
-  return *std::move(chunk);
-}
-
-// Worker w's gradient of `step` pushed into `chunk` in one block.
-absl::Status PushTo(ShardChunk& chunk, const ConsistencyPolicy& policy, int w, int64_t step) {
-  std::vector<float> g = Gradient(kFloats, w, step);
-  return chunk
-      .Push(policy, w, step,
-            [&g](OrderedSum::Block block) { block(0, g.data(), kFloats); })
-      .status();
-}
-
 // 1 - lr * (sum of the `workers`' gradients of step 0) * scale, element-wise.
 std::vector<double> AfterOneStep(const std::vector<int>& workers, double scale) {
   std::vector<double> want(kFloats, 1.0);
@@ -61,79 +41,95 @@ std::vector<double> AfterOneStep(const std::vector<int>& workers, double scale) 
   return want;
 }
 
-// Chunk's pull of `step` for `worker`: served (the reply's floats in *got) or not yet.
-absl::StatusOr<bool> PullFrom(ShardChunk& chunk, const ConsistencyPolicy& policy, int worker,
-                              int64_t step, std::vector<float>* got) {
-  ShardChunk::Pull pull;
-  pull.worker = worker;
-  pull.step = step;
-  return chunk.Serve(policy, pull, [got](const float* data, const Slice& c) {
-    got->assign(data, data + c.size);
-  });
-}
+class ShardChunkTest : public ::testing::Test {
+ protected:
+  // A chunk over params_ (kFloats floats, all 1) for `workers` BSP workers, started at
+  // step 0.
+  void Start(int workers) {
+    params_.assign(kFloats, 1.0f);
+    absl::StatusOr<std::unique_ptr<ShardChunk>> chunk =
+        ShardChunk::Create(0, Slice{0, kFloats}, params_.data(), workers, Hyper(kLr), true);
+    ASSERT_TRUE(chunk.ok()) << chunk.status();
+    chunk_ = *std::move(chunk);
+    chunk_->Start(0);
+    policy_ = ConsistencyPolicy::Create(Bsp(), workers);
+  }
 
-TEST(ShardChunkTest, TheLastPushOfAStepAppliesTheSumAndReleasesTheChunk) {
-  std::vector<float> params;
-  std::unique_ptr<ShardChunk> chunk = NewChunk(&params, 2);
-  ASSERT_NE(chunk, nullptr);
-  auto policy = ConsistencyPolicy::Create(Bsp(), 2);
-  ASSERT_TRUE(PushTo(*chunk, *policy, 1, 0).ok());
-  std::vector<float> got;
+  // Worker w's gradient of `step`, pushed in one block.
+  absl::Status Push(int w, int64_t step) {
+    std::vector<float> g = Gradient(kFloats, w, step);
+    return chunk_
+        ->Push(*policy_, w, step, [&g](OrderedSum::Block block) { block(0, g.data(), kFloats); })
+        .status();
+  }
+
+  // A pull of `step` for `worker`: served (the reply's floats in got_) or not yet.
+  absl::StatusOr<bool> Pull(int worker, int64_t step) {
+    ShardChunk::Pull pull;
+    pull.worker = worker;
+    pull.step = step;
+    return chunk_->Serve(*policy_, pull, [this](const float* data, const Slice& c) {
+      got_.assign(data, data + c.size);
+    });
+  }
+
+  std::vector<float> params_;
+  std::unique_ptr<ShardChunk> chunk_;
+  std::unique_ptr<ConsistencyPolicy> policy_;
+  std::vector<float> got_;
+};
+
+TEST_F(ShardChunkTest, TheLastPushOfAStepAppliesTheSumAndReleasesTheChunk) {
+  ASSERT_NO_FATAL_FAILURE(Start(2));
+  ASSERT_TRUE(Push(1, 0).ok());
   // Worker 1 pushed step 0; worker 0 has not: the chunk waits for it.
-  absl::StatusOr<bool> ready = PullFrom(*chunk, *policy, 1, 1, &got);
+  absl::StatusOr<bool> ready = Pull(1, 1);
   ASSERT_TRUE(ready.ok()) << ready.status();
   EXPECT_FALSE(*ready);
-  EXPECT_EQ(chunk->LateWorkers(*policy, 1, {0, 1}, {false, false}), std::vector<int>{0});
+  EXPECT_EQ(chunk_->LateWorkers(*policy_, 1, {0, 1}, {false, false}), std::vector<int>{0});
   // Worker 0 cannot be about to run step 1: refused at once.
-  EXPECT_EQ(PullFrom(*chunk, *policy, 0, 1, &got).status().code(),
-            absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(PushTo(*chunk, *policy, 1, 0).code(), absl::StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(PushTo(*chunk, *policy, 0, 0).ok());
-  EXPECT_EQ(chunk->version(), 1);
-  ready = PullFrom(*chunk, *policy, 1, 1, &got);
+  EXPECT_EQ(Pull(0, 1).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Push(1, 0).code(), absl::StatusCode::kFailedPrecondition);  // Twice.
+  ASSERT_TRUE(Push(0, 0).ok());
+  EXPECT_EQ(chunk_->version(), 1);
+  ready = Pull(1, 1);
   ASSERT_TRUE(ready.ok()) << ready.status();
   EXPECT_TRUE(*ready);
-  ExpectNear(got, AfterOneStep({0, 1}, 1.0));
+  ExpectNear(got_, AfterOneStep({0, 1}, 1.0));
 }
 
-TEST(ShardChunkTest, DroppingTheWorkerAStepWaitsForCompletesItOverTheOthers) {
-  std::vector<float> params;
-  std::unique_ptr<ShardChunk> chunk = NewChunk(&params, 3);
-  ASSERT_NE(chunk, nullptr);
-  auto policy = ConsistencyPolicy::Create(Bsp(), 3);
-  ASSERT_TRUE(PushTo(*chunk, *policy, 2, 0).ok());
-  ASSERT_TRUE(PushTo(*chunk, *policy, 0, 0).ok());
-  EXPECT_EQ(chunk->version(), 0);
-  chunk->Drop(*policy, {1});
-  EXPECT_EQ(chunk->version(), 1);
+TEST_F(ShardChunkTest, DroppingTheWorkerAStepWaitsForCompletesItOverTheOthers) {
+  ASSERT_NO_FATAL_FAILURE(Start(3));
+  ASSERT_TRUE(Push(2, 0).ok());
+  ASSERT_TRUE(Push(0, 0).ok());
+  EXPECT_EQ(chunk_->version(), 0);
+  chunk_->Drop(*policy_, {1});
+  EXPECT_EQ(chunk_->version(), 1);
   // Workers scale by 1/3; two pushed: their mean is the sum times 3/2.
-  ExpectNear(params, AfterOneStep({0, 2}, 1.5));
-  EXPECT_THAT(PushTo(*chunk, *policy, 1, 1).message(), HasSubstr("dropped"));
+  ExpectNear(params_, AfterOneStep({0, 2}, 1.5));
+  EXPECT_THAT(Push(1, 1).message(), HasSubstr("dropped"));
   // Nobody waits for it any more.
-  EXPECT_TRUE(chunk->LateWorkers(*policy, 1, {1, 0, 1}, {false, false, false}).empty());
+  EXPECT_TRUE(chunk_->LateWorkers(*policy_, 1, {1, 0, 1}, {false, false, false}).empty());
 }
 
-TEST(ShardChunkTest, ARejoinedWorkerCountsFromItsStep) {
-  std::vector<float> params;
-  std::unique_ptr<ShardChunk> chunk = NewChunk(&params, 2);
-  ASSERT_NE(chunk, nullptr);
-  auto policy = ConsistencyPolicy::Create(Bsp(), 2);
-  chunk->Drop(*policy, {1});
+TEST_F(ShardChunkTest, ARejoinedWorkerCountsFromItsStep) {
+  ASSERT_NO_FATAL_FAILURE(Start(2));
+  chunk_->Drop(*policy_, {1});
   {
     std::vector<std::unique_ptr<ShardChunk>> one;
-    one.push_back(std::move(chunk));
+    one.push_back(std::move(chunk_));
     ChunkSetLock all(one);
     one[0]->AssertHeld();
     EXPECT_EQ(one[0]->VersionLocked(), 0);
-    one[0]->RejoinLocked(*policy, 1, 0, /*moving=*/false);
-    chunk = std::move(one[0]);
+    one[0]->RejoinLocked(*policy_, 1, 0, /*moving=*/false);
+    chunk_ = std::move(one[0]);
   }
   // Step 0 waits for worker 1 again.
-  ASSERT_TRUE(PushTo(*chunk, *policy, 0, 0).ok());
-  EXPECT_EQ(chunk->version(), 0);
-  ASSERT_TRUE(PushTo(*chunk, *policy, 1, 0).ok());
-  EXPECT_EQ(chunk->version(), 1);
-  ExpectNear(params, AfterOneStep({0, 1}, 1.0));
+  ASSERT_TRUE(Push(0, 0).ok());
+  EXPECT_EQ(chunk_->version(), 0);
+  ASSERT_TRUE(Push(1, 0).ok());
+  EXPECT_EQ(chunk_->version(), 1);
+  ExpectNear(params_, AfterOneStep({0, 1}, 1.0));
 }
 
 // ---------------------------------------------------------------------------------
