@@ -1,22 +1,31 @@
-// One parameter-server shard without the RPC layer: its slice of the parameters, the
-// SGD state for it, gradient aggregation, registration, barriers, fault bookkeeping
-// and per-step statistics. What a push does and when a pull is served under BSP / SSP
-// / ASP is the ConsistencyPolicy's answer (consistency_policy.h); the shard keeps the
-// state it reads and the locks. The gRPC service (ps_service.h) is a thin translation
-// of streams onto these calls, so the consistency logic is tested here without sockets.
+// One parameter-server shard without the RPC layer: the coordinator of its parts, as
+// LevelDB's DBImpl coordinates its MemTable, VersionSet and SnapshotList. It owns its
+// slice of the parameters and the parts, holds the locks, and decides the order of
+// things; each part has a contract of its own:
+//   ShardChunk (shard_chunk.h)    one chunk: its SGD state, its ChunkClock and the
+//                                 ordered sum of a step's pushes (ordered_sum.h)
+//   Membership (membership.h)     registrations, sessions, clocks, goodbyes; lost and
+//                                 rejoining workers (elastic PS)
+//   BarrierTable (barrier_table.h)  the barriers and their sums
+//   StepRecords (step_records.h)  per-step records, totals and trace spans
+// What a push does and when a pull is served under BSP / SSP / ASP is the
+// ConsistencyPolicy's answer (consistency_policy.h). The gRPC service (ps_service.h)
+// is a thin translation of streams onto these calls, so the consistency logic is
+// tested here without sockets.
 //
 // Thread-safety: every method may be called from any number of RPC threads at once.
-// Gradient arithmetic holds only the lock of the chunk it touches, so workers pushing
-// different chunks aggregate in parallel. Each chunk has its own Ops and Sgd (over
-// the chunk's floats), used only under that chunk's lock: ops.h and sgd.h promise no
-// thread safety, so no two threads ever share one.
+// The Shard's mu_ guards the Membership, the BarrierTable, the StepRecords and the
+// initialisation state; each chunk has its own lock. Gradient arithmetic holds only
+// the lock of the chunk it touches, so workers pushing different chunks aggregate in
+// parallel. Each chunk has its own Ops and Sgd (over the chunk's floats), used only
+// under that chunk's lock: ops.h and sgd.h promise no thread safety, so no two
+// threads ever share one.
 #ifndef RINGSIDE_PS_SERVER_SHARD_H_
 #define RINGSIDE_PS_SERVER_SHARD_H_
 
 #include <atomic>
 #include <functional>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,10 +40,14 @@
 #include "common/metrics.h"
 #include "common/ops.h"
 #include "common/trace.h"
-#include "ps_server/consistency_policy.h"
 #include "common/run_config.h"
+#include "ps_server/barrier_table.h"
+#include "ps_server/consistency_policy.h"
+#include "ps_server/membership.h"
 #include "ps_server/ps.pb.h"
+#include "ps_server/shard_chunk.h"
 #include "ps_server/sharding.h"
+#include "ps_server/step_records.h"
 #include "ps_server/wire_chunk.h"
 
 namespace ringside {
@@ -202,69 +215,66 @@ class Shard {
   Slice slice() const;
 
  private:
-  struct ChunkState;
-  struct StepRecord;
   explicit Shard(const PsShardOptions& options, int64_t chunk_floats);
 
-  absl::Status Abort(const std::string& why);
+  absl::Status Abort(const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status AbortLocked(const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status AbortedStatus() ABSL_LOCKS_EXCLUDED(mu_);
   // How long WaitUntilDone lets the shard go without a call: 1.5 x the timeout.
   absl::Duration IdleLimit() const { return options_.timeout * 3 / 2; }
   // Elastic PS. Whether this shard goes on without lost workers.
   bool elastic() const { return options_.config.ps_min_workers() > 0; }
+  // The first registration: sizes the slice and makes its chunks.
+  absl::Status Layout(int64_t num_params) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // CheckChunk with mu_ held.
+  absl::StatusOr<int64_t> CheckChunkLocked(const ChunkHeader& header, size_t payload_bytes,
+                                           int expected_worker) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops `workers` (not lost yet, `session` matching when not 0): aborts (and returns
   // Aborted) when that leaves fewer than ps_min_workers live, or drops worker 0, or the
   // shard is not elastic; else completes the chunk steps that waited only for them.
   absl::Status Lose(const std::vector<int>& workers, const std::string& why, uint64_t session)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Chunk k (lock held): after its last summed push of `step` arrived or a worker it
-  // waited for was dropped, adds the parked pushes the sum order reaches (worker-id
-  // order, skipping workers that do not count in `step`); and if the policy says the
-  // step is complete, scales the sum to the mean over its contributors and steps SGD.
-  // Returns the update's span (empty when none).
-  TraceInterval AdvanceSum(ChunkState& cs, int64_t k, int64_t step, bool complete);
-  // Sets the chunk's participants for its current version from its `from` table.
-  static void CountParticipants(ChunkState& cs);
-  absl::Status AbortedStatus();
-  // Called with chunk k's payload for the reply (parameters, or a copy of the
-  // optimizer state) while the chunk's lock is held.
-  using FillFn = std::function<void(const float* data, const Slice& chunk)>;
+  absl::Status LoseLocked(const std::vector<int>& workers, const std::string& why,
+                          uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fillers of a ps::Chunk (copied payload) and a WireChunk (borrowed under BSP).
+  using FillFn = ShardChunk::FillFn;
   static FillFn ChunkFiller(int worker, int64_t step, ps::TensorKind kind, ps::Chunk* out);
   FillFn WireFiller(int worker, int64_t step, ps::TensorKind kind, WireChunk* out) const;
   absl::StatusOr<bool> ServeIfReadyWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
-                                        const FillFn& fill);
+                                        const FillFn& fill) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status ServeWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
-                         const FillFn& fill, const std::function<bool()>& cancelled = nullptr);
+                         const FillFn& fill, const std::function<bool()>& cancelled = nullptr)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Copies the next at most `max_floats` floats of a gradient payload to `dst`;
   // returns how many. `rewind` starts the payload over (it is read twice: checked for
   // non-finite values, then applied).
   using BlockSource = absl::FunctionRef<size_t(float* dst, size_t max_floats)>;
   absl::Status AcceptGradient(const ChunkHeader& h, const std::function<void()>& rewind,
-                              BlockSource next, int64_t k, int64_t wire_bytes);
-  absl::Status AcceptInit(const ChunkHeader& h, const float* data, int64_t k, int64_t wire_bytes);
+                              BlockSource next, int64_t k, int64_t wire_bytes)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status AcceptInit(const ChunkHeader& h, const float* data, int64_t k, int64_t wire_bytes)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Accept's checks: the shard is healthy and has a layout, and the header (with
   // `payload_bytes`, or without it the length of the chunk it names) is valid. Returns
   // the chunk's index.
   absl::StatusOr<int64_t> CheckAccept(const ChunkHeader& header,
-                                      std::optional<size_t> payload_bytes);
-  // Statistics of step `step`; created on first use.
-  StepRecord& Record(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                                      std::optional<size_t> payload_bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  // Closes step `step`'s record once the workers it waits for are done with it.
   void MaybeFinishRecord(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Trace spans (options_.trace must be set): one pushed chunk's aggregation and
-  // update (empty intervals: not done), and a finished step.
-  void TraceChunk(int worker, int64_t step, int64_t k, int64_t wire_bytes,
-                  const TraceInterval& aggregate, const TraceInterval& update) const;
-  void TraceStep(int64_t step, const StepRecord& r) const;
-  // The slowest worker's clock.
-  int64_t MinClock() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Sleeps until the pull of `step`'s chunk k may have been released (or the shard
   // initialised, or aborted), at most kPoll. Returns whether the shard is initialised.
-  bool AwaitRelease(int64_t step, int64_t k);
-  // The policy's late workers for a pull of `step`'s chunk k (initialised shard).
+  bool AwaitRelease(int64_t step, int64_t k) ABSL_LOCKS_EXCLUDED(mu_);
   // " (worker 1 at ipv4:..., ...)" for the workers of `workers` with a known address;
   // "" for none.
-  std::string WhereAre(const std::vector<int>& workers);
-  std::vector<int> LateWorkers(int64_t step, int64_t k);
+  std::string WhereAre(const std::vector<int>& workers) ABSL_LOCKS_EXCLUDED(mu_);
+  // The policy's late workers for a pull of `step`'s chunk k (initialised shard).
+  std::vector<int> LateWorkers(int64_t step, int64_t k) ABSL_LOCKS_EXCLUDED(mu_);
+  // Barrier: waits (mu_ held, released while waiting) until every worker that takes
+  // part arrived at `key` (OK) or the job was aborted; a missing worker is dropped
+  // (elastic) or the job aborted after the timeout.
+  absl::Status AwaitBarrier(const std::string& key, const std::string& name,
+                            absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const PsShardOptions options_;
   const int64_t chunk_floats_;
@@ -274,14 +284,16 @@ class Shard {
   std::atomic<int> calls_in_flight_{0};
   std::atomic<int64_t> last_activity_us_{0};
 
+  // Lock order: mu_, then (at most) one chunk's lock, or every chunk's through
+  // ChunkSetLock. The hot path (a pushed chunk) holds mu_ and its chunk's lock one
+  // after the other, never together.
   mutable absl::Mutex mu_;
   // Layout, fixed by the first registration.
   int64_t num_params_ ABSL_GUARDED_BY(mu_) = -1;
   Slice slice_ ABSL_GUARDED_BY(mu_);
-  std::vector<bool> registered_ ABSL_GUARDED_BY(mu_);
-  std::map<int, std::string> peers_ ABSL_GUARDED_BY(mu_);  // NotePeer's addresses.
-  std::vector<uint64_t> sessions_ ABSL_GUARDED_BY(mu_);  // Per worker, drawn at Register.
-  std::vector<int64_t> barriers_passed_ ABSL_GUARDED_BY(mu_);  // Per worker.
+  Membership members_ ABSL_GUARDED_BY(mu_);
+  BarrierTable barriers_ ABSL_GUARDED_BY(mu_);
+  StepRecords records_ ABSL_GUARDED_BY(mu_);
   // Initialisation by worker 0.
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
   bool gradients_seen_ ABSL_GUARDED_BY(mu_) = false;
@@ -289,41 +301,13 @@ class Shard {
   int64_t init_chunks_ ABSL_GUARDED_BY(mu_) = 0;  // Distinct PARAMS chunks received.
   std::vector<bool> init_received_ ABSL_GUARDED_BY(mu_);
   int64_t init_step_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<float> init_state_ ABSL_GUARDED_BY(mu_);  // Optimizer state being received.
-  int64_t init_state_chunks_ ABSL_GUARDED_BY(mu_) = 0;
-  // clock_[w]: steps worker w has pushed completely to this shard.
-  std::vector<int64_t> clock_ ABSL_GUARDED_BY(mu_);
-  std::vector<int64_t> pushed_in_step_ ABSL_GUARDED_BY(mu_);  // Chunks of clock_[w].
   std::string abort_reason_ ABSL_GUARDED_BY(mu_);
-  std::vector<bool> goodbye_ ABSL_GUARDED_BY(mu_);
-  // Elastic PS (see Lose and Rejoin), per worker: dropped and not (yet) back; registered
-  // again and waiting for its first PARAMS pull; the step from which it counts (the
-  // shard's start for those there from the start); the barrier number its own barrier
-  // count starts from (-1: to be found at its first barrier). barrier_positions_[g]:
-  // the steps pushed when barrier number g began.
-  std::vector<bool> lost_ ABSL_GUARDED_BY(mu_);
-  std::vector<bool> joining_ ABSL_GUARDED_BY(mu_);
-  std::vector<int64_t> join_step_ ABSL_GUARDED_BY(mu_);
-  std::vector<int64_t> barrier_base_ ABSL_GUARDED_BY(mu_);
-  std::vector<int64_t> barrier_positions_ ABSL_GUARDED_BY(mu_);
-  struct BarrierState {
-    std::vector<bool> arrived;
-    std::vector<std::vector<double>> values;  // Per worker, summed in id order at the end.
-    std::vector<double> sums;                 // Once everybody arrived.
-    int first = 0;                            // Whose values fixed the count.
-    int64_t position = 0;  // Steps pushed by who began it (elastic: who takes part).
-    bool done = false;     // Everybody who takes part arrived; sums computed.
-    int left = 0;  // Workers that have not yet read the result.
-  };
-  std::map<std::string, BarrierState> barriers_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, StepRecord> records_ ABSL_GUARDED_BY(mu_);
-  ps::ShardStats totals_ ABSL_GUARDED_BY(mu_);
 
-  // Parameters, per-chunk SGD state and aggregation; sized by the first registration.
-  // Element ranges of chunk k are guarded by chunks_[k]->mu.
+  // The slice's parameters and its chunks, made by the first registration and fixed
+  // after it (read without mu_ once a worker is registered). Chunk k's range of
+  // params_ is guarded by chunks_[k]'s lock.
   std::vector<float> params_;
-  std::vector<float> accumulator_;  // Only when the policy sums_pushes().
-  std::vector<std::unique_ptr<ChunkState>> chunks_;
+  std::vector<std::unique_ptr<ShardChunk>> chunks_;
 };
 
 }  // namespace ringside
