@@ -58,8 +58,12 @@ fi
 
 # 2. and 3. The default configuration: everything else (exclusive tests at the end, one
 # at a time), then the tests tagged side_by_side, several at once.
+# (--jobs too: Bazel runs no more tests at once than --jobs allows actions; everything
+# is built by then.)
+side_by_side=${SIDE_BY_SIDE:-$(($(nproc) + 1))}
 run_tests "" //... --test_tag_filters=-side_by_side "$@"
-run_tests "" //... --test_tag_filters=side_by_side --local_test_jobs="${SIDE_BY_SIDE:-$(($(nproc) + 1))}" "$@"
+run_tests "" //... --test_tag_filters=side_by_side --local_test_jobs="$side_by_side" \
+  --jobs="$side_by_side" "$@"
 
 # 4. Hostile input (issue #23): each fuzz target for a bounded time (scripts/fuzz.sh:
 # 20 s each, one per core); its result lines are counted below like the tests'.
