@@ -47,18 +47,21 @@ free_port() {
 now() { date +%s.%N; }
 elapsed_since() { echo "$(now) - $1" | bc; }
 
-# bounded_wait PID SECONDS: waits for a background process for at most SECONDS; then
-# stops it (TERM; to a timeout(1) wrapper, which passes it on) and returns 254. Else
-# the process's exit status.
+# bounded_wait PID SECONDS: waits for PID (a background process of this shell) for at
+# most SECONDS; then stops it (TERM; to a timeout(1) wrapper, which passes it on) and
+# returns 254. Else the process's exit status, as soon as it ends (a watchdog stops it,
+# nothing polls).
 bounded_wait() {
-  local pid=$1 deadline naps=(0.01 0.02 0.05) i=0; deadline=$(echo "$(now) + $2" | bc)
-  while kill -0 "$pid" 2>/dev/null; do
-    if (( $(echo "$(now) > $deadline" | bc) )); then
-      kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; return 254
-    fi
-    sleep "${naps[i++]:-0.1}"  # A quick process is seen at once; a long wait polls at 0.1 s.
-  done
-  wait "$pid"
+  local pid=$1 fired watchdog rc
+  fired=$(mktemp -u)
+  ( trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+    sleep "$2" & nap=$!
+    wait "$nap" && : >"$fired" && kill "$pid" 2>/dev/null ) &
+  watchdog=$!
+  wait "$pid"; rc=$?
+  kill "$watchdog" 2>/dev/null; wait "$watchdog" 2>/dev/null
+  if [ -e "$fired" ]; then rm -f "$fired"; return 254; fi
+  return "$rc"
 }
 
 # [WANT=STATUS] expect_error NAME PID LOG REGEX [SECONDS]: the error contract of a
