@@ -49,18 +49,21 @@ elapsed_since() { echo "$(now) - $1" | bc; }
 
 # bounded_wait PID SECONDS: waits for PID (a background process of this shell) for at
 # most SECONDS; then stops it (TERM; to a timeout(1) wrapper, which passes it on) and
-# returns 254. Else the process's exit status, as soon as it ends (a watchdog stops it,
-# nothing polls).
+# returns 254. Else the process's exit status, as soon as it ends. The bound is kept by
+# a watchdog (sh) that ends by itself once the wait is over: killing a freshly forked
+# child of this shell could run the test's EXIT trap in it (bash's signal handlers stay
+# until the child execs).
 bounded_wait() {
-  local pid=$1 fired watchdog rc
-  fired=$(mktemp -u)
-  ( trap 'kill "$nap" 2>/dev/null; exit 0' TERM
-    sleep "$2" & nap=$!
-    wait "$nap" && : >"$fired" && kill "$pid" 2>/dev/null ) &
-  watchdog=$!
+  local pid=$1 live rc
+  live=$(mktemp)
+  sh -c 'end=$(( $(date +%s%N) + $2 * 1000000000 ))
+         while [ -e "$1" ]; do
+           if [ "$(date +%s%N)" -ge "$end" ]; then : >"$1.fired"; kill "$3" 2>/dev/null; exit 0; fi
+           sleep 0.1
+         done' watchdog "$live" "$2" "$pid" &
   wait "$pid"; rc=$?
-  kill "$watchdog" 2>/dev/null; wait "$watchdog" 2>/dev/null
-  if [ -e "$fired" ]; then rm -f "$fired"; return 254; fi
+  rm -f "$live"
+  if [ -e "$live.fired" ]; then rm -f "$live.fired"; return 254; fi
   return "$rc"
 }
 
