@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for the multi-process tests that inject faults from outside the processes
 # under test (no test hooks in production code): find a launched process by its rank,
 # wait for a training step, stop and continue a process. Sourced; every wait is bounded.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # What every shell test of tests/ shares, defined once: failing a check, skipping a test
 # whose precondition is missing, a free port, clocks and a bounded wait, and the error
 # contract of a failing ringside process. Sourced (tests/proc_util.sh sources it too);

@@ -9,6 +9,7 @@
 set -uo pipefail
 SUMMARY="$1"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
+# shellcheck source=tests/test_lib.sh
 source "$(dirname "$0")/test_lib.sh"  # fail
 L="$T/testlogs"
 
