@@ -10,8 +10,8 @@
 #      both configurations write to bazel-out/k8-opt: the default build after it leaves
 #      the default ringside in place without a second rebuild of it.
 #   2. bazel test //... but the tests tagged side_by_side (exclusive ones last, alone).
-#   3. the side_by_side tests (they mostly wait on their own processes' time-outs or
-#      are pure equivalence checks), SIDE_BY_SIDE at a time (default: cores + 1).
+#   3. the side_by_side tests (they compare results, or wait on their own processes
+#      with loose bounds; tests/BUILD), SIDE_BY_SIDE at a time (default: cores + 1).
 #   4. hostile input: each fuzz target for 20 s, one per core (scripts/fuzz.sh).
 # Extra arguments go to every bazel command (and to scripts/fuzz.sh).
 set -uo pipefail
