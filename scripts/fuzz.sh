@@ -2,7 +2,9 @@
 # Fuzzes the parsers of hostile input for a bounded time: builds the libFuzzer targets of
 # tests/fuzz/ (bazel build --config=fuzz: clang, ASan, UBSan; .bazelrc) and runs each
 # for --seconds=N (default 20), seeded with tests/fuzz/corpus/<target>/ and
-# tests/fuzz/regressions/<target>/. Prints, per target, the executions, executions per
+# tests/fuzz/regressions/<target>/, --jobs=J targets at a time (default: one per core,
+# nproc; each fuzzer is one process on one core, so side by side each still gets its N
+# seconds of a core). Prints, per target in order, the executions, executions per
 # second and whether a crash, hang (over --timeout_s, default 10) or allocation over
 # --rss_mb (default 2048) was found, as one result line in the form the suite counts:
 #   //tests/fuzz:idx_fuzzer (scripts/fuzz.sh, 20 s: 412345 runs, 20617 exec/s) PASSED
@@ -11,7 +13,7 @@
 # copy it into tests/fuzz/regressions/<target>/ once fixed, so that
 # //tests/fuzz:<target>_regression_test replays it in every build.
 # Usage: scripts/fuzz.sh [--seconds=N] [--timeout_s=S] [--rss_mb=M] [--dir=DIR]
-#                        [--targets=idx,checkpoint,...] [bazel flags...]
+#                        [--jobs=J] [--targets=idx,checkpoint,...] [bazel flags...]
 # Exit status: 0 when no target crashed; 1 on a crash or a failed build; 2 for bad
 # arguments.
 set -uo pipefail
@@ -21,6 +23,7 @@ seconds=20
 timeout_s=10
 rss_mb=2048
 dir=/tmp/ringside-fuzz
+jobs=$(nproc)
 targets=(idx checkpoint wire_chunk spec)
 bazel_flags=()
 for arg in "$@"; do
@@ -29,16 +32,17 @@ for arg in "$@"; do
     --timeout_s=*) timeout_s="${arg#*=}" ;;
     --rss_mb=*) rss_mb="${arg#*=}" ;;
     --dir=*) dir="${arg#*=}" ;;
+    --jobs=*) jobs="${arg#*=}" ;;
     --targets=*) IFS=, read -r -a targets <<<"${arg#*=}" ;;
     # Flags of `bazel test` that `bazel build` refuses (scripts/test.sh passes its own).
     --test_*|--notest_*|--runs_per_test=*|--flaky_test_attempts=*|--cache_test_results*|--nocache_test_results) ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) bazel_flags+=("$arg") ;;
   esac
 done
-for n in "$seconds" "$timeout_s" "$rss_mb"; do
+for n in "$seconds" "$timeout_s" "$rss_mb" "$jobs"; do
   if ! [[ "$n" =~ ^[1-9][0-9]*$ ]]; then
-    echo "fuzz: error: --seconds, --timeout_s and --rss_mb take positive integers, got '$n'" >&2
+    echo "fuzz: error: --seconds, --timeout_s, --rss_mb and --jobs take positive integers, got '$n'" >&2
     exit 2
   fi
 done
@@ -55,8 +59,10 @@ if ! bazel build --config=fuzz "${bazel_flags[@]}" "${labels[@]}"; then
 fi
 bin="$(bazel info --config=fuzz "${bazel_flags[@]}" bazel-bin 2>/dev/null)/tests/fuzz"
 
-rc=0
-for t in "${targets[@]}"; do
+# fuzz_one TARGET: runs one fuzzer; its result line (and, on a finding, where it is) goes
+# to $dir/TARGET/result.txt; returns 1 on a finding.
+fuzz_one() {
+  local t=$1 work log seeds before status runs speed summary found
   work="$dir/$t"
   mkdir -p "$work/corpus" "$work/crashes"
   log="$work/last_run.log"
@@ -76,15 +82,32 @@ for t in "${targets[@]}"; do
   summary="scripts/fuzz.sh, $seconds s: ${runs:-?} runs, ${speed:-?} exec/s"
   found=$(ls -t "$work/crashes" | head -n $(( $(ls "$work/crashes" | wc -l) - before )) 2>/dev/null | head -n 1)
   if [ "$status" -eq 0 ] && [ -z "$found" ]; then
-    echo "//tests/fuzz:${t}_fuzzer ($summary) PASSED"
-  else
-    rc=1
+    echo "//tests/fuzz:${t}_fuzzer ($summary) PASSED" >"$work/result.txt"
+    return 0
+  fi
+  {
     echo "//tests/fuzz:${t}_fuzzer ($summary) FAILED"
     grep -m 3 -E '^==[0-9]+==ERROR|runtime error|fuzz invariant broken|^SUMMARY' "$log" | sed 's/^/  /'
     if [ -n "$found" ]; then
       echo "  input saved as $work/crashes/$found (replay: $bin/${t}_fuzzer $work/crashes/$found)"
     fi
     echo "  log: $log"
+  } >"$work/result.txt"
+  return 1
+}
+
+# --jobs targets at a time; the result lines in the order of --targets.
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  rm -f "$dir/$t/result.txt"
+  fuzz_one "$t" &
+done
+wait
+rc=0
+for t in "${targets[@]}"; do
+  if [ -s "$dir/$t/result.txt" ]; then cat "$dir/$t/result.txt"; else
+    echo "//tests/fuzz:${t}_fuzzer (scripts/fuzz.sh: no result) FAILED"
   fi
+  head -n 1 "$dir/$t/result.txt" 2>/dev/null | grep -q ' PASSED$' || rc=1
 done
 exit "$rc"

@@ -19,6 +19,7 @@ PACKAGES=(
   iproute2                 # ip, tc: emulated cluster networks
   python3-torch            # PyTorch CPU: the reference the benchmarks compare with
   clang libclang-rt-14-dev # fuzz targets (scripts/fuzz.sh): clang 14, libFuzzer, ASan, UBSan
+  python3 bc procps        # the shell tests' tools (/usr/bin/python3, bc, pgrep; docs/testing.md)
 )
 
 missing=()

@@ -7,7 +7,7 @@ set -uo pipefail
 RINGSIDE="$1"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
 # 401 training samples do not divide by 2 ranks: padded, every rank gets 201 (5 steps
 # of 50); without padding rank 0 gets 201 (5 steps) and rank 1 200 (4 steps).

@@ -7,47 +7,41 @@ RINGSIDE="$1"
 FMNIST=/usr/share/datasets/fashion-mnist
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
-# check_error NAME STATUS REGEX ARGS...: runs ringside ARGS, checks the error contract.
+# check_error NAME STATUS REGEX ARGS...: runs ringside ARGS, checks the error contract
+# (expect_error: exit STATUS, one error line, last, matching REGEX) and no crash output.
 check_error() {
   local name="$1" want="$2" regex="$3"; shift 3
-  local out="$T/$name.err" rc
-  timeout 120 "$RINGSIDE" "$@" >"$T/$name.out" 2>"$out"; rc=$?
-  local errors; errors=$(grep -ci 'error' "$out")
-  if [ "$rc" -ne "$want" ]; then
-    echo "FAIL $name: exit status $rc, expected $want"; cat "$out"; failures=$((failures + 1))
-  elif [ "$errors" -ne 1 ] || ! tail -n 1 "$out" | grep -q '^ringside: error: '; then
-    echo "FAIL $name: expected one error line, last; got:"; cat "$out"; failures=$((failures + 1))
-  elif grep -qiE 'abort|terminate called|segmentation|core dumped|stack trace|\*\*\* ' "$out"; then
-    echo "FAIL $name: crash output:"; cat "$out"; failures=$((failures + 1))
-  elif ! tail -n 1 "$out" | grep -qE -- "$regex"; then
-    echo "FAIL $name: message does not match /$regex/:"; tail -n 1 "$out"; failures=$((failures + 1))
-  else
-    echo "ok   $name ($rc): $(tail -n 1 "$out")"
+  local out="$T/$name.err"
+  timeout 120 "$RINGSIDE" "$@" >"$T/$name.out" 2>"$out" &
+  WANT=$want expect_error "$name" $! "$out" "$regex" 130
+  if grep -qiE 'abort|terminate called|segmentation|core dumped|stack trace|\*\*\* ' "$out"; then
+    fail "$name: crash output:"; cat "$out"
   fi
 }
-expect_error() { check_error "$1" 1 "${@:2}"; }        # A failure while running.
+expect_run_error() { check_error "$1" 1 "${@:2}"; }    # A failure while running.
 expect_usage_error() { check_error "$1" 2 "${@:2}"; }  # A usage error.
 
 common=(train --epochs=1 --steps=2 --threads=1)
 
 # Datasets: missing, truncated, corrupt, bad magic, labels out of range.
 mkdir -p "$T/missing" "$T/truncated" "$T/corrupt" "$T/magic"
-expect_error missing_idx 'train-images-idx3-ubyte.*(not found|no such file|missing)' \
+expect_run_error missing_idx 'train-images-idx3-ubyte.*(not found|no such file|missing)' \
   "${common[@]}" --dataset="$T/missing"
 for d in truncated corrupt magic; do cp "$FMNIST"/*.gz "$T/$d/"; done
 zcat "$FMNIST/train-images-idx3-ubyte.gz" | head -c 100000 | gzip >"$T/truncated/train-images-idx3-ubyte.gz"
-expect_error truncated_idx 'truncated' "${common[@]}" --dataset="$T/truncated"
+expect_run_error truncated_idx 'truncated' "${common[@]}" --dataset="$T/truncated"
 head -c 200000 "$FMNIST/train-images-idx3-ubyte.gz" >"$T/corrupt/train-images-idx3-ubyte.gz"
 dd if=/dev/urandom of="$T/corrupt/train-images-idx3-ubyte.gz" bs=1 seek=5000 count=3000 conv=notrunc status=none
-expect_error corrupt_idx 'train-images-idx3-ubyte' "${common[@]}" --dataset="$T/corrupt"
+expect_run_error corrupt_idx 'train-images-idx3-ubyte' "${common[@]}" --dataset="$T/corrupt"
 printf 'not an idx file at all' | gzip >"$T/magic/t10k-labels-idx1-ubyte.gz"
-expect_error bad_magic_idx 't10k-labels-idx1-ubyte' "${common[@]}" --dataset="$T/magic"
-expect_error not_a_dataset 'not fashion-mnist' "${common[@]}" --dataset="$T/no-such-dir"
+expect_run_error bad_magic_idx 't10k-labels-idx1-ubyte' "${common[@]}" --dataset="$T/magic"
+expect_run_error not_a_dataset 'not fashion-mnist' "${common[@]}" --dataset="$T/no-such-dir"
 
 # Flags.
-expect_error unknown_model "unknown model spec 'resnet:50'" "${common[@]}" --dataset=synthetic --model=resnet:50
-expect_error mlp_wrong_input 'takes 100 inputs' "${common[@]}" --dataset=synthetic --model=mlp:100-10
+expect_run_error unknown_model "unknown model spec 'resnet:50'" "${common[@]}" --dataset=synthetic --model=resnet:50
+expect_run_error mlp_wrong_input 'takes 100 inputs' "${common[@]}" --dataset=synthetic --model=mlp:100-10
 expect_usage_error batch_zero 'batch must be >= 1' "${common[@]}" --dataset=synthetic --batch=0
 expect_usage_error negative_lr 'lr must be >= 0' "${common[@]}" --dataset=synthetic --lr=-0.1
 expect_usage_error unknown_strategy "unknown strategy 'foo'" "${common[@]}" --dataset=synthetic --strategy=foo
@@ -82,9 +76,9 @@ expect_usage_error precision_on_cpu "--precision=tf32 needs --device=cuda" "${co
 expect_usage_error ddp_cuda_gloo "--device=cuda with --strategy=ddp needs --backend=nccl \(--backend=gloo reduces host memory\)" "${common[@]}" --dataset=synthetic --strategy=ddp --device=cuda
 expect_usage_error ddp_nccl_cpu "--backend=nccl reduces GPU memory: add --device=cuda" "${common[@]}" --dataset=synthetic --strategy=ddp --backend=nccl
 if [ ! -e /dev/nvidia0 ]; then
-  expect_error no_gpu_train "--device=cuda: (this ringside was built without CUDA|no usable GPU)" "${common[@]}" --dataset=synthetic --device=cuda
-  expect_error no_gpu_device_index "--device=cuda: (this ringside was built without CUDA|no usable GPU)" "${common[@]}" --dataset=synthetic --device=cuda:7
-  expect_error no_gpu_bench "--device=cuda: (this ringside was built without CUDA|no usable GPU)" bench step --device=cuda --steps=1
+  expect_run_error no_gpu_train "--device=cuda: (this ringside was built without CUDA|no usable GPU)" "${common[@]}" --dataset=synthetic --device=cuda
+  expect_run_error no_gpu_device_index "--device=cuda: (this ringside was built without CUDA|no usable GPU)" "${common[@]}" --dataset=synthetic --device=cuda:7
+  expect_run_error no_gpu_bench "--device=cuda: (this ringside was built without CUDA|no usable GPU)" bench step --device=cuda --steps=1
   # PS and DDP on the GPU: a build without CUDA refuses before any process starts
   # (usage); a CUDA build fails in the workers, naming the missing GPU.
   if "$RINGSIDE" --version 2>/dev/null | grep -qi "build: cuda"; then :; else
@@ -99,15 +93,15 @@ if [ ! -e /dev/nvidia0 ]; then
 else
   echo "skip no_gpu_*: this machine has a GPU (/dev/nvidia0); the GPU bundle's check covers it"
 fi
-expect_error report_missing_dir 'has no cells/' report "$T/no-such-report"
+expect_run_error report_missing_dir 'has no cells/' report "$T/no-such-report"
 # A matrix whose every cell failed: one line, no gnuplot error.
 mkdir -p "$T/all-failed/cells/ddp-n2-r0"
 printf 'name: "x"\nstrategies { kind: "ddp" }\nworkers: 2\nmodel: "mlp:4-2"\nbatch_per_worker: 8\nsteps: 2\n' \
   >"$T/all-failed/spec.textproto"
 printf 'cell: "ddp-n2-r0"\nlabel: "ddp"\nkind: "ddp"\nworkers: 2\nstatus: "failed"\nreason: "exited with status 1"\n' \
   >"$T/all-failed/cells/ddp-n2-r0/result.textproto"
-expect_error report_all_failed 'no cell finished ok, nothing to report' report "$T/all-failed"
-expect_error simulate_missing_calibration 'no-such.json' simulate --calibration="$T/no-such.json"
+expect_run_error report_all_failed 'no cell finished ok, nothing to report' report "$T/all-failed"
+expect_run_error simulate_missing_calibration 'no-such.json' simulate --calibration="$T/no-such.json"
 
 # Labs: a lab that does not exist, no number, an unknown lab command.
 expect_usage_error lab_missing "there is no lab '9' \(labs: 1, 2, 3, 4, 5, 6, 7\)" lab check 9
@@ -119,17 +113,17 @@ expect_usage_error lab_no_command 'needs list, or check and a lab number' lab
 # Checkpoints: unreadable, garbage, of another model.
 mkdir -p "$T/ckpt-garbage" "$T/ckpt-unreadable" "$T/ckpt-other"
 echo "garbage" >"$T/ckpt-garbage/checkpoint.bin"
-expect_error garbage_checkpoint 'not a ringside checkpoint' "${common[@]}" --dataset=synthetic:train=64,test=16 --out="$T/ckpt-garbage" --resume
+expect_run_error garbage_checkpoint 'not a ringside checkpoint' "${common[@]}" --dataset=synthetic:train=64,test=16 --out="$T/ckpt-garbage" --resume
 mkdir -p "$T/ckpt-unreadable/checkpoint.bin"  # A directory where the file should be.
-expect_error unreadable_checkpoint 'checkpoint.bin is not a regular file' "${common[@]}" --dataset=synthetic:train=64,test=16 --out="$T/ckpt-unreadable" --resume
+expect_run_error unreadable_checkpoint 'checkpoint.bin is not a regular file' "${common[@]}" --dataset=synthetic:train=64,test=16 --out="$T/ckpt-unreadable" --resume
 # No checkpoint yet is not an error: --resume starts from step 0 and says so.
 timeout 120 "$RINGSIDE" "${common[@]}" --dataset=synthetic:train=64,test=16 --out="$T/ckpt-none" --resume >/dev/null 2>"$T/ckpt-none.err" \
   && grep -q 'no checkpoint in .* yet, starting from step 0' "$T/ckpt-none.err" \
-  || { echo "FAIL missing_checkpoint: --resume without a checkpoint did not start fresh"; failures=$((failures + 1)); }
+  || fail "missing_checkpoint: --resume without a checkpoint did not start fresh"
 if ! timeout 120 "$RINGSIDE" "${common[@]}" --dataset=synthetic:train=64,test=16 --out="$T/ckpt-other" >/dev/null 2>&1; then
-  echo "FAIL: could not write a checkpoint to resume from"; failures=$((failures + 1))
+  fail "could not write a checkpoint to resume from"
 fi
-expect_error other_model_checkpoint "holds model 'mlp:784-256-256-10'" "${common[@]}" --dataset=synthetic:train=64,test=16 --model=mlp:784-32-10 --out="$T/ckpt-other" --resume
+expect_run_error other_model_checkpoint "holds model 'mlp:784-256-256-10'" "${common[@]}" --dataset=synthetic:train=64,test=16 --model=mlp:784-32-10 --out="$T/ckpt-other" --resume
 
 if [ "$failures" -ne 0 ]; then echo "$failures case(s) failed"; exit 1; fi
 echo "all cases passed"

@@ -8,7 +8,7 @@ set -uo pipefail
 RINGSIDE="$1"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
 # one_error_line NAME FILE: FILE is exactly one line "ringside: error: ...".
 one_error_line() {

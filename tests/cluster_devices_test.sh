@@ -10,7 +10,7 @@ set -uo pipefail
 RINGSIDE="$1"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 netns_ours() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^rs[0-9a-f]+_' | sort; }
 nets_before=$(netns_ours)
 

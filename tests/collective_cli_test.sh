@@ -9,7 +9,7 @@ T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 OPS=(broadcast scatter gather reduce all-gather all-reduce reduce-scatter all-to-all)
 
-fail() { echo "FAIL $1"; [ -f "${2:-}" ] && cat "$2"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
 # run NAME ARGS...: runs `ringside collective ARGS` into $T/NAME.out (stderr .err);
 # checks exit status 0, the header, N rank lines in each of before/after/bytes, the
@@ -21,26 +21,26 @@ run() {
   local op="$1" n e
   n=$(printf '%s\n' "$@" | sed -n 's/^--ranks=//p')
   e=$(printf '%s\n' "$@" | sed -n 's/^--elements=//p')
-  if [ "$rc" -ne 0 ]; then fail "$name: exit status $rc" "$T/$name.err"; return 1; fi
+  if [ "$rc" -ne 0 ]; then fail "$name: exit status $rc"; cat "$T/$name.err"; return 1; fi
   if ! head -n 1 "$out" | grep -qE "^collective $op: $n ranks?, $e elements? per rank, backend gloo"; then
-    fail "$name: header" "$out"; return 1
+    fail "$name: header"; cat "$out"; return 1
   fi
-  if ! grep -q '^inputs: rank r holds [0-9]*r + i at element i' "$out"; then fail "$name: inputs line" "$out"; return 1; fi
+  if ! grep -q '^inputs: rank r holds [0-9]*r + i at element i' "$out"; then fail "$name: inputs line"; cat "$out"; return 1; fi
   local section count
   for section in before after bytes; do
     count=$(awk -v s="$section" '/^[a-z]/ { on = index($0, s) == 1 } on && /^  rank [0-9]+: / { c++ } END { print c + 0 }' "$out")
-    if [ "$count" -ne "$n" ]; then fail "$name: $count rank lines in '$section', want $n" "$out"; return 1; fi
+    if [ "$count" -ne "$n" ]; then fail "$name: $count rank lines in '$section', want $n"; cat "$out"; return 1; fi
   done
   if [ "$(tail -n 1 "$out")" != "check: every rank's buffer matches the closed form" ]; then
-    fail "$name: last line" "$out"; return 1
+    fail "$name: last line"; cat "$out"; return 1
   fi
-  if [ -s "$T/$name.err" ]; then fail "$name: stderr not empty" "$T/$name.err"; return 1; fi
+  if [ -s "$T/$name.err" ]; then fail "$name: stderr not empty"; cat "$T/$name.err"; return 1; fi
   echo "ok   $name"
 }
 
 # expect_line NAME LINE: the output of case NAME holds LINE exactly.
 expect_line() {
-  if ! grep -qxF -- "$2" "$T/$1.out"; then fail "$1: no line '$2'" "$T/$1.out"; fi
+  if ! grep -qxF -- "$2" "$T/$1.out"; then fail "$1: no line '$2'"; cat "$T/$1.out"; fi
 }
 
 for op in "${OPS[@]}"; do
@@ -109,11 +109,11 @@ expect_usage_error() {
   timeout 60 "$RINGSIDE" "$@" >"$T/$name.out" 2>"$T/$name.err"; rc=$?
   lines=$(wc -l <"$T/$name.err")
   if [ "$rc" -ne 2 ]; then
-    fail "$name: exit status $rc, want 2" "$T/$name.err"
+    fail "$name: exit status $rc, want 2"; cat "$T/$name.err"
   elif [ "$lines" -ne 1 ] || ! grep -qE -- "^ringside: error: .*$regex" "$T/$name.err"; then
-    fail "$name: want one error line matching /$regex/" "$T/$name.err"
+    fail "$name: want one error line matching /$regex/"; cat "$T/$name.err"
   elif [ -s "$T/$name.out" ]; then
-    fail "$name: output on stdout" "$T/$name.out"
+    fail "$name: output on stdout"; cat "$T/$name.out"
   else
     echo "ok   $name: $(cat "$T/$name.err")"
   fi

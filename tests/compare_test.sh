@@ -8,7 +8,7 @@ set -uo pipefail
 RINGSIDE="$1"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
 spec() {  # spec FILE EXTRA...: a small valid spec plus extra lines
   local f="$1"; shift
@@ -27,24 +27,22 @@ spec() {  # spec FILE EXTRA...: a small valid spec plus extra lines
 }
 
 # Bad input: one error line, exit 1, and no cell started.
-expect_error() {  # name regex args...
+refused() {  # refused NAME REGEX ARGS...: `ringside compare ARGS`, as expect_error, and stderr one line
   local name="$1" regex="$2"; shift 2
-  "$RINGSIDE" compare "$@" >"$T/$name.out" 2>"$T/$name.err"
-  local rc=$?
-  [ "$rc" -eq 1 ] || fail "$name: exit $rc, expected 1"
+  "$RINGSIDE" compare "$@" >"$T/$name.out" 2>"$T/$name.err" &
+  WANT=1 expect_error "$name" $! "$T/$name.err" "^ringside: error: .*$regex"
   [ "$(wc -l <"$T/$name.err")" -eq 1 ] || fail "$name: stderr is not one line: $(cat "$T/$name.err")"
-  grep -Eq "^ringside: error: .*$regex" "$T/$name.err" || fail "$name: unexpected error: $(cat "$T/$name.err")"
 }
 sed 's/kind: "ddp"/kind: "allreduce"/' <(spec /dev/stdout) >"$T/unknown.textproto"
-expect_error unknown_strategy "unknown strategy 'allreduce'" --spec="$T/unknown.textproto" --out="$T/o1"
+refused unknown_strategy "unknown strategy 'allreduce'" --spec="$T/unknown.textproto" --out="$T/o1"
 spec "$T/zero.textproto" 'workers: 0'
-expect_error zero_workers "worker count must be in \\[1, 1024\\], got 0" --spec="$T/zero.textproto" --out="$T/o2"
+refused zero_workers "worker count must be in \\[1, 1024\\], got 0" --spec="$T/zero.textproto" --out="$T/o2"
 echo 'strategies { kind: "single" ' >"$T/garbage.textproto"
-expect_error unparsable "not a valid experiment spec" --spec="$T/garbage.textproto" --out="$T/o3"
-expect_error missing_spec "cannot read" --spec="$T/nope.textproto" --out="$T/o4"
+refused unparsable "not a valid experiment spec" --spec="$T/garbage.textproto" --out="$T/o3"
+refused missing_spec "cannot read" --spec="$T/nope.textproto" --out="$T/o4"
 spec "$T/ok.textproto"
 mkdir -p "$T/ro"; touch "$T/ro/file"
-expect_error unwritable "cannot create|not writable" --spec="$T/ok.textproto" --out="$T/ro/file/sub"
+refused unwritable "cannot create|not writable" --spec="$T/ok.textproto" --out="$T/ro/file/sub"
 for d in o1 o2 o3 o4; do [ ! -e "$T/$d/cells" ] || fail "$d: cells were created for a bad spec"; done
 
 # Strong scaling: a global batch of 64 split over the workers.
@@ -60,11 +58,11 @@ timeout 300 "$RINGSIDE" compare --spec="$T/strong.textproto" --out="$T/strong" >
 grep -q -- '--batch=64 ' "$T/strong/cells/ddp-n1-r0/command.txt" || fail "1 worker should take the whole global batch"
 grep -q -- '--batch=32 ' "$T/strong/cells/ddp-n2-r0/command.txt" || fail "2 workers should take 32 each"
 echo 'strategies { kind: "ddp" } workers: 3 model: "mlp:784-32-10" global_batch: 64 steps: 5' >"$T/strong_bad.textproto"
-expect_error strong_indivisible "does not divide by 3 workers" --spec="$T/strong_bad.textproto" --out="$T/o5"
+refused strong_indivisible "does not divide by 3 workers" --spec="$T/strong_bad.textproto" --out="$T/o5"
 
 # A spec whose DDP reduces with NCCL on the CPU is refused before any cell runs.
 spec "$T/nccl_cpu.textproto" 'strategies { kind: "ddp" backend: "nccl" label: "ddp-nccl" }'
-expect_error nccl_on_cpu "backend nccl needs device cuda" --spec="$T/nccl_cpu.textproto" --out="$T/o6"
+refused nccl_on_cpu "backend nccl needs device cuda" --spec="$T/nccl_cpu.textproto" --out="$T/o6"
 [ ! -e "$T/o6/cells" ] || fail "nccl_on_cpu: cells were created for a refused spec"
 
 # A matrix with a failing cell (a consistency mode train refuses): recorded, the rest run.
@@ -198,16 +196,16 @@ SPEC
   grep -q "^network: \"$net\"" "$T/cl/cells/ddp-n2-r0/result.textproto" || fail "the resumed cell ran on other links"
   [ "$(ip netns list | sort)" = "$before_ns" ] || fail "namespaces left after the cluster matrix: $(ip netns list)"
 else
-  echo "skip: emulated-link checks need root and network namespaces"
+  skip_part "the emulated-link checks need root and network namespaces"
 fi
 
 # A cluster that is neither a preset nor a file, or one beside a network: one line, no
 # directory.
 spec "$T/badcl.textproto" 'cluster: "no-such-cluster"' 'node_cpus: "0.5"'
-expect_error unknown_cluster 'cluster "no-such-cluster" is neither a preset' --spec="$T/badcl.textproto" --out="$T/badcl"
+refused unknown_cluster 'cluster "no-such-cluster" is neither a preset' --spec="$T/badcl.textproto" --out="$T/badcl"
 [ -e "$T/badcl" ] && fail "a refused cluster created its output directory"
 spec "$T/clnet.textproto" 'cluster: "gige-cpu"' 'node_cpus: "0.5"' 'network: "bw=1gbit"'
-expect_error cluster_and_network 'exclude each other' --spec="$T/clnet.textproto" --out="$T/clnet"
+refused cluster_and_network 'exclude each other' --spec="$T/clnet.textproto" --out="$T/clnet"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo PASS

@@ -9,26 +9,15 @@ RINGSIDE="$1"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 TIMEOUT=4
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-now() { date +%s.%N; }
-elapsed_since() { echo "$(now) - $1" | bc; }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 rank() {  # rank R WORLD PORT LOG ARGS...: starts one rank in the background.
   local r=$1 w=$2 p=$3 log=$4; shift 4
   RANK=$r WORLD_SIZE=$w LOCAL_RANK=$r LOCAL_WORLD_SIZE=$w MASTER_ADDR=127.0.0.1 MASTER_PORT=$p \
     RINGSIDE_RUN_ID=faults timeout 120 "$RINGSIDE" train --strategy=ddp --threads=1 \
     --timeout_s=$TIMEOUT --model=mlp:784-64-10 --batch=32 "$@" >"$log" 2>&1 &
 }
-# expect_error NAME PID LOG REGEX: the rank exited non-zero (not by timeout(1)), and its
-# last line is the one error line, matching REGEX.
-expect_error() {
-  local name=$1 pid=$2 log=$3 regex=$4 rc
-  wait "$pid"; rc=$?
-  if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then fail "$name: exit status $rc"; tail -n 3 "$log"; return; fi
-  [ "$(grep -c 'error' "$log")" -eq 1 ] || { fail "$name: not exactly one error line"; cat "$log"; return; }
-  tail -n 1 "$log" | grep -qE "$regex" || { fail "$name: /$regex/ not in: $(tail -n 1 "$log")"; return; }
-  echo "ok   $name: $(tail -n 1 "$log")"
-}
+# expect_error (test_lib.sh) NAME PID LOG REGEX: the rank exits non-zero (not by
+# timeout(1)), and its last line is the one error line, matching REGEX.
 
 # 1. Kill rank 2 of 3 mid-training: ranks 0 and 1 fail within 2 x timeout, naming rank 2.
 P=$(free_port)

@@ -10,7 +10,8 @@ T="${TEST_TMPDIR:-$(mktemp -d)}"
 flags=(train --strategy=dp --workers=2 --model=mlp:784-64-10 --epochs=1 --steps=20 --batch=25
        --lr=0.05 --momentum=0.9 --seed=4 --threads=1
        --dataset=synthetic:train=1000,test=200,seed=2)
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
+FAIL_FAST=1  # fail ends the test.
 
 timeout 120 "$RINGSIDE" "${flags[@]}" --out="$T/dp" >"$T/a.out" 2>"$T/a.err" ||
   fail "dp run: $(cat "$T/a.err")"

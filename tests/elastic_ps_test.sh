@@ -18,7 +18,6 @@ T="${TEST_TMPDIR:-$(mktemp -d)}"
 TIMEOUT=3
 failures=0
 trap 'for j in $(jobs -p); do kill "$j" 2>/dev/null; done' EXIT
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # Flags every process of a job shares; --steps bounds the run (a few seconds here).
 job=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5 --epochs=50
      --batch=8 --lr=0.05 --momentum=0.9 --seed=3 --threads=1 --eval_batch=240
@@ -36,15 +35,6 @@ worker() {  # worker ID PORT LOG ARGS...
 expect_ok() {  # expect_ok NAME PID LOG [SECONDS]
   local rc; bounded_wait "$2" "${4:-90}"; rc=$?
   if [ "$rc" -ne 0 ]; then fail "$1: exit status $rc"; tail -n 3 "$3"; else echo "ok   $1 (exit 0)"; fi
-}
-expect_error() {  # expect_error NAME PID LOG REGEX [SECONDS]: one error line, the last.
-  local name=$1 pid=$2 log=$3 regex=$4 rc
-  bounded_wait "$pid" "${5:-30}"; rc=$?
-  if [ "$rc" -eq 254 ]; then fail "$name: still running after ${5:-30}s"; return; fi
-  if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then fail "$name: exit status $rc"; tail -n 3 "$log"; return; fi
-  [ "$(grep -c 'ringside: error:' "$log")" -eq 1 ] || { fail "$name: not exactly one error line"; cat "$log"; return; }
-  tail -n 1 "$log" | grep -qE "$regex" || { fail "$name: /$regex/ not in: $(tail -n 1 "$log")"; return; }
-  echo "ok   $name (exit $rc): $(tail -n 1 "$log")"
 }
 # wait_for_record FILE REGEX SECONDS: until a line of FILE matches REGEX; 1 on time-out.
 wait_for_record() {

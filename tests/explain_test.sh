@@ -12,7 +12,7 @@ RINGSIDE="$1"
 PY=/usr/bin/python3
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
 # explain NAME ARGS...: runs `ringside explain ARGS` into $T/NAME.out; must exit 0.
 explain() {
@@ -65,7 +65,7 @@ fi
 # The page in headless Chromium: its script ran and shows the frame "#3" names.
 CHROMIUM=$(command -v chromium || true)
 if [ -z "$CHROMIUM" ]; then
-  echo "SKIP (html viewer part): chromium is not installed"
+  skip_part "the html viewer part: chromium is not installed (scripts/setup.sh installs it)"
 elif [ -s "$T/ring.html" ]; then
   export HOME="$T"
   timeout 120 "$CHROMIUM" --headless=new --no-sandbox --disable-gpu --no-first-run \

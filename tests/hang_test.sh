@@ -17,7 +17,6 @@ failures=0
 stopped=()  # Processes this test stopped: killed and continued on the way out.
 trap 'for p in "${stopped[@]}"; do kill -KILL "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null; done
       for j in $(jobs -p); do kill "$j" 2>/dev/null; done' EXIT
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # A job that trains long enough (50 epochs) to be stopped mid-run, on one thread each.
 job=(--model=mlp:784-48-24-10 --dataset=synthetic:train=24000,test=240,seed=5 --epochs=50
      --batch=8 --lr=0.05 --seed=3 --threads=1 --eval_batch=240 --timeout_s=$TIMEOUT)

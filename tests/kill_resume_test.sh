@@ -18,19 +18,10 @@ common=(--model=mlp:784-128-64-10 --dataset=synthetic:train=4000,test=200,seed=5
         --epochs=4 --steps=$N --batch=8 --lr=0.05 --momentum=0.9 --weight_decay=1e-4
         --seed=3 --threads=1 --eval_batch=200 --checkpoint_every=$EVERY --timeout_s=30)
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/proc_util.sh"  # fail, descendants
 
 # lines FILE: FILE's line count, 0 while it does not exist.
 lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
-
-# descendants PID: every descendant of PID, one per line.
-descendants() {
-  local c
-  for c in $(pgrep -P "$1"); do
-    echo "$c"
-    descendants "$c"
-  done
-}
 
 # ckpt_step FILE: the step in a checkpoint's header (common/checkpoint.h layout; the
 # header's step is field 4, a varint).

@@ -9,7 +9,7 @@ set -uo pipefail
 RINGSIDE="$1"; COMPARE="$2"
 source "$(dirname "$0")/proc_util.sh"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
-fail() { echo "FAIL: $*"; exit 1; }
+FAIL_FAST=1  # fail ends the test: later steps build on earlier ones.
 # Runs the launcher without inherited job or thread variables.
 launch() {
   env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS -u RINGSIDE_RUN_ID -u TORCHELASTIC_RUN_ID -u NCCL_ASYNC_ERROR_HANDLING \
@@ -179,6 +179,6 @@ short=(--model=mlp:784-64-10 --dataset=synthetic:train=4000,test=100,seed=5 --ep
 restart_case ddp 2 1 0 3000 train --strategy=ddp --steps=3000 "${short[@]}"
 # PS, shard 0 = rank 0, workers = ranks 1-2: worker 1 killed; the shard's momentum
 # comes back from the checkpoint too.
-q=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+q=$(free_port)
 restart_case ps 3 2 1 2000 train --strategy=ps --workers=2 --ps_servers=127.0.0.1:"$q" --steps=2000 "${short[@]}"
 echo PASS

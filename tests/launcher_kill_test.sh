@@ -10,7 +10,6 @@ T="${TEST_TMPDIR:-$(mktemp -d)}"
 # shellcheck source=tests/proc_util.sh
 source "$(dirname "$0")/proc_util.sh"
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # alive PID: PID exists and is not a zombie (a dead child nobody reaped yet).
 alive() {

@@ -1,17 +1,15 @@
 # Shared by torchrun_test.sh and launcher_env_test.sh; sourced once RINGSIDE, COMPARE
 # (compare_checkpoints.py) and T (a scratch directory) are set: the jobs' training
-# flags, free ports, failure counting, reference jobs and their checks. Every process
-# these start is bounded by `timeout`.
+# flags, reference jobs and their checks (failing and free ports: tests/test_lib.sh,
+# sourced here). Every process these start is bounded by `timeout`.
+# shellcheck source=tests/test_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 
 # The training flags every job of both tests shares (a 20-step synthetic run).
 COMMON=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5
         --epochs=1 --steps=20 --lr=0.05 --momentum=0.9 --seed=3 --batch=8 --threads=1
         --eval_batch=240 --timeout_s=60)
 failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # reference NAME TRAIN_ARGS...: the job as `ringside train` starts it itself, in $T/NAME.
 reference() {

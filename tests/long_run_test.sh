@@ -34,7 +34,7 @@ common=(--model=$MODEL --dataset=synthetic:train=6400,test=256,shape=1x8x8,seed=
         --epochs=10 --steps=$STEPS --lr=0.02 --momentum=0.9 --weight_decay=1e-4 --seed=3
         --threads=1 --eval_batch=256)
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
 # steps_once FILE...: each metrics file holds the steps 0..STEPS-1, once each.
 steps_once() {

@@ -15,10 +15,6 @@ source "$(dirname "$0")/proc_util.sh"
 PY=/usr/bin/python3
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-free_port() {  # free_port [NETNS]: a TCP port free a moment ago (in NETNS if given).
-  ${1:+ip netns exec "$1"} $PY -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'
-}
 # A short training run that every command below ends with (later flags win), and a
 # longer one (3000 steps of about a millisecond) for the restarts, long enough to kill
 # a rank after the first checkpoint and before the end.
@@ -219,7 +215,7 @@ if [ "$(id -u)" -eq 0 ] && ip netns add "$NS0" 2>/dev/null && ip netns add "$NS1
     fail "netns: could not join the namespaces with a veth pair"
   fi
 else
-  echo "SKIP netns variant: needs root and ip netns (ran the 127.0.0.1 variant only)"
+  skip_part "the netns variant: needs root and ip netns (ran the 127.0.0.1 variant only)"
 fi
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

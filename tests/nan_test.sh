@@ -12,7 +12,7 @@ RINGSIDE="$1"
 CHECK="$2"  # check_finite_checkpoint.py
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 common=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5 --batch=16
         --steps=12 --threads=1 --eval_batch=240 --timeout_s=10 --checkpoint_every=1)
 

@@ -7,12 +7,15 @@
 #     cache), `ringside --help`, a short single-process training and a 2-rank DDP
 #     training on synthetic data succeed, and --backend=nccl is refused with the
 #     rebuild hint.
-# Step 2 needs root and unshare(1); without them it is SKIPPED with a loud reason
-# (exit 0 only in that case).
+# Step 2 needs root and unshare(1); without them the test is skipped after step 1, saying
+# why (counted as skipped, not passed).
 set -uo pipefail
 RINGSIDE="$(readlink -f "$1")"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
-fail() { echo "FAIL: $*"; exit 1; }
+LIB="$(readlink -f "$(dirname "$0")/test_lib.sh")"
+# shellcheck source=tests/test_lib.sh
+source "$LIB"  # fail, skip
+FAIL_FAST=1  # fail ends the test.
 
 # 1. The dynamic section.
 command -v readelf >/dev/null || fail "readelf not found (binutils)"
@@ -25,18 +28,17 @@ echo "ok   readelf: $(echo "$dyn" | grep -c '(NEEDED)') NEEDED entries, none fro
 
 # 2. The same binary where no CUDA library can be loaded.
 if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIPPED: step 2 needs root to mount a tmpfs over /usr/local/cuda (uid $(id -u))"
-  exit 0
+  skip "step 2 needs root to mount a tmpfs over /usr/local/cuda (uid $(id -u))"
 fi
 if ! command -v unshare >/dev/null || ! unshare -m true 2>"$T/unshare.err"; then
-  echo "SKIPPED: step 2 needs a private mount namespace: unshare -m refused: $(cat "$T/unshare.err" 2>/dev/null)"
-  exit 0
+  skip "step 2 needs a private mount namespace: unshare -m refused: $(cat "$T/unshare.err" 2>/dev/null)"
 fi
 
 cat >"$T/inside.sh" <<'INSIDE'
 set -uo pipefail
 RINGSIDE="$1"; T="$2"
-fail() { echo "FAIL (no CUDA): $*"; exit 1; }
+source "$3"  # tests/test_lib.sh: fail
+FAIL_FAST=1
 # Keep the namespace's mounts to itself, then hide every toolkit folder (the real one
 # behind the /usr/local/cuda symlink too: ld.so.cache points there).
 mount --make-rprivate / || fail "mount --make-rprivate /"
@@ -92,7 +94,7 @@ grep -q 'built without CUDA; rebuild with --config=cuda' "$T/nccl.out" \
 echo "ok   --backend=nccl refused: $(grep -m1 'built without CUDA' "$T/nccl.out")"
 INSIDE
 
-unshare -m bash "$T/inside.sh" "$RINGSIDE" "$T"
+unshare -m bash "$T/inside.sh" "$RINGSIDE" "$T" "$LIB"
 rc=$?
 [ "$rc" -eq 0 ] || fail "the checks without CUDA failed (exit $rc)"
 echo "PASS"

@@ -8,7 +8,7 @@ set -uo pipefail
 RINGSIDE="$1"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
 source "$(dirname "$0")/cpu_share_util.sh"  # ROOT, ours; skips without root.
 before=$(ours)
@@ -71,7 +71,7 @@ if ip netns add "rs_probe_$$" 2>/dev/null && ip netns del "rs_probe_$$"; then
   [ "$(ours)" = "$before" ] || fail "links+cpu: cgroups left: $(ours)"
   echo "ok   links+cpu: $(tr '\n' ';' <"$T/both.groups") removed after the run"
 else
-  echo "skip links+cpu: network namespaces unavailable here"
+  skip_part "links+cpu: network namespaces unavailable here (needs root and iproute2)"
 fi
 
 # 3. A PS job (1 shard + 2 workers = 3 nodes) with auto: machine cores / 3 each.

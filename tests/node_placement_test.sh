@@ -9,7 +9,7 @@ set -uo pipefail
 RINGSIDE="$1"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
 source "$(dirname "$0")/cpu_share_util.sh"  # ROOT, ours; skips without root.
 netns_ours() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^rs[0-9a-f]+_' | sort; }
@@ -170,7 +170,7 @@ if ip netns add "rs_probe_$$" 2>/dev/null && ip netns del "rs_probe_$$"; then
   [ "$(netns_ours)" = "$nets_before" ] || fail "namespaces left: $(netns_ours)"
   echo "ok   links: DDP and PS with 2 per node trained; launch gave node addresses"
 else
-  echo "skip links: network namespaces unavailable here"
+  skip_part "links: network namespaces unavailable here (needs root and iproute2)"
 fi
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

@@ -1,6 +1,11 @@
+# shellcheck shell=bash
 # Helpers for the multi-process tests that inject faults from outside the processes
 # under test (no test hooks in production code): find a launched process by its rank,
 # wait for a training step, stop and continue a process. Sourced; every wait is bounded.
+# Brings tests/test_lib.sh with it (fail, skip, free_port, now, bounded_wait,
+# expect_error): a test that sources this needs only deps = [":proc_util"].
+# shellcheck source=tests/test_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 
 # descendants PID: every descendant of PID, one per line.
 descendants() {
@@ -62,23 +67,4 @@ throttle() {
   done
   kill -CONT "$pid" 2>/dev/null
   return 0
-}
-
-# free_port: a TCP port on 127.0.0.1 that was free a moment ago.
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-# now: seconds since the epoch, with nanoseconds; elapsed_since T0: seconds since T0.
-now() { date +%s.%N; }
-elapsed_since() { echo "$(now) - $1" | bc; }
-# bounded_wait PID SECONDS: waits for a background process for at most SECONDS; then
-# stops it (TERM; to a timeout(1) wrapper, which passes it on) and returns 254. Else
-# the process's exit status.
-bounded_wait() {
-  local pid=$1 deadline; deadline=$(echo "$(now) + $2" | bc)
-  while kill -0 "$pid" 2>/dev/null; do
-    if (( $(echo "$(now) > $deadline" | bc) )); then
-      kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; return 254
-    fi
-    sleep 0.1
-  done
-  wait "$pid"
 }

@@ -18,7 +18,7 @@ common=(--model=$MODEL --dataset=synthetic:train=2400,test=240,seed=5
         --epochs=1 --steps=20 --lr=0.05 --momentum=0.9 --weight_decay=1e-4 --seed=3
         --threads=1 --eval_batch=240)
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
 # ps NAME N S ARGS...: one PS job (launched locally) writing to $T/NAME.
 ps() {

@@ -13,7 +13,6 @@ TIMEOUT=5
 failures=0
 # Whatever is left in the background (after a failed check) is stopped on the way out.
 trap 'for j in $(jobs -p); do kill "$j" 2>/dev/null; done' EXIT
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # Flags every process of a job shares (the shards compare the whole configuration).
 job=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5 --epochs=50
      --batch=8 --lr=0.05 --momentum=0.9 --seed=3 --threads=1 --eval_batch=240)
@@ -26,19 +25,6 @@ worker() {  # worker ID SERVERS LOG ARGS...: one worker in the background.
   local w=$1 servers=$2 log=$3; shift 3
   timeout 120 "$RINGSIDE" ps-worker --worker_id="$w" --ps_servers="$servers" --timeout_s=$TIMEOUT \
     "${job[@]}" "$@" >"$log" 2>&1 &
-}
-# expect_error NAME PID LOG REGEX [SECONDS]: the process exits within SECONDS (default
-# 30) with a non-zero status (not by timeout(1)), its log has exactly one error line,
-# the last, and it matches REGEX.
-expect_error() {
-  local name=$1 pid=$2 log=$3 regex=$4 rc
-  bounded_wait "$pid" "${5:-30}"; rc=$?
-  if [ "$rc" -eq 254 ]; then fail "$name: still running after ${5:-30}s (stopped): $(tail -n 1 "$log")"; return; fi
-  if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then fail "$name: exit status $rc"; tail -n 3 "$log"; return; fi
-  [ "$(grep -c 'ringside: error:' "$log")" -eq 1 ] || { fail "$name: not exactly one error line"; cat "$log"; return; }
-  tail -n 1 "$log" | grep -q '^ringside: error: ' || { fail "$name: the error is not the last line: $(tail -n 1 "$log")"; return; }
-  tail -n 1 "$log" | grep -qE "$regex" || { fail "$name: /$regex/ not in: $(tail -n 1 "$log")"; return; }
-  echo "ok   $name (exit $rc): $(tail -n 1 "$log")"
 }
 within() {  # within NAME T0 SECONDS
   local e; e=$(elapsed_since "$2")

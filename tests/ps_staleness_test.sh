@@ -18,7 +18,6 @@ SLOW_RANK=3
 failures=0
 # Whatever is left in the background (after a failed check) is stopped on the way out.
 trap 'for j in $(jobs -p); do kill "$j" 2>/dev/null; done' EXIT
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # run NAME SYNC K EXPECT: one job, then the staleness check on its worker metrics.
 run() {

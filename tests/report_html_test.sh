@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The HTML report opens in headless Chromium without console errors and its plots
 # render: the DOM after load holds seven inline SVG plots with drawn paths, Chromium logs
-# no console message, and a screenshot of the page is not blank. Skips (exit 0 with
-# SKIP) where Chromium is not installed (scripts/setup.sh installs it).
+# no console message, and a screenshot of the page is not blank. Skipped (counted so)
+# where Chromium is not installed (scripts/setup.sh installs it).
 set -uo pipefail
 RINGSIDE="$1"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 CHROMIUM=$(command -v chromium || true)
-[ -n "$CHROMIUM" ] || { echo "SKIP: chromium is not installed"; exit 0; }
+[ -n "$CHROMIUM" ] || skip "chromium is not installed (scripts/setup.sh installs it)"
 cat >"$T/spec.textproto" <<'SPEC'
 name: "html"
 strategies { kind: "single" }

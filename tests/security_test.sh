@@ -13,7 +13,6 @@ T="${TEST_TMPDIR:-$(mktemp -d)}"
 TIMEOUT=10
 failures=0
 trap 'for j in $(jobs -p); do kill "$j" 2>/dev/null; done' EXIT
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 job=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5 --epochs=1
      --steps=20 --batch=8 --lr=0.05 --seed=3 --threads=1 --eval_batch=240 --timeout_s=$TIMEOUT)
 TOKEN=0123456789abcdef0123456789abcdef
@@ -88,7 +87,7 @@ port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$T/open_shard.log")
   || fail "no single unauthenticated warning: $(cat "$T/open_shard.log")"
 other=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -v '^127\.' | grep -v ':' | head -1)
 if [ -z "$other" ]; then
-  echo "SKIP: this machine has no non-loopback IPv4 address to check the loopback default on"
+  skip_part "this machine has no non-loopback IPv4 address to check the loopback default on"
 elif [ -n "$port" ]; then
   /usr/bin/python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)' "$port" \
     || fail "the shard is not reachable on loopback"

@@ -10,7 +10,7 @@ set -uo pipefail
 RINGSIDE="$1"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
 source "$(dirname "$0")/cpu_share_util.sh"  # ROOT, ours; skips without root.
 before=$(ours)

@@ -16,7 +16,7 @@ common=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5
         --epochs=1 --lr=0.05 --momentum=0.9 --seed=3 --threads=1 --eval_batch=240
         --batch=8 --steps=12 --timeout_s=30)
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
 run() {  # run NAME ARGS...: one training job writing to $T/NAME.
   local name=$1 rc; shift
@@ -64,7 +64,7 @@ fi
 # The viewer in headless Chromium: what it read equals what the checker counted.
 CHROMIUM=$(command -v chromium || true)
 if [ -z "$CHROMIUM" ]; then
-  echo "SKIP (viewer part): chromium is not installed"
+  skip_part "the viewer part: chromium is not installed (scripts/setup.sh installs it)"
 else
   export HOME="$T"
   flags=(--headless=new --no-sandbox --disable-gpu --no-first-run --disable-extensions

@@ -12,9 +12,9 @@ set -uo pipefail
 RINGSIDE="$1"; COMPARE="$2"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 TORCHRUN=/usr/bin/torchrun
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 if [ ! -x "$TORCHRUN" ] || ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
-  echo "SKIP: torchrun / python3-torch not installed (scripts/setup.sh installs python3-torch)"
-  exit 0
+  skip "torchrun / python3-torch not installed (scripts/setup.sh installs python3-torch)"
 fi
 # shellcheck source=tests/launcher_test_util.sh
 source "$(dirname "$0")/launcher_test_util.sh"

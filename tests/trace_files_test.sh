@@ -14,7 +14,7 @@ common=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5
         --epochs=1 --lr=0.05 --momentum=0.9 --seed=3 --threads=1 --eval_batch=240
         --batch=8)
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
 run() {  # run NAME ARGS...: one training run writing to $T/NAME.
   local name=$1 rc; shift

@@ -8,7 +8,8 @@ T="${TEST_TMPDIR:-$(mktemp -d)}"
 flags=(train --strategy=single --model=mlp:784-64-10 --epochs=3 --batch=50 --lr=0.05
        --momentum=0.9 --seed=4 --threads=1
        --dataset=synthetic:train=1000,test=200,seed=2)
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
+FAIL_FAST=1  # fail ends the test.
 
 "$RINGSIDE" "${flags[@]}" --steps=30 --out="$T/split" >"$T/a.out" 2>"$T/a.err"
 "$RINGSIDE" "${flags[@]}" --steps=60 --out="$T/split" --resume >"$T/b.out" 2>"$T/b.err"

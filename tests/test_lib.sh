@@ -1,0 +1,94 @@
+# shellcheck shell=bash
+# What every shell test of tests/ shares, defined once: failing a check, skipping a test
+# whose precondition is missing, a free port, clocks and a bounded wait, and the error
+# contract of a failing ringside process. Sourced (tests/proc_util.sh sources it too);
+# a test lists it in its BUILD target (deps = [":test_lib"] or [":proc_util"]).
+#
+# Skipped is never passed: a test that cannot run here prints one line starting with
+# SKIPPED_MARKER and exits 0, and scripts/test.sh (scripts/test_summary.sh) counts the
+# target as skipped. docs/testing.md lists which test needs what.
+
+# The marker scripts/test_summary.sh looks for at the start of a line of a test.log.
+SKIPPED_MARKER="SKIPPED: "
+
+# fail MESSAGE...: one "FAIL: MESSAGE" line, counted in `failures` (each test ends with
+# "N failure(s)" and exit status 1 when it is not 0). A test whose later checks need the
+# earlier ones (FAIL_FAST=1) ends at the first failure instead, with exit status 1.
+failures=${failures:-0}
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+  if [ "${FAIL_FAST:-0}" = 1 ]; then exit 1; fi
+  return 0
+}
+
+# skip REASON: the whole test cannot run here (a missing package, not root, ...): says so
+# in one line and ends the test with exit status 0; counted as skipped, not passed.
+# REASON names what is missing and how to get it.
+skip() {
+  echo "${SKIPPED_MARKER}$*"
+  exit 0
+}
+
+# skip_part REASON: one part of the test cannot run here; the rest goes on. The target
+# still counts as skipped (not passed) when everything else passes: what it checks was
+# not all checked.
+skip_part() {
+  echo "${SKIPPED_MARKER}$*"
+}
+
+# free_port [NETNS]: a TCP port that was free a moment ago on every address (of network
+# namespace NETNS if given).
+free_port() {
+  ${1:+ip netns exec "$1"} /usr/bin/python3 -c \
+    'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'
+}
+
+# now: seconds since the epoch, with nanoseconds; elapsed_since T0: seconds since T0.
+now() { date +%s.%N; }
+elapsed_since() { echo "$(now) - $1" | bc; }
+
+# bounded_wait PID SECONDS: waits for PID (a background process of this shell) for at
+# most SECONDS; then stops it (TERM; to a timeout(1) wrapper, which passes it on) and
+# returns 254. Else the process's exit status, as soon as it ends. The bound is kept by
+# a watchdog (sh) that ends by itself once the wait is over: killing a freshly forked
+# child of this shell could run the test's EXIT trap in it (bash's signal handlers stay
+# until the child execs).
+bounded_wait() {
+  local pid=$1 live rc
+  live=$(mktemp)
+  sh -c 'end=$(( $(date +%s%N) + $2 * 1000000000 ))
+         while [ -e "$1" ]; do
+           if [ "$(date +%s%N)" -ge "$end" ]; then : >"$1.fired"; kill "$3" 2>/dev/null; exit 0; fi
+           sleep 0.1
+         done' watchdog "$live" "$2" "$pid" &
+  wait "$pid"; rc=$?
+  rm -f "$live"
+  if [ -e "$live.fired" ]; then rm -f "$live.fired"; return 254; fi
+  return "$rc"
+}
+
+# [WANT=STATUS] expect_error NAME PID LOG REGEX [SECONDS]: the error contract of a
+# ringside process that must fail. PID (started in the background, its output in LOG)
+# ends within SECONDS (default 30; else it is stopped) with exit status STATUS or,
+# without WANT, with a failure that is neither timeout(1)'s 124 nor SIGKILL's 137; LOG
+# has exactly one line mentioning an error (in any case), and it is the last line,
+# "ringside: error: ...", matching REGEX. Prints "ok   NAME (exit S): LINE", or fails
+# NAME once, saying which part did not hold.
+expect_error() {
+  local name=$1 pid=$2 log=$3 regex=$4 seconds=${5:-30} rc last
+  bounded_wait "$pid" "$seconds"; rc=$?
+  if [ "$rc" -eq 254 ]; then
+    fail "$name: still running after ${seconds}s (stopped): $(tail -n 1 "$log")"; return
+  fi
+  if [ -n "${WANT:-}" ]; then
+    if [ "$rc" -ne "$WANT" ]; then fail "$name: exit status $rc, expected $WANT"; tail -n 3 "$log"; return; fi
+  elif [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    fail "$name: exit status $rc"; tail -n 3 "$log"; return
+  fi
+  [ "$(grep -ci 'error' "$log")" -eq 1 ] || { fail "$name: not exactly one error line"; cat "$log"; return; }
+  last=$(tail -n 1 "$log")
+  [[ "$last" == "ringside: error: "* ]] || { fail "$name: the error is not the last line: $last"; return; }
+  grep -qE -- "$regex" <<<"$last" || { fail "$name: /$regex/ not in: $last"; return; }
+  echo "ok   $name (exit $rc): $last"
+}
