@@ -11,7 +11,7 @@
 //   doubling_steps.cc                 the doublings' fold-in, fold-out and exchange
 //   reduce_scatter_ring.cc, allgather_ring.cc
 //   broadcast_binomial.cc, reduce_binomial.cc
-//   scatter_flat.cc, gather_flat.cc, alltoall_pairwise.cc
+//   scatter_gather_flat.cc, alltoall_pairwise.cc
 #ifndef RINGSIDE_DDP_RING_COLLECTIVE_ALGORITHMS_H_
 #define RINGSIDE_DDP_RING_COLLECTIVE_ALGORITHMS_H_
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/status_macros.h"
 #include "ddp_ring/gloo_errors.h"
 
 namespace ringside {
@@ -53,46 +54,41 @@ class GlooTransfer::Buffer : public TransferBuffer {
       : owner_(owner), buffer_(std::move(buffer)) {}
 
   absl::Status PostSend(int peer, uint64_t slot, size_t offset, size_t bytes) override {
-    try {
-      buffer_->send(peer, slot, offset, bytes);
-    } catch (...) {
-      return GlooExceptionToStatus(std::current_exception(), owner_->timeout_);
-    }
+    RINGSIDE_RETURN_IF_ERROR(Guarded([&] { buffer_->send(peer, slot, offset, bytes); }));
     sends_.Push(bytes);
     return absl::OkStatus();
   }
 
   absl::Status PostRecv(int peer, uint64_t slot, size_t offset, size_t bytes) override {
-    try {
-      buffer_->recv(peer, slot, offset, bytes);
-    } catch (...) {
-      return GlooExceptionToStatus(std::current_exception(), owner_->timeout_);
-    }
+    RINGSIDE_RETURN_IF_ERROR(Guarded([&] { buffer_->recv(peer, slot, offset, bytes); }));
     recvs_.Push(bytes);
     return absl::OkStatus();
   }
 
   absl::Status WaitSend() override {
-    try {
-      buffer_->waitSend(owner_->timeout_ms_);
-    } catch (...) {
-      return GlooExceptionToStatus(std::current_exception(), owner_->timeout_);
-    }
+    RINGSIDE_RETURN_IF_ERROR(Guarded([&] { buffer_->waitSend(owner_->timeout_ms_); }));
     owner_->posted_.sent += static_cast<int64_t>(sends_.Pop());
     return absl::OkStatus();
   }
 
   absl::Status WaitRecv() override {
-    try {
-      buffer_->waitRecv(owner_->timeout_ms_);
-    } catch (...) {
-      return GlooExceptionToStatus(std::current_exception(), owner_->timeout_);
-    }
+    RINGSIDE_RETURN_IF_ERROR(Guarded([&] { buffer_->waitRecv(owner_->timeout_ms_); }));
     owner_->posted_.received += static_cast<int64_t>(recvs_.Pop());
     return absl::OkStatus();
   }
 
  private:
+  // Runs `call` on the unbound buffer; Gloo's exception, if it throws, as a Status.
+  template <typename Call>
+  absl::Status Guarded(Call call) {
+    try {
+      call();
+    } catch (...) {
+      return GlooExceptionToStatus(std::current_exception(), owner_->timeout_);
+    }
+    return absl::OkStatus();
+  }
+
   GlooTransfer* const owner_;
   const std::unique_ptr<gloo::transport::UnboundBuffer> buffer_;
   PostedSizes sends_;
