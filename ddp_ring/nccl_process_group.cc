@@ -612,14 +612,9 @@ absl::StatusOr<ncclUniqueId> ExchangeUniqueId(Store* store,
   return id;
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
-    Store* store, const ProcessGroupOptions& options) {
+// Protocol step 1: a GPU, made current; NCCL_HOSTID set before NCCL's first call.
+absl::Status SelectDevice(const ProcessGroupOptions& options) {
   const int rank = options.rank;
-  RINGSIDE_RETURN_IF_ERROR(ValidateProcessGroupOptions(store, options));
-
-  // Step 1: a GPU.
   const DeviceInfo devices = DetectDevices();
   if (devices.gpu_count == 0) {
     return absl::UnavailableError(
@@ -634,17 +629,17 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
   if (!options.nccl_host_id.empty()) {
     setenv("NCCL_HOSTID", options.nccl_host_id.c_str(), /*overwrite=*/1);
   }
+  return absl::OkStatus();
+}
 
-  // Step 2: the unique id.
-  absl::StatusOr<ncclUniqueId> id = ExchangeUniqueId(store, options);
-  if (!id.ok()) return id.status();
-
-  // Step 3: the communicator, bounded by the timeout.
+// Protocol step 3: the communicator, bounded by the timeout (aborted on failure).
+absl::StatusOr<ncclComm_t> InitCommunicator(const ncclUniqueId& id,
+                                            const ProcessGroupOptions& options) {
+  const int rank = options.rank;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t comm = nullptr;
-  const ncclResult_t init =
-      ncclCommInitRankConfig(&comm, options.world_size, *id, rank, &config);
+  const ncclResult_t init = ncclCommInitRankConfig(&comm, options.world_size, id, rank, &config);
   if (init != ncclSuccess && init != ncclInProgress) {
     if (comm != nullptr) ncclCommAbort(comm);
     return NcclError(init, "ncclCommInitRankConfig", __FILE__, __LINE__, rank);
@@ -661,52 +656,86 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
     }
     return ready;
   }
+  return comm;
+}
 
-  // Step 4: the stream and the barrier's scratch float.
+// Protocol step 4: the group's stream and the barrier's scratch float. On failure
+// frees what it made (null members) and returns the error.
+struct StreamAndScratch {
   cudaStream_t stream = nullptr;
   float* scratch = nullptr;
-  auto fail = [&](absl::Status status) {
+
+  void Free() {
     if (scratch != nullptr) cudaFree(scratch);
     if (stream != nullptr) cudaStreamDestroy(stream);
-    ncclCommAbort(comm);
-    return status;
-  };
-  if (cudaError_t err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    scratch = nullptr;
+    stream = nullptr;
+  }
+};
+absl::Status CreateStreamAndScratch(int rank, StreamAndScratch& made) {
+  absl::Status status;
+  if (cudaError_t err = cudaStreamCreateWithFlags(&made.stream, cudaStreamNonBlocking);
       err != cudaSuccess) {
-    return fail(CudaError(err, "cudaStreamCreateWithFlags", __FILE__, __LINE__, rank));
+    status = CudaError(err, "cudaStreamCreateWithFlags", __FILE__, __LINE__, rank);
+  } else if (cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&made.scratch), sizeof(float));
+             err != cudaSuccess) {
+    status = CudaError(err, "cudaMalloc", __FILE__, __LINE__, rank);
+  } else if (cudaError_t err = cudaMemset(made.scratch, 0, sizeof(float)); err != cudaSuccess) {
+    status = CudaError(err, "cudaMemset", __FILE__, __LINE__, rank);
   }
-  if (cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&scratch), sizeof(float));
-      err != cudaSuccess) {
-    return fail(CudaError(err, "cudaMalloc", __FILE__, __LINE__, rank));
-  }
-  if (cudaError_t err = cudaMemset(scratch, 0, sizeof(float)); err != cudaSuccess) {
-    return fail(CudaError(err, "cudaMemset", __FILE__, __LINE__, rank));
-  }
+  if (!status.ok()) made.Free();
+  return status;
+}
 
-  // Step 5: the liveness monitor, under its own keys of the store.
+// Protocol step 5: the liveness monitor (rank_monitor.h), under its own keys of the
+// store. The monitor keeps its prefix view alive (the deleter owns it).
+absl::StatusOr<std::shared_ptr<RankMonitor>> StartRankMonitor(
+    Store* store, const ProcessGroupOptions& options) {
   auto monitor_store = std::shared_ptr<Store>(NewPrefixStore("monitor", store));
   RankMonitor::Options monitor_options;
-  monitor_options.rank = rank;
+  monitor_options.rank = options.rank;
   monitor_options.world_size = options.world_size;
   monitor_options.interval = RankMonitorInterval(options.timeout);
   monitor_options.store_host_rank = options.store_host_rank;
   absl::StatusOr<std::unique_ptr<RankMonitor>> started =
       RankMonitor::Start(monitor_store.get(), monitor_options);
   if (!started.ok()) {
-    return fail(absl::Status(started.status().code(),
-                             absl::StrCat("rank ", rank, ": cannot start the rank monitor: ",
-                                          started.status().message())));
+    return absl::Status(started.status().code(),
+                        absl::StrCat("rank ", options.rank, ": cannot start the rank monitor: ",
+                                     started.status().message()));
   }
-  // The monitor keeps its prefix view alive (the deleter owns it).
   RankMonitor* raw = started->release();
-  std::shared_ptr<RankMonitor> monitor(raw, [monitor_store](RankMonitor* m) { delete m; });
-  auto shared = std::make_shared<NcclShared>(rank, comm);
+  return std::shared_ptr<RankMonitor>(raw, [monitor_store](RankMonitor* m) { delete m; });
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
+    Store* store, const ProcessGroupOptions& options) {
+  RINGSIDE_RETURN_IF_ERROR(ValidateProcessGroupOptions(store, options));
+  RINGSIDE_RETURN_IF_ERROR(SelectDevice(options));
+  absl::StatusOr<ncclUniqueId> id = ExchangeUniqueId(store, options);
+  if (!id.ok()) return id.status();
+  absl::StatusOr<ncclComm_t> comm = InitCommunicator(*id, options);
+  if (!comm.ok()) return comm.status();
+  StreamAndScratch made;
+  if (absl::Status status = CreateStreamAndScratch(options.rank, made); !status.ok()) {
+    ncclCommAbort(*comm);
+    return status;
+  }
+  absl::StatusOr<std::shared_ptr<RankMonitor>> monitor = StartRankMonitor(store, options);
+  if (!monitor.ok()) {
+    made.Free();
+    ncclCommAbort(*comm);
+    return monitor.status();
+  }
+  auto shared = std::make_shared<NcclShared>(options.rank, *comm);
   {
     absl::MutexLock lock(&shared->mu);
-    shared->monitor = monitor;
+    shared->monitor = *monitor;
   }
-  return std::unique_ptr<ProcessGroup>(
-      new NcclProcessGroup(options, std::move(shared), stream, scratch, std::move(monitor)));
+  return std::unique_ptr<ProcessGroup>(new NcclProcessGroup(
+      options, std::move(shared), made.stream, made.scratch, *std::move(monitor)));
 }
 
 }  // namespace ringside

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "ddp_ring/liveness.h"
 #include "ddp_ring/store.h"
 
 namespace ringside {
@@ -30,9 +31,7 @@ namespace {
 std::string HeartbeatKey(int rank) { return absl::StrCat("heartbeat/", rank); }
 
 // "rank 2" / "rank 1, 3": singular even for a list (see Diagnose in the header).
-std::string Ranks(const std::vector<int>& ranks) {
-  return absl::StrCat("rank ", absl::StrJoin(ranks, ", "));
-}
+std::string Ranks(const std::vector<int>& ranks) { return absl::StrCat("rank ", JoinRanks(ranks)); }
 
 }  // namespace
 
@@ -105,19 +104,17 @@ void RankMonitor::Loop() {
   }
 }
 
-// Thread only. Zero-timeout reads: a missing key answers DeadlineExceeded at once.
+// Thread only. Zero-timeout reads (liveness.h): a missing key answers at once.
 RankMonitor::Snapshot RankMonitor::ReadAll() {
+  const RankRecords read =
+      ReadRankRecords(store_, options_.rank, options_.world_size, HeartbeatKey);
   Snapshot snapshot;
+  snapshot.store_ok = read.store_ok;
   snapshot.records.resize(options_.world_size);
+  if (!read.store_ok) return snapshot;
   for (int r = 0; r < options_.world_size; ++r) {
-    if (r == options_.rank) continue;
-    absl::StatusOr<std::string> value = store_->Get(HeartbeatKey(r), absl::ZeroDuration());
-    if (absl::IsDeadlineExceeded(value.status()) || absl::IsNotFound(value.status())) continue;
-    if (!value.ok()) {
-      snapshot.store_ok = false;
-      return snapshot;
-    }
-    std::vector<absl::string_view> fields = absl::StrSplit(*value, ':');
+    if (!read.values[r].has_value()) continue;
+    std::vector<absl::string_view> fields = absl::StrSplit(*read.values[r], ':');
     Record record;
     if (fields.size() == 2 && absl::SimpleAtoi(fields[0], &record.beat) &&
         absl::SimpleAtoi(fields[1], &record.last_issued)) {

@@ -1,7 +1,8 @@
 // RankMonitor: the liveness of a job's ranks through its rendezvous store (store.h), for
-// backends whose transport cannot name a lost peer. NCCL reports only a generic
-// remote/system error, or its collective just never completes; Gloo names the far end
-// itself (gloo_process_group.cc) and needs no monitor.
+// backends whose transport cannot name a lost peer: NCCL reports only a generic
+// remote/system error, or its collective just never completes. The NCCL twin of the
+// Gloo backend's GlooPeerNaming (gloo_peer_naming.h), which checks in after a failure
+// instead of beating; both read the store through liveness.h.
 //
 // Protocol. Every rank runs one monitor, whose thread sets, every `interval`,
 //   "heartbeat/<rank>" = "<beat>:<last issued>"

@@ -73,12 +73,6 @@ const char* PhaseName(RingPhase phase) {
 
 }  // namespace
 
-RingChunk RingChunkOf(int64_t n, int world, int c) {
-  c = Mod(c, world);
-  const int64_t begin = n * c / world;
-  return {c, begin, n * (c + 1) / world - begin};
-}
-
 std::vector<std::vector<float>> RingInputs(int world, int64_t n, RingValues values, uint64_t seed) {
   std::vector<std::vector<float>> inputs(world, std::vector<float>(n));
   Rng rng(Mix64(seed ^ 0x72696e67ULL));  // "ring".
@@ -110,44 +104,47 @@ RingExplanation ExplainRing(const std::vector<std::vector<float>>& inputs) {
   const int w = e.world;
   const int64_t n = e.elements;
   std::vector<std::vector<float>> data = inputs;
-  for (RingPhase phase : {RingPhase::kReduceScatter, RingPhase::kAllGather}) {
-    const bool reduce = phase == RingPhase::kReduceScatter;
-    for (int s = 0; s < w - 1; ++s) {
-      RingStep step;
-      step.phase = phase;
-      step.step = s;
-      step.ranks.resize(w);
-      // Every rank sends from its vector as it was before the step: the chunk a rank
-      // receives in a step is never the one it sends in it.
-      for (int r = 0; r < w; ++r) {
-        RingRankStep& rs = step.ranks[r];
-        rs.rank = r;
-        rs.sent = RingChunkOf(n, w, reduce ? r - s : r + 1 - s);
-        rs.received = RingChunkOf(n, w, reduce ? r - s - 1 : r - s);
-        rs.sent_values = Values(data[r], rs.sent);
-      }
-      for (int r = 0; r < w; ++r) {
-        RingRankStep& rs = step.ranks[r];
-        const RingRankStep& left = step.ranks[Mod(r - 1, w)];
-        rs.received_values = left.sent_values;  // left.sent is rs.received.
-        rs.old_values = Values(data[r], rs.received);
-        rs.new_values = rs.received_values;
-        if (reduce) {
-          // The backend's `sum[i] += received[i]`: this rank's running copy plus the
-          // left neighbour's running sum, one float addition per element.
-          for (int64_t i = 0; i < rs.received.count; ++i) {
-            rs.new_values[i] = rs.old_values[i] + rs.received_values[i];
-          }
-        }
-        std::memcpy(data[r].data() + rs.received.begin, rs.new_values.data(),
-                    rs.received.count * sizeof(float));
-        e.chunks_sent[r] += 1;
-        e.floats_sent[r] += rs.sent.count;
-        e.floats_received[r] += rs.received.count;
-      }
-      step.buffers = data;
-      e.steps.push_back(std::move(step));
+  // The backend's schedule, one transfer per step: reduce-scatter, then all-gather.
+  std::vector<RingSchedule> schedules;
+  for (int r = 0; r < w; ++r) schedules.push_back(RingSchedule::Unsegmented(n, w, r));
+  const int64_t transfers = w > 1 ? schedules[0].transfers() : 0;
+  for (int64_t t = 0; t < transfers; ++t) {
+    RingStep step;
+    step.ranks.resize(w);
+    // Every rank sends from its vector as it was before the step: the chunk a rank
+    // receives in a step is never the one it sends in it.
+    for (int r = 0; r < w; ++r) {
+      const RingTransfer x = schedules[r].At(t);
+      step.phase = x.phase;
+      step.step = x.step;
+      RingRankStep& rs = step.ranks[r];
+      rs.rank = r;
+      rs.sent = x.send_chunk;
+      rs.received = x.recv_chunk;
+      rs.sent_values = Values(data[r], rs.sent);
     }
+    const bool reduce = step.phase == RingPhase::kReduceScatter;
+    for (int r = 0; r < w; ++r) {
+      RingRankStep& rs = step.ranks[r];
+      const RingRankStep& left = step.ranks[Mod(r - 1, w)];
+      rs.received_values = left.sent_values;  // left.sent is rs.received.
+      rs.old_values = Values(data[r], rs.received);
+      rs.new_values = rs.received_values;
+      if (reduce) {
+        // The backend's `sum[i] += received[i]`: this rank's running copy plus the
+        // left neighbour's running sum, one float addition per element.
+        for (int64_t i = 0; i < rs.received.count; ++i) {
+          rs.new_values[i] = rs.old_values[i] + rs.received_values[i];
+        }
+      }
+      std::memcpy(data[r].data() + rs.received.begin, rs.new_values.data(),
+                  rs.received.count * sizeof(float));
+      e.chunks_sent[r] += 1;
+      e.floats_sent[r] += rs.sent.count;
+      e.floats_received[r] += rs.received.count;
+    }
+    step.buffers = data;
+    e.steps.push_back(std::move(step));
   }
   e.result = std::move(data);
   return e;

@@ -1,20 +1,15 @@
 // `ringside explain ring`: the ring all-reduce of ringside's Gloo backend
-// (ddp_ring/gloo_process_group.cc, RingAllReduce), step by step, as data, and the check
-// that the real backend computes the same floats.
+// (ddp_ring/allreduce_ring.cc), step by step, as data, and the check that the real
+// backend computes the same floats.
 //
-// The explanation mirrors the backend exactly:
-//   chunks: chunk c of n floats over w ranks is [n c / w, n (c + 1) / w) (Chunk());
-//   reduce-scatter, steps s = 0 .. w - 2: rank r sends chunk r - s to rank r + 1 and
-//     receives chunk r - s - 1 from rank r - 1, adding it into its own copy
-//     (data[i] = data[i] + received[i]); afterwards rank r holds the full sum of chunk
-//     r + 1;
-//   all-gather, steps s = 0 .. w - 2: rank r sends chunk r + 1 - s and receives chunk
-//     r - s, which overwrites its copy.
-// The backend cuts each chunk into segments and pipelines them, but each float still
-// gets the same additions in the same order (segment k of a transfer covers the same
-// floats of the same chunk on both ends, and the transfer that forwards a running sum
-// is completed after the one that produced it), so the sums are bit-identical: the sum
-// of chunk c is x[c + w - 1] + (... + (x[c + 1] + x[c])), ranks taken modulo w.
+// The explanation runs the backend's own schedule (ddp_ring/ring_schedule.h,
+// RingSchedule::Unsegmented: the chunks, and which chunk each rank sends and receives
+// in each step), so the two cannot drift apart. The backend cuts each chunk into
+// segments and pipelines them (RingSchedule::Pipelined), but each float still gets the
+// same additions in the same order (segment k of a transfer covers the same floats of
+// the same chunk on both ends, and the transfer that forwards a running sum is
+// completed after the one that produced it), so the sums are bit-identical: the sum of
+// chunk c is x[c + w - 1] + (... + (x[c + 1] + x[c])), ranks taken modulo w.
 #ifndef RINGSIDE_EXPERIMENTS_EXPLAIN_RING_EXPLAINER_H_
 #define RINGSIDE_EXPERIMENTS_EXPLAIN_RING_EXPLAINER_H_
 
@@ -24,22 +19,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "ddp_ring/ring_schedule.h"  // RingChunk, RingChunkOf, RingPhase.
 #include "experiments/explain/frames.h"
 
 namespace ringside {
-
-// One chunk of the ring's split: elements [begin, begin + count) of the vector.
-struct RingChunk {
-  int index = 0;  // In [0, world).
-  int64_t begin = 0;
-  int64_t count = 0;
-};
-
-// Chunk c (taken modulo `world`) of `n` floats split over `world` ranks:
-// [n c / world, n (c + 1) / world), as the Gloo backend's Chunk(). world >= 1, n >= 0.
-RingChunk RingChunkOf(int64_t n, int world, int c);
-
-enum class RingPhase { kReduceScatter, kAllGather };
 
 // What one rank did in one step.
 struct RingRankStep {
