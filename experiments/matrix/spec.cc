@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/ops_factory.h"
+#include "common/ps_layout.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "ddp_ring/allreduce_algorithm.h"
@@ -24,6 +25,12 @@
 
 namespace ringside {
 namespace {
+
+// The processes of `cell`: a PS cell's layout's (common/ps_layout.h), else its workers.
+int CellProcesses(const Cell& cell) {
+  if (cell.strategy.kind() != "ps") return cell.workers;
+  return PsLayout(cell.shards, cell.workers, cell.strategy.ps_colocated()).num_processes();
+}
 
 // Bounds on the spec's numbers: far above any matrix one machine or a small cluster
 // runs, low enough that expanding the cells, their batch sizes and process counts
@@ -276,7 +283,7 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
   RINGSIDE_RETURN_IF_ERROR(CheckDistinctCells(spec, cells));
   // Processes must fill whole nodes in every cell.
   for (const Cell& c : cells) {
-    const int processes = c.workers + (c.strategy.kind() == "ps" && !c.strategy.ps_colocated() ? c.shards : 0);
+    const int processes = CellProcesses(c);
     if (processes % c.ranks_per_node != 0) {
       return absl::InvalidArgumentError(absl::StrCat("cell ", c.id, ": ", processes, " processes do not divide into nodes of ",
                                                      c.ranks_per_node, " (ranks_per_node)"));
@@ -326,9 +333,7 @@ std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus,
 int CellNodes(const Cell& cell) {
   const std::string& kind = cell.strategy.kind();
   if (kind == "single" || kind == "dp") return 1;  // dp: one process of threads.
-  int processes = cell.workers;
-  if (kind == "ps" && !cell.strategy.ps_colocated()) processes += cell.shards;
-  return std::max(1, processes / std::max(1, cell.ranks_per_node));
+  return std::max(1, CellProcesses(cell) / std::max(1, cell.ranks_per_node));
 }
 
 absl::Status ResolveCellEmulation(const ExperimentSpec& spec, int machine_cpus, std::vector<Cell>* cells) {
