@@ -65,6 +65,7 @@ absl::Status CheckHelp(const CommandArgs& args) {
 
 }  // namespace
 
+// Over 80 lines: a table (one entry per verb), not logic.
 absl::Span<const Command> Commands() {
   static const Command kCommands[] = {
       {"demo", "single vs PS vs DDP on 1, 2 and 4 workers, with a report (the README's demo)",

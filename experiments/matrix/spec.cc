@@ -18,6 +18,7 @@
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "ddp_ring/allreduce_algorithm.h"
+#include "experiments/launch/job_spec.h"
 #include "experiments/netem/cpu_share.h"
 #include "experiments/sys/files.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -205,6 +206,41 @@ absl::Status CheckGpuCellsCanRun(const ExperimentSpec& spec, bool built_with_cud
   return absl::OkStatus();
 }
 
+namespace {
+
+// One strategy of the spec: its kind, and the fields that apply to it.
+absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s) {
+  RINGSIDE_RETURN_IF_ERROR(ParseJobStrategy(s.kind()).status());
+  if (s.dp_interpreter_lock() && s.kind() != "dp") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strategy ", s.kind(), ": dp_interpreter_lock is for dp"));
+  }
+  if (s.kind() == "dp") {
+    // One process of replica threads, on the CPU (data_parallel.h).
+    if (IsGpuDevice(StrategyDevice(spec, s))) {
+      return absl::InvalidArgumentError("strategy dp: its replicas train on the CPU (device cpu)");
+    }
+    if (s.ranks_per_node() > 1) {
+      return absl::InvalidArgumentError("strategy dp: ranks_per_node does not apply (one process)");
+    }
+  }
+  if (s.ps_shards() < 0) return absl::InvalidArgumentError("ps_shards must be >= 1");
+  if (s.ranks_per_node() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),
+                                                   ": ranks_per_node must be >= 1, got ", s.ranks_per_node()));
+  }
+  if (s.ps_shard_per_worker() && (s.kind() != "ps" || s.ps_shards() > 0 || s.ps_colocated())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strategy ", StrategyLabel(spec, s), ": ps_shard_per_worker is for ps without ps_shards or ps_colocated"));
+  }
+  if (!s.allreduce().empty()) {
+    RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
+  }
+  return CheckStrategyDevice(spec, s);
+}
+
+}  // namespace
+
 absl::Status ValidateSpec(const ExperimentSpec& spec) {
   if (spec.strategies().empty()) return absl::InvalidArgumentError("the spec lists no strategies");
   RINGSIDE_RETURN_IF_ERROR(CheckDevice("device", spec.device()));
@@ -212,36 +248,7 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat("precision must be fp32, tf32 or bf16, got '", spec.precision(), "'"));
   }
   for (const StrategySpec& s : spec.strategies()) {
-    if (s.kind() != "single" && s.kind() != "dp" && s.kind() != "ps" && s.kind() != "ddp") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown strategy '", s.kind(), "' (expected single, dp, ps or ddp)"));
-    }
-    if (s.dp_interpreter_lock() && s.kind() != "dp") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "strategy ", s.kind(), ": dp_interpreter_lock is for dp"));
-    }
-    if (s.kind() == "dp") {
-      // One process of replica threads, on the CPU (data_parallel.h).
-      if (IsGpuDevice(StrategyDevice(spec, s))) {
-        return absl::InvalidArgumentError("strategy dp: its replicas train on the CPU (device cpu)");
-      }
-      if (s.ranks_per_node() > 1) {
-        return absl::InvalidArgumentError("strategy dp: ranks_per_node does not apply (one process)");
-      }
-    }
-    if (s.ps_shards() < 0) return absl::InvalidArgumentError("ps_shards must be >= 1");
-    if (s.ranks_per_node() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),
-                                                     ": ranks_per_node must be >= 1, got ", s.ranks_per_node()));
-    }
-    if (s.ps_shard_per_worker() && (s.kind() != "ps" || s.ps_shards() > 0 || s.ps_colocated())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "strategy ", StrategyLabel(spec, s), ": ps_shard_per_worker is for ps without ps_shards or ps_colocated"));
-    }
-    if (!s.allreduce().empty()) {
-      RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
-    }
-    RINGSIDE_RETURN_IF_ERROR(CheckStrategyDevice(spec, s));
+    RINGSIDE_RETURN_IF_ERROR(CheckStrategySpec(spec, s));
   }
   bool any_parallel = false;
   for (const StrategySpec& s : spec.strategies()) any_parallel |= s.kind() != "single";
