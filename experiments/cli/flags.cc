@@ -254,19 +254,14 @@ RunConfig RunConfigFromFlags() {
   return job.ok() ? job->run.config : RunConfig();
 }
 
-absl::StatusOr<double> NodeCpusWithoutNodes(const char* verb) {
-  RINGSIDE_ASSIGN_OR_RETURN(NodeCpuSpec spec, ParseNodeCpus(absl::GetFlag(FLAGS_node_cpus)));
+absl::StatusOr<double> NodeCpusWithoutNodes(const char* verb, const std::string& node_cpus) {
+  RINGSIDE_ASSIGN_OR_RETURN(NodeCpuSpec spec, ParseNodeCpus(node_cpus));
   if (!spec.enabled) return 0.0;
   if (spec.automatic) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--node_cpus=auto divides the machine by a job's nodes; ", verb, " has none: give CPUs per node (e.g. 0.4)"));
   }
   return spec.cpus;
-}
-
-absl::StatusOr<RpcSecurity> RpcSecurityFromFlags() {
-  return LoadRpcSecurity(absl::GetFlag(FLAGS_token_file), absl::GetFlag(FLAGS_tls_cert),
-                         absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca));
 }
 
 }  // namespace ringside

@@ -115,15 +115,10 @@ absl::StatusOr<JobSpec> JobSpecFromFlags(JobVerb verb);
 // the flags are not valid.
 RunConfig RunConfigFromFlags();
 
-// --node_cpus for a verb that runs no job of nodes (calibrate, simulate): 0 when unset
-// or "none", else the CPUs given. "auto" (nothing to divide the machine by) and bad
-// values are InvalidArgument naming `verb`, one line.
-absl::StatusOr<double> NodeCpusWithoutNodes(const char* verb);
-
-// Security: the RpcSecurity (common/rpc_security.h) from --token_file, RINGSIDE_TOKEN
-// and --tls_cert/--tls_key/--tls_ca, for the caller to pass to every server and client
-// it starts. One-line error naming the flag or variable.
-absl::StatusOr<RpcSecurity> RpcSecurityFromFlags();
+// --node_cpus (`node_cpus`) for a verb that runs no job of nodes (calibrate): 0 when
+// unset or "none", else the CPUs given. "auto" (nothing to divide the machine by) and
+// bad values are InvalidArgument naming `verb`, one line.
+absl::StatusOr<double> NodeCpusWithoutNodes(const char* verb, const std::string& node_cpus);
 
 }  // namespace ringside
 

@@ -158,7 +158,9 @@ absl::Status RunLaunchVerb(const CommandArgs& args) {
   // The job's token (--token_file or RINGSIDE_TOKEN), passed to every rank; without
   // one, Launch generates one for a single-node job. TLS too, for the launchers' own
   // rendezvous.
-  RINGSIDE_ASSIGN_OR_RETURN(lo.security, RpcSecurityFromFlags());
+  RINGSIDE_ASSIGN_OR_RETURN(lo.security,
+                            LoadRpcSecurity(absl::GetFlag(FLAGS_token_file), absl::GetFlag(FLAGS_tls_cert),
+                                            absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)));
   lo.nproc_per_node = absl::GetFlag(FLAGS_nproc_per_node);
   // Flag errors found before anything starts are usage errors (command.h).
   absl::StatusOr<int> nnodes = ParseNnodes(absl::GetFlag(FLAGS_nnodes));
