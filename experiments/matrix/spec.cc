@@ -27,12 +27,6 @@
 namespace ringside {
 namespace {
 
-// The processes of `cell`: a PS cell's layout's (common/ps_layout.h), else its workers.
-int CellProcesses(const Cell& cell) {
-  if (cell.strategy.kind() != "ps") return cell.workers;
-  return PsLayout(cell.shards, cell.workers, cell.strategy.ps_colocated()).num_processes();
-}
-
 // Bounds on the spec's numbers: far above any matrix one machine or a small cluster
 // runs, low enough that expanding the cells, their batch sizes and process counts
 // cannot overflow an int or exhaust memory (a hostile or mistyped spec is refused in
@@ -335,6 +329,11 @@ std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus,
   }
   if (!spec.slow_node().empty()) parts.push_back(absl::StrCat("slow node ", spec.slow_node()));
   return absl::StrCat("emulated on one machine: ", absl::StrJoin(parts, ", "));
+}
+
+int CellProcesses(const Cell& cell) {
+  if (cell.strategy.kind() != "ps") return cell.workers;
+  return PsLayout(cell.shards, cell.workers, cell.strategy.ps_colocated()).num_processes();
 }
 
 int CellNodes(const Cell& cell) {
