@@ -71,34 +71,32 @@ TEST(JobFlagsTest, ADdpJobIsTyped) {
 }
 
 TEST(JobFlagsTest, BadFlagsAreUsageErrorsNamingTheFlag) {
-  EXPECT_EQ(Error(Defaults("foo"), true), "unknown strategy 'foo' (expected single, dp, ps or ddp)");
-  JobFlags f = Defaults("ps");
-  f.ps_sync = "often";
-  EXPECT_EQ(Error(f, true), "--ps_sync must be bsp, ssp:K (K >= 0) or asp, got 'often'");
-  f = Defaults("ps");
-  f.ps_shards = 0;
-  EXPECT_EQ(Error(f, true), "--ps_shards must be >= 1, got 0");
-  f = Defaults("ddp");
-  f.timeout_s = 0;
-  EXPECT_EQ(Error(f, true), "--timeout_s must be >= 1");
-  f = Defaults("ddp");
-  f.backend = "bogus";
-  EXPECT_EQ(Error(f, true), "--backend=bogus is not a process-group backend (gloo or nccl)");
-  f = Defaults("dp");
-  f.network = "none";
-  EXPECT_EQ(Error(f, true),
-            "--network is not supported with --strategy=dp: DataParallel is one process "
-            "(threads), with no nodes to emulate; use --strategy=ddp or ps");
-  f = Defaults("single");
-  f.ps_min_workers = 1;
-  EXPECT_EQ(Error(f, true), "--ps_min_workers needs --strategy=ps");
-  f = Defaults("single");
-  f.batch = 0;
-  EXPECT_EQ(Error(f, true), "--batch must be >= 1, got 0");
-  f = Defaults("single");
-  f.cluster = "gige-cpu";
-  EXPECT_EQ(Error(f, true),
-            "--cluster shapes the links between a job's nodes: --strategy=single has none (ps or ddp)");
+  struct Case {
+    const char* strategy;
+    void (*set)(JobFlags*);
+    const char* error;
+  };
+  const Case cases[] = {
+      {"foo", [](JobFlags*) {}, "unknown strategy 'foo' (expected single, dp, ps or ddp)"},
+      {"ps", [](JobFlags* f) { f->ps_sync = "often"; },
+       "--ps_sync must be bsp, ssp:K (K >= 0) or asp, got 'often'"},
+      {"ps", [](JobFlags* f) { f->ps_shards = 0; }, "--ps_shards must be >= 1, got 0"},
+      {"ddp", [](JobFlags* f) { f->timeout_s = 0; }, "--timeout_s must be >= 1"},
+      {"ddp", [](JobFlags* f) { f->backend = "bogus"; },
+       "--backend=bogus is not a process-group backend (gloo or nccl)"},
+      {"dp", [](JobFlags* f) { f->network = "none"; },
+       "--network is not supported with --strategy=dp: DataParallel is one process "
+       "(threads), with no nodes to emulate; use --strategy=ddp or ps"},
+      {"single", [](JobFlags* f) { f->ps_min_workers = 1; }, "--ps_min_workers needs --strategy=ps"},
+      {"single", [](JobFlags* f) { f->batch = 0; }, "--batch must be >= 1, got 0"},
+      {"single", [](JobFlags* f) { f->cluster = "gige-cpu"; },
+       "--cluster shapes the links between a job's nodes: --strategy=single has none (ps or ddp)"},
+  };
+  for (const Case& c : cases) {
+    JobFlags f = Defaults(c.strategy);
+    c.set(&f);
+    EXPECT_EQ(Error(f, /*usage=*/true), c.error);
+  }
 }
 
 TEST(JobFlagsTest, PsProcessesByHand) {
