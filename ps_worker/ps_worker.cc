@@ -54,8 +54,8 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> RegisterWithShards(
 absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
   const RunConfig& config = o.run.config;
   const std::string me = absl::StrCat("worker ", o.worker_id);
-  // The command line checked the configuration (experiments/cli/job_flags.h); the
-  // shards compare it at registration.
+  // The caller checked the configuration (ValidateRunConfig, once, where the job was
+  // described); the shards compare it at registration.
   RINGSIDE_ASSIGN_OR_RETURN(const SyncPolicy sync, SyncPolicyOf(config));
   const int num_shards = static_cast<int>(o.servers.size());
   if (num_shards != config.ps_shards()) {

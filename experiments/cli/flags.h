@@ -1,8 +1,8 @@
 // The command line's flags, defined once for every verb, and the one mapping from
 // flags to a job's description (JobSpecFromFlags; its RunConfig is the configuration
-// every process of a job must share). Which
-// verb takes which flag is the command table's (commands.cc). The RunConfig flags
-// default to DefaultRunConfig() (common/run_config.h), as unset fields of a spec do.
+// every process of a job must share). Which verb takes which flag is the command
+// table's (commands.cc). The RunConfig flags default to DefaultRunConfig()
+// (common/run_config.h), as unset fields of a spec do.
 #ifndef RINGSIDE_EXPERIMENTS_CLI_FLAGS_H_
 #define RINGSIDE_EXPERIMENTS_CLI_FLAGS_H_
 
@@ -14,7 +14,6 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/ringside.pb.h"
-#include "common/rpc_security.h"
 #include "common/run_config.h"
 #include "experiments/cli/job_flags.h"
 
