@@ -38,23 +38,27 @@ struct SimulateFlags {
 SimulateFlags ReadSimulateFlags(const CommandArgs& args) {
   SimulateFlags f;
   f.args = &args;
+  // The mode.
   f.cluster = absl::GetFlag(FLAGS_cluster);
   f.calibration = absl::GetFlag(FLAGS_calibration);
+  // The model and its step.
   f.model = absl::GetFlag(FLAGS_simulate_model);
+  f.batch = absl::GetFlag(FLAGS_simulate_batch);
+  f.model_mb = absl::GetFlag(FLAGS_model_mb);
   f.layers_mb = absl::GetFlag(FLAGS_layers_mb);
+  f.step_ms = absl::GetFlag(FLAGS_step_ms);
+  // The sweep: workers, shards, links, buckets.
   f.workers = absl::GetFlag(FLAGS_simulate_workers);
+  f.max_workers = absl::GetFlag(FLAGS_max_workers);
   f.shards = absl::GetFlag(FLAGS_simulate_shards);
+  f.colocated = absl::GetFlag(FLAGS_colocated);
   f.links = absl::GetFlag(FLAGS_links);
+  f.link_latency = absl::GetFlag(FLAGS_link_latency);
+  f.wire_only = absl::GetFlag(FLAGS_wire_only);
+  f.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
+  // Emulated nodes of a calibration.
   f.node_cpus = absl::GetFlag(FLAGS_simulate_node_cpus);
   f.slow_node = absl::GetFlag(FLAGS_simulate_slow_node);
-  f.batch = absl::GetFlag(FLAGS_simulate_batch);
-  f.max_workers = absl::GetFlag(FLAGS_max_workers);
-  f.model_mb = absl::GetFlag(FLAGS_model_mb);
-  f.step_ms = absl::GetFlag(FLAGS_step_ms);
-  f.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
-  f.link_latency = absl::GetFlag(FLAGS_link_latency);
-  f.colocated = absl::GetFlag(FLAGS_colocated);
-  f.wire_only = absl::GetFlag(FLAGS_wire_only);
   return f;
 }
 
