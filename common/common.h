@@ -14,6 +14,7 @@
 //                  implement (Start, hooks, FinishStep, Finish)
 //   run_config.h   RunConfig validation, RunOptions, SGD settings, the same-configuration
 //                  check that names the differing field; shared defaults
+//   ps_layout.h    PsLayout: which rank of a PS job is a shard, a worker, or both
 //   replica.h      one replica set-up (ops, dataset, model, SGD) and its training,
 //                  used by single, DDP and PS
 //   data_parallel.h  --strategy=dp: DataParallel, replicas as threads of one process
@@ -49,6 +50,7 @@
 #include "common/ops.h"
 #include "common/ops_factory.h"
 #include "common/output_files.h"
+#include "common/ps_layout.h"
 #include "common/replica.h"
 #include "common/run_config.h"
 #include "common/sgd.h"

@@ -23,21 +23,9 @@ std::string LibraryDefaultThreads() {
   return "library default";
 }
 
-}  // namespace
-
-absl::Status RunTrainCommand(const RunOptions& options) {
-  const RunConfig& c = options.config;
-  const bool dp = c.strategy() == "dp";
-  if (c.strategy() != "single" && !dp) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown strategy '", c.strategy(), "' (expected single, dp, ps or ddp)"));
-  }
-  // Cheap checks first, so bad flags fail before the dataset is loaded.
-  RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(c));
-
-  absl::StatusOr<Replica> replica = NewReplica(c);
-  if (!replica.ok()) return replica.status();
-  const Ops& ops = *replica->ops;
+// What the replica runs on, its data and its model, to stderr.
+void PrintReplicaSetup(const RunConfig& c, const Replica& replica, bool dp) {
+  const Ops& ops = *replica.ops;
   if (ops.kind() == DeviceKind::kCpu) {
     const DeviceInfo device = DetectDevices();
     std::string gpus = device.detail;
@@ -53,11 +41,27 @@ absl::Status RunTrainCommand(const RunOptions& options) {
     absl::FPrintF(stderr, "device: %s (%s), GEMM precision %s\n", ops.name(),
                   DetectDevices().detail, c.precision().empty() ? "fp32" : c.precision());
   }
-  const Dataset& train = *replica->data.train;
+  const Dataset& train = *replica.data.train;
   absl::FPrintF(stderr, "dataset: %s: %d train, %d test samples of %dx%dx%d, %d classes (%.1f s)\n",
-                c.dataset(), train.size(), replica->data.test->size(), train.channels(),
-                train.height(), train.width(), train.num_classes(), replica->load_seconds);
-  absl::FPrintF(stderr, "model: %s, %d parameters\n", c.model(), replica->model->num_params());
+                c.dataset(), train.size(), replica.data.test->size(), train.channels(),
+                train.height(), train.width(), train.num_classes(), replica.load_seconds);
+  absl::FPrintF(stderr, "model: %s, %d parameters\n", c.model(), replica.model->num_params());
+}
+
+}  // namespace
+
+absl::Status RunTrainCommand(const JobSpec& job) {
+  const RunOptions& options = job.run;
+  const RunConfig& c = options.config;
+  const bool dp = job.strategy == JobStrategy::kDp;
+  if (job.strategy != JobStrategy::kSingle && !dp) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--strategy=", JobStrategyName(job.strategy), " runs several processes, not one"));
+  }
+
+  absl::StatusOr<Replica> replica = NewReplica(c);
+  if (!replica.ok()) return replica.status();
+  PrintReplicaSetup(c, *replica, dp);
 
   // Single: one replica steps itself. DP: the master (this replica) and world_size - 1
   // more on threads (data_parallel.h); the trainer sees one process with the global

@@ -15,10 +15,11 @@
 namespace ringside {
 
 absl::StatusOr<SyncPolicy> SyncPolicyOf(const RunConfig& config) {
-  // The configuration keeps the mode's name and K apart; --ps_sync's text joins them.
-  return ParseSyncPolicy(config.ps_sync() == SyncModeName(SyncMode::kSsp)
-                             ? SyncPolicyText(SyncPolicy{SyncMode::kSsp, config.ps_staleness()})
-                             : config.ps_sync());
+  // The configuration keeps the mode's name and SSP's K apart.
+  if (config.ps_sync() != SyncModeName(SyncMode::kSsp)) return ParseSyncPolicy(config.ps_sync());
+  if (config.ps_staleness() >= 0) return SyncPolicy{SyncMode::kSsp, config.ps_staleness()};
+  // A K no flag could give: refused in --ps_sync's words.
+  return ParseSyncPolicy(SyncPolicyText(SyncPolicy{SyncMode::kSsp, config.ps_staleness()}));
 }
 
 absl::StatusOr<PsShardOptions> ShardOptionsFor(const RunConfig& config, int shard,

@@ -54,7 +54,9 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> RegisterWithShards(
 absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
   const RunConfig& config = o.run.config;
   const std::string me = absl::StrCat("worker ", o.worker_id);
-  RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(config));
+  // The caller checked the configuration (ValidateRunConfig, once, where the job was
+  // described); the shards compare it at registration.
+  RINGSIDE_ASSIGN_OR_RETURN(const SyncPolicy sync, SyncPolicyOf(config));
   const int num_shards = static_cast<int>(o.servers.size());
   if (num_shards != config.ps_shards()) {
     return absl::InvalidArgumentError(absl::StrCat(me, ": --ps_servers lists ", num_shards,
@@ -64,7 +66,7 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
   // worker reaches them through in-process channels). Otherwise: channels to the shards.
   std::vector<HostedShard> hosted;
   std::vector<std::shared_ptr<grpc::Channel>> channels;
-  if (config.ps_colocated() && o.worker_id == 0) {
+  if (PsLayout::Of(config).WorkerHostsShards(o.worker_id)) {
     for (int s = 0; s < num_shards; ++s) {
       absl::StatusOr<HostedShard> h = HostShard(config, s, o.servers[s], o.timeout, o.run.out_dir,
                                                   o.run.resume, o.security);
@@ -89,7 +91,7 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
   // Under SSP and ASP the release of a step's parameters is the consistency point that
   // the staleness bound speaks of: FinishStep waits for it, so a step starts only once
   // the worker may run it.
-  sopts.params_arrive_late = config.ps_sync() == "bsp";
+  sopts.params_arrive_late = sync.mode == SyncMode::kBsp;
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<PsStrategy> strategy,
                             PsStrategy::Create(std::move(*clients), replica.model.get(),
                                                replica.ops.get(), sopts));
@@ -98,8 +100,7 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
                   "ps: %d workers, %d shard(s)%s, %s, model %s (%d parameters, %.1f MB) in "
                   "%d-KiB chunks\n",
                   config.world_size(), num_shards, config.ps_colocated() ? " in worker 0" : "",
-                  config.ps_sync() == "ssp" ? absl::StrCat("ssp:", config.ps_staleness())
-                                            : config.ps_sync(),
+                  SyncPolicyText(sync),
                   config.model(), replica.model->num_params(),
                   replica.model->num_params() * 4 / 1e6, config.ps_chunk_bytes() / 1024);
   }

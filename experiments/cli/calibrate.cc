@@ -29,7 +29,7 @@ absl::Status RunCalibrateVerb(const CommandArgs& args) {
   if (o.calibration_repeats < 1) {
     return UsageError(absl::StrCat("--calibration_repeats must be >= 1, got ", o.calibration_repeats));
   }
-  RINGSIDE_ASSIGN_OR_RETURN(o.node_cpus, NodeCpusWithoutNodes("calibrate"));
+  RINGSIDE_ASSIGN_OR_RETURN(o.node_cpus, NodeCpusWithoutNodes("calibrate", absl::GetFlag(FLAGS_node_cpus)));
   if (o.node_cpus > MachineCpus()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--node_cpus=", o.node_cpus, ": this machine has ", MachineCpus(), " CPU(s)"));

@@ -5,7 +5,8 @@
 //   argv_parser.h  a verb's words parsed against its own flags (abseil's registry)
 //   help.h         `ringside --help`, `ringside VERB --help`, `ringside --version`
 //   version.h      the version, named once
-//   flags.h        every flag, defined once; the flags -> RunConfig mapping
+//   flags.h        every flag, defined once; the flags -> JobSpec mapping (JobSpecFromFlags)
+//   job_flags.h    the job flags' values -> a checked JobSpec (pure: ParseJobSpec)
 //   <verb>.cc      one file per verb: train, ps_roles (ps-server, ps-worker), launch,
 //                  compare, report, demo, calibrate, simulate, bench
 #ifndef RINGSIDE_EXPERIMENTS_CLI_CLI_H_

@@ -89,6 +89,7 @@ struct Setup {
   int64_t elements = 0;
   int root = 0;
   int64_t scale = 10;  // M of "M r + i".
+  absl::Duration timeout;  // --timeout_s.
 };
 
 bool InPlace(Kind kind) {
@@ -227,10 +228,9 @@ absl::StatusOr<Setup> ParseSetup(const CommandArgs& args) {
     return UsageError(absl::StrCat("--root=", s.root, " is not a rank: it must be in [0, ", s.ranks,
                                    ") with --ranks=", s.ranks));
   }
-  if (absl::GetFlag(FLAGS_timeout_s) < 1) {
-    return UsageError(
-        absl::StrCat("--timeout_s must be >= 1 (got ", absl::GetFlag(FLAGS_timeout_s), ")"));
-  }
+  const int timeout_s = absl::GetFlag(FLAGS_timeout_s);
+  if (timeout_s < 1) return UsageError(absl::StrCat("--timeout_s must be >= 1 (got ", timeout_s, ")"));
+  s.timeout = absl::Seconds(timeout_s);
   const int64_t longest = std::max<int64_t>(InputLength(s), 10);
   while (s.scale < longest) s.scale *= 10;
   return s;
@@ -318,7 +318,7 @@ absl::Status RunCollectiveVerb(const CommandArgs& args) {
   std::vector<RankBuffers> before = ranks;
 
   ProcessGroupOptions options;
-  options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  options.timeout = s.timeout;
   std::string backend = "?";
   RINGSIDE_RETURN_IF_ERROR(RunLocalGlooRanks(s.ranks, options, [&](ProcessGroup& pg) {
     RankBuffers& mine = ranks[pg.rank()];

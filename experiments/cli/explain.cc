@@ -35,9 +35,9 @@ std::string Plural(int64_t n, const char* one, const char* many) {
   return absl::StrCat(n, " ", n == 1 ? one : many);
 }
 
-// Writes the frames if --frames was given and says where.
-absl::Status MaybeWriteFrames(const std::vector<Frame>& frames, const std::string& title) {
-  const std::string path = absl::GetFlag(FLAGS_frames);
+// Writes the frames to `path` (--frames) if it is not empty and says where.
+absl::Status MaybeWriteFrames(const std::string& path, const std::vector<Frame>& frames,
+                              const std::string& title) {
   if (path.empty()) return absl::OkStatus();
   if (absl::Status s = WriteFrames(path, frames, title); !s.ok()) return s;
   absl::PrintF("frames: %s (%s)\n", path, Plural(frames.size(), "frame", "frames"));
@@ -54,7 +54,7 @@ absl::Status CheckRing(const RingExplanation& e, const std::string& what) {
   return absl::OkStatus();
 }
 
-absl::Status ExplainRingVerb(const CommandArgs& args) {
+absl::Status ExplainRingVerb(const CommandArgs& args, const std::string& frames) {
   const int ranks = absl::GetFlag(FLAGS_ranks);
   const int64_t elements = absl::GetFlag(FLAGS_elements);
   if (ranks < 1 || ranks > kMaxRanks) {
@@ -93,10 +93,10 @@ absl::Status ExplainRingVerb(const CommandArgs& args) {
         seed);
   }
   return MaybeWriteFrames(
-      RingFrames(e), absl::StrCat("ring all-reduce: ", ranks, " ranks, ", elements, " floats"));
+      frames, RingFrames(e), absl::StrCat("ring all-reduce: ", ranks, " ranks, ", elements, " floats"));
 }
 
-absl::Status ExplainPsVerb(const CommandArgs&) {
+absl::Status ExplainPsVerb(const std::string& frames) {
   PsExplainOptions options;
   options.workers = absl::GetFlag(FLAGS_workers);
   options.shards = absl::GetFlag(FLAGS_shards);
@@ -139,8 +139,9 @@ absl::Status ExplainPsVerb(const CommandArgs&) {
   absl::PrintF(
       "check: every shard's bytes in and out per step, measured by the real run, are "
       "within 1%% of the prediction\n");
-  return MaybeWriteFrames(PsFrames(*e), absl::StrCat("parameter server: ", options.workers,
-                                                     " workers, ", options.shards, " shards"));
+  return MaybeWriteFrames(frames, PsFrames(*e),
+                          absl::StrCat("parameter server: ", options.workers, " workers, ",
+                                       options.shards, " shards"));
 }
 
 }  // namespace
@@ -155,7 +156,7 @@ absl::Status RunExplainVerb(const CommandArgs& args) {
   if (!frames.empty()) {
     if (absl::Status s = CheckFramesPath(frames); !s.ok()) return AsUsageError(s);
   }
-  return what == "ring" ? ExplainRingVerb(args) : ExplainPsVerb(args);
+  return what == "ring" ? ExplainRingVerb(args, frames) : ExplainPsVerb(frames);
 }
 
 }  // namespace ringside

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/dataset.h"
+#include "common/job_env.h"
 #include "common/ops_factory.h"
 #include "common/rpc_security.h"
 #include "common/run_config.h"
@@ -189,199 +190,78 @@ ABSL_FLAG(int32_t, ps_min_workers, 0,
 
 namespace ringside {
 
-RunConfig RunConfigFromFlags() { return RunConfigFromFlags(absl::GetFlag(FLAGS_strategy)); }
-
-RunConfig RunConfigFromFlags(const std::string& strategy) {
-  RunConfig c;
-  c.set_strategy(strategy);
-  c.set_model(absl::GetFlag(FLAGS_model));
-  c.set_dataset(absl::GetFlag(FLAGS_dataset));
-  c.set_epochs(absl::GetFlag(FLAGS_epochs));
-  c.set_max_steps(absl::GetFlag(FLAGS_steps));
-  c.set_batch(absl::GetFlag(FLAGS_batch));
-  c.set_lr(static_cast<float>(absl::GetFlag(FLAGS_lr)));
-  c.set_momentum(static_cast<float>(absl::GetFlag(FLAGS_momentum)));
-  c.set_weight_decay(static_cast<float>(absl::GetFlag(FLAGS_weight_decay)));
-  c.set_nesterov(absl::GetFlag(FLAGS_nesterov));
-  c.set_seed(absl::GetFlag(FLAGS_seed));
-  c.set_threads(absl::GetFlag(FLAGS_threads));
-  c.set_device(absl::GetFlag(FLAGS_device));
-  c.set_precision(absl::GetFlag(FLAGS_precision));
-  c.set_drop_last(absl::GetFlag(FLAGS_drop_last));
-  c.set_grad_accum(absl::GetFlag(FLAGS_grad_accum));
-  c.set_prefetch(absl::GetFlag(FLAGS_prefetch));
-  if (c.strategy() == "ddp") {
-    c.set_backend(absl::GetFlag(FLAGS_backend));
-    c.set_bucket_cap_bytes(static_cast<int64_t>(absl::GetFlag(FLAGS_bucket_cap_mb) * (1 << 20)));
-    c.set_first_bucket_bytes(static_cast<int64_t>(absl::GetFlag(FLAGS_first_bucket_mb) * (1 << 20)));
-    c.set_overlap(absl::GetFlag(FLAGS_overlap));
-    c.set_allreduce(absl::GetFlag(FLAGS_allreduce));
-  }
-  if (c.strategy() == "dp") {
-    // DataParallel: --workers replicas (threads of this process), --batch each.
-    c.set_world_size(absl::GetFlag(FLAGS_workers));
-    c.set_dp_interpreter_lock(absl::GetFlag(FLAGS_dp_interpreter_lock));
-  }
-  if (c.strategy() == "ps") {
-    c.set_world_size(absl::GetFlag(FLAGS_workers));
-    c.set_ps_shards(absl::GetFlag(FLAGS_ps_shards));
-    const std::string sync = absl::GetFlag(FLAGS_ps_sync);
-    absl::StatusOr<SyncPolicy> policy = ParseSyncPolicy(sync);
-    c.set_ps_sync(policy.ok() ? SyncModeName(policy->mode) : sync);
-    c.set_ps_staleness(policy.ok() ? policy->staleness : 0);
-    c.set_ps_chunk_bytes(int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024);
-    c.set_ps_colocated(absl::GetFlag(FLAGS_ps_colocated));
-    c.set_ps_min_workers(absl::GetFlag(FLAGS_ps_min_workers));  // Elastic PS (issue 23).
-  }
-  // Teaching bugs, canonical (sorted, each once) so that every rank's list compares
-  // equal; ValidateRunConfig checks the names.
-  std::vector<std::string> bugs = absl::StrSplit(absl::GetFlag(FLAGS_bug), ',', absl::SkipWhitespace());
-  for (std::string& b : bugs) b = std::string(absl::StripAsciiWhitespace(b));
-  std::sort(bugs.begin(), bugs.end());
-  bugs.erase(std::unique(bugs.begin(), bugs.end()), bugs.end());
-  c.set_bugs(absl::StrJoin(bugs, ","));
-  // Numerical safety (issue 23); ValidateRunConfig checks the value. The default is
-  // left unset (empty means stop), so configurations built elsewhere compare equal.
-  if (absl::GetFlag(FLAGS_nan_policy) != ringside::kNanPolicyStop) {
-    c.set_nan_policy(absl::GetFlag(FLAGS_nan_policy));
-  }
-  return c;
+JobFlags ReadJobFlags() {
+  JobFlags f;
+  f.strategy = absl::GetFlag(FLAGS_strategy);
+  f.model = absl::GetFlag(FLAGS_model);
+  f.dataset = absl::GetFlag(FLAGS_dataset);
+  f.epochs = absl::GetFlag(FLAGS_epochs);
+  f.steps = absl::GetFlag(FLAGS_steps);
+  f.batch = absl::GetFlag(FLAGS_batch);
+  f.lr = absl::GetFlag(FLAGS_lr);
+  f.momentum = absl::GetFlag(FLAGS_momentum);
+  f.weight_decay = absl::GetFlag(FLAGS_weight_decay);
+  f.nesterov = absl::GetFlag(FLAGS_nesterov);
+  f.seed = absl::GetFlag(FLAGS_seed);
+  f.threads = absl::GetFlag(FLAGS_threads);
+  f.device = absl::GetFlag(FLAGS_device);
+  f.precision = absl::GetFlag(FLAGS_precision);
+  f.drop_last = absl::GetFlag(FLAGS_drop_last);
+  f.grad_accum = absl::GetFlag(FLAGS_grad_accum);
+  f.prefetch = absl::GetFlag(FLAGS_prefetch);
+  f.bug = absl::GetFlag(FLAGS_bug);
+  f.nan_policy = absl::GetFlag(FLAGS_nan_policy);
+  f.out = absl::GetFlag(FLAGS_out);
+  f.resume = absl::GetFlag(FLAGS_resume);
+  f.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  f.keep_checkpoints = absl::GetFlag(FLAGS_keep_checkpoints);
+  f.eval_batch = absl::GetFlag(FLAGS_eval_batch);
+  f.workers = absl::GetFlag(FLAGS_workers);
+  f.dp_interpreter_lock = absl::GetFlag(FLAGS_dp_interpreter_lock);
+  f.backend = absl::GetFlag(FLAGS_backend);
+  f.allreduce = absl::GetFlag(FLAGS_allreduce);
+  f.bucket_cap_mb = absl::GetFlag(FLAGS_bucket_cap_mb);
+  f.first_bucket_mb = absl::GetFlag(FLAGS_first_bucket_mb);
+  f.overlap = absl::GetFlag(FLAGS_overlap);
+  f.timeout_s = absl::GetFlag(FLAGS_timeout_s);
+  f.ps_shards = absl::GetFlag(FLAGS_ps_shards);
+  f.ps_chunk_kb = absl::GetFlag(FLAGS_ps_chunk_kb);
+  f.ps_min_workers = absl::GetFlag(FLAGS_ps_min_workers);
+  f.ps_sync = absl::GetFlag(FLAGS_ps_sync);
+  f.ps_colocated = absl::GetFlag(FLAGS_ps_colocated);
+  f.shard = absl::GetFlag(FLAGS_shard);
+  f.worker_id = absl::GetFlag(FLAGS_worker_id);
+  f.listen = absl::GetFlag(FLAGS_listen);
+  f.ps_servers = absl::GetFlag(FLAGS_ps_servers);
+  f.network = absl::GetFlag(FLAGS_network);
+  f.cluster = absl::GetFlag(FLAGS_cluster);
+  f.node_cpus = absl::GetFlag(FLAGS_node_cpus);
+  f.slow_node = absl::GetFlag(FLAGS_slow_node);
+  f.ranks_per_node = absl::GetFlag(FLAGS_ranks_per_node);
+  f.token_file = absl::GetFlag(FLAGS_token_file);
+  f.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  f.tls_key = absl::GetFlag(FLAGS_tls_key);
+  f.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  return f;
 }
 
-RunOptions RunOptionsFromFlags() {
-  RunOptions o;
-  o.config = RunConfigFromFlags();
-  o.out_dir = absl::GetFlag(FLAGS_out);
-  o.resume = absl::GetFlag(FLAGS_resume);
-  o.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
-  o.keep_checkpoints = absl::GetFlag(FLAGS_keep_checkpoints);
-  o.eval_batch = absl::GetFlag(FLAGS_eval_batch);
-  return o;
+absl::StatusOr<JobSpec> JobSpecFromFlags(JobVerb verb) {
+  return ParseJobSpec(ReadJobFlags(), verb, /*launch_here=*/!InLaunchedJob());
 }
 
-// A CUDA device in a build without CUDA, refused before any worker or rank starts.
-absl::Status CheckDeviceBuiltFor(const RunConfig& c) {
-  RINGSIDE_ASSIGN_OR_RETURN(DeviceSpec device, ParseDevice(c.device()));
-  return CheckDeviceBuilt(device.kind);
+RunConfig RunConfigFromFlags() {
+  absl::StatusOr<JobSpec> job = ParseJobSpec(ReadJobFlags(), JobVerb::kTrain, /*launch_here=*/false);
+  return job.ok() ? job->run.config : RunConfig();
 }
 
-// Flag checks shared by every PS process, before anything is started or loaded.
-absl::Status CheckPsFlags(const RunConfig& c) {
-  if (c.world_size() < 1) return absl::InvalidArgumentError(absl::StrFormat("--workers must be >= 1, got %d", c.world_size()));
-  if (c.ps_shards() < 1) return absl::InvalidArgumentError(absl::StrFormat("--ps_shards must be >= 1, got %d", c.ps_shards()));
-  if (absl::Status s = ParseSyncPolicy(absl::GetFlag(FLAGS_ps_sync)).status(); !s.ok()) return s;
-  if (absl::GetFlag(FLAGS_ps_chunk_kb) < 1 || absl::GetFlag(FLAGS_ps_chunk_kb) > 65536) {
-    return absl::InvalidArgumentError(absl::StrFormat("--ps_chunk_kb must be in [1, 65536], got %d", absl::GetFlag(FLAGS_ps_chunk_kb)));
-  }
-  if (absl::Status s = ValidateRunConfig(c); !s.ok()) return s;
-  if (absl::Status s = CheckDeviceBuiltFor(c); !s.ok()) return s;
-  if (absl::GetFlag(FLAGS_timeout_s) < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
-  return absl::OkStatus();
-}
-
-absl::Status CheckTrainFlags() {
-  const std::string strategy = absl::GetFlag(FLAGS_strategy);
-  if (strategy != "single" && strategy != "dp" && strategy != "ps" && strategy != "ddp") {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("unknown strategy '%s' (expected single, dp, ps or ddp)", strategy));
-  }
-  const RunConfig c = RunConfigFromFlags();
-  // Sizes that could never be allocated are bad flags, refused before anything starts.
-  RINGSIDE_RETURN_IF_ERROR(CheckDatasetSpec(c.dataset()));
-  if (const std::string cluster = absl::GetFlag(FLAGS_cluster); !cluster.empty()) {
-    // The cluster's NIC, dilated, sets the links between a local job's nodes.
-    if (strategy != "ps" && strategy != "ddp") {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "--cluster shapes the links between a job's nodes: --strategy=%s has none (ps or ddp)", strategy));
-    }
-    if (!absl::GetFlag(FLAGS_network).empty()) {
-      return absl::InvalidArgumentError("--cluster and --network exclude each other: the cluster's NIC sets the links");
-    }
-    if (absl::GetFlag(FLAGS_node_cpus).empty()) {
-      return absl::InvalidArgumentError(
-          "--cluster needs --node_cpus (the dilation is measured on a node's CPU share: a number or auto)");
-    }
-  }
-  if (strategy == "ps") return CheckPsFlags(c);
-  RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(c));  // dp: --workers, --grad_accum, --device.
-  if (strategy == "dp") RINGSIDE_RETURN_IF_ERROR(CheckDataParallelFlags());
-  if (absl::GetFlag(FLAGS_ps_min_workers) != 0) {  // Elastic PS (issue 23).
-    return absl::InvalidArgumentError("--ps_min_workers needs --strategy=ps");
-  }
-  if (strategy != "dp" && absl::GetFlag(FLAGS_dp_interpreter_lock)) {
-    return absl::InvalidArgumentError("--dp_interpreter_lock needs --strategy=dp");
-  }
-  if (strategy == "ddp") {
-    if (absl::GetFlag(FLAGS_workers) < 1) {
-      return absl::InvalidArgumentError(absl::StrFormat("--workers must be >= 1, got %d", absl::GetFlag(FLAGS_workers)));
-    }
-    RINGSIDE_RETURN_IF_ERROR(CheckProcessGroupBackend(c.backend()));
-    RINGSIDE_RETURN_IF_ERROR(CheckDeviceBuiltFor(c));
-    RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(c.allreduce()).status());
-    if (absl::GetFlag(FLAGS_timeout_s) < 1) return absl::InvalidArgumentError("--timeout_s must be >= 1");
-  }
-  return absl::OkStatus();
-}
-
-namespace {
-
-// InvalidArgument "--NAME=V is outside [0, --LIMIT_NAME=L)" unless 0 <= V < L.
-absl::Status CheckIndexFlag(const char* name, int value, const char* limit_name, int limit) {
-  if (value >= 0 && value < limit) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrFormat("--%s=%d is outside [0, --%s=%d)", name, value, limit_name, limit));
-}
-
-}  // namespace
-
-absl::StatusOr<double> NodeCpusWithoutNodes(const char* verb) {
-  RINGSIDE_ASSIGN_OR_RETURN(NodeCpuSpec spec, ParseNodeCpus(absl::GetFlag(FLAGS_node_cpus)));
+absl::StatusOr<double> NodeCpusWithoutNodes(const char* verb, const std::string& node_cpus) {
+  RINGSIDE_ASSIGN_OR_RETURN(NodeCpuSpec spec, ParseNodeCpus(node_cpus));
   if (!spec.enabled) return 0.0;
   if (spec.automatic) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--node_cpus=auto divides the machine by a job's nodes; ", verb, " has none: give CPUs per node (e.g. 0.4)"));
   }
   return spec.cpus;
-}
-
-absl::Status CheckPsServerFlags() {
-  const RunConfig c = RunConfigFromFlags("ps");
-  RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
-  return CheckIndexFlag("shard", absl::GetFlag(FLAGS_shard), "ps_shards", c.ps_shards());
-}
-
-absl::Status CheckPsWorkerFlags() {
-  const RunConfig c = RunConfigFromFlags("ps");
-  RINGSIDE_RETURN_IF_ERROR(CheckPsFlags(c));
-  RINGSIDE_RETURN_IF_ERROR(CheckIndexFlag("worker_id", absl::GetFlag(FLAGS_worker_id), "workers", c.world_size()));
-  RINGSIDE_ASSIGN_OR_RETURN(std::vector<std::string> servers, ParseServerList(absl::GetFlag(FLAGS_ps_servers)));
-  if (static_cast<int>(servers.size()) != c.ps_shards()) {
-    return absl::InvalidArgumentError(absl::StrFormat("--ps_servers lists %d addresses for --ps_shards=%d",
-                                                      servers.size(), c.ps_shards()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckDataParallelFlags() {
-  // DP is one process: nothing to place on emulated nodes.
-  const bool used[] = {!absl::GetFlag(FLAGS_network).empty(),
-                       !absl::GetFlag(FLAGS_node_cpus).empty(),
-                       absl::GetFlag(FLAGS_ranks_per_node) != 1,
-                       !absl::GetFlag(FLAGS_slow_node).empty()};
-  const char* names[] = {"--network", "--node_cpus", "--ranks_per_node", "--slow_node"};
-  for (int i = 0; i < 4; ++i) {
-    if (used[i]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          names[i], " is not supported with --strategy=dp: DataParallel is one process "
-          "(threads), with no nodes to emulate; use --strategy=ddp or ps"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<RpcSecurity> RpcSecurityFromFlags() {
-  return LoadRpcSecurity(absl::GetFlag(FLAGS_token_file), absl::GetFlag(FLAGS_tls_cert),
-                         absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca));
 }
 
 }  // namespace ringside

@@ -1,7 +1,8 @@
 // The command line's flags, defined once for every verb, and the one mapping from
-// flags to a RunConfig (the configuration every process of a job must share). Which
-// verb takes which flag is the command table's (commands.cc). The RunConfig flags
-// default to DefaultRunConfig() (common/run_config.h), as unset fields of a spec do.
+// flags to a job's description (JobSpecFromFlags; its RunConfig is the configuration
+// every process of a job must share). Which verb takes which flag is the command
+// table's (commands.cc). The RunConfig flags default to DefaultRunConfig()
+// (common/run_config.h), as unset fields of a spec do.
 #ifndef RINGSIDE_EXPERIMENTS_CLI_FLAGS_H_
 #define RINGSIDE_EXPERIMENTS_CLI_FLAGS_H_
 
@@ -13,8 +14,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/ringside.pb.h"
-#include "common/rpc_security.h"
 #include "common/run_config.h"
+#include "experiments/cli/job_flags.h"
 
 ABSL_DECLARE_FLAG(std::string, strategy);
 ABSL_DECLARE_FLAG(std::string, model);
@@ -99,42 +100,24 @@ ABSL_DECLARE_FLAG(int32_t, keep_checkpoints);
 
 namespace ringside {
 
-// The training configuration the flags describe (strategy-specific fields only for
-// that strategy, so that ranks compare what matters to them).
+// Every flag a job description reads (job_flags.h), as the command line set it (or
+// its default): the one place that reads them.
+JobFlags ReadJobFlags();
+
+// The job the command line describes for `verb`, parsed and checked once:
+// ParseJobSpec(ReadJobFlags(), verb, !InLaunchedJob()) (job_flags.h). What `train`,
+// `ps-server` and `ps-worker` call first; usage errors (exit 2) name the flag.
+absl::StatusOr<JobSpec> JobSpecFromFlags(JobVerb verb);
+
+// The RunConfig a valid `train` command line describes (strategy-specific fields only
+// for its strategy, so that ranks compare what matters to them); an empty one when
+// the flags are not valid.
 RunConfig RunConfigFromFlags();
-// The same for `strategy` instead of --strategy.
-RunConfig RunConfigFromFlags(const std::string& strategy);
 
-// RunConfigFromFlags() with the options every job takes besides it (--out, --resume,
-// --checkpoint_every, --eval_batch; and --keep_checkpoints).
-RunOptions RunOptionsFromFlags();
-
-// Checks shared by every PS process, before anything is started or loaded.
-absl::Status CheckPsFlags(const RunConfig& config);
-
-// `train`'s flag checks before anything runs: --strategy is single, dp, ps or ddp, the
-// RunConfig is valid, and the strategy's own flags are. Errors name the flag.
-absl::Status CheckTrainFlags();
-
-// --strategy=dp's own checks (after ValidateRunConfig): DataParallel is one process,
-// so the emulated-node flags (--network, --node_cpus, --ranks_per_node, --slow_node)
-// are refused, one line naming the flag.
-absl::Status CheckDataParallelFlags();
-
-// `ps-server`'s and `ps-worker`'s flag checks: CheckPsFlags of a "ps" RunConfig, and
-// --shard, or --worker_id and --ps_servers (one address per shard).
-absl::Status CheckPsServerFlags();
-absl::Status CheckPsWorkerFlags();
-
-// --node_cpus for a verb that runs no job of nodes (calibrate, simulate): 0 when unset
-// or "none", else the CPUs given. "auto" (nothing to divide the machine by) and bad
-// values are InvalidArgument naming `verb`, one line.
-absl::StatusOr<double> NodeCpusWithoutNodes(const char* verb);
-
-// Security: the RpcSecurity (common/rpc_security.h) from --token_file, RINGSIDE_TOKEN
-// and --tls_cert/--tls_key/--tls_ca, for the caller to pass to every server and client
-// it starts. One-line error naming the flag or variable.
-absl::StatusOr<RpcSecurity> RpcSecurityFromFlags();
+// --node_cpus (`node_cpus`) for a verb that runs no job of nodes (calibrate): 0 when
+// unset or "none", else the CPUs given. "auto" (nothing to divide the machine by) and
+// bad values are InvalidArgument naming `verb`, one line.
+absl::StatusOr<double> NodeCpusWithoutNodes(const char* verb, const std::string& node_cpus);
 
 }  // namespace ringside
 

@@ -16,6 +16,7 @@
 #include "common/status_macros.h"
 #include "experiments/cli/flags.h"
 #include "experiments/cli/verbs.h"
+#include "experiments/launch/job_spec.h"
 #include "experiments/launch/launcher.h"
 #include "experiments/launch/network_placement.h"
 #include "experiments/launch/node_plan.h"
@@ -83,19 +84,27 @@ absl::Status ParseEndpoint(const std::string& endpoint, LaunchOptions* lo) {
   return absl::OkStatus();
 }
 
-// The rendezvous flags -> where rank 0 hosts the store and the job's run id.
-absl::Status ApplyRendezvous(LaunchOptions* lo) {
-  const std::string backend = absl::GetFlag(FLAGS_rdzv_backend);
+// The rendezvous flags, as given.
+struct RendezvousFlags {
+  std::string backend;   // --rdzv_backend
+  std::string endpoint;  // --rdzv_endpoint
+  std::string run_id;    // --rdzv_id
+  bool standalone = false;
+};
+
+// The rendezvous flags -> where rank 0 hosts the store and the job's run id. `lo`
+// holds --master_addr/--master_port and --nnodes.
+absl::Status ApplyRendezvous(const RendezvousFlags& r, LaunchOptions* lo) {
+  const std::string& backend = r.backend;
   if (backend != "static" && backend != "c10d") {
     return absl::InvalidArgumentError(absl::StrCat(
         "--rdzv_backend=", backend, " is not supported by ringside launch (static or c10d)"));
   }
-  const std::string endpoint = absl::GetFlag(FLAGS_rdzv_endpoint);
+  const std::string& endpoint = r.endpoint;
   const LaunchOptions defaults;
-  const bool master_given = absl::GetFlag(FLAGS_master_addr) != defaults.master_addr ||
-                            absl::GetFlag(FLAGS_master_port) != defaults.master_port;
-  lo->run_id = absl::GetFlag(FLAGS_rdzv_id);
-  if (absl::GetFlag(FLAGS_standalone)) {
+  const bool master_given = lo->master_addr != defaults.master_addr || lo->master_port != defaults.master_port;
+  lo->run_id = r.run_id;
+  if (r.standalone) {
     if (!endpoint.empty() || master_given || lo->nnodes != 1) {
       return absl::InvalidArgumentError(
           "--standalone picks its own endpoint on one node: drop --rdzv_endpoint, "
@@ -120,33 +129,25 @@ absl::Status ApplyRendezvous(LaunchOptions* lo) {
   return absl::OkStatus();  // Still empty: Launch derives it from the endpoint.
 }
 
-// The emulation flags (--network, --node_cpus, --ranks_per_node, --slow_node) for
-// the processes this launcher starts: the plan of PlanDdpNodes (K consecutive local
-// ranks per node). Unset: false, nothing to do. Refused with --nnodes > 1 (the
-// emulated nodes exist on this machine only) and, with --network, an explicit
-// --master_addr or --rdzv_endpoint (rank 0 is reached at its node's address).
-absl::StatusOr<bool> EmulationWanted(const LaunchOptions& lo, NodePlan* plan) {
-  const std::string network = absl::GetFlag(FLAGS_network);
-  const std::string node_cpus = absl::GetFlag(FLAGS_node_cpus);
-  const int ranks_per_node = absl::GetFlag(FLAGS_ranks_per_node);
-  const std::string slow_node = absl::GetFlag(FLAGS_slow_node);
-  const bool wanted = !network.empty() || !node_cpus.empty() || ranks_per_node != 1 ||
-                      !slow_node.empty();
-  if (!wanted) return false;
+// The emulated nodes `e` asks for, for the processes this launcher starts: the plan of
+// PlanDdpNodes (K consecutive local ranks per node). Nothing asked: false, nothing to
+// do. Refused with --nnodes > 1 (the emulated nodes exist on this machine only) and,
+// with links, an explicit --master_addr or --rdzv_endpoint (`master_given`: rank 0 is
+// reached at its node's address).
+absl::StatusOr<bool> PlanEmulatedNodes(const EmulationSpec& e, const LaunchOptions& lo,
+                                       bool master_given, NodePlan* plan) {
+  if (!e.requested()) return false;
   if (lo.nnodes > 1) {
     return absl::InvalidArgumentError(
         "--network, --node_cpus, --ranks_per_node and --slow_node emulate nodes on this "
         "machine only: they need --nnodes=1");
   }
-  if (!network.empty() && network != "none" &&
-      (absl::GetFlag(FLAGS_master_addr) != LaunchOptions().master_addr ||
-       !absl::GetFlag(FLAGS_rdzv_endpoint).empty())) {
+  if (e.network.enabled && master_given) {
     return absl::InvalidArgumentError(
         "--network puts rank 0 on an emulated node whose address the launcher chooses: drop "
         "--master_addr / --rdzv_endpoint");
   }
-  RINGSIDE_ASSIGN_OR_RETURN(SlowNodeSpec slow, ParseSlowNode(slow_node));
-  RINGSIDE_ASSIGN_OR_RETURN(*plan, PlanDdpNodes(lo.nproc_per_node, ranks_per_node, slow));
+  RINGSIDE_ASSIGN_OR_RETURN(*plan, PlanDdpNodes(lo.nproc_per_node, e.ranks_per_node, e.slow_node));
   return true;
 }
 
@@ -157,7 +158,9 @@ absl::Status RunLaunchVerb(const CommandArgs& args) {
   // The job's token (--token_file or RINGSIDE_TOKEN), passed to every rank; without
   // one, Launch generates one for a single-node job. TLS too, for the launchers' own
   // rendezvous.
-  RINGSIDE_ASSIGN_OR_RETURN(lo.security, RpcSecurityFromFlags());
+  RINGSIDE_ASSIGN_OR_RETURN(lo.security,
+                            LoadRpcSecurity(absl::GetFlag(FLAGS_token_file), absl::GetFlag(FLAGS_tls_cert),
+                                            absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)));
   lo.nproc_per_node = absl::GetFlag(FLAGS_nproc_per_node);
   // Flag errors found before anything starts are usage errors (command.h).
   absl::StatusOr<int> nnodes = ParseNnodes(absl::GetFlag(FLAGS_nnodes));
@@ -167,15 +170,25 @@ absl::Status RunLaunchVerb(const CommandArgs& args) {
   lo.master_addr = absl::GetFlag(FLAGS_master_addr);
   lo.master_port = absl::GetFlag(FLAGS_master_port);
   lo.max_restarts = absl::GetFlag(FLAGS_max_restarts);
-  RINGSIDE_RETURN_IF_ERROR(AsUsageError(ApplyRendezvous(&lo)));
+  RendezvousFlags rendezvous;
+  rendezvous.backend = absl::GetFlag(FLAGS_rdzv_backend);
+  rendezvous.endpoint = absl::GetFlag(FLAGS_rdzv_endpoint);
+  rendezvous.run_id = absl::GetFlag(FLAGS_rdzv_id);
+  rendezvous.standalone = absl::GetFlag(FLAGS_standalone);
+  RINGSIDE_RETURN_IF_ERROR(AsUsageError(ApplyRendezvous(rendezvous, &lo)));
   lo.command = args.positional;
+  RINGSIDE_ASSIGN_OR_RETURN(
+      const EmulationSpec emulation,
+      ParseEmulationSpec(absl::GetFlag(FLAGS_network), absl::GetFlag(FLAGS_node_cpus),
+                         absl::GetFlag(FLAGS_ranks_per_node), absl::GetFlag(FLAGS_slow_node)));
+  const bool master_given = absl::GetFlag(FLAGS_master_addr) != LaunchOptions().master_addr ||
+                            !absl::GetFlag(FLAGS_rdzv_endpoint).empty();
   NodePlan plan;
-  RINGSIDE_ASSIGN_OR_RETURN(bool emulated, EmulationWanted(lo, &plan));
+  RINGSIDE_ASSIGN_OR_RETURN(bool emulated, PlanEmulatedNodes(emulation, lo, master_given, &plan));
   if (!emulated) return Launch(lo);
   ScopedSignalCatcher signals;  // An interrupt must not skip the nodes' teardown.
-  RINGSIDE_ASSIGN_OR_RETURN(
-      EmulatedNodes nodes,
-      PlaceRanksOnNodes(absl::GetFlag(FLAGS_network), absl::GetFlag(FLAGS_node_cpus), plan, &lo));
+  RINGSIDE_ASSIGN_OR_RETURN(EmulatedNodes nodes,
+                            PlaceRanksOnNodes(emulation.network, emulation.node_cpus, plan, &lo));
   if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the nodes");
   if (nodes.network != nullptr) {
     // Rank 0 hosts the store on its node's address; every rank names its own address.

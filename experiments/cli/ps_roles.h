@@ -11,33 +11,30 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/job_env.h"
-#include "common/ringside.pb.h"
-#include "common/rpc_security.h"
+#include "common/ps_layout.h"
 #include "ddp_ring/store.h"
+#include "experiments/launch/job_spec.h"
 
 namespace ringside {
 
-// Hosts shard `shard` on `listen` until every worker said goodbye (blocks). `security`
-// is the security the shard listens with (empty token: unauthenticated).
-absl::Status RunPsServerRole(const RunConfig& config, int shard, const std::string& listen,
-                             const RpcSecurity& security);
+// Hosts shard `shard` of `job` on `listen` until every worker said goodbye (blocks),
+// with the job's security (empty token: unauthenticated), timeout and outputs.
+absl::Status RunPsServerRole(const JobSpec& job, int shard, const std::string& listen);
 
-// Trains as worker `worker_id` against the shards at `servers` (host:port of shard
-// 0..S-1; blocks); worker 0 prints the result. `security` is the security the worker
-// connects with (and, colocated, worker 0's shards listen with; empty token:
-// unauthenticated).
-absl::Status RunPsWorkerRole(const RunConfig& config, int worker_id,
-                             const std::vector<std::string>& servers,
-                             const RpcSecurity& security);
+// Trains as worker `worker_id` of `job` against the shards at `servers` (host:port of
+// shard 0..S-1; blocks); worker 0 prints the result. The worker connects with the
+// job's security (and, colocated, worker 0's shards listen with it).
+absl::Status RunPsWorkerRole(const JobSpec& job, int worker_id,
+                             const std::vector<std::string>& servers);
 
 // The shards' addresses of a launched PS job started without --ps_servers, through
-// the job's store `job`. Protocol: each process that hosts shards (shard rank s, or
-// worker 0 for all of them when colocated) picks a free port on its reachable address
+// the job's store `job`. Protocol: each process that hosts shards (`layout`'s
+// ShardsHostedBy its rank) picks a free port on its reachable address
 // (ddp_ring/job_store.h) and publishes "ps/shard/<s>" = "host:port"; then every
 // process reads all of them. Blocks up to `timeout`; DeadlineExceeded names the shards
 // that never published.
 absl::StatusOr<std::vector<std::string>> DiscoverPsServers(const JobEnv& env,
-                                                          const RunConfig& config, Store* job,
+                                                          const PsLayout& layout, Store* job,
                                                           absl::Duration timeout);
 
 }  // namespace ringside

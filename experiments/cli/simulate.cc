@@ -9,6 +9,7 @@
 //                        (default: the calibration's own share).
 // Bad input is a usage error (exit 2), one line.
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -24,15 +25,52 @@
 namespace ringside {
 namespace {
 
-bool Given(const CommandArgs& args, const char* flag) { return args.flags_given.count(flag) > 0; }
+// simulate's flags as given (read once, by RunSimulateVerb), and which were given.
+struct SimulateFlags {
+  const CommandArgs* args = nullptr;
+  std::string cluster, calibration, model, layers_mb, workers, shards, links, node_cpus, slow_node;
+  int batch = 0, max_workers = 0;
+  double model_mb = 0, step_ms = 0, bucket_mb = 0;
+  absl::Duration link_latency;
+  bool colocated = false, wire_only = false;
+};
+
+SimulateFlags ReadSimulateFlags(const CommandArgs& args) {
+  SimulateFlags f;
+  f.args = &args;
+  // The mode.
+  f.cluster = absl::GetFlag(FLAGS_cluster);
+  f.calibration = absl::GetFlag(FLAGS_calibration);
+  // The model and its step.
+  f.model = absl::GetFlag(FLAGS_simulate_model);
+  f.batch = absl::GetFlag(FLAGS_simulate_batch);
+  f.model_mb = absl::GetFlag(FLAGS_model_mb);
+  f.layers_mb = absl::GetFlag(FLAGS_layers_mb);
+  f.step_ms = absl::GetFlag(FLAGS_step_ms);
+  // The sweep: workers, shards, links, buckets.
+  f.workers = absl::GetFlag(FLAGS_simulate_workers);
+  f.max_workers = absl::GetFlag(FLAGS_max_workers);
+  f.shards = absl::GetFlag(FLAGS_simulate_shards);
+  f.colocated = absl::GetFlag(FLAGS_colocated);
+  f.links = absl::GetFlag(FLAGS_links);
+  f.link_latency = absl::GetFlag(FLAGS_link_latency);
+  f.wire_only = absl::GetFlag(FLAGS_wire_only);
+  f.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
+  // Emulated nodes of a calibration.
+  f.node_cpus = absl::GetFlag(FLAGS_simulate_node_cpus);
+  f.slow_node = absl::GetFlag(FLAGS_simulate_slow_node);
+  return f;
+}
+
+bool Given(const SimulateFlags& f, const char* flag) { return f.args->flags_given.count(flag) > 0; }
 
 // --workers or --max_workers (not both).
-absl::StatusOr<std::vector<int>> WorkersFromFlags(const CommandArgs& args) {
-  if (Given(args, "simulate_workers")) {
-    if (Given(args, "max_workers")) return absl::InvalidArgumentError("simulate: give --workers or --max_workers, not both");
-    return ParseWorkerList(absl::GetFlag(FLAGS_simulate_workers));
+absl::StatusOr<std::vector<int>> WorkersFromFlags(const SimulateFlags& f) {
+  if (Given(f, "simulate_workers")) {
+    if (Given(f, "max_workers")) return absl::InvalidArgumentError("simulate: give --workers or --max_workers, not both");
+    return ParseWorkerList(f.workers);
   }
-  const int max_workers = absl::GetFlag(FLAGS_max_workers);
+  const int max_workers = f.max_workers;
   if (max_workers < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--max_workers must be >= 1 (got ", max_workers, ")"));
   }
@@ -40,9 +78,9 @@ absl::StatusOr<std::vector<int>> WorkersFromFlags(const CommandArgs& args) {
 }
 
 // --link_latency in seconds; -1 when not given.
-absl::StatusOr<double> LinkLatencyFromFlags(const CommandArgs& args) {
-  if (!Given(args, "link_latency")) return -1.0;
-  const absl::Duration d = absl::GetFlag(FLAGS_link_latency);
+absl::StatusOr<double> LinkLatencyFromFlags(const SimulateFlags& f) {
+  if (!Given(f, "link_latency")) return -1.0;
+  const absl::Duration d = f.link_latency;
   if (d < absl::ZeroDuration() || d == absl::InfiniteDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("--link_latency must be >= 0 and finite (got ",
                                                    absl::FormatDuration(d), ")"));
@@ -50,8 +88,8 @@ absl::StatusOr<double> LinkLatencyFromFlags(const CommandArgs& args) {
   return absl::ToDoubleSeconds(d);
 }
 
-absl::StatusOr<double> BucketCapFromFlags() {
-  const double mb = absl::GetFlag(FLAGS_bucket_mb);
+absl::StatusOr<double> BucketCapFromFlags(const SimulateFlags& f) {
+  const double mb = f.bucket_mb;
   if (!(mb > 0) || !std::isfinite(mb)) {
     return absl::InvalidArgumentError(absl::StrCat("--bucket_mb must be > 0 (got ", mb, ")"));
   }
@@ -59,37 +97,36 @@ absl::StatusOr<double> BucketCapFromFlags() {
 }
 
 // The command line of --cluster mode; every error is the command line's.
-absl::StatusOr<ClusterSimulateOptions> ClusterOptionsFromFlags(const CommandArgs& args) {
+absl::StatusOr<ClusterSimulateOptions> ClusterOptionsFromFlags(const SimulateFlags& f) {
   for (const char* flag : {"simulate_node_cpus", "simulate_slow_node"}) {
-    if (Given(args, flag)) {
+    if (Given(f, flag)) {
       return absl::InvalidArgumentError(
           "simulate: --node_cpus and --slow_node describe emulated nodes of a calibration; a "
           "cluster's devices come from its profile");
     }
   }
   ClusterSimulateOptions o;
-  RINGSIDE_ASSIGN_OR_RETURN(o.cluster, LoadClusterProfile(absl::GetFlag(FLAGS_cluster)));
-  o.batch = absl::GetFlag(FLAGS_simulate_batch);
+  RINGSIDE_ASSIGN_OR_RETURN(o.cluster, LoadClusterProfile(f.cluster));
+  o.batch = f.batch;
   if (o.batch < 0) return absl::InvalidArgumentError(absl::StrCat("--batch must be >= 1 (got ", o.batch, ")"));
   std::vector<double> layers_mb;
-  if (Given(args, "layers_mb")) {
-    RINGSIDE_ASSIGN_OR_RETURN(layers_mb, ParseSizeList(absl::GetFlag(FLAGS_layers_mb)));
+  if (Given(f, "layers_mb")) {
+    RINGSIDE_ASSIGN_OR_RETURN(layers_mb, ParseSizeList(f.layers_mb));
   }
-  RINGSIDE_ASSIGN_OR_RETURN(o.model, ResolveSimulatedModel(absl::GetFlag(FLAGS_simulate_model), o.batch,
-                                                           absl::GetFlag(FLAGS_model_mb), layers_mb));
-  const double step_ms = absl::GetFlag(FLAGS_step_ms);
-  if (Given(args, "step_ms") && (!(step_ms > 0) || !std::isfinite(step_ms))) {
+  RINGSIDE_ASSIGN_OR_RETURN(o.model, ResolveSimulatedModel(f.model, o.batch, f.model_mb, layers_mb));
+  const double step_ms = f.step_ms;
+  if (Given(f, "step_ms") && (!(step_ms > 0) || !std::isfinite(step_ms))) {
     return absl::InvalidArgumentError(absl::StrCat("--step_ms must be > 0 (got ", step_ms, ")"));
   }
   o.step_s = step_ms / 1e3;
-  RINGSIDE_ASSIGN_OR_RETURN(o.workers, WorkersFromFlags(args));
-  RINGSIDE_ASSIGN_OR_RETURN(o.shards, ParseShardList(absl::GetFlag(FLAGS_simulate_shards)));
-  o.shards_colocated = absl::GetFlag(FLAGS_colocated);
-  RINGSIDE_ASSIGN_OR_RETURN(o.link_latency_s, LinkLatencyFromFlags(args));
-  if (Given(args, "links")) {
-    RINGSIDE_ASSIGN_OR_RETURN(o.link_bytes_per_s, ParseBandwidthList(absl::GetFlag(FLAGS_links)));
+  RINGSIDE_ASSIGN_OR_RETURN(o.workers, WorkersFromFlags(f));
+  RINGSIDE_ASSIGN_OR_RETURN(o.shards, ParseShardList(f.shards));
+  o.shards_colocated = f.colocated;
+  RINGSIDE_ASSIGN_OR_RETURN(o.link_latency_s, LinkLatencyFromFlags(f));
+  if (Given(f, "links")) {
+    RINGSIDE_ASSIGN_OR_RETURN(o.link_bytes_per_s, ParseBandwidthList(f.links));
   }
-  RINGSIDE_ASSIGN_OR_RETURN(o.bucket_cap_bytes, BucketCapFromFlags());
+  RINGSIDE_ASSIGN_OR_RETURN(o.bucket_cap_bytes, BucketCapFromFlags(f));
   // A missing step time is the user's to give: checked before anything is printed.
   RINGSIDE_RETURN_IF_ERROR(ClusterStepSeconds(o).status());
   return o;
@@ -97,36 +134,32 @@ absl::StatusOr<ClusterSimulateOptions> ClusterOptionsFromFlags(const CommandArgs
 
 // The command line of --calibration mode (all but the calibration, read later); every
 // error is the command line's.
-absl::StatusOr<SimulateOptions> CalibrationOptionsFromFlags(const CommandArgs& args) {
+absl::StatusOr<SimulateOptions> CalibrationOptionsFromFlags(const SimulateFlags& f) {
   for (const char* flag : {"step_ms", "layers_mb"}) {
-    if (Given(args, flag)) {
+    if (Given(f, flag)) {
       return absl::InvalidArgumentError(
           absl::StrCat("simulate: --", flag, " is for --cluster (a calibration measured its own step and model)"));
     }
   }
   SimulateOptions o;
-  if (Given(args, "simulate_model")) o.model = absl::GetFlag(FLAGS_simulate_model);
-  if (Given(args, "simulate_batch")) o.batch = absl::GetFlag(FLAGS_simulate_batch);
-  o.model_bytes = absl::GetFlag(FLAGS_model_mb) * 1e6;
-  RINGSIDE_ASSIGN_OR_RETURN(o.link_bytes_per_s, ParseBandwidthList(absl::GetFlag(FLAGS_links)));
-  RINGSIDE_ASSIGN_OR_RETURN(o.workers, WorkersFromFlags(args));
-  RINGSIDE_ASSIGN_OR_RETURN(o.shards, ParseShardList(absl::GetFlag(FLAGS_simulate_shards)));
-  o.shards_colocated = absl::GetFlag(FLAGS_colocated);
+  if (Given(f, "simulate_model")) o.model = f.model;
+  if (Given(f, "simulate_batch")) o.batch = f.batch;
+  o.model_bytes = f.model_mb * 1e6;
+  RINGSIDE_ASSIGN_OR_RETURN(o.link_bytes_per_s, ParseBandwidthList(f.links));
+  RINGSIDE_ASSIGN_OR_RETURN(o.workers, WorkersFromFlags(f));
+  RINGSIDE_ASSIGN_OR_RETURN(o.shards, ParseShardList(f.shards));
+  o.shards_colocated = f.colocated;
   o.colocated = false;  // --shards=N --colocated is that curve.
-  RINGSIDE_ASSIGN_OR_RETURN(o.link_latency_s, LinkLatencyFromFlags(args));
-  o.path_limits = !absl::GetFlag(FLAGS_wire_only);
-  RINGSIDE_ASSIGN_OR_RETURN(o.bucket_cap_bytes, BucketCapFromFlags());
+  RINGSIDE_ASSIGN_OR_RETURN(o.link_latency_s, LinkLatencyFromFlags(f));
+  o.path_limits = !f.wire_only;
+  RINGSIDE_ASSIGN_OR_RETURN(o.bucket_cap_bytes, BucketCapFromFlags(f));
   // Emulated nodes of that many CPUs (any number: the prediction goes past this
   // machine); not given: the calibration's own share, so nothing is rescaled.
-  RINGSIDE_ASSIGN_OR_RETURN(NodeCpuSpec cpus, ParseNodeCpus(absl::GetFlag(FLAGS_simulate_node_cpus)));
-  if (cpus.automatic) {
-    return absl::InvalidArgumentError(
-        "--node_cpus=auto divides the machine by a job's nodes; simulate has none: give CPUs per node (e.g. 0.4)");
-  }
-  if (Given(args, "simulate_node_cpus")) o.node_cpus = cpus.enabled ? cpus.cpus : 0;
-  RINGSIDE_ASSIGN_OR_RETURN(SlowNodeSpec slow, ParseSlowNode(absl::GetFlag(FLAGS_simulate_slow_node)));
+  RINGSIDE_ASSIGN_OR_RETURN(double node_cpus, NodeCpusWithoutNodes("simulate", f.node_cpus));
+  if (Given(f, "simulate_node_cpus")) o.node_cpus = node_cpus;
+  RINGSIDE_ASSIGN_OR_RETURN(SlowNodeSpec slow, ParseSlowNode(f.slow_node));
   if (slow.enabled) {
-    if (!Given(args, "simulate_node_cpus") || !(o.node_cpus > 0)) {
+    if (!Given(f, "simulate_node_cpus") || !(o.node_cpus > 0)) {
       return absl::InvalidArgumentError("--slow_node needs --node_cpus");
     }
     o.slow_node_fraction = slow.factor;
@@ -137,15 +170,16 @@ absl::StatusOr<SimulateOptions> CalibrationOptionsFromFlags(const CommandArgs& a
 }  // namespace
 
 absl::Status RunSimulateVerb(const CommandArgs& args) {
-  if (!absl::GetFlag(FLAGS_cluster).empty()) {
-    absl::StatusOr<ClusterSimulateOptions> o = ClusterOptionsFromFlags(args);
+  const SimulateFlags f = ReadSimulateFlags(args);
+  if (!f.cluster.empty()) {
+    absl::StatusOr<ClusterSimulateOptions> o = ClusterOptionsFromFlags(f);
     if (!o.ok()) return AsUsageError(o.status());
     return RunClusterSimulate(*o, stdout);
   }
-  absl::StatusOr<SimulateOptions> o = CalibrationOptionsFromFlags(args);
+  absl::StatusOr<SimulateOptions> o = CalibrationOptionsFromFlags(f);
   if (!o.ok()) return AsUsageError(o.status());
   // A file that cannot be read or a calibration that does not fit: exit 1.
-  RINGSIDE_ASSIGN_OR_RETURN(o->calibration, ReadCalibrationFile(absl::GetFlag(FLAGS_calibration)));
+  RINGSIDE_ASSIGN_OR_RETURN(o->calibration, ReadCalibrationFile(f.calibration));
   return RunSimulate(*o, stdout);
 }
 

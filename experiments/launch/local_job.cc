@@ -3,7 +3,6 @@
 #include <memory>
 #include <set>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/rpc_security.h"
 #include "common/status_macros.h"
@@ -44,30 +43,20 @@ absl::StatusOr<int> PickDistinctFreePort(std::set<int>* taken) {
 
 }  // namespace
 
-bool WantsEmulatedNode(const LocalJobOptions& options) {
-  const absl::string_view v = absl::StripAsciiWhitespace(options.node_cpus);
-  return !v.empty() && v != "none";
-}
-
-absl::Status LaunchLocalPsJob(const RunConfig& c, const LocalJobOptions& options) {
-  const int shards = c.ps_shards();
-  const bool colocated = c.ps_colocated();
-  RINGSIDE_ASSIGN_OR_RETURN(SlowNodeSpec slow, ParseSlowNode(options.slow_node));
-  RINGSIDE_ASSIGN_OR_RETURN(
-      NodePlan plan, PlanPsNodes(shards, c.world_size(), colocated, options.ranks_per_node, slow));
-  RINGSIDE_ASSIGN_OR_RETURN(
-      LaunchOptions lo, SelfLaunch(c.world_size() + (colocated ? 0 : shards), options));
+absl::Status LaunchLocalPsJob(const PsLayout& layout, const LocalJobOptions& options) {
+  const EmulationSpec& e = options.emulation;
+  RINGSIDE_ASSIGN_OR_RETURN(NodePlan plan, PlanPsNodes(layout.shards(), layout.workers(), layout.colocated(),
+                                                       e.ranks_per_node, e.slow_node));
+  RINGSIDE_ASSIGN_OR_RETURN(LaunchOptions lo, SelfLaunch(layout.num_processes(), options));
   lo.labels = plan.labels;
   ScopedSignalCatcher signals;  // An interrupt must not skip the nodes' teardown.
-  RINGSIDE_ASSIGN_OR_RETURN(EmulatedNodes nodes,
-                            PlaceRanksOnNodes(options.network, options.node_cpus, plan, &lo));
+  RINGSIDE_ASSIGN_OR_RETURN(EmulatedNodes nodes, PlaceRanksOnNodes(e.network, e.node_cpus, plan, &lo));
   if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the nodes");
   std::string servers;
   std::set<int> ports;  // Shards of one node share its address: distinct ports.
-  for (int s = 0; s < shards; ++s) {
+  for (int s = 0; s < layout.shards(); ++s) {
     RINGSIDE_ASSIGN_OR_RETURN(int port, PickDistinctFreePort(&ports));
-    // The node that hosts shard s: its own process's, or worker 0's when colocated.
-    const std::string host = nodes.address_of(colocated ? 0 : s);
+    const std::string host = nodes.address_of(layout.RankHostingShard(s));
     absl::StrAppend(&servers, s > 0 ? "," : "", host, ":", port);
   }
   lo.command.push_back(absl::StrCat("--ps_servers=", servers));
@@ -76,13 +65,12 @@ absl::Status LaunchLocalPsJob(const RunConfig& c, const LocalJobOptions& options
 
 absl::Status LaunchLocalDdpJob(int workers, const LocalJobOptions& options) {
   if (workers < 1) return absl::InvalidArgumentError(absl::StrCat("--workers must be >= 1, got ", workers));
-  RINGSIDE_ASSIGN_OR_RETURN(SlowNodeSpec slow, ParseSlowNode(options.slow_node));
-  RINGSIDE_ASSIGN_OR_RETURN(NodePlan plan, PlanDdpNodes(workers, options.ranks_per_node, slow));
+  const EmulationSpec& e = options.emulation;
+  RINGSIDE_ASSIGN_OR_RETURN(NodePlan plan, PlanDdpNodes(workers, e.ranks_per_node, e.slow_node));
   RINGSIDE_ASSIGN_OR_RETURN(LaunchOptions lo, SelfLaunch(workers, options));
   // Rank 0's node hosts the store.
   ScopedSignalCatcher signals;  // An interrupt must not skip the nodes' teardown.
-  RINGSIDE_ASSIGN_OR_RETURN(EmulatedNodes nodes,
-                            PlaceRanksOnNodes(options.network, options.node_cpus, plan, &lo));
+  RINGSIDE_ASSIGN_OR_RETURN(EmulatedNodes nodes, PlaceRanksOnNodes(e.network, e.node_cpus, plan, &lo));
   if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the nodes");
   if (nodes.network != nullptr) {
     RINGSIDE_ASSIGN_OR_RETURN(lo.master_port, PickFreePort());  // Free in rank 0's namespace.
@@ -96,28 +84,28 @@ absl::Status LaunchLocalDdpJob(int workers, const LocalJobOptions& options) {
 }
 
 absl::Status LaunchLocalSingleJob(const LocalJobOptions& options) {
-  if (options.ranks_per_node != 1) {
+  const EmulationSpec& e = options.emulation;
+  if (e.ranks_per_node != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--ranks_per_node=", options.ranks_per_node,
+        "--ranks_per_node=", e.ranks_per_node,
         ": --strategy=single is one process on one node (use --ranks_per_node=1)"));
   }
-  RINGSIDE_ASSIGN_OR_RETURN(SlowNodeSpec slow, ParseSlowNode(options.slow_node));
-  if (slow.enabled) {
+  if (e.slow_node.enabled) {
     return absl::InvalidArgumentError(
         "--slow_node needs --strategy=ps or ddp (a single process has no other nodes to be "
         "slower than)");
   }
-  if (!WantsEmulatedNode(options)) {
+  if (!e.node_cpus.enabled) {
     return absl::InvalidArgumentError("--strategy=single runs on an emulated node only with --node_cpus");
   }
-  RINGSIDE_ASSIGN_OR_RETURN(NodePlan plan, PlanDdpNodes(1, 1, slow));
+  RINGSIDE_ASSIGN_OR_RETURN(NodePlan plan, PlanDdpNodes(1, 1, e.slow_node));
   plan.labels = {"single"};
   RINGSIDE_ASSIGN_OR_RETURN(LaunchOptions lo, SelfLaunch(1, options));
   lo.labels = {"single"};
   lo.prefix_output = false;  // The single job's own lines, as without emulation.
   ScopedSignalCatcher signals;  // An interrupt must not skip the node's teardown.
   RINGSIDE_ASSIGN_OR_RETURN(EmulatedNodes node,
-                            PlaceRanksOnNodes(/*profile=*/"", options.node_cpus, plan, &lo));
+                            PlaceRanksOnNodes(NetworkProfile(), e.node_cpus, plan, &lo));
   if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the node");
   return Launch(lo);
 }

@@ -14,12 +14,10 @@ std::string EmulatedNodes::address_of(int local_rank) const {
   return network->address(node_of.at(local_rank));
 }
 
-absl::StatusOr<EmulatedNodes> PlaceRanksOnNodes(const std::string& profile_text,
-                                                const std::string& node_cpus, const NodePlan& plan,
+absl::StatusOr<EmulatedNodes> PlaceRanksOnNodes(const NetworkProfile& profile,
+                                                const NodeCpuSpec& cpu_spec, const NodePlan& plan,
                                                 LaunchOptions* launch) {
   // Everything is checked before anything is created.
-  RINGSIDE_ASSIGN_OR_RETURN(NetworkProfile profile, ParseNetworkProfile(profile_text));
-  RINGSIDE_ASSIGN_OR_RETURN(NodeCpuSpec cpu_spec, ParseNodeCpus(node_cpus));
   const int nodes = plan.num_nodes();
   if (plan.slow_node >= 0 && !cpu_spec.enabled) {
     return absl::InvalidArgumentError(

@@ -29,19 +29,18 @@ struct EmulatedNodes {
   std::string address_of(int local_rank) const;
 };
 
-// Creates the network for `profile` ("bw=1gbit,delay=0.5ms", per-role overrides, the
-// plan's node roles) and the CPU shares for `node_cpus` ("", "auto" or a number of
-// CPUs per node; auto: the machine's CPUs / the plan's nodes; the plan's slow node
-// gets its factor times that), one of each per node of `plan`, and sets
-// `launch->rank_prefix` so that each local rank starts inside its node: in its
-// cgroup, then in its namespace. Processes of one node share both. When anything is
-// emulated, prints the plan's Summary and the CPU share (slow node and its quota
-// named) to stderr, one line each, prefixed "ringside: ". Removes what killed runs
-// left first. Everything is checked before anything is created: InvalidArgument (one
-// line) for bad `profile` or `node_cpus`, a plan with a slow node but no --node_cpus,
-// or more CPUs than the machine has; PermissionDenied without root.
-absl::StatusOr<EmulatedNodes> PlaceRanksOnNodes(const std::string& profile,
-                                                const std::string& node_cpus, const NodePlan& plan,
+// Creates the network for `profile` (its links, per-role overrides for the plan's node
+// roles) and the CPU shares for `node_cpus` (auto: the machine's CPUs / the plan's
+// nodes; the plan's slow node gets its factor times that), one of each per node of
+// `plan`, either when enabled, and sets `launch->rank_prefix` so that each local rank
+// starts inside its node: in its cgroup, then in its namespace. Processes of one node
+// share both. When anything is emulated, prints the plan's Summary and the CPU share
+// (slow node and its quota named) to stderr, one line each, prefixed "ringside: ".
+// Removes what killed runs left first. Everything is checked before anything is
+// created: InvalidArgument (one line) for a plan with a slow node but no CPU share, or
+// more CPUs than the machine has; PermissionDenied without root.
+absl::StatusOr<EmulatedNodes> PlaceRanksOnNodes(const NetworkProfile& profile,
+                                                const NodeCpuSpec& node_cpus, const NodePlan& plan,
                                                 LaunchOptions* launch);
 
 }  // namespace ringside

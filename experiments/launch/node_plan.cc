@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/ps_layout.h"
 
 namespace ringside {
 namespace {
@@ -88,15 +89,17 @@ absl::StatusOr<NodePlan> PlanPsNodes(int shards, int workers, bool colocated, in
                                                    ": there is no worker ", slow.rank,
                                                    " (workers 0 to ", workers - 1, ")"));
   }
-  const int server_procs = colocated ? 0 : shards;
+  const PsLayout layout(shards, workers, colocated);
   std::vector<std::string> labels;
-  for (int s = 0; s < server_procs; ++s) labels.push_back(absl::StrCat("shard ", s));
-  for (int w = 0; w < workers; ++w) labels.push_back(absl::StrCat("worker ", w));
-  // Shard i's local rank is i, worker w's is server_procs + w; pair them up.
+  for (int r = 0; r < layout.num_processes(); ++r) {
+    labels.push_back(layout.IsShardProcess(r) ? absl::StrCat("shard ", r)
+                                              : absl::StrCat("worker ", layout.WorkerOf(r)));
+  }
+  // Shard process i and worker i paired up, then the rest.
   std::vector<int> order;
-  for (int i = 0; i < std::max(server_procs, workers); ++i) {
-    if (i < server_procs) order.push_back(i);
-    if (i < workers) order.push_back(server_procs + i);
+  for (int i = 0; i < std::max(layout.shard_processes(), workers); ++i) {
+    if (layout.IsShardProcess(i)) order.push_back(i);
+    if (i < workers) order.push_back(layout.RankOfWorker(i));
   }
   absl::StatusOr<NodePlan> plan =
       Place(order, std::move(labels), ranks_per_node,
@@ -104,9 +107,8 @@ absl::StatusOr<NodePlan> PlanPsNodes(int shards, int workers, bool colocated, in
                                                  " workers)"));
   if (!plan.ok()) return plan;
   plan->roles.assign(plan->num_nodes(), "worker");
-  for (int s = 0; s < server_procs; ++s) plan->roles[plan->node_of[s]] = "master";
-  if (colocated) plan->roles[plan->node_of[0]] = "master";
-  MarkSlow(slow, server_procs + slow.rank, &*plan);
+  for (int s = 0; s < shards; ++s) plan->roles[plan->node_of[layout.RankHostingShard(s)]] = "master";
+  MarkSlow(slow, layout.RankOfWorker(slow.rank), &*plan);
   return plan;
 }
 

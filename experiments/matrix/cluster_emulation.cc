@@ -64,8 +64,8 @@ absl::Status ResolveClusterCells(const ExperimentSpec& spec, int machine_cpus, s
     // One device per node: a PS's packing of a shard beside its worker (ranks_per_node 2)
     // is placement, not devices, and stays the strategy's.
     if (kind == "ps" && devices == 1) continue;
-    const bool shard_processes = kind == "ps" && !c.strategy.ps_colocated();
-    const int processes = c.workers + (shard_processes ? c.shards : 0);
+    const int processes = CellProcesses(c);
+    const bool shard_processes = processes > c.workers;  // Shards of their own.
     const std::string what =
         shard_processes
             ? absl::StrFormat("the %d processes of %s at %d workers (%d shard%s + %d workers)", processes, c.label,

@@ -14,9 +14,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/ops_factory.h"
+#include "common/ps_layout.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "ddp_ring/allreduce_algorithm.h"
+#include "experiments/launch/job_spec.h"
 #include "experiments/netem/cpu_share.h"
 #include "experiments/sys/files.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -198,6 +200,41 @@ absl::Status CheckGpuCellsCanRun(const ExperimentSpec& spec, bool built_with_cud
   return absl::OkStatus();
 }
 
+namespace {
+
+// One strategy of the spec: its kind, and the fields that apply to it.
+absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s) {
+  RINGSIDE_RETURN_IF_ERROR(ParseJobStrategy(s.kind()).status());
+  if (s.dp_interpreter_lock() && s.kind() != "dp") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strategy ", s.kind(), ": dp_interpreter_lock is for dp"));
+  }
+  if (s.kind() == "dp") {
+    // One process of replica threads, on the CPU (data_parallel.h).
+    if (IsGpuDevice(StrategyDevice(spec, s))) {
+      return absl::InvalidArgumentError("strategy dp: its replicas train on the CPU (device cpu)");
+    }
+    if (s.ranks_per_node() > 1) {
+      return absl::InvalidArgumentError("strategy dp: ranks_per_node does not apply (one process)");
+    }
+  }
+  if (s.ps_shards() < 0) return absl::InvalidArgumentError("ps_shards must be >= 1");
+  if (s.ranks_per_node() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),
+                                                   ": ranks_per_node must be >= 1, got ", s.ranks_per_node()));
+  }
+  if (s.ps_shard_per_worker() && (s.kind() != "ps" || s.ps_shards() > 0 || s.ps_colocated())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strategy ", StrategyLabel(spec, s), ": ps_shard_per_worker is for ps without ps_shards or ps_colocated"));
+  }
+  if (!s.allreduce().empty()) {
+    RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
+  }
+  return CheckStrategyDevice(spec, s);
+}
+
+}  // namespace
+
 absl::Status ValidateSpec(const ExperimentSpec& spec) {
   if (spec.strategies().empty()) return absl::InvalidArgumentError("the spec lists no strategies");
   RINGSIDE_RETURN_IF_ERROR(CheckDevice("device", spec.device()));
@@ -205,36 +242,7 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat("precision must be fp32, tf32 or bf16, got '", spec.precision(), "'"));
   }
   for (const StrategySpec& s : spec.strategies()) {
-    if (s.kind() != "single" && s.kind() != "dp" && s.kind() != "ps" && s.kind() != "ddp") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown strategy '", s.kind(), "' (expected single, dp, ps or ddp)"));
-    }
-    if (s.dp_interpreter_lock() && s.kind() != "dp") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "strategy ", s.kind(), ": dp_interpreter_lock is for dp"));
-    }
-    if (s.kind() == "dp") {
-      // One process of replica threads, on the CPU (data_parallel.h).
-      if (IsGpuDevice(StrategyDevice(spec, s))) {
-        return absl::InvalidArgumentError("strategy dp: its replicas train on the CPU (device cpu)");
-      }
-      if (s.ranks_per_node() > 1) {
-        return absl::InvalidArgumentError("strategy dp: ranks_per_node does not apply (one process)");
-      }
-    }
-    if (s.ps_shards() < 0) return absl::InvalidArgumentError("ps_shards must be >= 1");
-    if (s.ranks_per_node() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),
-                                                     ": ranks_per_node must be >= 1, got ", s.ranks_per_node()));
-    }
-    if (s.ps_shard_per_worker() && (s.kind() != "ps" || s.ps_shards() > 0 || s.ps_colocated())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "strategy ", StrategyLabel(spec, s), ": ps_shard_per_worker is for ps without ps_shards or ps_colocated"));
-    }
-    if (!s.allreduce().empty()) {
-      RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
-    }
-    RINGSIDE_RETURN_IF_ERROR(CheckStrategyDevice(spec, s));
+    RINGSIDE_RETURN_IF_ERROR(CheckStrategySpec(spec, s));
   }
   bool any_parallel = false;
   for (const StrategySpec& s : spec.strategies()) any_parallel |= s.kind() != "single";
@@ -276,7 +284,7 @@ absl::Status ValidateSpec(const ExperimentSpec& spec) {
   RINGSIDE_RETURN_IF_ERROR(CheckDistinctCells(spec, cells));
   // Processes must fill whole nodes in every cell.
   for (const Cell& c : cells) {
-    const int processes = c.workers + (c.strategy.kind() == "ps" && !c.strategy.ps_colocated() ? c.shards : 0);
+    const int processes = CellProcesses(c);
     if (processes % c.ranks_per_node != 0) {
       return absl::InvalidArgumentError(absl::StrCat("cell ", c.id, ": ", processes, " processes do not divide into nodes of ",
                                                      c.ranks_per_node, " (ranks_per_node)"));
@@ -323,12 +331,15 @@ std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus,
   return absl::StrCat("emulated on one machine: ", absl::StrJoin(parts, ", "));
 }
 
+int CellProcesses(const Cell& cell) {
+  if (cell.strategy.kind() != "ps") return cell.workers;
+  return PsLayout(cell.shards, cell.workers, cell.strategy.ps_colocated()).num_processes();
+}
+
 int CellNodes(const Cell& cell) {
   const std::string& kind = cell.strategy.kind();
   if (kind == "single" || kind == "dp") return 1;  // dp: one process of threads.
-  int processes = cell.workers;
-  if (kind == "ps" && !cell.strategy.ps_colocated()) processes += cell.shards;
-  return std::max(1, processes / std::max(1, cell.ranks_per_node));
+  return std::max(1, CellProcesses(cell) / std::max(1, cell.ranks_per_node));
 }
 
 absl::Status ResolveCellEmulation(const ExperimentSpec& spec, int machine_cpus, std::vector<Cell>* cells) {

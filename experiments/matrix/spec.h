@@ -57,6 +57,10 @@ struct Cell {
   double node_cpus = 0;
 };
 
+// The processes of a cell's job: a PS cell's layout's (common/ps_layout.h: its workers,
+// and its shards unless colocated), else its workers.
+int CellProcesses(const Cell& cell);
+
 // The nodes a cell's processes occupy, ranks_per_node to a node: single 1; DDP N / K;
 // PS (S + N) / K, or N / K with ps_colocated (the shards live in worker 0).
 int CellNodes(const Cell& cell);

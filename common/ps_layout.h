@@ -1,0 +1,66 @@
+// Which process of a parameter-server job plays which role, written once. A PS job of
+// S shards and N workers runs, in the launcher's rank order (launch/local_job.h,
+// `ringside launch`, torchrun):
+//
+//   dedicated shards:  ranks 0..S-1 host shard 0..S-1, ranks S..S+N-1 are workers 0..N-1
+//   colocated:         ranks 0..N-1 are workers 0..N-1; worker 0 also hosts every shard
+//
+// Everything that places, starts, names or finds a PS process asks this class: the
+// local job's plan and its --ps_servers, a launched rank's role, the shards'
+// address discovery, the emulated nodes' roles, and the worker that hosts the shards.
+#ifndef RINGSIDE_COMMON_PS_LAYOUT_H_
+#define RINGSIDE_COMMON_PS_LAYOUT_H_
+
+#include <vector>
+
+#include "common/ringside.pb.h"
+
+namespace ringside {
+
+// A value; thread-compatible. Callers check shards >= 1 and workers >= 1 first
+// (the command line's --ps_shards and --workers checks); the answers below assume it.
+class PsLayout {
+ public:
+  PsLayout() = default;
+  PsLayout(int shards, int workers, bool colocated)
+      : shards_(shards), workers_(workers), colocated_(colocated) {}
+  // The layout a RunConfig names (ps_shards, world_size = workers, ps_colocated).
+  static PsLayout Of(const RunConfig& config);
+
+  int shards() const { return shards_; }
+  int workers() const { return workers_; }
+  bool colocated() const { return colocated_; }
+
+  // Processes that host shards and nothing else: S, or 0 when colocated.
+  int shard_processes() const { return colocated_ ? 0 : shards_; }
+  // Every process of the job: N + shard_processes().
+  int num_processes() const { return workers_ + shard_processes(); }
+
+  // Whether process `rank` is a dedicated shard (then it hosts shard `rank`).
+  bool IsShardProcess(int rank) const { return rank >= 0 && rank < shard_processes(); }
+  // The worker id of process `rank` (a worker process: !IsShardProcess(rank)).
+  int WorkerOf(int rank) const { return rank - shard_processes(); }
+  // The process of worker `worker`.
+  int RankOfWorker(int worker) const { return shard_processes() + worker; }
+  // The process that hosts shard `shard`: that shard's own, or worker 0's when colocated.
+  int RankHostingShard(int shard) const { return colocated_ ? RankOfWorker(0) : shard; }
+  // The shards process `rank` hosts, ascending: {rank} for a dedicated shard, all of
+  // them for worker 0 when colocated, none otherwise.
+  std::vector<int> ShardsHostedBy(int rank) const;
+  // Whether worker `worker` hosts the shards in its own process (colocated worker 0).
+  bool WorkerHostsShards(int worker) const { return colocated_ && worker == 0; }
+
+  bool operator==(const PsLayout& o) const {
+    return shards_ == o.shards_ && workers_ == o.workers_ && colocated_ == o.colocated_;
+  }
+  bool operator!=(const PsLayout& o) const { return !(*this == o); }
+
+ private:
+  int shards_ = 1;
+  int workers_ = 1;
+  bool colocated_ = false;
+};
+
+}  // namespace ringside
+
+#endif  // RINGSIDE_COMMON_PS_LAYOUT_H_
