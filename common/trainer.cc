@@ -198,13 +198,11 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& o
                                                          Model* model, Ops* ops,
                                                          const DatasetSplits* data,
                                                          StepStrategy* strategy) {
+  // The configuration was validated once where the job was described (the command
+  // line's ParseJobSpec, ValidateRunConfig); ranks compare it at their trust boundary
+  // (the DDP configuration check, the shard's registration). Here only the trainer's own
+  // options are checked.
   const RunConfig& c = options.config;
-  {
-    // The checks every strategy runs; a grad_accum of 0 (proto3's default) means none.
-    RunConfig checked = c;
-    if (checked.grad_accum() == 0) checked.set_grad_accum(1);
-    RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(checked));
-  }
   if (options.eval_batch < 1) {
     return absl::InvalidArgumentError("eval batch must be >= 1");
   }

@@ -213,7 +213,8 @@ void LingerForSurvivors(const JobEnv& env, absl::Duration timeout) {
 
 absl::StatusOr<TrainResult> RunDdpWorker(const JobEnv& env, const DdpWorkerOptions& o) {
   const std::string me = absl::StrCat("rank ", env.rank);
-  RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(o.run.config));
+  // o.run.config was validated where the job was described; the ranks compare it
+  // with rank 0's below (the trust boundary).
   // Before the rendezvous, so that every rank refuses at once and alike.
   RINGSIDE_RETURN_IF_ERROR(CheckProcessGroupBackend(o.backend));
   if (o.backend != o.run.config.backend()) {
