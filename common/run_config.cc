@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "common/bugs.h"
 #include "common/ops_factory.h"
+#include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace ringside {
@@ -59,9 +60,9 @@ absl::Status ValidateBugs(const RunConfig& c) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status ValidateRunConfig(const RunConfig& c) {
+// The training loop's and SGD's settings: batch, epochs, steps, lr, finite SGD
+// settings, nan_policy (and where skip_step is exact), grad_accum, threads.
+absl::Status ValidateLoopAndSgd(const RunConfig& c) {
   if (c.batch() < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--batch must be >= 1, got ", c.batch()));
   }
@@ -110,17 +111,20 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   if (c.threads() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--threads must be >= 0, got ", c.threads()));
   }
-  absl::StatusOr<DeviceSpec> device = ParseDevice(c.device());
-  if (!device.ok()) return device.status();
-  absl::StatusOr<GemmPrecision> precision = ParseGemmPrecision(c.precision());
-  if (!precision.ok()) return precision.status();
+  return absl::OkStatus();
+}
+
+// Device, precision and backend against the strategy: DDP's backend reduces the memory
+// the model computes in; DataParallel's replicas are CPU threads; fp32 on the CPU.
+absl::Status ValidateDevice(const RunConfig& c, const DeviceSpec& device,
+                            GemmPrecision precision) {
   // DDP: the process group reduces the memory the model computes in.
-  if (c.strategy() == "ddp" && device->kind == DeviceKind::kCuda && c.backend() != "nccl") {
+  if (c.strategy() == "ddp" && device.kind == DeviceKind::kCuda && c.backend() != "nccl") {
     return absl::InvalidArgumentError(absl::StrCat(
         "--device=", c.device(), " with --strategy=ddp needs --backend=nccl (--backend=",
         c.backend(), " reduces host memory)"));
   }
-  if (c.strategy() == "ddp" && device->kind == DeviceKind::kCpu && c.backend() == "nccl") {
+  if (c.strategy() == "ddp" && device.kind == DeviceKind::kCpu && c.backend() == "nccl") {
     return absl::InvalidArgumentError(
         "--backend=nccl reduces GPU memory: add --device=cuda (or use --backend=gloo on the CPU)");
   }
@@ -137,19 +141,22 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
           "--grad_accum=", c.grad_accum(),
           " is not supported with --strategy=dp (each step scatters one global batch)"));
     }
-    if (device->kind != DeviceKind::kCpu) {
+    if (device.kind != DeviceKind::kCpu) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--device=", c.device(),
           " is not supported with --strategy=dp, whose replicas train on the CPU (use "
           "--strategy=ddp on GPUs)"));
     }
   }
-  if (device->kind == DeviceKind::kCpu && *precision != GemmPrecision::kFp32) {
+  if (device.kind == DeviceKind::kCpu && precision != GemmPrecision::kFp32) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--precision=", c.precision(), " needs --device=cuda (the CPU backend computes fp32)"));
   }
-  if (absl::Status s = ValidateBugs(c); !s.ok()) return s;
-  // Elastic PS (issue 23): a BSP shard goes on while at least ps_min_workers are live.
+  return absl::OkStatus();
+}
+
+// Elastic PS (issue 23): a BSP shard goes on while at least ps_min_workers are live.
+absl::Status ValidateElastic(const RunConfig& c) {
   if (c.ps_min_workers() != 0) {
     if (c.strategy() != "ps") {
       return absl::InvalidArgumentError("--ps_min_workers needs --strategy=ps");
@@ -166,6 +173,20 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+// The checks run in this order (the first failure is the one reported).
+absl::Status ValidateRunConfig(const RunConfig& c) {
+  RINGSIDE_RETURN_IF_ERROR(ValidateLoopAndSgd(c));
+  absl::StatusOr<DeviceSpec> device = ParseDevice(c.device());
+  if (!device.ok()) return device.status();
+  absl::StatusOr<GemmPrecision> precision = ParseGemmPrecision(c.precision());
+  if (!precision.ok()) return precision.status();
+  RINGSIDE_RETURN_IF_ERROR(ValidateDevice(c, *device, *precision));
+  RINGSIDE_RETURN_IF_ERROR(ValidateBugs(c));
+  return ValidateElastic(c);
 }
 
 SgdHyper SgdHyperFor(const RunConfig& c) {
