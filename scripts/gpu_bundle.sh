@@ -121,6 +121,10 @@ if ((XZ)); then
 fi
 
 install -m 755 scripts/gpu_check.sh "$DEST/gpu_check.sh"
+# The benchmarks (gpu_check.sh --bench) and their PyTorch references.
+install -m 644 scripts/gpu_bench.sh "$DEST/gpu_bench.sh"
+install -m 644 experiments/bench/torch_step_bench.py "$DEST/torch_step_bench.py"
+install -m 644 experiments/bench/torch_ddp_bench.py "$DEST/torch_ddp_bench.py"
 # The suite's shell tests the check runs in GPU mode, with what they source and take.
 for f in $(scripts/gpu_check.sh --files); do install -m 755 "tests/$f" "$DEST/sh/$f"; done
 
@@ -137,7 +141,7 @@ commit=$(git rev-parse HEAD)
   echo "tests: $(tr '\n' ' ' <"$DEST/tests/LIST")"
   echo "lib: $(cd "$DEST/lib" && ls | tr '\n' ' ')"
   echo "sh: $(cd "$DEST/sh" && ls | tr '\n' ' ')"
-  echo "run: ./gpu_check.sh [--out DIR]   (unpacks */*.xz on first use)"
+  echo "run: ./gpu_check.sh [--out DIR] [--bench [--quick]]   (unpacks */*.xz on first use)"
 } >"$DEST/VERSION"
 
 echo "gpu_bundle: $DEST"

@@ -6,12 +6,14 @@
 # NVIDIA GPU, its driver and the CUDA runtime libraries, and no build tools; see
 # docs/build.md, "The GPU bundle", and docs/gpu.md.
 #
-#   gpu_check.sh [--out DIR] [--stand-in] [--only TEST[,TEST...]] [--files]
+#   gpu_check.sh [--out DIR] [--bench [--quick]] [--stand-in] [--only TEST[,TEST...]] [--files]
 #
 # Run it from the bundle (gpu_bundle/gpu_check.sh); scripts/gpu_check.sh in a checkout
 # uses the checkout's gpu_bundle/.
 #   --out DIR   DIR/gpu_report.md (the report) and DIR/gpu_check.log (every command's
 #               full output). Default: $OUT if set, else ./gpu_report.
+#   --bench     then the benchmarks (gpu_bench.sh: step time and DDP step time next to
+#               PyTorch; --quick: fewer steps); a call with them may take 9 minutes.
 #   --stand-in  the CPU stands in for the GPU (cuda -> cpu, nccl -> gloo): no GPU
 #               needed, the GPU test binaries and the NCCL check are not run; proves
 #               the runner and the bundle's tests here. RINGSIDE_GPU_CHECK_PLANT=ddp_lr
@@ -34,13 +36,15 @@ SHELL_TESTS=(
 )
 SHELL_LIBS=(test_lib.sh)
 
-usage() { sed -n '2,25s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
-OUTDIR="" STAND_IN=0 ONLY=""
+usage() { sed -n '2,27s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+OUTDIR="" STAND_IN=0 ONLY="" BENCH=0 BENCH_QUICK=0
 while (($#)); do
   case "$1" in
     --out) [[ $# -ge 2 ]] || { usage >&2; exit 2; }; OUTDIR=$2; shift 2 ;;
     --out=*) OUTDIR=${1#--out=}; shift ;;
     --stand-in) STAND_IN=1; shift ;;
+    --bench) BENCH=1; shift ;;
+    --quick) BENCH_QUICK=1; shift ;;
     --only) [[ $# -ge 2 ]] || { usage >&2; exit 2; }; ONLY=$2; shift 2 ;;
     --only=*) ONLY=${1#--only=}; shift ;;
     --files) printf '%s\n' "${SHELL_LIBS[@]}" ${SHELL_TESTS[@]} | sort -u; exit 0 ;;
@@ -87,13 +91,15 @@ trap 'rm -rf "$WORK"' EXIT
 cd "$B" || exit 2
 
 # Every step's time limit comes out of one budget (GPU_CHECK_BUDGET_S, default 290 s:
-# one call within 5 minutes of device time). tmo WANT: WANT s, or what is left (>= 5).
-BUDGET=${GPU_CHECK_BUDGET_S:-290} START=$SECONDS
+# one call within 5 minutes of device time; 540 s with --bench). tmo WANT: WANT s, or
+# what is left (>= 5).
+BUDGET=${GPU_CHECK_BUDGET_S:-$( ((BENCH)) && echo 540 || echo 290)} START=$SECONDS
 tmo() { local left=$((BUDGET - (SECONDS - START))); ((left < $1)) && { ((left < 5)) && echo 5 || echo "$left"; } || echo "$1"; }
 say() { echo "gpu_check: $*"; echo "gpu_check: $*" >>"$LOG"; }
 rep() { printf '%s\n' "$*" >>"$REPORT"; }
 logblock() { { echo; echo "===== $1"; cat "$2"; } >>"$LOG"; }  # logblock TITLE FILE
 FAILURES=() ROWS=()
+ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}  # for PyTorch (gpu_bench.sh): its own CUDA libraries
 
 # ---- Files the bundle ships compressed (scripts/gpu_bundle.sh xz's the binaries and
 # libraries over 1 MiB): unpacked once in place, or, where the bundle is read-only, in
@@ -151,7 +157,7 @@ rep ""
 rep "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'); host: $(hostname 2>/dev/null)"
 rep "- GPU: $( ((GPUS)) && echo "$SMI_L" | tr '\n' ';' || echo "none ($NO_GPU)"); driver: ${DRIVER:-unknown}"
 rep "- C library: $(ldd --version 2>&1 | head -1); bundle commit: ${COMMIT:-unknown}; libraries: $LIB_NOTE"
-rep "- command: gpu_check.sh$( ((STAND_IN)) && echo ' --stand-in')${ONLY:+ --only $ONLY} (full output: gpu_check.log beside this report)"
+rep "- command: gpu_check.sh$( ((BENCH)) && echo ' --bench')$( ((BENCH_QUICK)) && echo ' --quick')$( ((STAND_IN)) && echo ' --stand-in')${ONLY:+ --only $ONLY} (full output: gpu_check.log beside this report)"
 rep ""
 
 # ---- The GPU test binaries (GoogleTest). Not in stand-in mode.
@@ -234,6 +240,12 @@ if ((!STAND_IN)) && [[ -z $ONLY ]]; then
   rep "## NCCL all-reduce, 4 ranks"; rep ""
   rep "$status: \`bin/ringside bench allreduce --backend=nccl --workers=4\`: exit $rc, $sizes sizes, #wrong ${wrong:-0 at every size}"; rep ""
   ROWS+=("$(printf '%-34s %-5s exit %s, %s sizes, #wrong %s' "nccl all-reduce x4" "$status" "$rc" "$sizes" "${wrong:-0}")")
+fi
+
+# ---- The benchmarks (--bench), next to PyTorch.
+if ((BENCH && !STAND_IN)); then
+  # shellcheck source=scripts/gpu_bench.sh
+  source "$HERE/gpu_bench.sh"
 fi
 
 # ---- Verdict.
