@@ -150,6 +150,10 @@ for c in $(command -v python3) /usr/bin/python3 /usr/local/bin/python3; do
   [[ -x $c ]] && "$c" -c 'import numpy' 2>/dev/null && { PY=$c; break; }
 done
 [[ -n $PY ]] || FAILURES+=("no python3 with numpy (the tests compare checkpoints with it)")
+# What the shell tests call besides ringside (docs/testing.md: every shell test needs them).
+for tool in bc pkill pgrep timeout /usr/bin/python3; do
+  command -v "$tool" >/dev/null || FAILURES+=("the shell tests need $tool, missing here")
+done
 
 COMMIT=$(sed -n 's/^commit: *//p' VERSION 2>/dev/null | head -1)
 rep "# ringside GPU check$( ((STAND_IN)) && echo ' (STAND-IN: the CPU stands in for the GPU)')"
