@@ -47,7 +47,7 @@ while (($#)); do
     --quick) BENCH_QUICK=1; shift ;;
     --only) [[ $# -ge 2 ]] || { usage >&2; exit 2; }; ONLY=$2; shift 2 ;;
     --only=*) ONLY=${1#--only=}; shift ;;
-    --files) printf '%s\n' "${SHELL_LIBS[@]}" ${SHELL_TESTS[@]} | sort -u; exit 0 ;;
+    --files) printf '%s\n' "${SHELL_LIBS[@]}" "${SHELL_TESTS[@]}" | tr ' ' '\n' | sort -u; exit 0 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac

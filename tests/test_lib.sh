@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # What every shell test of tests/ shares, defined once: failing a check, skipping a test
-# whose precondition is missing, a free port, clocks and a bounded wait, and the error
-# contract of a failing ringside process. Sourced (tests/proc_util.sh sources it too);
+# whose precondition is missing, a free port, clocks and a bounded wait, the error
+# contract of a failing ringside process, and the device the training tests run on. Sourced (tests/proc_util.sh sources it too);
 # a test lists it in its BUILD target (deps = [":test_lib"] or [":proc_util"]).
 #
 # Skipped is never passed: a test that cannot run here prints one line starting with
@@ -103,13 +103,16 @@ expect_error() {
 # DDP's only).
 TEST_DEVICE=${RINGSIDE_TEST_DEVICE:-cpu}
 TEST_BACKEND=${RINGSIDE_TEST_BACKEND:-gloo}
+# shellcheck disable=SC2034  # for the tests that source this
 TEST_PYTHON=${RINGSIDE_TEST_PYTHON:-/usr/bin/python3}
 case "$TEST_DEVICE/$TEST_BACKEND" in
   cpu/gloo | cuda/nccl) ;;
   *) echo "test_lib: RINGSIDE_TEST_DEVICE=$TEST_DEVICE RINGSIDE_TEST_BACKEND=$TEST_BACKEND:" \
           "want cpu/gloo or cuda/nccl"; exit 2 ;;
 esac
+# shellcheck disable=SC2034,SC2206  # for the tests; no spaces to split
 DEVICE_ARGS=(${RINGSIDE_TEST_DEVICE:+--device="$TEST_DEVICE"})
+# shellcheck disable=SC2034,SC2206  # for the tests; no spaces to split
 BACKEND_ARGS=(${RINGSIDE_TEST_BACKEND:+--backend="$TEST_BACKEND"})
 
 # device_records RANKS: the pattern every step record of a job of RANKS ranks matches:
