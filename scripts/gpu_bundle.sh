@@ -3,13 +3,15 @@
 # CUDA build of ringside and the GPU test binaries, linked so that they run on a machine
 # with the NVIDIA driver, the CUDA runtime libraries and PyTorch but none of gRPC,
 # protobuf, abseil, Gloo, OpenBLAS, GoogleTest or Bazel; plus gpu_check.sh, which runs
-# the GPU tests and benchmarks there and writes one report. docs/build.md, "The GPU
-# bundle", says what is linked how and why.
+# the GPU test binaries and the suite's own shell tests (sh/, tests/*.sh in GPU mode)
+# there and writes one report. docs/build.md, "The GPU bundle", says what is linked how
+# and why.
 #
 #   scripts/gpu_bundle.sh [--no-xz]
 #
-# --no-xz keeps every shared library uncompressed (by default those over 4 MiB, i.e.
-# OpenBLAS, ship as .xz, which gpu_check.sh unpacks on first use). Needs the CUDA
+# --no-xz keeps every file uncompressed (by default the binaries and libraries over
+# 1 MiB ship as .xz, which gpu_check.sh unpacks on first use: the bundle must stay
+# within 40 MiB). Needs the CUDA
 # toolkit at /usr/local/cuda (the build machine's; the bundle needs none). Prints the
 # bundle's size; fails if a binary needs a shared library that is neither a system
 # library, a CUDA library of the target machine, nor in the bundle's lib/.
@@ -18,12 +20,12 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 DEST=$ROOT/gpu_bundle
 
-# The test binaries that need a GPU (and ops_factory_test, whose --device parsing the
-# bundle's binary shares). Targets that do not exist yet are skipped with a warning.
+# The test binaries with cases that need a GPU (cuda_check_test needs none: it runs in
+# the --config=cuda suite here). Targets that do not exist yet are skipped with a
+# warning.
 TESTS=(
   //common:cuda_ops_test
   //common:cuda_model_test
-  //common:cuda_check_test
   //ddp_ring:nccl_process_group_test
   //common:ops_factory_test
   //ps_worker:ps_strategy_test
@@ -34,7 +36,7 @@ BAZEL_FLAGS=(--config=cuda --config=bundle)
 # the NVIDIA driver and the CUDA libraries other than libcudart (small and tied to the
 # toolkit the binaries were compiled with: bundled).
 SYSTEM_LIBS='^(linux-vdso|ld-linux-x86-64|libc|libm|libmvec|libpthread|libdl|librt|libresolv|libutil|libanl|libstdc\+\+|libgcc_s|libcuda|libnvidia-[a-z-]*|libcublas|libcublasLt|libnccl)\.so'
-XZ_MIN_BYTES=$((4 * 1024 * 1024))
+XZ_MIN_BYTES=$((1024 * 1024))
 
 XZ=1
 case "${1:-}" in
@@ -64,7 +66,7 @@ BIN=$(bazel info "${BAZEL_FLAGS[@]}" bazel-bin 2>/dev/null)
 [[ -x $BIN/experiments/ringside ]] || die "no $BIN/experiments/ringside after the build"
 
 rm -rf "$DEST"
-mkdir -p "$DEST/bin" "$DEST/tests" "$DEST/lib"
+mkdir -p "$DEST/bin" "$DEST/tests" "$DEST/lib" "$DEST/sh"
 install -m 755 "$BIN/experiments/ringside" "$DEST/bin/ringside"
 : >"$DEST/tests/LIST"
 for t in "${present[@]}"; do
@@ -112,17 +114,19 @@ glibc=$(newest GLIBC)
 glibcxx=$(newest GLIBCXX)
 
 if ((XZ)); then
-  for f in "$DEST"/lib/*; do
+  for f in "$DEST"/bin/* "$DEST"/tests/* "$DEST"/lib/*; do
     [[ -f $f && $(stat -c %s "$f") -ge $XZ_MIN_BYTES ]] || continue
     xz -9 -T0 "$f"
   done
 fi
 
 install -m 755 scripts/gpu_check.sh "$DEST/gpu_check.sh"
+# The benchmarks (gpu_check.sh --bench) and their PyTorch references.
+install -m 644 scripts/gpu_bench.sh "$DEST/gpu_bench.sh"
 install -m 644 experiments/bench/torch_step_bench.py "$DEST/torch_step_bench.py"
-install -m 644 experiments/bench/torch_allreduce_bench.py "$DEST/torch_allreduce_bench.py"
 install -m 644 experiments/bench/torch_ddp_bench.py "$DEST/torch_ddp_bench.py"
-install -m 644 tests/compare_checkpoints.py "$DEST/compare_checkpoints.py"
+# The suite's shell tests the check runs in GPU mode, with what they source and take.
+for f in $(scripts/gpu_check.sh --files); do install -m 755 "tests/$f" "$DEST/sh/$f"; done
 
 # VERSION: what was built from what, and what the target machine must have.
 commit=$(git rev-parse HEAD)
@@ -136,7 +140,8 @@ commit=$(git rev-parse HEAD)
   echo "needs: $glibc, $glibcxx (libstdc++), an NVIDIA driver for CUDA 13, libcublas.so.13, libcublasLt.so.13, libnccl.so.2"
   echo "tests: $(tr '\n' ' ' <"$DEST/tests/LIST")"
   echo "lib: $(cd "$DEST/lib" && ls | tr '\n' ' ')"
-  echo "run: ./gpu_check.sh [--out DIR] [--quick]   (unpacks lib/*.xz on first use)"
+  echo "sh: $(cd "$DEST/sh" && ls | tr '\n' ' ')"
+  echo "run: ./gpu_check.sh [--out DIR] [--bench [--quick]]   (unpacks */*.xz on first use)"
 } >"$DEST/VERSION"
 
 echo "gpu_bundle: $DEST"

@@ -7,14 +7,14 @@
 set -uo pipefail
 RINGSIDE="$1"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
-TIMEOUT=4
 failures=0
-source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error, the device
+TIMEOUT=$(device_timeout 4)
 rank() {  # rank R WORLD PORT LOG ARGS...: starts one rank in the background.
   local r=$1 w=$2 p=$3 log=$4; shift 4
   RANK=$r WORLD_SIZE=$w LOCAL_RANK=$r LOCAL_WORLD_SIZE=$w MASTER_ADDR=127.0.0.1 MASTER_PORT=$p \
     RINGSIDE_RUN_ID=faults timeout 120 "$RINGSIDE" train --strategy=ddp --threads=1 \
-    --timeout_s=$TIMEOUT --model=mlp:784-64-10 --batch=32 "$@" >"$log" 2>&1 &
+    --timeout_s=$TIMEOUT --model=mlp:784-64-10 --batch=32 "${DEVICE_ARGS[@]}" "${BACKEND_ARGS[@]}" "$@" >"$log" 2>&1 &
 }
 # expect_error (test_lib.sh) NAME PID LOG REGEX: the rank exits non-zero (not by
 # timeout(1)), and its last line is the one error line, matching REGEX.

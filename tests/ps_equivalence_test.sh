@@ -9,7 +9,6 @@
 # after 10 steps and resumed to 20 ends bit for bit where the straight run does.
 set -uo pipefail
 RINGSIDE="$1"; COMPARE="$2"; CHECK_BYTES="$3"
-PY=/usr/bin/python3
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 B=8
 MODEL=mlp:784-48-24-10
@@ -18,13 +17,14 @@ common=(--model=$MODEL --dataset=synthetic:train=2400,test=240,seed=5
         --epochs=1 --steps=20 --lr=0.05 --momentum=0.9 --weight_decay=1e-4 --seed=3
         --threads=1 --eval_batch=240)
 failures=0
-source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
+source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error, the device
+PY=$TEST_PYTHON
 
 # ps NAME N S ARGS...: one PS job (launched locally) writing to $T/NAME.
 ps() {
   local name=$1 n=$2 s=$3 rc; shift 3
   timeout 120 "$RINGSIDE" train --strategy=ps --workers="$n" --ps_shards="$s" --batch=$B \
-    --timeout_s=30 "${common[@]}" "$@" --out="$T/$name" >"$T/$name.log" 2>&1
+    --timeout_s=30 "${DEVICE_ARGS[@]}" "${common[@]}" "$@" --out="$T/$name" >"$T/$name.log" 2>&1
   rc=$?
   if [ "$rc" -ne 0 ]; then fail "$name: ps run with $n workers, $s shard(s) exited $rc"; tail -5 "$T/$name.log"; return 1; fi
   grep -q '^\[worker 0\] test accuracy: ' "$T/$name.log" || { fail "$name: no test accuracy line"; return 1; }
@@ -35,7 +35,7 @@ ps() {
   return 0
 }
 single() {  # single NAME BATCH: the single-process reference.
-  timeout 120 "$RINGSIDE" train --strategy=single --batch="$2" "${common[@]}" --out="$T/$1" >"$T/$1.log" 2>&1 \
+  timeout 120 "$RINGSIDE" train --strategy=single --batch="$2" "${DEVICE_ARGS[@]}" "${common[@]}" --out="$T/$1" >"$T/$1.log" 2>&1 \
     || { fail "$1: single-process run exited $?"; tail -3 "$T/$1.log"; return 1; }
 }
 compare() {  # compare REFERENCE OTHER...
@@ -76,7 +76,7 @@ fi
 
 # DDP with the same workers and data ends where the PS does.
 if timeout 120 "$RINGSIDE" train --strategy=ddp --workers=2 --batch=$B --timeout_s=30 \
-    "${common[@]}" --out="$T/ddp2" >"$T/ddp2.log" 2>&1; then
+    "${DEVICE_ARGS[@]}" "${BACKEND_ARGS[@]}" "${common[@]}" --out="$T/ddp2" >"$T/ddp2.log" 2>&1; then
   compare "$T/ps2x2/checkpoint.bin" "$T/ddp2/checkpoint.bin"
 else
   fail "ddp with 2 ranks exited $?"; tail -5 "$T/ddp2.log"
@@ -85,9 +85,9 @@ fi
 # Resume: 2 workers, 2 shards, stopped after 10 steps and resumed to 20, end with the
 # checkpoint of the straight 20-step run, byte for byte.
 if timeout 120 "$RINGSIDE" train --strategy=ps --workers=2 --ps_shards=2 --batch=$B --timeout_s=30 \
-    "${common[@]/--steps=20/--steps=10}" --out="$T/resume" >"$T/resume1.log" 2>&1; then
+    "${DEVICE_ARGS[@]}" "${common[@]/--steps=20/--steps=10}" --out="$T/resume" >"$T/resume1.log" 2>&1; then
   if timeout 120 "$RINGSIDE" train --strategy=ps --workers=2 --ps_shards=2 --batch=$B --timeout_s=30 \
-      "${common[@]}" --resume --out="$T/resume" >"$T/resume2.log" 2>&1; then
+      "${DEVICE_ARGS[@]}" "${common[@]}" --resume --out="$T/resume" >"$T/resume2.log" 2>&1; then
     if ! cmp "$T/resume/checkpoint.bin" "$T/ps2x2/checkpoint.bin"; then
       fail "resumed PS checkpoint differs from the straight run"
       $PY "$COMPARE" 1e-6 "$T/ps2x2/checkpoint.bin" "$T/resume/checkpoint.bin"

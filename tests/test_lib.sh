@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # What every shell test of tests/ shares, defined once: failing a check, skipping a test
-# whose precondition is missing, a free port, clocks and a bounded wait, and the error
-# contract of a failing ringside process. Sourced (tests/proc_util.sh sources it too);
+# whose precondition is missing, a free port, clocks and a bounded wait, the error
+# contract of a failing ringside process, and the device the training tests run on. Sourced (tests/proc_util.sh sources it too);
 # a test lists it in its BUILD target (deps = [":test_lib"] or [":proc_util"]).
 #
 # Skipped is never passed: a test that cannot run here prints one line starting with
@@ -91,4 +91,44 @@ expect_error() {
   [[ "$last" == "ringside: error: "* ]] || { fail "$name: the error is not the last line: $last"; return; }
   grep -qE -- "$regex" <<<"$last" || { fail "$name: /$regex/ not in: $last"; return; }
   echo "ok   $name (exit $rc): $last"
+}
+
+# The device and backend the training tests run on, read here and nowhere else:
+# RINGSIDE_TEST_DEVICE=cpu|cuda and RINGSIDE_TEST_BACKEND=gloo|nccl (scripts/gpu_check.sh
+# sets them: cuda/nccl on a GPU, cpu/gloo in its stand-in mode); RINGSIDE_TEST_GPUS, the
+# GPUs there (ranks beyond them share one: emulated); RINGSIDE_TEST_PYTHON, a python3
+# with numpy for the comparison scripts. Unset, the suite runs as it always did: no
+# --device or --backend flag (the CPU and Gloo), /usr/bin/python3.
+# DEVICE_ARGS and BACKEND_ARGS go into every training command line (BACKEND_ARGS into
+# DDP's only).
+TEST_DEVICE=${RINGSIDE_TEST_DEVICE:-cpu}
+TEST_BACKEND=${RINGSIDE_TEST_BACKEND:-gloo}
+# shellcheck disable=SC2034  # for the tests that source this
+TEST_PYTHON=${RINGSIDE_TEST_PYTHON:-/usr/bin/python3}
+case "$TEST_DEVICE/$TEST_BACKEND" in
+  cpu/gloo | cuda/nccl) ;;
+  *) echo "test_lib: RINGSIDE_TEST_DEVICE=$TEST_DEVICE RINGSIDE_TEST_BACKEND=$TEST_BACKEND:" \
+          "want cpu/gloo or cuda/nccl"; exit 2 ;;
+esac
+# shellcheck disable=SC2034,SC2206  # for the tests; no spaces to split
+DEVICE_ARGS=(${RINGSIDE_TEST_DEVICE:+--device="$TEST_DEVICE"})
+# shellcheck disable=SC2034,SC2206  # for the tests; no spaces to split
+BACKEND_ARGS=(${RINGSIDE_TEST_BACKEND:+--backend="$TEST_BACKEND"})
+
+# device_records RANKS: the pattern every step record of a job of RANKS ranks matches:
+# the CPU, not emulated; or a GPU, emulated where the ranks outnumber the GPUs.
+device_records() {
+  if [ "$TEST_DEVICE" = cpu ]; then
+    echo '"device":"cpu".*"emulated":false'
+  elif [ "$1" -gt "${RINGSIDE_TEST_GPUS:-1}" ]; then
+    echo '"device":"cuda[^"]*".*"emulated":true'
+  else
+    echo '"device":"cuda[^"]*".*"emulated":false'
+  fi
+}
+
+# device_timeout SECONDS: a --timeout_s for a fault test: SECONDS on the CPU; at least
+# 10 on a GPU, where NCCL's set-up between ranks sharing a GPU (sockets) takes seconds.
+device_timeout() {
+  if [ "$TEST_DEVICE" = cpu ] || [ "$1" -ge 10 ]; then echo "$1"; else echo 10; fi
 }
