@@ -231,6 +231,76 @@ void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* po
   });
 }
 
+namespace {
+
+// The cell of `cells` that point `p` ran (its label and workers), or nullptr.
+const Cell* CellOf(const std::vector<Cell>& cells, const ReportPoint& p) {
+  for (const Cell& c : cells) {
+    if (c.label == p.label && c.workers == p.workers) return &c;
+  }
+  return nullptr;
+}
+
+// `measured` with its compute scaled to the first of the matrix's own CPU single-process
+// cells that finished ok (points.h), and that cell's basis in `*basis`; `measured` as is,
+// `*basis` untouched, where none fits (or the spec scales strongly).
+Calibration ScaleToOwnSingle(const Calibration& measured, const ExperimentSpec& spec,
+                             const std::vector<Cell>& cells, const std::vector<ReportPoint>& points,
+                             ComputeBasis* basis) {
+  Calibration calibration = measured;
+  for (const ReportPoint& p : points) {
+    const Cell* cell = CellOf(cells, p);
+    if (p.kind != "single" || p.ok_repeats == 0 || !(p.compute_ms > 0) || cell == nullptr ||
+        IsGpuDevice(cell->device) || spec.global_batch() > 0) {
+      continue;
+    }
+    Scenario on_single;
+    on_single.node_cpus = cell->node_cpus;
+    const double calibrated_s = CalibrationOnNode(measured, on_single).compute_s;
+    if (!(calibrated_s > 0)) continue;
+    const double ratio = p.compute_ms / 1e3 / calibrated_s;
+    calibration.compute_s *= ratio;
+    calibration.backward_s *= ratio;
+    *basis = {calibrated_s * 1e3, p.compute_ms};
+    break;
+  }
+  return calibration;
+}
+
+// Sets `s`'s strategy (and a PS's shards, placement and schedule, or an all-reduce's
+// algorithm and overlap) for point `p` of `strategy` (kind "ps" or "ddp"), its ranks
+// `ranks_per_node` to a node.
+void SetStrategyScenario(const ReportPoint& p, const StrategySpec& strategy, int ranks_per_node, Scenario* s) {
+  if (p.kind == "ps") {
+    s->strategy = Strategy::kPs;
+    s->shards = strategy.ps_shard_per_worker() ? p.workers : std::max(1, strategy.ps_shards());
+    s->colocated = strategy.ps_colocated();
+    if (s->colocated) s->colocated_hosts = 1;  // --ps_colocated: every shard in worker 0.
+    if (!s->colocated && ranks_per_node > 1) {
+      // Nodes filled shard 0, worker 0, shard 1, worker 1, ...: while shards and
+      // workers pair up, each node holds a worker beside its shard (colocated in the
+      // model's terms, one worker computing per node); past that, K workers a node.
+      if (strategy.ps_shard_per_worker() && ranks_per_node == 2) {
+        s->colocated = true;
+      } else {
+        s->ranks_per_node = ranks_per_node;
+      }
+    }
+    // The spec has no chunk size: ringside's PS as it runs by default, the same
+    // schedule `simulate` predicts with.
+    UseRingsidePsSchedule(s);
+  } else {
+    const std::string& a = strategy.allreduce();
+    s->strategy = a == "halving-doubling"     ? Strategy::kHalvingDoubling
+                  : a == "recursive-doubling" ? Strategy::kRecursiveDoubling
+                  : a == "ring"               ? Strategy::kRing
+                                              : Strategy::kAuto;  // "auto" or unset.
+    s->overlap = !strategy.no_overlap();
+  }
+}
+
+}  // namespace
+
 ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& spec, int cores,
                            std::vector<ReportPoint>* points) {
   absl::StatusOr<NetworkProfile> profile = ParseNetworkProfile(spec.network());
@@ -244,33 +314,11 @@ ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& sp
   // point's node share and processes per node come from its first repeat's cell.
   std::vector<Cell> cells = ExpandCells(spec);
   if (!ResolveClusterCells(spec, cores, &cells).ok()) cells.clear();
-  auto cell_of = [&cells](const ReportPoint& p) -> const Cell* {
-    for (const Cell& c : cells) {
-      if (c.label == p.label && c.workers == p.workers) return &c;
-    }
-    return nullptr;
-  };
   double node_cpus = 0;  // The distributed cells' share (the single's may be one device's).
   for (const Cell& c : cells) node_cpus = std::max(node_cpus, c.node_cpus);
   // Compute from the matrix's own single-process cells (points.h).
-  Calibration calibration = measured;
   ComputeBasis basis;
-  for (const ReportPoint& p : *points) {
-    const Cell* cell = cell_of(p);
-    if (p.kind != "single" || p.ok_repeats == 0 || !(p.compute_ms > 0) || cell == nullptr ||
-        IsGpuDevice(cell->device) || spec.global_batch() > 0) {
-      continue;
-    }
-    Scenario on_single;
-    on_single.node_cpus = cell->node_cpus;
-    const double calibrated_s = CalibrationOnNode(measured, on_single).compute_s;
-    if (!(calibrated_s > 0)) continue;
-    const double ratio = p.compute_ms / 1e3 / calibrated_s;
-    calibration.compute_s *= ratio;
-    calibration.backward_s *= ratio;
-    basis = {calibrated_s * 1e3, p.compute_ms};
-    break;
-  }
+  const Calibration calibration = ScaleToOwnSingle(measured, spec, cells, *points, &basis);
   const absl::StatusOr<SlowNodeSpec> slow = ParseSlowNode(spec.slow_node());
   const double slow_fraction = slow.ok() && slow->enabled ? slow->factor : 1;
   for (ReportPoint& p : *points) {
@@ -292,7 +340,7 @@ ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& sp
         node_cpus > 0 ? 1.0 : std::max(1.0, static_cast<double>(p.workers) / std::max(1, cores));
     c.compute_s *= share * crowding;
     c.backward_s *= share * crowding;
-    const Cell* cell = cell_of(p);
+    const Cell* cell = CellOf(cells, p);
     Scenario s;
     s.node_cpus = cell != nullptr ? cell->node_cpus : node_cpus;
     if (p.kind == "single") {
@@ -309,32 +357,7 @@ ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& sp
     s.model_bytes = calibration.model_bytes;
     s.link_bytes_per_s = link;
     s.master_link_bytes_per_s = master_link != link ? master_link : 0;
-    if (p.kind == "ps") {
-      s.strategy = Strategy::kPs;
-      s.shards = strategy->ps_shard_per_worker() ? p.workers : std::max(1, strategy->ps_shards());
-      s.colocated = strategy->ps_colocated();
-      if (s.colocated) s.colocated_hosts = 1;  // --ps_colocated: every shard in worker 0.
-      if (!s.colocated && ranks_per_node > 1) {
-        // Nodes filled shard 0, worker 0, shard 1, worker 1, ...: while shards and
-        // workers pair up, each node holds a worker beside its shard (colocated in the
-        // model's terms, one worker computing per node); past that, K workers a node.
-        if (strategy->ps_shard_per_worker() && ranks_per_node == 2) {
-          s.colocated = true;
-        } else {
-          s.ranks_per_node = ranks_per_node;
-        }
-      }
-      // The spec has no chunk size: ringside's PS as it runs by default, the same
-      // schedule `simulate` predicts with.
-      UseRingsidePsSchedule(&s);
-    } else {
-      const std::string& a = strategy->allreduce();
-      s.strategy = a == "halving-doubling"     ? Strategy::kHalvingDoubling
-                   : a == "recursive-doubling" ? Strategy::kRecursiveDoubling
-                   : a == "ring"               ? Strategy::kRing
-                                               : Strategy::kAuto;  // "auto" or unset.
-      s.overlap = !strategy->no_overlap();
-    }
+    SetStrategyScenario(p, *strategy, ranks_per_node, &s);
     absl::StatusOr<Prediction> prediction = Predict(c, s);
     if (prediction.ok()) {
       p.predicted_step_ms = prediction->step_s * 1e3;
@@ -343,6 +366,5 @@ ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& sp
   }
   return basis;
 }
-
 
 }  // namespace ringside
