@@ -379,6 +379,122 @@ EffectiveLink IntraNodeLink(const PathCalibration& path, const Scenario& s, int 
                    s.path_limits, wire_trips);
 }
 
+// One pass of DDP's buckets against a backward (BucketPass::Run): the step's
+// communication by part, summed over the buckets.
+struct AllReduceSchedule {
+  double latency = 0, wire = 0, intra = 0, reduce = 0, busiest_bytes = 0;
+  double rank_at = 0;  // The training thread, after its last bucket's update.
+  double stolen = 0;   // Wall time the transfers took from a backward of the given length.
+};
+
+// DDP's buckets all-reduced in launch order on one process group (a FIFO), each launched
+// when backward has produced it (PredictAllReduce). Holds references to its arguments,
+// which must outlive it; makes each algorithm's schedule once, on first use, so it is
+// not thread-safe.
+class BucketPass {
+ public:
+  // `steal_s_per_cpu_s`: the wall time a second of the transfers' CPU takes from backward.
+  BucketPass(const Calibration& c, const Scenario& s, const EffectiveLink& link, const EffectiveLink& intra,
+             const std::vector<double>& buckets, double steal_s_per_cpu_s)
+      : c_(c), s_(s), link_(link), intra_(intra), buckets_(buckets), steal_s_per_cpu_s_(steal_s_per_cpu_s) {}
+
+  // One pass of the buckets against a backward of `backward` seconds (from its start).
+  AllReduceSchedule Run(double backward) {
+    const int n = s_.workers;
+    const double m = s_.model_bytes;
+    AllReduceSchedule out;
+    double produced = 0;
+    double comm_free_at = 0;  // When the process group finishes its queue.
+    out.rank_at = backward;
+    for (double b : buckets_) {
+      produced += b;
+      const double ready = s_.overlap ? backward * std::min(1.0, produced / m) : backward;
+      const AllReduceAlgorithm algorithm = AlgorithmFor(s_.strategy, n, b);
+      const double bucket_s = RunSteps(ScheduleFor(algorithm), b, &out);
+      const AllReduceCoefficients k = CoefficientsOf(algorithm, n);
+      const double red = k.reduction * b * c_.reduce_s_per_byte;
+      out.reduce += red;
+      const double start = std::max(comm_free_at, ready);
+      comm_free_at = start + bucket_s + red;
+      // The bucket's CPU, spread evenly over its transfer; the part before backward ends.
+      const double cpu_wall = c_.allreduce_cpu_s_per_byte * k.bytes * b * steal_s_per_cpu_s_;
+      if (cpu_wall > 0 && comm_free_at > start) {
+        const double inside_backward = std::clamp(backward - start, 0.0, comm_free_at - start);
+        out.stolen += cpu_wall * inside_backward / (comm_free_at - start);
+      }
+      out.rank_at = std::max(out.rank_at, comm_free_at) + c_.update_s_per_byte * b;
+    }
+    return out;
+  }
+
+ private:
+  // The schedule `a` runs on the node-by-node layout, made on first use.
+  const LayoutSchedule& ScheduleFor(AllReduceAlgorithm a) {
+    const int n = s_.workers;
+    const int i = a == AllReduceAlgorithm::kHalvingDoubling    ? 1
+                  : a == AllReduceAlgorithm::kRecursiveDoubling ? 2
+                                                                : 0;
+    if (!made_[i]) {
+      schedules_[i] = i == 0 ? RingSchedule(n, s_.ranks_per_node)
+                             : FoldingSchedule(n, s_.ranks_per_node, /*halving=*/i == 1);
+      made_[i] = true;
+    }
+    return schedules_[i];
+  }
+
+  // Adds a bucket of `b` bytes running `steps` to `out`'s latency, wire, intra-node time
+  // and busiest bytes; returns the bucket's transfer time. Every step costs the slower of
+  // its inter-node part (alpha + the busiest link's bytes / B) and its intra-node part.
+  double RunSteps(const LayoutSchedule& steps, double b, AllReduceSchedule* out) const {
+    double bucket_s = 0;
+    out->busiest_bytes += steps.nic_bytes * b;
+    for (const LayoutStep& step : steps.steps) {
+      const double across = step.inter ? link_.alpha_s + step.nic * b / link_.bytes_per_s : 0;
+      const double inside = step.local ? intra_.alpha_s + step.intra * b / intra_.bytes_per_s : 0;
+      if (across >= inside) {
+        out->latency += step.times * link_.alpha_s;
+        out->wire += step.times * (across - link_.alpha_s);
+      } else {
+        out->latency += step.times * intra_.alpha_s;
+        out->intra += step.times * (inside - intra_.alpha_s);
+      }
+      bucket_s += step.times * std::max(across, inside);
+    }
+    return bucket_s;
+  }
+
+  const Calibration& c_;
+  const Scenario& s_;
+  const EffectiveLink& link_;
+  const EffectiveLink& intra_;
+  const std::vector<double>& buckets_;
+  const double steal_s_per_cpu_s_;
+  LayoutSchedule schedules_[3];
+  bool made_[3] = {false, false, false};
+};
+
+// The step DDP takes given its buckets' schedule `sched` and the wall time `stolen`
+// from backward by their CPU (PredictAllReduce).
+Prediction AllReducePrediction(const Calibration& c, double m, double forward, double stolen,
+                               const AllReduceSchedule& sched) {
+  const double latency_total = sched.latency, wire_total = sched.wire, intra_total = sched.intra,
+               reduce_total = sched.reduce, busiest_bytes = sched.busiest_bytes, rank_at = sched.rank_at;
+  Prediction p;
+  p.comm_cpu_s = stolen;
+  p.compute_s = c.compute_s + stolen;
+  p.update_s = c.update_s_per_byte * m;
+  p.step_s = forward + rank_at;
+  p.comm_s = std::max(0.0, p.step_s - p.compute_s - p.update_s);
+  p.comm_total_s = latency_total + wire_total + intra_total + reduce_total;
+  p.busiest_node_bytes_in = p.busiest_node_bytes_out = busiest_bytes;
+  if (intra_total > wire_total) {
+    SetBottleneck(&p, latency_total, intra_total, "intra-node", reduce_total);
+  } else {
+    SetBottleneck(&p, latency_total, wire_total, "worker link", reduce_total);
+  }
+  return p;
+}
+
 // DDP: buckets all-reduced in launch order on one process group (a FIFO), each launched
 // when backward has produced it (gradient bytes assumed to appear at a uniform rate
 // during backward); after backward the rank waits for each bucket in order and steps
@@ -402,20 +518,6 @@ absl::StatusOr<Prediction> PredictAllReduce(const Calibration& c, const Scenario
 
   const std::vector<double> buckets = s.bucket_bytes.empty() ? DdpBucketBytes({}, m, 0, 0)
                                                              : s.bucket_bytes;
-  // The schedules of the algorithms the buckets run, made once.
-  LayoutSchedule schedules[3];
-  bool made[3] = {false, false, false};
-  auto schedule = [&](AllReduceAlgorithm a) -> const LayoutSchedule& {
-    const int i = a == AllReduceAlgorithm::kHalvingDoubling    ? 1
-                  : a == AllReduceAlgorithm::kRecursiveDoubling ? 2
-                                                                : 0;
-    if (!made[i]) {
-      schedules[i] = i == 0 ? RingSchedule(n, s.ranks_per_node)
-                            : FoldingSchedule(n, s.ranks_per_node, /*halving=*/i == 1);
-      made[i] = true;
-    }
-    return schedules[i];
-  };
   const double forward = c.compute_s - c.backward_s;
   // Communication's CPU: on a node share the compute already fills (a rank's share at
   // most its BLAS threads), the transfers take the CPU they cost from the same quota,
@@ -423,99 +525,24 @@ absl::StatusOr<Prediction> PredictAllReduce(const Calibration& c, const Scenario
   const double rank_cpus = s.node_cpus / s.ranks_per_node;
   const double steal_s_per_cpu_s =
       s.node_cpus > 0 && rank_cpus <= std::max(1, c.threads) ? 1.0 / rank_cpus : 0.0;
-  struct Schedule {
-    double latency = 0, wire = 0, intra = 0, reduce = 0, busiest_bytes = 0;
-    double rank_at = 0;  // The training thread, after its last bucket's update.
-    double stolen = 0;   // Wall time the transfers took from a backward of the given length.
-  };
-  // One pass of the buckets against a backward of `backward` seconds (from its start).
-  auto run = [&](double backward) {
-    Schedule out;
-    double produced = 0;
-    double comm_free_at = 0;  // When the process group finishes its queue.
-    out.rank_at = backward;
-    for (double b : buckets) {
-      produced += b;
-      const double ready = s.overlap ? backward * std::min(1.0, produced / m) : backward;
-      const AllReduceAlgorithm algorithm = AlgorithmFor(s.strategy, n, b);
-      double bucket_s = 0;
-      const LayoutSchedule& steps = schedule(algorithm);
-      out.busiest_bytes += steps.nic_bytes * b;
-      for (const LayoutStep& step : steps.steps) {
-        const double across = step.inter ? link.alpha_s + step.nic * b / link.bytes_per_s : 0;
-        const double inside = step.local ? intra.alpha_s + step.intra * b / intra.bytes_per_s : 0;
-        if (across >= inside) {
-          out.latency += step.times * link.alpha_s;
-          out.wire += step.times * (across - link.alpha_s);
-        } else {
-          out.latency += step.times * intra.alpha_s;
-          out.intra += step.times * (inside - intra.alpha_s);
-        }
-        bucket_s += step.times * std::max(across, inside);
-      }
-      const AllReduceCoefficients k = CoefficientsOf(algorithm, n);
-      const double red = k.reduction * b * c.reduce_s_per_byte;
-      out.reduce += red;
-      const double start = std::max(comm_free_at, ready);
-      comm_free_at = start + bucket_s + red;
-      // The bucket's CPU, spread evenly over its transfer; the part before backward ends.
-      const double cpu_wall = c.allreduce_cpu_s_per_byte * k.bytes * b * steal_s_per_cpu_s;
-      if (cpu_wall > 0 && comm_free_at > start) {
-        const double inside_backward = std::clamp(backward - start, 0.0, comm_free_at - start);
-        out.stolen += cpu_wall * inside_backward / (comm_free_at - start);
-      }
-      out.rank_at = std::max(out.rank_at, comm_free_at) + c.update_s_per_byte * b;
-    }
-    return out;
-  };
+  BucketPass pass(c, s, link, intra, buckets, steal_s_per_cpu_s);
   // Backward lengthened by what its overlapping transfers take, once re-scheduled
   // (a second pass against the longer backward; the CPU taken changes little).
-  Schedule sched = run(c.backward_s);
+  AllReduceSchedule sched = pass.Run(c.backward_s);
   const double stolen = sched.stolen;
-  if (stolen > 0) sched = run(c.backward_s + stolen);
-  const double latency_total = sched.latency, wire_total = sched.wire, intra_total = sched.intra,
-               reduce_total = sched.reduce, busiest_bytes = sched.busiest_bytes, rank_at = sched.rank_at;
-
-  Prediction p;
-  p.comm_cpu_s = stolen;
-  p.compute_s = c.compute_s + stolen;
-  p.update_s = c.update_s_per_byte * m;
-  p.step_s = forward + rank_at;
-  p.comm_s = std::max(0.0, p.step_s - p.compute_s - p.update_s);
-  p.comm_total_s = latency_total + wire_total + intra_total + reduce_total;
-  p.busiest_node_bytes_in = p.busiest_node_bytes_out = busiest_bytes;
-  if (intra_total > wire_total) {
-    SetBottleneck(&p, latency_total, intra_total, "intra-node", reduce_total);
-  } else {
-    SetBottleneck(&p, latency_total, wire_total, "worker link", reduce_total);
-  }
-  return p;
+  if (stolen > 0) sched = pass.Run(c.backward_s + stolen);
+  return AllReducePrediction(c, m, forward, stolen, sched);
 }
 
-// PS under BSP with one combined, chunk-pipelined push-pull per shard per step. Nodes
-// hold ranks_per_node workers each (rank r on node r / g); standalone shards have
-// server nodes of their own; colocated shards live in workers 0 .. H-1, shard j in
-// worker j mod H.
-absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
-  const int n = s.workers;
-  const int shards = s.shards;
-  const int per_node = s.ranks_per_node;
-  const double m = s.model_bytes;
-  const EffectiveLink worker = Effective(c.push_pull, s.link_bytes_per_s, s.link_latency_s,
-                                         s.path_limits, /*wire_trips=*/2);
-  const double server_wire =
-      s.master_link_bytes_per_s > 0 ? s.master_link_bytes_per_s : s.link_bytes_per_s;
-  const EffectiveLink server = Effective(c.push_pull, server_wire, s.link_latency_s,
-                                         s.path_limits, /*wire_trips=*/2);
-  const EffectiveLink intra = IntraNodeLink(c.push_pull, s, /*wire_trips=*/2);
-  auto time_on = [](const EffectiveLink& link, double bytes, const char* what) -> absl::StatusOr<double> {
-    if (!(bytes > 0)) return 0.0;
-    absl::Status st = NeedBandwidth(link, what);
-    if (!st.ok()) return st;
-    return bytes / link.bytes_per_s;
-  };
+// The paths a PS step's transfers take (PredictPs): a worker node's link, a shard-hosting
+// node's link (the master link where one is given), and the intra-node path.
+struct PsLinks {
+  EffectiveLink worker, server, intra;
+};
 
-  // One-way transfer times of the busiest node of each kind, each direction.
+// What the busiest nodes of a PS step carry (PsTraffic): one-way transfer times of the
+// busiest node of each kind, each direction, and what the busiest node does.
+struct PsLoad {
   double worker_s = 0;  // A node's link, where the node hosts no shard.
   double server_s = 0;  // The link of a node that hosts shards.
   double intra_s = 0;   // The busiest rank's intra-node path.
@@ -524,66 +551,99 @@ absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
   double calls = 1;          // Push-pull calls the busiest node issues plus serves.
   bool every_node_hosts = false;
   bool one_node = false;
-  if (!s.colocated) {
-    // Workers packed on a node share its link (node_traffic.h PsWorkerNicBytesPerStep);
-    // each server node holds one shard (PsServerNicBytesPerStep).
-    const double worker_bytes = PsWorkerNicBytesPerStep(std::min(per_node, n), m);
-    const double server_bytes = PsServerNicBytesPerStep(n, shards, 1, m);
-    absl::StatusOr<double> t = time_on(worker, worker_bytes, "push-pull");
-    if (!t.ok()) return t.status();
-    worker_s = *t;
-    t = time_on(server, server_bytes, "push-pull (server side)");
-    if (!t.ok()) return t.status();
-    server_s = *t;
-    busiest_bytes = std::max(worker_bytes, server_bytes);
-    slice = m / shards;
-    calls = std::max(shards, n);  // A worker issues S calls; a server node serves N.
-  } else {
-    int hosts = std::min(shards, n);
-    if (s.colocated_hosts > 0) hosts = std::min(hosts, s.colocated_hosts);
-    auto held = [&](int rank) -> double {  // Fraction of the model worker `rank` hosts.
-      if (rank >= hosts) return 0;
-      return double(shards / hosts + (rank < shards % hosts ? 1 : 0)) / shards;
-    };
-    // A node of w workers whose shards hold a fraction F of the model: its workers send
-    // (1 - F) M each to shards elsewhere and get as much back; its shards take F M from
-    // each of the N - w workers elsewhere and send as much back. Inside it, a rank sends
-    // its pushes to the node's other shards, (F - f) M, and its own shards' replies to
-    // the node's other workers, (w - 1) f M.
-    const int nodes = (n + per_node - 1) / per_node;
-    one_node = nodes == 1;
-    every_node_hosts = (nodes - 1) * per_node < hosts;
-    for (int k = 0; k < nodes; ++k) {
-      const int lo = k * per_node, hi = std::min(n, lo + per_node);
-      const int w = hi - lo;
-      double f_node = 0;
-      for (int r = lo; r < hi; ++r) f_node += held(r);
-      const double nic_bytes = w * (1 - f_node) * m + (n - w) * f_node * m;
-      const bool hosting = lo < hosts;
-      absl::StatusOr<double> t = time_on(hosting ? server : worker, nic_bytes,
-                                         hosting ? "push-pull (server side)" : "push-pull");
-      if (!t.ok()) return t.status();
-      (hosting ? server_s : worker_s) = std::max(hosting ? server_s : worker_s, *t);
-      busiest_bytes = std::max(busiest_bytes, nic_bytes);
-      for (int r = lo; r < hi; ++r) {
-        t = time_on(intra, (f_node - held(r)) * m + (w - 1) * held(r) * m, "intra-node");
-        if (!t.ok()) return t.status();
-        intra_s = std::max(intra_s, *t);
-      }
-    }
-    // The busiest host holds ceil(S / H) shards.
-    const int on_busiest = (shards + hosts - 1) / hosts;
-    slice = double(on_busiest) / shards * m;
-    // The host's worker issues S calls; its shards serve every worker, itself included.
-    calls = shards + double(n) * on_busiest;
-  }
+};
 
+// Seconds `bytes` take on `link` (0 where there are none); an error naming `what` where
+// the link has no bandwidth (NeedBandwidth).
+absl::StatusOr<double> TimeOn(const EffectiveLink& link, double bytes, const char* what) {
+  if (!(bytes > 0)) return 0.0;
+  absl::Status st = NeedBandwidth(link, what);
+  if (!st.ok()) return st;
+  return bytes / link.bytes_per_s;
+}
+
+// Standalone shards: workers packed on a node share its link (node_traffic.h
+// PsWorkerNicBytesPerStep); each server node holds one shard (PsServerNicBytesPerStep).
+absl::StatusOr<PsLoad> StandalonePsLoad(const Scenario& s, const PsLinks& links) {
+  const int n = s.workers;
+  const int shards = s.shards;
+  const double m = s.model_bytes;
+  PsLoad load;
+  const double worker_bytes = PsWorkerNicBytesPerStep(std::min(s.ranks_per_node, n), m);
+  const double server_bytes = PsServerNicBytesPerStep(n, shards, 1, m);
+  absl::StatusOr<double> t = TimeOn(links.worker, worker_bytes, "push-pull");
+  if (!t.ok()) return t.status();
+  load.worker_s = *t;
+  t = TimeOn(links.server, server_bytes, "push-pull (server side)");
+  if (!t.ok()) return t.status();
+  load.server_s = *t;
+  load.busiest_bytes = std::max(worker_bytes, server_bytes);
+  load.slice = m / shards;
+  load.calls = std::max(shards, n);  // A worker issues S calls; a server node serves N.
+  return load;
+}
+
+// Colocated shards: they live in workers 0 .. H-1, shard j in worker j mod H. A node of
+// w workers whose shards hold a fraction F of the model: its workers send (1 - F) M each
+// to shards elsewhere and get as much back; its shards take F M from each of the N - w
+// workers elsewhere and send as much back. Inside it, a rank sends its pushes to the
+// node's other shards, (F - f) M, and its own shards' replies to the node's other
+// workers, (w - 1) f M.
+absl::StatusOr<PsLoad> ColocatedPsLoad(const Scenario& s, const PsLinks& links) {
+  const int n = s.workers;
+  const int shards = s.shards;
+  const int per_node = s.ranks_per_node;
+  const double m = s.model_bytes;
+  PsLoad load;
+  int hosts = std::min(shards, n);
+  if (s.colocated_hosts > 0) hosts = std::min(hosts, s.colocated_hosts);
+  auto held = [&](int rank) -> double {  // Fraction of the model worker `rank` hosts.
+    if (rank >= hosts) return 0;
+    return double(shards / hosts + (rank < shards % hosts ? 1 : 0)) / shards;
+  };
+  const int nodes = (n + per_node - 1) / per_node;
+  load.one_node = nodes == 1;
+  load.every_node_hosts = (nodes - 1) * per_node < hosts;
+  for (int k = 0; k < nodes; ++k) {
+    const int lo = k * per_node, hi = std::min(n, lo + per_node);
+    const int w = hi - lo;
+    double f_node = 0;
+    for (int r = lo; r < hi; ++r) f_node += held(r);
+    const double nic_bytes = w * (1 - f_node) * m + (n - w) * f_node * m;
+    const bool hosting = lo < hosts;
+    absl::StatusOr<double> t = TimeOn(hosting ? links.server : links.worker, nic_bytes,
+                                      hosting ? "push-pull (server side)" : "push-pull");
+    if (!t.ok()) return t.status();
+    (hosting ? load.server_s : load.worker_s) = std::max(hosting ? load.server_s : load.worker_s, *t);
+    load.busiest_bytes = std::max(load.busiest_bytes, nic_bytes);
+    for (int r = lo; r < hi; ++r) {
+      t = TimeOn(links.intra, (f_node - held(r)) * m + (w - 1) * held(r) * m, "intra-node");
+      if (!t.ok()) return t.status();
+      load.intra_s = std::max(load.intra_s, *t);
+    }
+  }
+  // The busiest host holds ceil(S / H) shards.
+  const int on_busiest = (shards + hosts - 1) / hosts;
+  load.slice = double(on_busiest) / shards * m;
+  // The host's worker issues S calls; its shards serve every worker, itself included.
+  load.calls = shards + double(n) * on_busiest;
+  return load;
+}
+
+// The PS step given its busiest nodes' `load`: latency of the calls, the one-way time
+// (its last chunk unpipelined; overlapped with backward under ps_overlap), the shards'
+// aggregation and update, and the bottleneck.
+Prediction PsPrediction(const Calibration& c, const Scenario& s, const PsLinks& links, const PsLoad& load) {
+  const int n = s.workers;
+  const int shards = s.shards;
+  const int per_node = s.ranks_per_node;
+  const double m = s.model_bytes;
   // A job on one node with its shards inside: every call stays on the intra-node path.
-  const double alpha = (one_node && per_node > 1) ? intra.alpha_s : worker.alpha_s;
-  const double latency_s = alpha + (calls - 1) * c.push_pull_per_call_s;
+  const double alpha = (load.one_node && per_node > 1) ? links.intra.alpha_s : links.worker.alpha_s;
+  const double latency_s = alpha + (load.calls - 1) * c.push_pull_per_call_s;
   Prediction p;
   p.compute_s = c.compute_s;
-  const double one_way_s = std::max({worker_s, server_s, intra_s});
+  const double one_way_s = std::max({load.worker_s, load.server_s, load.intra_s});
   const double slice_bytes = m / shards;
   const double unpipelined =
       s.chunk_bytes > 0 && slice_bytes > 0 ? std::min(s.chunk_bytes, slice_bytes) / slice_bytes : 0;
@@ -593,15 +653,31 @@ absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
   p.comm_total_s = latency_s + one_way_s * (1 + unpipelined);
   // Under BSP a shard sums N pushes into its accumulator (with one worker it steps on
   // the pushed gradient directly), then steps SGD once on its slice.
-  const double aggregate_s = n > 1 ? c.reduce_s_per_byte * n * slice : 0;
-  p.update_s = c.update_s_per_byte * slice + aggregate_s;
+  const double aggregate_s = n > 1 ? c.reduce_s_per_byte * n * load.slice : 0;
+  p.update_s = c.update_s_per_byte * load.slice + aggregate_s;
   p.step_s = p.compute_s + p.comm_s + p.update_s;
-  p.busiest_node_bytes_in = p.busiest_node_bytes_out = busiest_bytes;
-  const char* wire_name = intra_s > std::max(worker_s, server_s) ? "intra-node"
-                          : (server_s > worker_s && !every_node_hosts) ? "master link"
-                                                                         : "worker link";
+  p.busiest_node_bytes_in = p.busiest_node_bytes_out = load.busiest_bytes;
+  const char* wire_name = load.intra_s > std::max(load.worker_s, load.server_s) ? "intra-node"
+                          : (load.server_s > load.worker_s && !load.every_node_hosts) ? "master link"
+                                                                                       : "worker link";
   SetBottleneck(&p, latency_s, one_way_s, wire_name, 0);
   return p;
+}
+
+// PS under BSP with one combined, chunk-pipelined push-pull per shard per step. Nodes
+// hold ranks_per_node workers each (rank r on node r / g); standalone shards have
+// server nodes of their own; colocated shards live in workers 0 .. H-1, shard j in
+// worker j mod H.
+absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
+  const double server_wire =
+      s.master_link_bytes_per_s > 0 ? s.master_link_bytes_per_s : s.link_bytes_per_s;
+  const PsLinks links{
+      Effective(c.push_pull, s.link_bytes_per_s, s.link_latency_s, s.path_limits, /*wire_trips=*/2),
+      Effective(c.push_pull, server_wire, s.link_latency_s, s.path_limits, /*wire_trips=*/2),
+      IntraNodeLink(c.push_pull, s, /*wire_trips=*/2)};
+  absl::StatusOr<PsLoad> load = s.colocated ? ColocatedPsLoad(s, links) : StandalonePsLoad(s, links);
+  if (!load.ok()) return load.status();
+  return PsPrediction(c, s, links, *load);
 }
 
 }  // namespace

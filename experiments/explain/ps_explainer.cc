@@ -227,62 +227,73 @@ std::string FormatPsExplanation(const PsExplanation& e) {
   return out;
 }
 
+namespace {
+
+// `count` boxes of `height` at `y`, spread evenly across the frame (PsFrames).
+std::vector<FrameBox> PsBoxRow(int count, double y, double height) {
+  std::vector<FrameBox> boxes(count);
+  const double slot = (kFrameWidth - 40) / count;
+  const double width = std::min(200.0, slot - 12);
+  for (int i = 0; i < count; ++i) {
+    boxes[i].x = 20 + slot * i + (slot - width) / 2;
+    boxes[i].y = y;
+    boxes[i].width = width;
+    boxes[i].height = height;
+  }
+  return boxes;
+}
+
+// A frame of `e`'s boxes as `phase` ("start", "push", "aggregate", "update", "pull")
+// shows them: the shards in a row at the top (boxes 0 .. S-1), the workers in a row at
+// the bottom (boxes S .. S+N-1); no title, caption or arrows.
+Frame PsLayout(const PsExplanation& e, const std::string& phase) {
+  const int n = e.options.workers;
+  const int shards = e.options.shards;
+  Frame f;
+  std::vector<FrameBox> top = PsBoxRow(shards, 150, 64);
+  std::vector<FrameBox> bottom = PsBoxRow(n, 540, 64);
+  for (int s = 0; s < shards; ++s) {
+    const PsShardPart& p = e.shards[s];
+    FrameBox& b = top[s];
+    b.title = absl::StrCat("shard ", s);
+    b.lines.push_back(absl::StrCat("[", p.offset, ", ", p.offset + p.floats, ")"));
+    if (phase == "aggregate") {
+      b.lines.push_back(absl::StrCat("sum of ", n, " grads"));
+      b.highlight = true;
+    } else if (phase == "update") {
+      b.lines.push_back("SGD on the slice");
+      b.highlight = true;
+    } else if (phase == "push") {
+      b.lines.push_back(absl::StrCat("in ", Size(p.wire_in)));
+    } else if (phase == "pull") {
+      b.lines.push_back(absl::StrCat("out ", Size(p.wire_out)));
+    } else {
+      b.lines.push_back(absl::StrCat(Commas(p.floats), " floats"));
+    }
+  }
+  for (int w = 0; w < n; ++w) {
+    FrameBox& b = bottom[w];
+    b.title = absl::StrCat("worker ", w);
+    if (phase == "push") b.lines.push_back(absl::StrCat("out ", Size(e.worker_out[w])));
+    if (phase == "pull") b.lines.push_back(absl::StrCat("in ", Size(e.worker_in[w])));
+    if (phase == "start") b.lines.push_back("full model copy");
+  }
+  for (FrameBox& b : top) f.boxes.push_back(std::move(b));
+  for (FrameBox& b : bottom) f.boxes.push_back(std::move(b));
+  return f;
+}
+
+}  // namespace
+
 std::vector<Frame> PsFrames(const PsExplanation& e) {
   const int n = e.options.workers;
   const int shards = e.options.shards;
-  // Shards in a row at the top, workers in a row at the bottom.
-  auto row = [](int count, double y, double height) {
-    std::vector<FrameBox> boxes(count);
-    const double slot = (kFrameWidth - 40) / count;
-    const double width = std::min(200.0, slot - 12);
-    for (int i = 0; i < count; ++i) {
-      boxes[i].x = 20 + slot * i + (slot - width) / 2;
-      boxes[i].y = y;
-      boxes[i].width = width;
-      boxes[i].height = height;
-    }
-    return boxes;
-  };
   // Arrow labels only while they fit.
   const bool labels = n * shards <= 8;
-  auto layout = [&](const std::string& phase) {
-    Frame f;
-    std::vector<FrameBox> top = row(shards, 150, 64);
-    std::vector<FrameBox> bottom = row(n, 540, 64);
-    for (int s = 0; s < shards; ++s) {
-      const PsShardPart& p = e.shards[s];
-      FrameBox& b = top[s];
-      b.title = absl::StrCat("shard ", s);
-      b.lines.push_back(absl::StrCat("[", p.offset, ", ", p.offset + p.floats, ")"));
-      if (phase == "aggregate") {
-        b.lines.push_back(absl::StrCat("sum of ", n, " grads"));
-        b.highlight = true;
-      } else if (phase == "update") {
-        b.lines.push_back("SGD on the slice");
-        b.highlight = true;
-      } else if (phase == "push") {
-        b.lines.push_back(absl::StrCat("in ", Size(p.wire_in)));
-      } else if (phase == "pull") {
-        b.lines.push_back(absl::StrCat("out ", Size(p.wire_out)));
-      } else {
-        b.lines.push_back(absl::StrCat(Commas(p.floats), " floats"));
-      }
-    }
-    for (int w = 0; w < n; ++w) {
-      FrameBox& b = bottom[w];
-      b.title = absl::StrCat("worker ", w);
-      if (phase == "push") b.lines.push_back(absl::StrCat("out ", Size(e.worker_out[w])));
-      if (phase == "pull") b.lines.push_back(absl::StrCat("in ", Size(e.worker_in[w])));
-      if (phase == "start") b.lines.push_back("full model copy");
-    }
-    for (FrameBox& b : top) f.boxes.push_back(std::move(b));
-    for (FrameBox& b : bottom) f.boxes.push_back(std::move(b));
-    return f;
-  };
   const std::string totals = absl::StrCat("master (all shards) per step: in ", Size(e.master_in),
                                           ", out ", Size(e.master_out));
   std::vector<Frame> frames;
-  Frame start = layout("start");
+  Frame start = PsLayout(e, "start");
   start.title = absl::StrCat("parameter server: ", n, " workers, ", shards, " shards, ",
                              Commas(e.num_params), " floats");
   start.caption = {
@@ -291,7 +302,7 @@ std::vector<Frame> PsFrames(const PsExplanation& e) {
       "one BSP step: push, aggregate, update, pull"};
   frames.push_back(std::move(start));
 
-  Frame push = layout("push");
+  Frame push = PsLayout(e, "push");
   push.title = "1. push: each worker sends each shard its slice of the gradients";
   push.caption = {totals};
   for (int w = 0; w < n; ++w) {
@@ -302,17 +313,17 @@ std::vector<Frame> PsFrames(const PsExplanation& e) {
   }
   frames.push_back(std::move(push));
 
-  Frame aggregate = layout("aggregate");
+  Frame aggregate = PsLayout(e, "aggregate");
   aggregate.title = absl::StrCat("2. aggregate: each shard sums the ", n, " workers' gradients");
   aggregate.caption = {"BSP: a shard waits for the slowest worker's push before it goes on"};
   frames.push_back(std::move(aggregate));
 
-  Frame update = layout("update");
+  Frame update = PsLayout(e, "update");
   update.title = "3. update: each shard runs SGD on its slice";
   update.caption = {"the averaged gradient, momentum and weight decay, one optimizer per slice"};
   frames.push_back(std::move(update));
 
-  Frame pull = layout("pull");
+  Frame pull = PsLayout(e, "pull");
   pull.title = "4. pull: each worker receives each shard's updated slice";
   pull.caption = {totals, absl::StrCat("the busiest shard moves ", Size(BusiestShardBytes(e)),
                                        " per step (in + out)")};

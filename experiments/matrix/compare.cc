@@ -168,51 +168,165 @@ bool ReadKeptResult(const std::string& dir, CellResult* r) {
   return text.ok() && google::protobuf::TextFormat::ParseFromString(*text, r);
 }
 
-}  // namespace
+// What the matrix runs, resolved and checked before any cell starts (PlanCompare).
+struct ComparePlan {
+  ExperimentSpec spec;     // A cluster's: its network the dilated links.
+  std::vector<Cell> cells;  // Table order.
+  double node_cpus = 0;     // The resolved share (0: none).
+  DilationRecord dilation;  // A cluster's (the first round's); empty without one.
+};
 
-absl::Status RunCompare(const CompareOptions& o) {
-  RINGSIDE_ASSIGN_OR_RETURN(ExperimentSpec spec, LoadSpec(o.spec_path));
+// Loads `o.spec_path`, expands and resolves its cells, derives a cluster's links, checks
+// what must hold (Prepare), and creates the output directory with the spec and dilation
+// in it; says the emulation on `o.progress`. Blocks while it measures the host (a
+// cluster). Errors name the spec where it is at fault.
+absl::StatusOr<ComparePlan> PlanCompare(const CompareOptions& o) {
+  ComparePlan plan;
+  RINGSIDE_ASSIGN_OR_RETURN(plan.spec, LoadSpec(o.spec_path));
+  ExperimentSpec& spec = plan.spec;
   // GPU cells where none can run: refused before anything is created or started.
   if (SpecUsesGpu(spec)) {
     if (absl::Status s = CheckGpuCellsCanRun(spec, BuiltWithCuda(), DetectDevices()); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(o.spec_path, ": ", s.message()));
     }
   }
-  std::vector<Cell> cells = ExpandCells(spec);
+  plan.cells = ExpandCells(spec);
   // A cluster's devices per node become the cells' ranks per node (cluster_emulation.h).
-  if (absl::Status s = ResolveClusterCells(spec, MachineCpus(), &cells); !s.ok()) {
+  if (absl::Status s = ResolveClusterCells(spec, MachineCpus(), &plan.cells); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(o.spec_path, ": ", s.message()));
   }
-  double node_cpus = 0;  // The resolved share (0: none).
-  for (const Cell& c : cells) node_cpus = std::max(node_cpus, c.node_cpus);
+  for (const Cell& c : plan.cells) plan.node_cpus = std::max(plan.node_cpus, c.node_cpus);
   // A cluster: its profile checked, then the links derived by time dilation from this
   // host's step (or the dilation this directory started with), before anything is made.
-  DilationRecord dilation;
   if (!spec.cluster().empty()) {
-    absl::StatusOr<DilationRecord> d = ResolveDilation(spec, node_cpus, o.out_dir, o.progress);
+    absl::StatusOr<DilationRecord> d = ResolveDilation(spec, plan.node_cpus, o.out_dir, o.progress);
     if (!d.ok()) return absl::Status(d.status().code(), absl::StrCat(o.spec_path, ": ", d.status().message()));
-    dilation = *d;
-    spec.set_network(dilation.network());
+    plan.dilation = *d;
+    spec.set_network(plan.dilation.network());
   }
   RINGSIDE_RETURN_IF_ERROR(Prepare(o, spec));
-  if (!spec.cluster().empty()) RINGSIDE_RETURN_IF_ERROR(WriteDilation(dilation, o.out_dir));
-  if (const std::string emulation = DescribeEmulation(spec, node_cpus, spec.cluster().empty() ? nullptr : &dilation);
+  if (!spec.cluster().empty()) RINGSIDE_RETURN_IF_ERROR(WriteDilation(plan.dilation, o.out_dir));
+  if (const std::string emulation =
+          DescribeEmulation(spec, plan.node_cpus, spec.cluster().empty() ? nullptr : &plan.dilation);
       !emulation.empty() && o.progress != nullptr) {
     absl::FPrintF(o.progress, "compare: %s\n", emulation);
   }
+  return plan;
+}
+
+// The cells' counts and time so far (RunCompare).
+struct CompareTally {
+  int kept = 0;    // Results an earlier run left.
+  int failed = 0;  // Cells run now that failed.
+  int ran = 0;     // Cells run now.
+  double spent = 0;  // Their wall time, seconds.
+};
+
+// The result of `cell`, run in `dir` (`wall` seconds, ended as `outcome`), with the
+// emulation it ran under: `spec`'s links and slow node where it is more than one process,
+// and `round_dilation`'s cluster and factor where `spec` names a cluster.
+CellResult SummarizeRun(const ExperimentSpec& spec, const Cell& cell, const std::string& dir,
+                        const ChildOutcome& outcome, double wall, const DilationRecord& round_dilation) {
+  CellResult r = SummarizeCell(cell, dir, outcome.ok, outcome.how, wall);
+  // The emulation the cell ran under, for the report's statement.
+  r.set_node_cpus(cell.node_cpus);
+  r.set_ranks_per_node(cell.ranks_per_node);
+  r.set_nodes(cell.nodes);
+  // single and dp are one process: the network and slow node do not apply.
+  const bool one_process = cell.strategy.kind() == "single" || cell.strategy.kind() == "dp";
+  if (!one_process) r.set_network(spec.network());
+  if (!one_process && cell.workers > 1) r.set_slow_node(spec.slow_node());
+  if (!spec.cluster().empty()) {
+    r.set_cluster(round_dilation.cluster());
+    r.set_dilation(round_dilation.factor());
+  }
+  return r;
+}
+
+// What running one cell needs besides the cell (RunCellJob). Borrowed from RunCompare.
+struct CellRunContext {
+  const CompareOptions& o;
+  const ExperimentSpec& spec;
+  absl::Duration limit;           // The cell timeout.
+  ScopedSignalCatcher* signals;   // Ctrl-C: the cell is interrupted.
+  CompareProgress* progress;
+  CompareTally* tally;
+};
+
+// Runs `cell`, the `k`-th of `total` in run order, in `dir` (emptied first) and writes
+// its result there (kCellResultFile); blocks until the job ends. Counts it in the tally
+// (not when interrupted) and reports it on the progress. Cancelled when the matrix is
+// interrupted (nothing written); else the result, or the error writing it.
+absl::StatusOr<CellResult> RunCellJob(const CellRunContext& ctx, const Cell& cell, size_t k, size_t total,
+                                      const std::string& dir, const DilationRecord& round_dilation) {
+  CompareTally& tally = *ctx.tally;
+  std::error_code error;
+  fs::remove_all(dir, error);  // A cell interrupted earlier starts over.
+  fs::create_directories(dir, error);
+  ctx.progress->Running(k, total, tally.ran > 0 ? Clock(tally.spent / tally.ran * (total - k)) : "?", cell.id);
+  std::vector<std::string> argv = {ctx.o.self_exe};
+  for (std::string& a : CellTrainArgs(ctx.spec, cell, dir)) argv.push_back(std::move(a));
+  WriteFileAtomically(dir + "/command.txt", absl::StrJoin(argv, " ") + "\n").IgnoreError();
+  const absl::Time t0 = absl::Now();
+  const ChildOutcome outcome = RunChild(argv, dir + "/log.txt", ctx.limit, ctx.signals);
+  const double wall = absl::ToDoubleSeconds(absl::Now() - t0);
+  if (outcome.interrupted) {
+    return absl::CancelledError(absl::StrCat(
+        "interrupted during cell ", cell.id, "; run the same command again to resume (",
+        tally.kept + tally.ran, " cells are kept)"));
+  }
+  tally.spent += wall;
+  ++tally.ran;
+  CellResult r = SummarizeRun(ctx.spec, cell, dir, outcome, wall, round_dilation);
+  if (r.status() != "ok") {
+    ++tally.failed;
+    ctx.progress->Failed(cell.id, r.reason());
+  }
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(r, &text);
+  RINGSIDE_RETURN_IF_ERROR(WriteFileAtomically(dir + "/" + kCellResultFile, text));
+  return r;
+}
+
+// Ends the matrix: the results that exist (table order) counted on the progress and
+// written to summary.csv; where `status` is ok, the table and what to run next on
+// `o.summary`. Returns `status`, or the error writing summary.csv.
+absl::Status FinishCompare(const CompareOptions& o, std::vector<std::optional<CellResult>>* by_cell,
+                           size_t total, const CompareTally& tally, CompareProgress* progress,
+                           const absl::Status& status) {
+  std::vector<CellResult> results;
+  for (std::optional<CellResult>& r : *by_cell) {
+    if (r.has_value()) results.push_back(std::move(*r));
+  }
+  progress->Done(results.size(), total, tally.kept, tally.failed);
+  RINGSIDE_RETURN_IF_ERROR(WriteSummaryCsv(results, o.out_dir + "/summary.csv"));
+  if (status.ok() && o.summary != nullptr) {
+    absl::FPrintF(o.summary, "%s\nsummary: %s/summary.csv\nnext: ringside report %s\n", SummaryTable(results),
+                  o.out_dir, ShellWord(o.out_dir));
+    fflush(o.summary);
+  }
+  return status;
+}
+
+}  // namespace
+
+absl::Status RunCompare(const CompareOptions& o) {
+  RINGSIDE_ASSIGN_OR_RETURN(ComparePlan plan, PlanCompare(o));
+  ExperimentSpec& spec = plan.spec;
+  const std::vector<Cell>& cells = plan.cells;
   const absl::Duration limit = absl::Seconds(spec.cell_timeout_s() > 0 ? spec.cell_timeout_s() : 1800);
   ScopedSignalCatcher signals;  // Ctrl-C stops after the running cell, which re-runs later.
   CompareProgress progress(o.progress);
   // Results by cell (table order), filled in run order (RunOrder: round by round).
   std::vector<std::optional<CellResult>> by_cell(cells.size());
-  int kept = 0, failed = 0, ran = 0;
-  double spent = 0;
+  CompareTally tally;
   absl::Status status;
   const std::vector<size_t> order = RunOrder(cells);
   // A cluster's links follow the host round by round: each round after the first
   // measures its own dilation before its first cell runs (MeasureDilationRecord).
-  DilationRecord round_dilation = dilation;
+  DilationRecord round_dilation = plan.dilation;
   int dilation_round = 0;
+  const CellRunContext ctx{o, spec, limit, &signals, &progress, &tally};
   for (size_t k = 0; k < order.size(); ++k) {
     const size_t i = order[k];
     const Cell& cell = cells[i];
@@ -220,12 +334,12 @@ absl::Status RunCompare(const CompareOptions& o) {
     // Resume: a cell with a result is finished (ok or failed) and kept.
     if (CellResult r; ReadKeptResult(dir, &r)) {
       by_cell[i] = std::move(r);
-      ++kept;
+      ++tally.kept;
       continue;
     }
     if (!spec.cluster().empty() && cell.repeat != dilation_round) {
       if (o.progress != nullptr) absl::FPrintF(o.progress, "compare: round %d: measuring the host again\n", cell.repeat + 1);
-      absl::StatusOr<DilationRecord> d = MeasureDilationRecord(spec, node_cpus, o.progress);
+      absl::StatusOr<DilationRecord> d = MeasureDilationRecord(spec, plan.node_cpus, o.progress);
       if (!d.ok()) {
         status = absl::Status(d.status().code(), absl::StrCat("round ", cell.repeat + 1, ": ", d.status().message()));
         break;
@@ -234,59 +348,14 @@ absl::Status RunCompare(const CompareOptions& o) {
       spec.set_network(round_dilation.network());
       dilation_round = cell.repeat;
     }
-    std::error_code error;
-    fs::remove_all(dir, error);  // A cell interrupted earlier starts over.
-    fs::create_directories(dir, error);
-    progress.Running(k, cells.size(), ran > 0 ? Clock(spent / ran * (cells.size() - k)) : "?", cell.id);
-    std::vector<std::string> argv = {o.self_exe};
-    for (std::string& a : CellTrainArgs(spec, cell, dir)) argv.push_back(std::move(a));
-    WriteFileAtomically(dir + "/command.txt", absl::StrJoin(argv, " ") + "\n").IgnoreError();
-    const absl::Time t0 = absl::Now();
-    const ChildOutcome outcome = RunChild(argv, dir + "/log.txt", limit, &signals);
-    const double wall = absl::ToDoubleSeconds(absl::Now() - t0);
-    if (outcome.interrupted) {
-      status = absl::CancelledError(absl::StrCat(
-          "interrupted during cell ", cell.id, "; run the same command again to resume (",
-          kept + ran, " cells are kept)"));
+    absl::StatusOr<CellResult> r = RunCellJob(ctx, cell, k, cells.size(), dir, round_dilation);
+    if (!r.ok()) {
+      status = r.status();
       break;
     }
-    spent += wall;
-    ++ran;
-    CellResult r = SummarizeCell(cell, dir, outcome.ok, outcome.how, wall);
-    // The emulation the cell ran under, for the report's statement.
-    r.set_node_cpus(cell.node_cpus);
-    r.set_ranks_per_node(cell.ranks_per_node);
-    r.set_nodes(cell.nodes);
-    // single and dp are one process: the network and slow node do not apply.
-    const bool one_process = cell.strategy.kind() == "single" || cell.strategy.kind() == "dp";
-    if (!one_process) r.set_network(spec.network());
-    if (!one_process && cell.workers > 1) r.set_slow_node(spec.slow_node());
-    if (!spec.cluster().empty()) {
-      r.set_cluster(round_dilation.cluster());
-      r.set_dilation(round_dilation.factor());
-    }
-    if (r.status() != "ok") {
-      ++failed;
-      progress.Failed(cell.id, r.reason());
-    }
-    std::string text;
-    google::protobuf::TextFormat::PrintToString(r, &text);
-    status = WriteFileAtomically(dir + "/" + kCellResultFile, text);
-    if (!status.ok()) break;
-    by_cell[i] = std::move(r);
+    by_cell[i] = *std::move(r);
   }
-  std::vector<CellResult> results;
-  for (std::optional<CellResult>& r : by_cell) {
-    if (r.has_value()) results.push_back(std::move(*r));
-  }
-  progress.Done(results.size(), cells.size(), kept, failed);
-  RINGSIDE_RETURN_IF_ERROR(WriteSummaryCsv(results, o.out_dir + "/summary.csv"));
-  if (status.ok() && o.summary != nullptr) {
-    absl::FPrintF(o.summary, "%s\nsummary: %s/summary.csv\nnext: ringside report %s\n", SummaryTable(results),
-                  o.out_dir, ShellWord(o.out_dir));
-    fflush(o.summary);
-  }
-  return status;
+  return FinishCompare(o, &by_cell, cells.size(), tally, &progress, status);
 }
 
 }  // namespace ringside

@@ -72,6 +72,124 @@ std::string PointDevice(const ReportPoint& p) {
   return absl::StrCat(p.device, " (", EmulationNote(p.kind, p.workers, p.gpus), ")");
 }
 
+namespace {
+
+// The single-process cells' throughput (BuildPoints): the median over the ok ones
+// (0: none), and each round's (repeat r of the single cell) where it is above 0.
+struct SingleBaselines {
+  double median = 0;
+  std::map<int, double> by_round;
+};
+
+SingleBaselines SingleThroughput(const std::vector<CellResult>& results) {
+  SingleBaselines out;
+  // Single-process baseline throughput.
+  std::vector<double> single;
+  for (const CellResult& r : results) {
+    if (r.kind() == "single" && r.status() == "ok") single.push_back(r.samples_per_sec());
+  }
+  out.median = Median(single);
+  // Each round's single-process throughput (repeat r of the single cell): compare runs
+  // rounds one after the other, each a whole matrix (on its own links with a cluster),
+  // so a cell's speedup pairs it with its own round's single.
+  for (const CellResult& r : results) {
+    if (r.kind() == "single" && r.status() == "ok" && r.samples_per_sec() > 0) {
+      out.by_round[r.repeat()] = r.samples_per_sec();
+    }
+  }
+  return out;
+}
+
+// The median ok throughput of `label`'s one-worker cells (0: none), from `groups`.
+double OwnBaseline(const std::map<std::pair<std::string, int>, std::vector<const CellResult*>>& groups,
+                   const std::string& label) {
+  double base_own = 0;
+  if (auto it = groups.find({label, 1}); it != groups.end()) {
+    std::vector<double> v;
+    for (const CellResult* r : it->second) {
+      if (r->status() == "ok") v.push_back(r->samples_per_sec());
+    }
+    base_own = Median(v);
+  }
+  return base_own;
+}
+
+// Fills `p`'s cells, device and repeat counts from `cells` (one point's repeats) and
+// returns the ok repeats' measures by name ("step", "sps", ..., "paired": each repeat's
+// throughput over its round's single, where `single_by_round` has it).
+std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<const CellResult*>& cells,
+                                                          const std::map<int, double>& single_by_round,
+                                                          ReportPoint* p) {
+  std::map<std::string, std::vector<double>> v;
+  for (const CellResult* r : cells) {
+    p->cells.push_back(r->cell());
+    if (p->device.empty()) p->device = r->device();
+    p->emulated |= r->emulated();
+    p->gpus = std::max(p->gpus, r->gpus());
+    p->ranks_per_node = std::max(p->ranks_per_node, r->ranks_per_node());
+    if (r->status() != "ok") {
+      ++p->failed_repeats;
+      p->failure = r->reason();
+      continue;
+    }
+    if (p->ok_repeats == 0) p->device = r->device();  // An ok repeat's, where one is.
+    ++p->ok_repeats;
+    v["step"].push_back(r->median_step_ms());
+    v["sps"].push_back(r->samples_per_sec());
+    v["compute"].push_back(r->compute_ms());
+    v["data"].push_back(r->data_ms());
+    v["comm"].push_back(r->comm_ms());
+    v["wait"].push_back(r->wait_ms());
+    v["update"].push_back(r->update_ms());
+    v["in"].push_back(r->busiest_bytes_in());
+    v["out"].push_back(r->busiest_bytes_out());
+    v["acc"].push_back(r->test_accuracy());
+    v["wall"].push_back(r->wall_s());
+    if (auto it = single_by_round.find(r->repeat()); it != single_by_round.end()) {
+      v["paired"].push_back(r->samples_per_sec() / it->second);
+    }
+  }
+  return v;
+}
+
+// Sets `p`'s medians, ranges, speedup (against `base`, or paired with each round's single
+// where every repeat has one and `base_single` > 0) and efficiency from `v`
+// (CollectRepeats; entries it lacks are made, empty).
+void SetPointMeasures(std::map<std::string, std::vector<double>>& v, double base, double base_single,
+                      ReportPoint* p) {
+  p->step_ms = Median(v["step"]);
+  p->samples_per_sec = Median(v["sps"]);
+  p->speedup = base > 0 ? p->samples_per_sec / base : 0;
+  if (!v["step"].empty()) {
+    const auto [smin, smax] = std::minmax_element(v["step"].begin(), v["step"].end());
+    p->step_ms_min = *smin;
+    p->step_ms_max = *smax;
+    const auto [tmin, tmax] = std::minmax_element(v["sps"].begin(), v["sps"].end());
+    p->speedup_min = base > 0 ? *tmin / base : 0;
+    p->speedup_max = base > 0 ? *tmax / base : 0;
+  }
+  // Every repeat paired with its round's single: the median and range of those
+  // ratios, so that a drift of the host between rounds cancels.
+  if (base_single > 0 && !v["paired"].empty() && v["paired"].size() == v["sps"].size()) {
+    const auto [rmin, rmax] = std::minmax_element(v["paired"].begin(), v["paired"].end());
+    p->speedup = Median(v["paired"]);
+    p->speedup_min = *rmin;
+    p->speedup_max = *rmax;
+  }
+  p->efficiency = p->speedup / p->workers;
+  p->compute_ms = Median(v["compute"]);
+  p->data_ms = Median(v["data"]);
+  p->comm_ms = Median(v["comm"]);
+  p->wait_ms = Median(v["wait"]);
+  p->update_ms = Median(v["update"]);
+  p->busiest_bytes_in = Median(v["in"]);
+  p->busiest_bytes_out = Median(v["out"]);
+  p->test_accuracy = Median(v["acc"]);
+  p->wall_s = Median(v["wall"]);
+}
+
+}  // namespace
+
 std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
   std::vector<std::string> order;
   std::map<std::pair<std::string, int>, std::vector<const CellResult*>> groups;
@@ -79,31 +197,11 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
     if (std::find(order.begin(), order.end(), r.label()) == order.end()) order.push_back(r.label());
     groups[{r.label(), r.workers()}].push_back(&r);
   }
-  // Single-process baseline throughput.
-  std::vector<double> single;
-  for (const CellResult& r : results) {
-    if (r.kind() == "single" && r.status() == "ok") single.push_back(r.samples_per_sec());
-  }
-  const double base_single = Median(single);
-  // Each round's single-process throughput (repeat r of the single cell): compare runs
-  // rounds one after the other, each a whole matrix (on its own links with a cluster),
-  // so a cell's speedup pairs it with its own round's single.
-  std::map<int, double> single_by_round;
-  for (const CellResult& r : results) {
-    if (r.kind() == "single" && r.status() == "ok" && r.samples_per_sec() > 0) {
-      single_by_round[r.repeat()] = r.samples_per_sec();
-    }
-  }
+  const SingleBaselines single = SingleThroughput(results);
+  const double base_single = single.median;
   std::vector<ReportPoint> points;
   for (const std::string& label : order) {
-    double base_own = 0;
-    if (auto it = groups.find({label, 1}); it != groups.end()) {
-      std::vector<double> v;
-      for (const CellResult* r : it->second) {
-        if (r->status() == "ok") v.push_back(r->samples_per_sec());
-      }
-      base_own = Median(v);
-    }
+    const double base_own = OwnBaseline(groups, label);
     const double base = base_single > 0 ? base_single : base_own;
     for (auto& [key, cells] : groups) {
       if (key.first != label) continue;
@@ -111,64 +209,8 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
       p.label = label;
       p.kind = cells[0]->kind();
       p.workers = key.second;
-      std::map<std::string, std::vector<double>> v;
-      for (const CellResult* r : cells) {
-        p.cells.push_back(r->cell());
-        if (p.device.empty()) p.device = r->device();
-        p.emulated |= r->emulated();
-        p.gpus = std::max(p.gpus, r->gpus());
-        p.ranks_per_node = std::max(p.ranks_per_node, r->ranks_per_node());
-        if (r->status() != "ok") {
-          ++p.failed_repeats;
-          p.failure = r->reason();
-          continue;
-        }
-        if (p.ok_repeats == 0) p.device = r->device();  // An ok repeat's, where one is.
-        ++p.ok_repeats;
-        v["step"].push_back(r->median_step_ms());
-        v["sps"].push_back(r->samples_per_sec());
-        v["compute"].push_back(r->compute_ms());
-        v["data"].push_back(r->data_ms());
-        v["comm"].push_back(r->comm_ms());
-        v["wait"].push_back(r->wait_ms());
-        v["update"].push_back(r->update_ms());
-        v["in"].push_back(r->busiest_bytes_in());
-        v["out"].push_back(r->busiest_bytes_out());
-        v["acc"].push_back(r->test_accuracy());
-        v["wall"].push_back(r->wall_s());
-        if (auto it = single_by_round.find(r->repeat()); it != single_by_round.end()) {
-          v["paired"].push_back(r->samples_per_sec() / it->second);
-        }
-      }
-      p.step_ms = Median(v["step"]);
-      p.samples_per_sec = Median(v["sps"]);
-      p.speedup = base > 0 ? p.samples_per_sec / base : 0;
-      if (!v["step"].empty()) {
-        const auto [smin, smax] = std::minmax_element(v["step"].begin(), v["step"].end());
-        p.step_ms_min = *smin;
-        p.step_ms_max = *smax;
-        const auto [tmin, tmax] = std::minmax_element(v["sps"].begin(), v["sps"].end());
-        p.speedup_min = base > 0 ? *tmin / base : 0;
-        p.speedup_max = base > 0 ? *tmax / base : 0;
-      }
-      // Every repeat paired with its round's single: the median and range of those
-      // ratios, so that a drift of the host between rounds cancels.
-      if (base_single > 0 && !v["paired"].empty() && v["paired"].size() == v["sps"].size()) {
-        const auto [rmin, rmax] = std::minmax_element(v["paired"].begin(), v["paired"].end());
-        p.speedup = Median(v["paired"]);
-        p.speedup_min = *rmin;
-        p.speedup_max = *rmax;
-      }
-      p.efficiency = p.speedup / p.workers;
-      p.compute_ms = Median(v["compute"]);
-      p.data_ms = Median(v["data"]);
-      p.comm_ms = Median(v["comm"]);
-      p.wait_ms = Median(v["wait"]);
-      p.update_ms = Median(v["update"]);
-      p.busiest_bytes_in = Median(v["in"]);
-      p.busiest_bytes_out = Median(v["out"]);
-      p.test_accuracy = Median(v["acc"]);
-      p.wall_s = Median(v["wall"]);
+      std::map<std::string, std::vector<double>> v = CollectRepeats(cells, single.by_round, &p);
+      SetPointMeasures(v, base, base_single, &p);
       SetLatePoint(cells, &p);
       points.push_back(p);
     }
@@ -189,6 +231,76 @@ void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* po
   });
 }
 
+namespace {
+
+// The cell of `cells` that point `p` ran (its label and workers), or nullptr.
+const Cell* CellOf(const std::vector<Cell>& cells, const ReportPoint& p) {
+  for (const Cell& c : cells) {
+    if (c.label == p.label && c.workers == p.workers) return &c;
+  }
+  return nullptr;
+}
+
+// `measured` with its compute scaled to the first of the matrix's own CPU single-process
+// cells that finished ok (points.h), and that cell's basis in `*basis`; `measured` as is,
+// `*basis` untouched, where none fits (or the spec scales strongly).
+Calibration ScaleToOwnSingle(const Calibration& measured, const ExperimentSpec& spec,
+                             const std::vector<Cell>& cells, const std::vector<ReportPoint>& points,
+                             ComputeBasis* basis) {
+  Calibration calibration = measured;
+  for (const ReportPoint& p : points) {
+    const Cell* cell = CellOf(cells, p);
+    if (p.kind != "single" || p.ok_repeats == 0 || !(p.compute_ms > 0) || cell == nullptr ||
+        IsGpuDevice(cell->device) || spec.global_batch() > 0) {
+      continue;
+    }
+    Scenario on_single;
+    on_single.node_cpus = cell->node_cpus;
+    const double calibrated_s = CalibrationOnNode(measured, on_single).compute_s;
+    if (!(calibrated_s > 0)) continue;
+    const double ratio = p.compute_ms / 1e3 / calibrated_s;
+    calibration.compute_s *= ratio;
+    calibration.backward_s *= ratio;
+    *basis = {calibrated_s * 1e3, p.compute_ms};
+    break;
+  }
+  return calibration;
+}
+
+// Sets `s`'s strategy (and a PS's shards, placement and schedule, or an all-reduce's
+// algorithm and overlap) for point `p` of `strategy` (kind "ps" or "ddp"), its ranks
+// `ranks_per_node` to a node.
+void SetStrategyScenario(const ReportPoint& p, const StrategySpec& strategy, int ranks_per_node, Scenario* s) {
+  if (p.kind == "ps") {
+    s->strategy = Strategy::kPs;
+    s->shards = strategy.ps_shard_per_worker() ? p.workers : std::max(1, strategy.ps_shards());
+    s->colocated = strategy.ps_colocated();
+    if (s->colocated) s->colocated_hosts = 1;  // --ps_colocated: every shard in worker 0.
+    if (!s->colocated && ranks_per_node > 1) {
+      // Nodes filled shard 0, worker 0, shard 1, worker 1, ...: while shards and
+      // workers pair up, each node holds a worker beside its shard (colocated in the
+      // model's terms, one worker computing per node); past that, K workers a node.
+      if (strategy.ps_shard_per_worker() && ranks_per_node == 2) {
+        s->colocated = true;
+      } else {
+        s->ranks_per_node = ranks_per_node;
+      }
+    }
+    // The spec has no chunk size: ringside's PS as it runs by default, the same
+    // schedule `simulate` predicts with.
+    UseRingsidePsSchedule(s);
+  } else {
+    const std::string& a = strategy.allreduce();
+    s->strategy = a == "halving-doubling"     ? Strategy::kHalvingDoubling
+                  : a == "recursive-doubling" ? Strategy::kRecursiveDoubling
+                  : a == "ring"               ? Strategy::kRing
+                                              : Strategy::kAuto;  // "auto" or unset.
+    s->overlap = !strategy.no_overlap();
+  }
+}
+
+}  // namespace
+
 ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& spec, int cores,
                            std::vector<ReportPoint>* points) {
   absl::StatusOr<NetworkProfile> profile = ParseNetworkProfile(spec.network());
@@ -202,33 +314,11 @@ ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& sp
   // point's node share and processes per node come from its first repeat's cell.
   std::vector<Cell> cells = ExpandCells(spec);
   if (!ResolveClusterCells(spec, cores, &cells).ok()) cells.clear();
-  auto cell_of = [&cells](const ReportPoint& p) -> const Cell* {
-    for (const Cell& c : cells) {
-      if (c.label == p.label && c.workers == p.workers) return &c;
-    }
-    return nullptr;
-  };
   double node_cpus = 0;  // The distributed cells' share (the single's may be one device's).
   for (const Cell& c : cells) node_cpus = std::max(node_cpus, c.node_cpus);
   // Compute from the matrix's own single-process cells (points.h).
-  Calibration calibration = measured;
   ComputeBasis basis;
-  for (const ReportPoint& p : *points) {
-    const Cell* cell = cell_of(p);
-    if (p.kind != "single" || p.ok_repeats == 0 || !(p.compute_ms > 0) || cell == nullptr ||
-        IsGpuDevice(cell->device) || spec.global_batch() > 0) {
-      continue;
-    }
-    Scenario on_single;
-    on_single.node_cpus = cell->node_cpus;
-    const double calibrated_s = CalibrationOnNode(measured, on_single).compute_s;
-    if (!(calibrated_s > 0)) continue;
-    const double ratio = p.compute_ms / 1e3 / calibrated_s;
-    calibration.compute_s *= ratio;
-    calibration.backward_s *= ratio;
-    basis = {calibrated_s * 1e3, p.compute_ms};
-    break;
-  }
+  const Calibration calibration = ScaleToOwnSingle(measured, spec, cells, *points, &basis);
   const absl::StatusOr<SlowNodeSpec> slow = ParseSlowNode(spec.slow_node());
   const double slow_fraction = slow.ok() && slow->enabled ? slow->factor : 1;
   for (ReportPoint& p : *points) {
@@ -250,7 +340,7 @@ ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& sp
         node_cpus > 0 ? 1.0 : std::max(1.0, static_cast<double>(p.workers) / std::max(1, cores));
     c.compute_s *= share * crowding;
     c.backward_s *= share * crowding;
-    const Cell* cell = cell_of(p);
+    const Cell* cell = CellOf(cells, p);
     Scenario s;
     s.node_cpus = cell != nullptr ? cell->node_cpus : node_cpus;
     if (p.kind == "single") {
@@ -267,32 +357,7 @@ ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& sp
     s.model_bytes = calibration.model_bytes;
     s.link_bytes_per_s = link;
     s.master_link_bytes_per_s = master_link != link ? master_link : 0;
-    if (p.kind == "ps") {
-      s.strategy = Strategy::kPs;
-      s.shards = strategy->ps_shard_per_worker() ? p.workers : std::max(1, strategy->ps_shards());
-      s.colocated = strategy->ps_colocated();
-      if (s.colocated) s.colocated_hosts = 1;  // --ps_colocated: every shard in worker 0.
-      if (!s.colocated && ranks_per_node > 1) {
-        // Nodes filled shard 0, worker 0, shard 1, worker 1, ...: while shards and
-        // workers pair up, each node holds a worker beside its shard (colocated in the
-        // model's terms, one worker computing per node); past that, K workers a node.
-        if (strategy->ps_shard_per_worker() && ranks_per_node == 2) {
-          s.colocated = true;
-        } else {
-          s.ranks_per_node = ranks_per_node;
-        }
-      }
-      // The spec has no chunk size: ringside's PS as it runs by default, the same
-      // schedule `simulate` predicts with.
-      UseRingsidePsSchedule(&s);
-    } else {
-      const std::string& a = strategy->allreduce();
-      s.strategy = a == "halving-doubling"     ? Strategy::kHalvingDoubling
-                   : a == "recursive-doubling" ? Strategy::kRecursiveDoubling
-                   : a == "ring"               ? Strategy::kRing
-                                               : Strategy::kAuto;  // "auto" or unset.
-      s.overlap = !strategy->no_overlap();
-    }
+    SetStrategyScenario(p, *strategy, ranks_per_node, &s);
     absl::StatusOr<Prediction> prediction = Predict(c, s);
     if (prediction.ok()) {
       p.predicted_step_ms = prediction->step_s * 1e3;
@@ -301,6 +366,5 @@ ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& sp
   }
   return basis;
 }
-
 
 }  // namespace ringside

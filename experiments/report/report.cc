@@ -78,18 +78,14 @@ DilationRecord MedianRoundDilation(const DilationRecord& first, const std::vecto
   return median;
 }
 
-absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
+namespace {
+
+// Each point's cells' trace for the table's links, relative to `dir`: the cell's merged
+// timeline of all its processes (experiments/timeline), else its worker 0 / rank 0 trace
+// (output_files.h), else the single process's.
+void SetTracePaths(const std::string& dir, std::vector<ReportPoint>* points) {
   namespace fs = std::filesystem;
-  RINGSIDE_ASSIGN_OR_RETURN(std::vector<CellResult> results, ReadCellResults(dir));
-  ReportData data;
-  data.name = fs::path(dir).filename().string();
-  data.points = BuildPoints(results);
-  for (const CellResult& r : results) data.num_params = std::max(data.num_params, r.num_params());
-  data.spec_text = ReadFile(dir + "/spec.textproto").value_or("");
-  SortPointsBySpec(data.spec_text, &data.points);
-  // Each cell's merged timeline of all its processes (experiments/timeline), else its
-  // worker 0 / rank 0 trace (output_files.h), for the table's links.
-  for (ReportPoint& p : data.points) {
+  for (ReportPoint& p : *points) {
     for (const std::string& c : p.cells) {
       const std::string rank0 = OutputFileName(OutputFile::kTrace, OutputOwner::kRank, 0);
       const std::string single = OutputFileName(OutputFile::kTrace, OutputOwner::kSingle, 0);
@@ -102,20 +98,93 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
                                                                : single));
     }
   }
-  ExperimentSpec spec;
-  const bool spec_ok = google::protobuf::TextFormat::ParseFromString(data.spec_text, &spec);
+}
+
+// A cluster's dilation as the cells ran it (`spec` parsed, `spec_ok`, and naming a
+// cluster): the one compare recorded in `dir`, its links and factor the median round's;
+// `spec`'s network becomes those links. NotFound without a cluster; a recorded dilation
+// that cannot be read is warned about on stderr and returned as the error.
+absl::StatusOr<DilationRecord> CellsDilation(const std::string& dir, const std::vector<CellResult>& results,
+                                             bool spec_ok, ExperimentSpec* spec) {
   // A cluster: the links the cells ran on are the dilated ones compare recorded.
   absl::StatusOr<DilationRecord> dilation = absl::NotFoundError("no cluster");
-  if (spec_ok && !spec.cluster().empty()) {
+  if (spec_ok && !spec->cluster().empty()) {
     dilation = ReadDilation(dir);
     if (dilation.ok()) {
       *dilation = MedianRoundDilation(*dilation, results);
-      spec.set_network(dilation->network());
+      spec->set_network(dilation->network());
     } else {
-      absl::FPrintF(stderr, "ringside: warning: %s: the spec names cluster %s but %s\n", dir, spec.cluster(),
+      absl::FPrintF(stderr, "ringside: warning: %s: the spec names cluster %s but %s\n", dir, spec->cluster(),
                     dilation.status().message());
     }
   }
+  return dilation;
+}
+
+// The findings' context apart from `cores` (left as made): the data's parameters and
+// scaling, the cluster and its dilation (where `dilation` is ok), and the links of
+// `spec`'s enabled network (none where `spec_ok` is false).
+FindingsContext MakeFindingsContext(const ReportData& data, const absl::StatusOr<DilationRecord>& dilation,
+                                    bool spec_ok, const ExperimentSpec& spec) {
+  FindingsContext context;
+  context.num_params = data.num_params;
+  context.cores = static_cast<int>(std::thread::hardware_concurrency());
+  context.strong_scaling = data.strong_scaling;
+  if (dilation.ok()) {
+    context.cluster = dilation->cluster();
+    context.dilation = dilation->factor();
+  }
+  if (absl::StatusOr<NetworkProfile> profile = ParseNetworkProfile(spec_ok ? spec.network() : "");
+      profile.ok() && profile->enabled) {
+    context.link_bytes_per_s = profile->link.bits_per_sec / 8;
+    context.master_link_bytes_per_s = LinkForRole(*profile, "master").bits_per_sec / 8;
+  }
+  return context;
+}
+
+// Predicts `data`'s points from `dir`/calibration.json where there is one and it fits
+// `spec`'s model and batch (with the CPU share compare resolved, `node_cpus`, and
+// `cores`); one that does not fit is left out with its reason in `data` and on stderr.
+void AddPrediction(const std::string& dir, const ExperimentSpec& spec, bool spec_ok, double node_cpus, int cores,
+                   ReportData* data) {
+  namespace fs = std::filesystem;
+  if (fs::exists(dir + "/calibration.json")) {
+    absl::StatusOr<Calibration> calibration = ReadCalibrationFile(dir + "/calibration.json");
+    // A calibration of another model or batch is left out, loudly (strong scaling: the
+    // global batch, which its 1-worker cells run).
+    const int batch = spec.batch_per_worker() > 0 ? spec.batch_per_worker() : spec.global_batch();
+    absl::Status fits = !calibration.ok() ? calibration.status()
+                        : spec_ok         ? CheckCalibrationFits(*calibration, spec.model(), batch)
+                                          : absl::FailedPreconditionError("spec.textproto does not parse");
+    if (!fits.ok()) {
+      data->no_prediction_reason = absl::StrCat("calibration.json was left out: ", fits.message());
+      absl::FPrintF(stderr, "ringside: warning: %s/%s\n", dir, data->no_prediction_reason);
+    } else {
+      // The share compare resolved and recorded ("auto" depends on the machine).
+      ExperimentSpec resolved = spec;
+      if (node_cpus > 0) resolved.set_node_cpus(absl::StrCat(node_cpus));
+      data->compute_basis = PredictPoints(*calibration, resolved, cores, &data->points);
+      data->calibration_node_cpus = calibration->node_cpus;
+      data->predicted = true;
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
+  namespace fs = std::filesystem;
+  RINGSIDE_ASSIGN_OR_RETURN(std::vector<CellResult> results, ReadCellResults(dir));
+  ReportData data;
+  data.name = fs::path(dir).filename().string();
+  data.points = BuildPoints(results);
+  for (const CellResult& r : results) data.num_params = std::max(data.num_params, r.num_params());
+  data.spec_text = ReadFile(dir + "/spec.textproto").value_or("");
+  SortPointsBySpec(data.spec_text, &data.points);
+  SetTracePaths(dir, &data.points);
+  ExperimentSpec spec;
+  const bool spec_ok = google::protobuf::TextFormat::ParseFromString(data.spec_text, &spec);
+  const absl::StatusOr<DilationRecord> dilation = CellsDilation(dir, results, spec_ok, &spec);
   data.network = "loopback (no emulated links)";
   if (spec_ok && !spec.network().empty()) {
     data.network = absl::StrCat("emulated links `", spec.network(),
@@ -130,39 +199,8 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
     data.emulation_short = DescribeEmulationShort(spec, node_cpus, d);
   }
   if (dilation.ok()) data.host_check = HostHeldCluster(*dilation, data.points);
-  FindingsContext context;
-  context.num_params = data.num_params;
-  context.cores = static_cast<int>(std::thread::hardware_concurrency());
-  context.strong_scaling = data.strong_scaling;
-  if (dilation.ok()) {
-    context.cluster = dilation->cluster();
-    context.dilation = dilation->factor();
-  }
-  if (absl::StatusOr<NetworkProfile> profile = ParseNetworkProfile(spec_ok ? spec.network() : "");
-      profile.ok() && profile->enabled) {
-    context.link_bytes_per_s = profile->link.bits_per_sec / 8;
-    context.master_link_bytes_per_s = LinkForRole(*profile, "master").bits_per_sec / 8;
-  }
-  if (fs::exists(dir + "/calibration.json")) {
-    absl::StatusOr<Calibration> calibration = ReadCalibrationFile(dir + "/calibration.json");
-    // A calibration of another model or batch is left out, loudly (strong scaling: the
-    // global batch, which its 1-worker cells run).
-    const int batch = spec.batch_per_worker() > 0 ? spec.batch_per_worker() : spec.global_batch();
-    absl::Status fits = !calibration.ok() ? calibration.status()
-                        : spec_ok         ? CheckCalibrationFits(*calibration, spec.model(), batch)
-                                          : absl::FailedPreconditionError("spec.textproto does not parse");
-    if (!fits.ok()) {
-      data.no_prediction_reason = absl::StrCat("calibration.json was left out: ", fits.message());
-      absl::FPrintF(stderr, "ringside: warning: %s/%s\n", dir, data.no_prediction_reason);
-    } else {
-      // The share compare resolved and recorded ("auto" depends on the machine).
-      ExperimentSpec resolved = spec;
-      if (node_cpus > 0) resolved.set_node_cpus(absl::StrCat(node_cpus));
-      data.compute_basis = PredictPoints(*calibration, resolved, context.cores, &data.points);
-      data.calibration_node_cpus = calibration->node_cpus;
-      data.predicted = true;
-    }
-  }
+  FindingsContext context = MakeFindingsContext(data, dilation, spec_ok, spec);
+  AddPrediction(dir, spec, spec_ok, node_cpus, context.cores, &data);
   // With emulated nodes every worker computes on a CPU share of its own, not on cores
   // shared with the others.
   if (node_cpus > 0) context.cores = 0;
