@@ -11,6 +11,8 @@ namespace {
 // Reads the inlined trace, checks every flow's ends against the spans of their tracks,
 // draws one row per thread track (grouped by process, in sort_index order) with the
 // spans as boxes and the flows as lines, and writes what it found into #summary.
+// One immediately invoked JavaScript function of about 85 lines, kept whole: it is the
+// page's only script and reads top to bottom as the page is drawn (issue 34 redraws it).
 constexpr char kScript[] = R"JS(
 (function () {
   const summary = document.getElementById('summary');
