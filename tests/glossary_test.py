@@ -18,9 +18,10 @@ import os
 import re
 import sys
 
-# (slug, English pattern, Chinese pattern or None). Patterns are Python regexes; the
-# English ones are case-insensitive unless they start with "(?-i)" style uppercase
-# acronyms, which are matched case-sensitively (see CASE_SENSITIVE).
+# (slug, English pattern, Chinese pattern). The slug is the anchor <a id="SLUG"></a> of the
+# entry in both glossaries. Patterns are Python regexes; the English ones match
+# case-insensitively except inside "(?-i:...)" (acronyms such as DP, PS, BSP). The
+# English pattern is looked for in every file, the Chinese one in tutorial.zh.md too.
 TERMS = [
     ("model-parallelism", r"model parallelism", r"模型并行"),
     ("data-parallelism", r"data parallelism", r"数据并行"),
