@@ -82,10 +82,16 @@ struct HookTimes {
   int64_t backward_us = 0;  // In StepHooks::backward's grads_ready and params_free.
 };
 
+// One evaluation of the test set, and the training loss of the step before it: summed
+// over samples, so that StepStrategy::ReduceEval adds them over the workers and every
+// strategy prints the mean over the global batch (what one process at that batch
+// prints), not one rank's.
 struct EvalResult {
-  double loss_sum = 0;
+  double loss_sum = 0;  // Test loss summed over `count` samples.
   int64_t correct = 0;
   int64_t count = 0;
+  double train_loss_sum = 0;  // The last training step's loss summed over its samples.
+  int64_t train_count = 0;    // That step's samples (0: no step ran).
 };
 
 // Not thread-safe. Borrows the model, ops and dataset, which must outlive it.

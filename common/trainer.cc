@@ -334,11 +334,15 @@ absl::Status Trainer::WriteCheckpointNow() {
   return WriteCheckpointKeeping(options_.out_dir, options_.keep_checkpoints, header, params, opt);
 }
 
-absl::StatusOr<EvalResult> Trainer::EvaluateTest() {
+absl::StatusOr<EvalResult> Trainer::EvaluateTest(const StepMetrics* last_step) {
   RINGSIDE_RETURN_IF_ERROR(strategy_->SettleParams());
   const std::vector<int64_t> indices = test_shard_.Indices(0);
   RINGSIDE_ASSIGN_OR_RETURN(EvalResult local,
                             test_step_.Evaluate(indices, options_.eval_batch));
+  if (last_step != nullptr && last_step->samples() > 0) {
+    local.train_loss_sum = static_cast<double>(last_step->loss()) * last_step->samples();
+    local.train_count = last_step->samples();
+  }
   return strategy_->ReduceEval(local);
 }
 
@@ -490,11 +494,13 @@ absl::Status Trainer::RunEpoch(RunState* run) {
 absl::StatusOr<EvalResult> Trainer::EndEpoch(const RunState& run) {
   ++epoch_;
   batch_in_epoch_ = 0;
-  RINGSIDE_ASSIGN_OR_RETURN(EvalResult eval, EvaluateTest());
+  RINGSIDE_ASSIGN_OR_RETURN(EvalResult eval, EvaluateTest(&run.m));
   if (options_.progress != nullptr) {
+    // The train loss: the epoch's last step, over the global batch (all workers').
     absl::FPrintF(options_.progress,
                   "epoch %d/%d done  train loss %.4f  test loss %.4f  test accuracy %.4f\n",
-                  epoch_, options_.config.epochs(), run.m.loss(),
+                  epoch_, options_.config.epochs(),
+                  eval.train_loss_sum / std::max<int64_t>(1, eval.train_count),
                   eval.loss_sum / std::max<int64_t>(1, eval.count),
                   static_cast<double>(eval.correct) / std::max<int64_t>(1, eval.count));
     fflush(options_.progress);
@@ -543,10 +549,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   result.samples_per_sec = result.seconds > 0 ? run.samples / result.seconds : 0;
   // Every rank runs the same number of samples per step.
   result.job_samples_per_sec = result.samples_per_sec * options_.world_size;
-  result.last_loss = run.last_loss;
   if (evaluated_at != step_) {
-    RINGSIDE_ASSIGN_OR_RETURN(eval, EvaluateTest());
+    RINGSIDE_ASSIGN_OR_RETURN(eval, EvaluateTest(run.steps_run > 0 ? &run.m : nullptr));
   }
+  // Over the global batch (all workers'), where a step ran in this run.
+  result.last_loss = eval.train_count > 0 ? eval.train_loss_sum / eval.train_count : run.last_loss;
   result.test_loss = eval.loss_sum / std::max<int64_t>(1, eval.count);
   result.test_accuracy = static_cast<double>(eval.correct) / std::max<int64_t>(1, eval.count);
   RINGSIDE_RETURN_IF_ERROR(CheckParamsBeforeCheckpoint());

@@ -88,7 +88,9 @@ class StepStrategy {
   // trainer calls it before evaluating, checkpointing and returning.
   virtual absl::Status SettleParams() { return absl::OkStatus(); }
 
-  // Combines evaluation counts over all workers (identity for one process).
+  // Combines evaluation counts over all workers (identity for one process): every
+  // field of EvalResult summed. Every worker calls it at the same point (epoch ends
+  // and the run's end); it blocks until all have.
   virtual absl::StatusOr<EvalResult> ReduceEval(const EvalResult& local) { return local; }
   // Optimizer state to checkpoint, and its restore.
   virtual absl::StatusOr<std::vector<float>> SaveOptimizerState() = 0;
@@ -243,7 +245,9 @@ class Trainer {
   absl::Status RunMicroBatches(absl::Span<const int64_t> samples, const StepHooks& hooks,
                                StepMetrics* m, HookTimes* hook_times);
   absl::Status WriteCheckpointNow();
-  absl::StatusOr<EvalResult> EvaluateTest();
+  // The test set evaluated on the settled parameters, with `last_step`'s training loss
+  // (null: none), reduced over the workers (StepStrategy::ReduceEval).
+  absl::StatusOr<EvalResult> EvaluateTest(const StepMetrics* last_step);
   void PrintProgress(const StepMetrics& m, int64_t steps_total, double rate, bool force);
 
   const TrainerOptions options_;

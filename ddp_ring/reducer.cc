@@ -42,7 +42,7 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(ProcessGroup* group, Mo
   // before it (a device group); refuses a model on memory the group cannot reduce.
   RINGSIDE_RETURN_IF_ERROR(group->OrderAfter(ops));
   RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(hyper, model->num_params(), ops));
-  RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> eval_sums, DeviceArray<float>::Create(ops, 3));
+  RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> eval_sums, DeviceArray<float>::Create(ops, kEvalSums));
   std::vector<Bucket> buckets =
       ComputeBuckets(model->layer_ranges(), options.first_bucket_bytes, options.bucket_cap_bytes);
   const int64_t flags = std::max<int64_t>(1, static_cast<int64_t>(buckets.size()));
@@ -317,15 +317,18 @@ void Reducer::TraceAllReduces(int64_t end_us, TraceWriter* trace) const {
 absl::StatusOr<EvalResult> Reducer::ReduceEval(const EvalResult& local) {
   // The counts go through backend memory (device scratch for NCCL, which reduces only
   // GPU memory). Counts stay exact in float up to 2^24 samples per evaluation.
-  float sums[3] = {static_cast<float>(local.loss_sum), static_cast<float>(local.correct),
-                   static_cast<float>(local.count)};
+  float sums[kEvalSums] = {static_cast<float>(local.loss_sum), static_cast<float>(local.correct),
+                           static_cast<float>(local.count), static_cast<float>(local.train_loss_sum),
+                           static_cast<float>(local.train_count)};
   RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(eval_sums_.data(), sums, sizeof(sums)));
-  RINGSIDE_RETURN_IF_ERROR(group_->AllReduce(eval_sums_.data(), 3, ReduceOp::kSum)->Wait());
+  RINGSIDE_RETURN_IF_ERROR(group_->AllReduce(eval_sums_.data(), kEvalSums, ReduceOp::kSum)->Wait());
   RINGSIDE_RETURN_IF_ERROR(ops_->CopyToHost(sums, eval_sums_.data(), sizeof(sums)));
   EvalResult total;
   total.loss_sum = sums[0];
   total.correct = static_cast<int64_t>(sums[1] + 0.5f);
   total.count = static_cast<int64_t>(sums[2] + 0.5f);
+  total.train_loss_sum = sums[3];
+  total.train_count = static_cast<int64_t>(sums[4] + 0.5f);
   return total;
 }
 

@@ -161,7 +161,9 @@ class Reducer final : public StepStrategy {
   Sgd sgd_;
   const ReducerOptions options_;
   const std::vector<Bucket> buckets_;
-  DeviceArray<float> eval_sums_;  // [3] ReduceEval's sums, in the group's memory.
+  // ReduceEval's sums (EvalResult's five fields), in the group's memory.
+  static constexpr int kEvalSums = 5;
+  DeviceArray<float> eval_sums_;  // [kEvalSums]
   DeviceArray<float> nonfinite_;  // [buckets] Non-finite flags, zeroed every step.
   HostArray<float> host_nonfinite_;  // [buckets] Their copy, read after the step's sync.
   // Per step: floats still missing per bucket, and the launched all-reduces.

@@ -131,12 +131,20 @@ size_t WireChunk::PayloadReader::Read(void* dst, size_t max_bytes) {
   return copied;
 }
 
+int64_t WireChunk::EncodedBytes(int32_t worker_id, int64_t step, ps::TensorKind kind, int64_t offset,
+                                uint64_t session, size_t payload_bytes) {
+  // One byte per tag (fields 1-6), Serialize's varints, the fixed64 session if any.
+  const size_t header = 1 + CodedOutputStream::VarintSize32SignExtended(worker_id) +
+                        1 + CodedOutputStream::VarintSize64(static_cast<uint64_t>(step)) +
+                        1 + CodedOutputStream::VarintSize32SignExtended(kind) +
+                        1 + CodedOutputStream::VarintSize64(static_cast<uint64_t>(offset)) +
+                        1 + CodedOutputStream::VarintSize64(payload_bytes) + (session != 0 ? 1 + 8 : 0);
+  return static_cast<int64_t>(header + payload_bytes);
+}
+
 size_t WireChunk::header_size() const {
-  return 1 + CodedOutputStream::VarintSize32SignExtended(worker_id) +
-         1 + CodedOutputStream::VarintSize64(static_cast<uint64_t>(step)) +
-         1 + CodedOutputStream::VarintSize32SignExtended(kind) +
-         1 + CodedOutputStream::VarintSize64(static_cast<uint64_t>(offset)) +
-         1 + CodedOutputStream::VarintSize64(payload_size_) + (session != 0 ? 1 + 8 : 0);
+  return static_cast<size_t>(EncodedBytes(worker_id, step, kind, offset, session, payload_size_)) -
+         payload_size_;
 }
 
 grpc::Status WireChunk::Serialize(grpc::ByteBuffer* out) const {

@@ -60,6 +60,12 @@ class WireChunk {
     size_t left_;
   };
 
+  // The serialised size of a chunk with these fields and `payload_bytes` of payload:
+  // every field is written, zeros too, but a zero session (proto3 leaves it out).
+  // `ringside explain ps` predicts the PS's bytes with it.
+  static int64_t EncodedBytes(int32_t worker_id, int64_t step, ps::TensorKind kind, int64_t offset,
+                              uint64_t session, size_t payload_bytes);
+
   // Serialised size (what the statistics count as wire bytes): as received, or as it
   // will be sent.
   int64_t wire_bytes() const {

@@ -485,11 +485,17 @@ absl::StatusOr<EvalResult> PsStrategy::ReduceEval(const EvalResult& local) {
       std::vector<double> sums,
       clients_[0]->Barrier(absl::StrCat("eval/", barriers_++),
                            {local.loss_sum, static_cast<double>(local.correct),
-                            static_cast<double>(local.count)}));
+                            static_cast<double>(local.count), local.train_loss_sum,
+                            static_cast<double>(local.train_count)}));
+  if (sums.size() != 5) {
+    return absl::InternalError(absl::StrCat("eval barrier: ", sums.size(), " sums, expected 5"));
+  }
   EvalResult out;
   out.loss_sum = sums[0];
   out.correct = static_cast<int64_t>(sums[1]);
   out.count = static_cast<int64_t>(sums[2]);
+  out.train_loss_sum = sums[3];
+  out.train_count = static_cast<int64_t>(sums[4]);
   return out;
 }
 

@@ -35,13 +35,32 @@ run_tests() {
   [ "$status" -eq 0 ] || [ "$status" -eq 4 ] || rc=1
 }
 
+# The GPU-only tests (tagged gpu: every case needs a GPU) run where a GPU is present.
+# Elsewhere they are built, so they still compile and link, and listed as not run: the
+# GPU check (scripts/gpu_check.sh) runs them on a GPU machine. Neither passed nor
+# skipped: they are not part of a run without a GPU.
+GPU_TESTS=(//common:cuda_ops_test //common:cuda_model_test)
+if [ -e /dev/nvidiactl ] && nvidia-smi -L >/dev/null 2>&1; then
+  no_gpu=""
+else
+  no_gpu="no GPU here (nvidia-smi -L found none); scripts/gpu_check.sh runs it on one"
+fi
+gpu_filter=${no_gpu:+-gpu}
+# not_run NOTE: the GPU-only tests' lines for a configuration without a GPU.
+not_run() {
+  [ -n "$no_gpu" ] || return 0
+  local t
+  for t in "${GPU_TESTS[@]}"; do echo "$t${1:+ ($1)} NOT RUN: $no_gpu"; done | tee -a "$log"
+}
+
 # 1. The CUDA configuration: what the default build leaves out (cuda_only() targets),
 # and the factory and binary with the NCCL backend linked in.
-CUDA_TESTS=(//common:cuda_check_test //common:cuda_ops_test //common:cuda_model_test
+CUDA_TESTS=(//common:cuda_check_test "${GPU_TESTS[@]}"
             //common:ops_factory_test //ddp_ring:nccl_process_group_test
             //ddp_ring:process_group_factory_test)
 if [ -d /usr/local/cuda/include ]; then
-  run_tests --config=cuda --config=cuda "${CUDA_TESTS[@]}" "$@"
+  run_tests --config=cuda --config=cuda --test_tag_filters="$gpu_filter" "${CUDA_TESTS[@]}" "$@"
+  not_run --config=cuda
   if bazel build --config=cuda //:ringside "$@"; then
     echo "//:ringside (bazel build --config=cuda) PASSED" | tee -a "$log"
   else
@@ -61,7 +80,8 @@ fi
 # (--jobs too: Bazel runs no more tests at once than --jobs allows actions; everything
 # is built by then.)
 side_by_side=${SIDE_BY_SIDE:-$(($(nproc) + 1))}
-run_tests "" //... --test_tag_filters=-side_by_side "$@"
+run_tests "" //... --test_tag_filters=-side_by_side${gpu_filter:+,$gpu_filter} "$@"
+not_run ""
 run_tests "" //... --test_tag_filters=side_by_side --local_test_jobs="$side_by_side" \
   --jobs="$side_by_side" "$@"
 

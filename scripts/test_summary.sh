@@ -6,6 +6,8 @@
 #                                    but skipped into "LABEL ... SKIPPED in Ns: REASON"
 #   test_summary.sh count LOG...     the summary of result lines: the skipped targets with
 #                                    their reasons, then "tests: N passed, M failed, K skipped"
+#                                    (and "; L GPU-only not run (...)" where scripts/test.sh
+#                                    listed GPU-only tests as "LABEL NOT RUN: REASON")
 #
 # Skipped, never passed. Bazel 4 has no skip status, so a test whose precondition is
 # missing passes (exit 0) and says so in its TESTLOGS/<package>/<name>/test.log:
@@ -59,7 +61,7 @@ RESULT='^(//[^ ]+( \([^)]*\))?) +(\(cached\) )?(PASSED|FAILED|TIMEOUT|NO STATUS|
 
 # count LOG...: the skipped targets and the summary line.
 count() {
-  local statuses passed failed skipped
+  local statuses passed failed skipped not_run
   statuses=$(cat "$@" | sed -nE "s#${RESULT}\$#\4\6#p" | sed -E 's/^(SKIPPED): .*/\1:/')
   passed=$(grep -c '^PASSED' <<<"$statuses")
   failed=$(grep -cE '^(FAILED|TIMEOUT|NO STATUS|INCOMPLETE)' <<<"$statuses")
@@ -68,7 +70,12 @@ count() {
     echo "skipped (a precondition is missing here; docs/testing.md says which test needs what):"
     cat "$@" | sed -nE "s#${RESULT}\$#\4 \1: \7#p" | sed -n 's/^SKIPPED /  /p' | grep -v ': $'
   fi
-  echo "tests: $passed passed, $failed failed, $skipped skipped"
+  # The GPU-only tests of a run without a GPU (scripts/test.sh): neither passed nor
+  # skipped, counted apart on the same line.
+  not_run=$(cat "$@" | grep -cE '^//[^ ]+( \([^)]*\))? NOT RUN: ')
+  local gpu=""
+  [ "$not_run" -eq 0 ] || gpu="; $not_run GPU-only not run (no GPU; scripts/gpu_check.sh runs them)"
+  echo "tests: $passed passed, $failed failed, $skipped skipped$gpu"
 }
 
 case "${1:-}" in

@@ -84,11 +84,13 @@ if explain ps4x1 ps --workers=4 --shards=1; then
   expect ps4x1 '^4 workers, 1 shard: the master moves [0-9.]+ MB per step \(in \+ out\); with 4 shards each moves [0-9.]+ MB$'
   expect ps4x1 '^  shard 0 step 1: predicted in [0-9,]+ out [0-9,]+, measured in [0-9,]+ out [0-9,]+$'
   expect ps4x1 '^check: every shard.s bytes in and out per step, measured by the real run, are within 1% of the prediction$'
+  expect ps4x1 '^  ([0-9]+) of \1 records exact to the byte$'
 fi
 if explain ps4x4 ps --workers=4 --shards=4; then
   expect ps4x4 '^4 workers, 4 shards: each shard moves [0-9.]+ MB per step'
   expect ps4x4 '^  shard 3 step 1: predicted'
   expect ps4x4 '^check: every shard.s bytes in and out per step, measured by the real run, are within 1% of the prediction$'
+  expect ps4x4 '^  ([0-9]+) of \1 records exact to the byte$'
 fi
 if [ -s "$T/ps4x1.out" ] && [ -s "$T/ps4x4.out" ]; then
   one=$(mb ps4x1 "master moves"); each=$(mb ps4x4 "each shard moves")

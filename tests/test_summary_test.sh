@@ -76,5 +76,14 @@ done
 printf '%s\n' '//:a_test   PASSED in 1.0s' >"$T/one.out"
 [ "$("$SUMMARY" count "$T/one.out")" = "tests: 1 passed, 0 failed, 0 skipped" ] || fail "one passed: $("$SUMMARY" count "$T/one.out")"
 
+# GPU-only tests listed as not run (scripts/test.sh without a GPU): neither passed nor
+# skipped, counted apart on the last line; a test named NOT RUN only in its text is not.
+printf '%s\n' '//:a_test   PASSED in 1.0s' \
+  '//common:cuda_ops_test (--config=cuda) NOT RUN: no GPU here (nvidia-smi -L found none)' \
+  '//common:cuda_ops_test NOT RUN: no GPU here (nvidia-smi -L found none)' \
+  'INFO: //tests:x NOT RUN: said in passing' >"$T/gpu.out"
+[ "$("$SUMMARY" count "$T/gpu.out")" = "tests: 1 passed, 0 failed, 0 skipped; 2 GPU-only not run (no GPU; scripts/gpu_check.sh runs them)" ] \
+  || fail "GPU-only not run: $("$SUMMARY" count "$T/gpu.out")"
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo PASS

@@ -55,6 +55,11 @@ fi
 if run ddp --strategy=ddp --workers=2 --bucket_cap_mb=0.001 --first_bucket_mb=0.001; then
   check ddp --processes="rank 0,rank 1" --flows="ready -> all-reduce" "$T/ddp/timeline.json"
 fi
+# For the zoomed viewer: a model whose backward lasts a millisecond or more (the one
+# above takes tens of microseconds, less than a thread's wake-up), so bucket 0's
+# all-reduce starts well inside it; the later options override the common ones.
+run zoom --strategy=ddp --workers=2 --model=mlp:784-256-256-10 --batch=64 --steps=8 \
+  --bucket_cap_mb=0.25 --first_bucket_mb=0.01
 
 "$RINGSIDE" timeline >/dev/null 2>"$T/usage.err"
 [ $? -eq 2 ] || fail "timeline without --run: not a usage error"
@@ -95,6 +100,49 @@ PY
       fail "$name: console messages:"; cat "$T/$name.console"
     fi
   done
+  # Zoomed to one step ("#step=5"): the page draws that step's window (spans of the
+  # steps beside it only faded, at its edges), and on each rank bucket 0's all-reduce
+  # starts inside the step's backward, where it is drawn.
+  if [ -s "$T/zoom/timeline.html" ]; then
+    timeout 120 "$CHROMIUM" "${flags[@]}" --virtual-time-budget=5000 --dump-dom \
+      "file://$T/zoom/timeline.html#step=5" >"$T/zoom.dom" 2>"$T/zoom.chromium.log" \
+      || fail "zoom: chromium exited $?"
+    $PY - "$T/zoom.dom" <<'PY' || fail "zoomed viewer"
+import re, sys
+dom = open(sys.argv[1]).read()
+m = re.search(r'<pre id="summary"([^>]*)>', dom)
+summary = dict(re.findall(r'data-(\w+)="([^"]*)"', m.group(1))) if m else {}
+if summary.get("zoom") != "5" or summary.get("errors") != "0":
+    sys.exit("FAIL: zoom: summary %s" % summary)
+rects = [dict(re.findall(r'([\w-]+)="([^"]*)"', r)) for r in re.findall(r'<rect ([^>]*)>', dom)]
+steps = {r.get("data-step") for r in rects if r.get("data-context") != "1"}
+if not rects or steps - {"5", None}:
+    sys.exit("FAIL: zoom: drew steps %s unfaded, expected only 5 (and spans without a step)" % sorted(map(str, steps)))
+for pid in sorted({r["data-track"].split(":")[0] for r in rects}):
+    mine = [r for r in rects if r["data-track"].split(":")[0] == pid and r.get("data-step") == "5"]
+    back = [r for r in mine if r["data-phase"] == "backward"]
+    ar = [r for r in mine if r["data-name"] == "all-reduce bucket 0"]
+    if not back or len(ar) != 1:
+        sys.exit("FAIL: zoom: process %s: %d backward spans, %d of bucket 0's all-reduce" % (pid, len(back), len(ar)))
+    b0 = min(float(r["x"]) for r in back)
+    b1 = max(float(r["x"]) + float(r["width"]) for r in back)
+    a0 = float(ar[0]["x"])
+    start = float(ar[0]["data-start"])
+    bstart = min(float(r["data-start"]) for r in back)
+    bend = max(float(r["data-end"]) for r in back)
+    print("process %s, step 5: bucket 0's all-reduce drawn from x=%.1f, backward x=%.1f-%.1f "
+          "(%.3f ms inside %.3f-%.3f ms)" % (pid, a0, b0, b1, start, bstart, bend))
+    if not (b0 < a0 < b1 and bstart < start < bend):
+        sys.exit("FAIL: zoom: process %s: bucket 0's all-reduce does not start inside backward" % pid)
+    if b1 - b0 < 20:
+        sys.exit("FAIL: zoom: process %s: backward is %.1f px wide: not zoomed" % (pid, b1 - b0))
+PY
+    # The same page as a picture, for a person to look at (bazel-testlogs/.../outputs).
+    shot="${TEST_UNDECLARED_OUTPUTS_DIR:-$T}/ddp-step5.png"
+    timeout 120 "$CHROMIUM" "${flags[@]}" --virtual-time-budget=5000 --window-size=1440,700 \
+      --screenshot="$shot" "file://$T/zoom/timeline.html#step=5" >/dev/null 2>&1 && [ -s "$shot" ] \
+      || fail "zoom: no screenshot"
+  fi
 fi
 
 [ "$failures" -eq 0 ] && echo PASS || { echo "$failures failure(s)"; exit 1; }

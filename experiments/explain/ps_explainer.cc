@@ -24,24 +24,13 @@
 #include "common/status_macros.h"
 #include "experiments/sys/files.h"
 #include "experiments/sys/subprocess.h"
+#include "ps_server/ps.pb.h"
 #include "ps_server/sharding.h"
+#include "ps_server/wire_chunk.h"
 
 namespace ringside {
 namespace {
 
-// ps.proto's TensorKind values.
-constexpr int kGradients = 0;
-constexpr int kParams = 1;
-
-// Bytes of a protobuf varint of `v` (as CodedOutputStream::VarintSize64).
-int64_t VarintBytes(uint64_t v) {
-  int64_t bytes = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++bytes;
-  }
-  return bytes;
-}
 
 // "1,077,288".
 std::string Commas(int64_t v) {
@@ -99,12 +88,11 @@ absl::StatusOr<int64_t> ModelParamCount(const std::string& model) {
   return built->num_params();
 }
 
-int64_t ChunkWireBytes(int worker, int64_t step, int kind, int64_t offset, int64_t payload_bytes) {
-  // worker_id and kind are int32 fields, sign-extended to 10 bytes when negative.
-  auto int32_bytes = [](int v) { return v < 0 ? 10 : VarintBytes(static_cast<uint64_t>(v)); };
-  return 5 + int32_bytes(worker) + VarintBytes(static_cast<uint64_t>(step)) + int32_bytes(kind) +
-         VarintBytes(static_cast<uint64_t>(offset)) +
-         VarintBytes(static_cast<uint64_t>(payload_bytes)) + payload_bytes;
+int64_t ChunkWireBytes(int worker, int64_t step, ps::TensorKind kind, int64_t offset,
+                       int64_t payload_bytes) {
+  // A registered worker's session is never 0, and a fixed64 takes 8 bytes whatever it is.
+  const uint64_t session = kind == ps::GRADIENTS ? ~uint64_t{0} : 0;
+  return WireChunk::EncodedBytes(worker, step, kind, offset, session, payload_bytes);
 }
 
 absl::StatusOr<PsExplanation> ExplainPs(const PsExplainOptions& options, int64_t step) {
@@ -138,8 +126,8 @@ absl::StatusOr<PsExplanation> ExplainPs(const PsExplainOptions& options, int64_t
       for (int64_t k = 0; k < part.chunks; ++k) {
         const Slice c = ChunkOf(slice.size, e.chunk_floats, k);
         // Push: the worker's gradients of `step`; pull: the parameters of step + 1.
-        const int64_t push = ChunkWireBytes(w, step, kGradients, c.offset, 4 * c.size);
-        const int64_t pull = ChunkWireBytes(w, step + 1, kParams, c.offset, 4 * c.size);
+        const int64_t push = ChunkWireBytes(w, step, ps::GRADIENTS, c.offset, 4 * c.size);
+        const int64_t pull = ChunkWireBytes(w, step + 1, ps::PARAMS, c.offset, 4 * c.size);
         part.wire_in += push;
         part.wire_out += pull;
         e.worker_out[w] += push;
@@ -180,7 +168,8 @@ std::string FormatPsExplanation(const PsExplanation& e) {
       "slice of them\n",
       "       worker w -> shard 0: ", Commas(4 * first.floats), " bytes of floats + ",
       Commas(first.wire_in / n - 4 * first.floats), " bytes of protobuf framing (",
-      Plural(first.chunks, "chunk message", "chunk messages"), ")\n",
+      Plural(first.chunks, "chunk message", "chunk messages"),
+      ": tags, worker, step, kind, offset, the 8-byte session, the payload's length)\n",
       "  2. aggregate: each shard adds up the ", n,
       " workers' gradients of its slice (BSP: it "
       "waits for the slowest worker)\n",
@@ -189,7 +178,8 @@ std::string FormatPsExplanation(const PsExplanation& e) {
       "gradient\n",
       "  4. pull: each shard sends every worker the updated parameters of its slice; the "
       "workers' next step uses them\n",
-      "       shard 0 -> worker w: ", Commas(first.wire_out / n), " bytes\n");
+      "       shard 0 -> worker w: ", Commas(first.wire_out / n),
+      " bytes (the same framing without the session)\n");
   absl::StrAppend(&out, "\nbytes through each node per step (payload + framing):\n");
   for (int w = 0; w < n; ++w) {
     absl::StrAppend(&out, "  worker ", w, ": out ", Commas(e.worker_out[w]), " (push), in ",

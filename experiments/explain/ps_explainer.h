@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "ps_server/ps.pb.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "experiments/explain/frames.h"
@@ -37,10 +38,13 @@ struct PsExplainOptions {
 // for a bad spec.
 absl::StatusOr<int64_t> ModelParamCount(const std::string& model);
 
-// The serialized size of one ps.Chunk as WireChunk writes it (ps_server/wire_chunk.cc):
-// 5 tags of 1 byte, the varints of worker_id, step, kind, offset (floats, relative to
-// the slice) and the payload length, and the payload.
-int64_t ChunkWireBytes(int worker, int64_t step, int kind, int64_t offset, int64_t payload_bytes);
+// The serialized size of one ps.Chunk as the PS's codec writes it
+// (WireChunk::EncodedBytes, ps_server/wire_chunk.h): 1-byte tags, the varints of
+// worker_id, step, kind, offset (floats, relative to the slice) and the payload length,
+// the payload, and on a push (GRADIENTS, worker to shard) the 8-byte session with its
+// tag; a pull (PARAMS, shard to worker) carries no session.
+int64_t ChunkWireBytes(int worker, int64_t step, ps::TensorKind kind, int64_t offset,
+                       int64_t payload_bytes);
 
 // One shard's part of a step.
 struct PsShardPart {

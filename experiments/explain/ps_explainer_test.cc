@@ -4,7 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "grpcpp/support/byte_buffer.h"
 #include "gtest/gtest.h"
+#include "ps_server/ps.pb.h"
+#include "ps_server/wire_chunk.h"
 
 namespace ringside {
 namespace {
@@ -22,15 +25,38 @@ TEST(PsExplainerTest, ParamCountIsTheTrainersModel) {
 }
 
 TEST(PsExplainerTest, ChunkWireBytesIsTheProtobufEncoding) {
-  // Five 1-byte tags, four 1-byte varints, the length's varint, the payload.
-  EXPECT_EQ(ChunkWireBytes(0, 0, 0, 0, 4), 5 + 4 + 1 + 4);
-  EXPECT_EQ(ChunkWireBytes(0, 0, 0, 0, 0), 5 + 4 + 1);
+  // A pull: five 1-byte tags, four 1-byte varints, the length's varint, the payload.
+  EXPECT_EQ(ChunkWireBytes(0, 0, ps::PARAMS, 0, 4), 5 + 4 + 1 + 4);
+  EXPECT_EQ(ChunkWireBytes(0, 0, ps::PARAMS, 0, 0), 5 + 4 + 1);
+  // A push adds the session: a 1-byte tag and a fixed64.
+  EXPECT_EQ(ChunkWireBytes(0, 0, ps::GRADIENTS, 0, 4), 5 + 4 + 1 + 4 + 9);
   // 2^20 payload bytes take a 3-byte length; offset 7178 a 2-byte varint; worker 200 and
   // step 300 two bytes each.
-  EXPECT_EQ(ChunkWireBytes(0, 0, 1, 0, 1 << 20), 5 + 4 + 3 + (1 << 20));
-  EXPECT_EQ(ChunkWireBytes(200, 300, 1, 7178, 40), 5 + 2 + 2 + 1 + 2 + 1 + 40);
+  EXPECT_EQ(ChunkWireBytes(0, 0, ps::PARAMS, 0, 1 << 20), 5 + 4 + 3 + (1 << 20));
+  EXPECT_EQ(ChunkWireBytes(200, 300, ps::PARAMS, 7178, 40), 5 + 2 + 2 + 1 + 2 + 1 + 40);
   // A negative int32 is sign-extended to 10 bytes.
-  EXPECT_EQ(ChunkWireBytes(-1, 0, 0, 0, 0), 5 + 10 + 3 + 1);
+  EXPECT_EQ(ChunkWireBytes(-1, 0, ps::PARAMS, 0, 0), 5 + 10 + 3 + 1);
+}
+
+TEST(PsExplainerTest, ChunkWireBytesIsWhatTheCodecSends) {
+  // The bytes a real WireChunk serialises to, push and pull, small and large.
+  for (ps::TensorKind kind : {ps::GRADIENTS, ps::PARAMS}) {
+    for (size_t payload : {size_t{0}, size_t{4}, size_t{28712}, size_t{1} << 20}) {
+      WireChunk c;
+      c.worker_id = 3;
+      c.step = 129;
+      c.kind = kind;
+      c.offset = 7178;
+      c.session = kind == ps::GRADIENTS ? 0x0123456789abcdefULL : 0;
+      std::vector<char> data(payload, 'x');
+      c.CopyPayload(data.data(), data.size());
+      grpc::ByteBuffer buffer;
+      ASSERT_TRUE(c.Serialize(&buffer).ok());
+      EXPECT_EQ(static_cast<int64_t>(buffer.Length()),
+                ChunkWireBytes(3, 129, kind, 7178, static_cast<int64_t>(payload)))
+          << "kind " << kind << ", payload " << payload;
+    }
+  }
 }
 
 TEST(PsExplainerTest, OneShardClosedForm) {
@@ -48,12 +74,12 @@ TEST(PsExplainerTest, OneShardClosedForm) {
   EXPECT_EQ(p.chunks, 2);
   EXPECT_EQ(p.payload_in, 4 * 4 * kParams);
   // Framing per worker: chunk 0 (offset 0, 28712 bytes) 5 + 4 + 3 = 12 bytes, chunk 1
-  // (offset 7178, 2^20 bytes) 5 + 3 + 2 + 3 = 13.
-  EXPECT_EQ(p.wire_in, 4 * (4 * kParams + 25));
+  // (offset 7178, 2^20 bytes) 5 + 3 + 2 + 3 = 13; each push adds the session's 9.
+  EXPECT_EQ(p.wire_in, 4 * (4 * kParams + 25 + 2 * 9));
   EXPECT_EQ(p.wire_out, 4 * (4 * kParams + 25));
   EXPECT_EQ(e->master_in, p.wire_in);
   for (int w = 0; w < 4; ++w) {
-    EXPECT_EQ(e->worker_out[w], 4 * kParams + 25);
+    EXPECT_EQ(e->worker_out[w], 4 * kParams + 25 + 2 * 9);
     EXPECT_EQ(e->worker_in[w], 4 * kParams + 25);
   }
 }
@@ -77,9 +103,10 @@ TEST(PsExplainerTest, ShardsSplitTheMasterLoad) {
         largest = std::max(largest, p.floats);
         EXPECT_EQ(p.payload_in, 4 * n * p.floats);
         EXPECT_EQ(p.chunks, (p.floats + 2047) / 2048);
-        // Each chunk adds 5 tags and at most 1 + 1 + 1 + 3 + 2 bytes of varints.
+        // Each chunk adds 5 tags, at most 1 + 1 + 1 + 3 + 2 bytes of varints and, pushed,
+        // the session's 9.
         EXPECT_GT(p.wire_in, p.payload_in);
-        EXPECT_LE(p.wire_in - p.payload_in, n * p.chunks * (5 + 8));
+        EXPECT_LE(p.wire_in - p.payload_in, n * p.chunks * (5 + 8 + 9));
         payload += p.payload_in;
         in += p.wire_in;
         out += p.wire_out;

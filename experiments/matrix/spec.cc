@@ -438,10 +438,20 @@ std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s) {
 }
 
 std::vector<size_t> RunOrder(const std::vector<Cell>& cells) {
-  std::vector<size_t> order(cells.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&cells](size_t a, size_t b) { return cells[a].repeat < cells[b].repeat; });
+  std::map<int, std::vector<size_t>> rounds;  // repeat -> its cells' indices
+  for (size_t i = 0; i < cells.size(); ++i) rounds[cells[i].repeat].push_back(i);
+  std::vector<size_t> order;
+  order.reserve(cells.size());
+  for (auto& [repeat, round] : rounds) {
+    std::vector<size_t> baseline, others;
+    for (size_t i : round) (cells[i].strategy.kind() == "single" ? baseline : others).push_back(i);
+    std::stable_sort(others.begin(), others.end(),
+                     [&cells](size_t a, size_t b) { return cells[a].workers < cells[b].workers; });
+    const size_t middle = others.size() / 2;
+    order.insert(order.end(), others.begin(), others.begin() + middle);
+    order.insert(order.end(), baseline.begin(), baseline.end());
+    order.insert(order.end(), others.begin() + middle, others.end());
+  }
   return order;
 }
 

@@ -93,10 +93,13 @@ std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus,
 std::vector<Cell> ExpandCells(const ExperimentSpec& spec);
 
 // The order compare runs `cells` (ExpandCells's) in, as indices into them: round by
-// round, every cell of repeat r before any of repeat r + 1, table order within a round.
-// A drift of the host's speed during the run (minutes on a shared VM) then moves every
-// strategy's median alike instead of the last strategy's repeats alone, so speedups
-// (ratios of cells) stay comparable.
+// round, every cell of repeat r before any of repeat r + 1. Within a round the cells
+// of more than one process go by worker count (table order among equals) and the
+// single baseline sits in their middle, after the first half of them. A drift of the
+// host's speed during the run (minutes on a shared VM; 10-30% within a matrix) then
+// moves every strategy's median alike instead of the last strategy's repeats alone,
+// and each cell, whose speedup pairs it with its round's single (report/points.h), is
+// at most half a round away from that baseline instead of up to a whole round.
 std::vector<size_t> RunOrder(const std::vector<Cell>& cells);
 // The label a strategy gets when the spec gives none, e.g. "ps-s1-bsp", "ddp": on a
 // GPU single and ps add "-cuda" ("-cudaK" for cuda:K), ddp adds its backend, "-nccl".

@@ -37,7 +37,7 @@ TEST(SpecTest, CellsRunRoundByRound) {
   EXPECT_EQ(absl::StrJoin(ids, " "), "single-n1-r0 single-n1-r1 ddp-n2-r0 ddp-n2-r1 ddp-n4-r0 ddp-n4-r1");
   ids.clear();
   for (size_t i : RunOrder(cells)) ids.push_back(cells[i].id);
-  EXPECT_EQ(absl::StrJoin(ids, " "), "single-n1-r0 ddp-n2-r0 ddp-n4-r0 single-n1-r1 ddp-n2-r1 ddp-n4-r1");
+  EXPECT_EQ(absl::StrJoin(ids, " "), "ddp-n2-r0 single-n1-r0 ddp-n4-r0 ddp-n2-r1 single-n1-r1 ddp-n4-r1");
 }
 
 TEST(SpecTest, TheDemoRunsTheSpecFileItDocuments) {
@@ -58,6 +58,13 @@ TEST(SpecTest, TheDemoRunsTheSpecFileItDocuments) {
             "ps-1-master n2 s1 nodes 3, ps-1-master n4 s1 nodes 5, "
             "ps-n-shards n2 s2 nodes 2, ps-n-shards n4 s4 nodes 4");
   EXPECT_EQ(cells.size(), 21u);
+  // Each round: the 2-worker cells, the single baseline, the 4-worker cells.
+  ids.clear();
+  for (size_t i : RunOrder(cells)) {
+    if (cells[i].repeat == 1) ids.push_back(absl::StrCat(cells[i].label, " n", cells[i].workers));
+  }
+  EXPECT_EQ(absl::StrJoin(ids, ", "),
+            "ddp n2, ps-1-master n2, ps-n-shards n2, single n1, ddp n4, ps-1-master n4, ps-n-shards n4");
 }
 
 TEST(SpecTest, BadSpecsAreRefusedNamingTheProblem) {
