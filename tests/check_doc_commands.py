@@ -10,6 +10,10 @@ lists every such command once, each followed by what its output must hold:
   "! exit N"   the exit status must be N (default 0);
   "! root"     the command needs root (emulated nodes): without root it is skipped,
                loudly ("SKIPPED: ...", so the test counts as skipped, not passed).
+  "! host"     every number of the command's quoted output depends on the host (a
+               calibration, a benchmark): compared as host figures (below);
+  "~ REGEX"    every number of a quoted output line that REGEX finds (re.search)
+               depends on the host (a line of timings, a count of trace spans).
 Checks made:
   - every command of every DOC is in CHECKS, and every command of CHECKS is in a DOC
     (the docs and the checks cannot drift apart);
@@ -20,7 +24,18 @@ Checks made:
     no command; without --only: all) runs
     with `ringside` on PATH (the binary under test), in a fresh scratch directory
     shared by the commands in file order, within 170 s, and its output and exit status
-    match.
+    match;
+  - every line a doc quotes as that command's output (the lines after it in its code
+    block, up to the next command; lines holding "..." are abridged and skipped) is in
+    the output: a line of the
+    output reads the same with its numbers taken out, and every number matches. A number
+    followed by a host unit (samples/s, ms, s, us, MB/s, GB/s, ...; an ETA; an address
+    and port) depends on the host: it matches when the output's is within a factor of
+    HOST_FACTOR of it either way, so the check passes on a host twice as slow or as fast.
+    A quoted progress line (one with an ETA) may be missing: it is printed every few
+    seconds, so a fast host may print none.
+    Every other number (losses, accuracies, bytes, counts, steps) matches only exactly,
+    as printed.
 Prints one line per command; exits 1 naming every failure.
 """
 import os
@@ -31,6 +46,16 @@ import tempfile
 import time
 
 TIMEOUT_S = 170
+# How far a host-dependent figure may be from the doc's, either way: the docs' figures
+# come from hosts up to about 2.5x faster than the slowest this suite has run on
+# (2026-11-29: the labs' dilation 12.6 where the docs quote 4.9), and a host twice as
+# slow or fast as either stays inside.
+HOST_FACTOR = 4.0
+NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][+-]?\d+)?")
+# A number followed by one of these depends on the host's speed.
+HOST_UNIT = re.compile(r"\s?(?:samples/s|steps/s|exec/s|[MG]i?B/s|[MG]bit/s|ms\b|us\b|µs\b|s\b)")
+# Whole tokens that change from run to run: an address with its port, an ETA, a pid.
+VOLATILE = re.compile(r"\b\d+\.\d+\.\d+\.\d+(?::\d+)?\b|\bETA \S+|\bpid \d+|:\d{4,5}\b")
 
 
 def doc_commands(path):
@@ -60,6 +85,92 @@ def doc_commands(path):
     return out
 
 
+def doc_quotes(path):
+    """[(command, [quoted output line])] of a markdown file, in order: the lines after
+    each command in its code block, up to the next command or the block's end."""
+    out, in_block, pending, current = [], False, None, None
+    for line in open(path, encoding="utf-8"):
+        line = line.rstrip("\n")
+        if line.startswith("```"):
+            in_block, current = not in_block, None
+            continue
+        if not in_block:
+            continue
+        if pending is not None:
+            pending += " " + line.strip()
+        elif line.startswith("$ ringside"):
+            pending = line[2:].strip()
+        elif line.startswith("$ "):
+            current = None
+            continue
+        else:
+            if current is not None and line.strip() and "..." not in line:
+                current[1].append(line)
+            continue
+        if pending.endswith("\\"):
+            pending = pending[:-1].rstrip()
+            continue
+        current = (" ".join(pending.split()), [])
+        out.append(current)
+        pending = None
+    return out
+
+
+def figures(line):
+    """(skeleton, [(number, host)]) of an output line: the line with its volatile tokens
+    and numbers replaced by markers, whitespace collapsed, and its numbers in order, each
+    marked host-dependent when a host unit follows it."""
+    line = VOLATILE.sub("<v>", line)
+    numbers, parts, last = [], [], 0
+    for m in NUMBER.finditer(line):
+        parts.append(line[last:m.start()])
+        parts.append("#")
+        last = m.end()
+        numbers.append((m.group(0).replace(",", ""), bool(HOST_UNIT.match(line, m.end()))))
+    parts.append(line[last:])
+    return " ".join("".join(parts).split()), numbers
+
+
+def number_matches(quoted, got, host):
+    """Whether an output's number matches the doc's: exactly as printed, or for a host
+    figure within HOST_FACTOR of it."""
+    if not host:
+        return quoted == got
+    q, g = float(quoted), float(got)
+    if q == 0 or g == 0:
+        return True  # A figure that rounds to 0 on one host says nothing about another.
+    return 1 / HOST_FACTOR <= g / q <= HOST_FACTOR
+
+
+def quote_failures(quoted_lines, output, all_host, host_lines=()):
+    """What of a command's quoted output its real output does not hold; a quoted line
+    that a regex of `host_lines` finds holds host figures only."""
+    got = {}
+    for line in output.splitlines():
+        skeleton, numbers = figures(line)
+        got.setdefault(skeleton, []).append(numbers)
+    bad = []
+    for line in quoted_lines:
+        skeleton, numbers = figures(line)
+        line_host = all_host or any(re.search(h, line) for h in host_lines)
+        candidates = got.get(skeleton)
+        if not candidates and "ETA" in line:
+            continue  # A progress line: printed every few seconds, so a fast host may not.
+        if not candidates:
+            bad.append("the doc quotes a line the output does not have: %s" % line.strip())
+            continue
+        if any(all(number_matches(q, g, h or line_host) for (q, h), (g, _) in zip(numbers, c))
+               for c in candidates):
+            continue
+        # The candidate closest to the quote (fewest numbers off) names what is off.
+        closest = min(candidates, key=lambda c: sum(not number_matches(q, g, h or line_host)
+                                                    for (q, h), (g, _) in zip(numbers, c)))
+        shown = ", ".join("%s (output %s)" % (q, g) for (q, h), (g, _) in zip(numbers, closest)
+                          if not number_matches(q, g, h or line_host))
+        bad.append("quoted %s: %s" % (shown, line.strip()))
+    return bad
+
+
 def headings(path):
     """Levels and numbers of the numbered headings, in order."""
     out, in_block = [], False
@@ -75,7 +186,8 @@ def headings(path):
 
 
 def read_checks(path):
-    """{command: [exit_status, [regex], needs_root]}, in file order."""
+    """{command: [exit_status, [regex], needs_root, host, [host line regex]]}, in file
+    order."""
     checks, current = {}, None
     for n, line in enumerate(open(path, encoding="utf-8"), 1):
         line = line.rstrip("\n")
@@ -85,7 +197,7 @@ def read_checks(path):
             current = " ".join(line[2:].split())
             if current in checks:
                 sys.exit("FAIL: %s:%d: %s is listed twice" % (path, n, current))
-            checks[current] = [0, [], False]
+            checks[current] = [0, [], False, False, []]
         elif current is None:
             sys.exit("FAIL: %s:%d: a check before any command" % (path, n))
         elif line.startswith("> "):
@@ -94,8 +206,13 @@ def read_checks(path):
             checks[current][0] = int(line[len("! exit "):])
         elif line == "! root":
             checks[current][2] = True
+        elif line == "! host":
+            checks[current][3] = True
+        elif line.startswith("~ "):
+            checks[current][4].append(line[2:])
         else:
-            sys.exit("FAIL: %s:%d: not a command, '> REGEX' or '! exit N': %s" % (path, n, line))
+            sys.exit("FAIL: %s:%d: not a command, '> REGEX', '~ REGEX', '! exit N', '! root' or "
+                     "'! host': %s" % (path, n, line))
     return checks
 
 
@@ -129,6 +246,11 @@ def main():
             diff = [(x, y) for x, y in zip(a, b) if x != y][:1] or [(len(a), len(b))]
             failures.append("%s and %s show different commands per section, first: %s" %
                             (en[0], zh[0], diff[0]))
+    # What each doc quotes as each command's output (a command shown twice: both).
+    quotes = {}
+    for d in docs:
+        for c, lines in doc_quotes(d):
+            quotes.setdefault(c, []).append((d, lines))
     # The commands to run, in doc order, once each.
     to_run = []
     for d, cmds in per_doc.items():
@@ -143,7 +265,7 @@ def main():
     work = tempfile.mkdtemp(prefix="work", dir=os.environ.get("TEST_TMPDIR"))
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
     for c in to_run:
-        status, patterns, needs_root = checks[c]
+        status, patterns, needs_root, host, host_lines = checks[c]
         if needs_root and os.geteuid() != 0:
             # The marker tests/test_lib.sh's skip prints: the target counts as skipped.
             print("SKIPPED: needs root for emulated nodes: %s" % c)
@@ -162,6 +284,9 @@ def main():
         for pat in patterns:
             if not re.search(pat, output, re.M):
                 bad.append("no match for /%s/" % pat)
+        for d, lines in quotes.get(c, []):
+            bad += ["%s: %s" % (os.path.basename(d), b)
+                    for b in quote_failures(lines, output, host, host_lines)]
         print("%s  (%.1f s)  %s" % ("ok  " if not bad else "FAIL", took, c))
         if bad:
             tail = "\n".join(output.strip().splitlines()[-8:])

@@ -77,6 +77,20 @@ elif [ -s "$T/ring.html" ]; then
   grep -E 'CONSOLE|Uncaught' "$T/chromium.log" && fail "ring.html: console messages"
   echo "html viewer: $(grep -o 'frame 3 of 7' "$T/ring.dom" | head -1)"
 fi
+# The parameter server's step drawn the same way: its page opens on frame 2 without a
+# script error.
+if [ -n "$CHROMIUM" ] && explain pshtml ps --workers=4 --shards=2 --frames="$T/ps.html"; then
+  n=$(sed -nE "s#^frames: $T/ps.html \(([0-9]+) frames\)\$#\1#p" "$T/pshtml.out")
+  [ -n "$n" ] && [ "$n" -ge 3 ] || fail "ps.html: no 'frames: ... (N frames)' line with N >= 3"
+  timeout 120 "$CHROMIUM" --headless=new --no-sandbox --disable-gpu --no-first-run \
+    --disable-extensions --user-data-dir="$T/profile" --enable-logging=stderr --v=0 \
+    --virtual-time-budget=3000 --dump-dom "file://$T/ps.html#2" >"$T/ps.dom" 2>"$T/ps.chromium.log" \
+    || fail "chromium exited $? on ps.html"
+  grep -q "data-shown=\"2\">frame 2 of ${n:-?}<" "$T/ps.dom" || fail "ps.html: the script did not show frame 2 of $n"
+  [ "$(grep -o 'class="frame shown"' "$T/ps.dom" | wc -l)" -eq 1 ] || fail "ps.html: not exactly one frame shown"
+  grep -E 'CONSOLE|Uncaught' "$T/ps.chromium.log" && fail "ps.html: console messages"
+  echo "ps html viewer: frame 2 of $n"
+fi
 
 # The parameter server: 4 workers with 1 shard, then 4 shards; each checked by a real run.
 mb() { grep -oE "$2 [0-9.]+ MB" "$T/$1.out" | head -1 | grep -oE '[0-9.]+'; }
