@@ -31,7 +31,9 @@ Checks made:
     output reads the same with its numbers taken out, and every number matches. A number
     followed by a host unit (samples/s, ms, s, us, MB/s, GB/s, ...; an ETA; an address
     and port) depends on the host: it matches when the output's is within a factor of
-    HOST_FACTOR of it either way, so the check passes on a host twice as slow or as fast.
+    HOST_FACTOR of it either way, so the check passes on a host twice as slow or as fast;
+    where the quote and the output both print an emulation's dilation d, a host figure
+    may also be off by their ratio (times stretch with d, shaped rates shrink with it).
     A quoted progress line (one with an ETA) may be missing: it is printed every few
     seconds, so a fast host may print none.
     Every other number (losses, accuracies, bytes, counts, steps) matches only exactly,
@@ -131,20 +133,33 @@ def figures(line):
     return " ".join("".join(parts).split()), numbers
 
 
-def number_matches(quoted, got, host):
+def number_matches(quoted, got, host, scale=1.0):
     """Whether an output's number matches the doc's: exactly as printed, or for a host
-    figure within HOST_FACTOR of it."""
+    figure within HOST_FACTOR of it, or of it times or over `scale` (the ratio of the
+    output's dilation to the quote's, where both name one: emulated times stretch with
+    d, shaped rates shrink with it)."""
     if not host:
         return quoted == got
     q, g = float(quoted), float(got)
     if q == 0 or g == 0:
         return True  # A figure that rounds to 0 on one host says nothing about another.
-    return 1 / HOST_FACTOR <= g / q <= HOST_FACTOR
+    return any(1 / HOST_FACTOR <= g / (q * f) <= HOST_FACTOR for f in (1.0, scale, 1 / scale))
+
+
+DILATION = re.compile(r"dilation d = (\d+(?:\.\d+)?)")
+
+
+def dilation_scale(quoted_lines, output):
+    """The output's dilation over the quote's, where both print one; else 1."""
+    q = next((DILATION.search(l) for l in quoted_lines if DILATION.search(l)), None)
+    g = DILATION.search(output)
+    return float(g.group(1)) / float(q.group(1)) if q and g and float(q.group(1)) > 0 else 1.0
 
 
 def quote_failures(quoted_lines, output, all_host, host_lines=()):
     """What of a command's quoted output its real output does not hold; a quoted line
     that a regex of `host_lines` finds holds host figures only."""
+    scale = dilation_scale(quoted_lines, output)
     got = {}
     for line in output.splitlines():
         skeleton, numbers = figures(line)
@@ -159,14 +174,14 @@ def quote_failures(quoted_lines, output, all_host, host_lines=()):
         if not candidates:
             bad.append("the doc quotes a line the output does not have: %s" % line.strip())
             continue
-        if any(all(number_matches(q, g, h or line_host) for (q, h), (g, _) in zip(numbers, c))
+        if any(all(number_matches(q, g, h or line_host, scale) for (q, h), (g, _) in zip(numbers, c))
                for c in candidates):
             continue
         # The candidate closest to the quote (fewest numbers off) names what is off.
-        closest = min(candidates, key=lambda c: sum(not number_matches(q, g, h or line_host)
+        closest = min(candidates, key=lambda c: sum(not number_matches(q, g, h or line_host, scale)
                                                     for (q, h), (g, _) in zip(numbers, c)))
         shown = ", ".join("%s (output %s)" % (q, g) for (q, h), (g, _) in zip(numbers, closest)
-                          if not number_matches(q, g, h or line_host))
+                          if not number_matches(q, g, h or line_host, scale))
         bad.append("quoted %s: %s" % (shown, line.strip()))
     return bad
 
