@@ -101,8 +101,8 @@ PY
     fi
   done
   # Zoomed to one step ("#step=5"): the page draws that step's window (spans of the
-  # steps beside it only faded, at its edges), and on each rank bucket 0's all-reduce
-  # starts inside the step's backward, where it is drawn.
+  # steps beside it only faded, at its edges), and bucket 0's all-reduce is drawn
+  # starting inside the step's backward (of the rank that launched it last).
   if [ -s "$T/zoom/timeline.html" ]; then
     timeout 120 "$CHROMIUM" "${flags[@]}" --virtual-time-budget=5000 --dump-dom \
       "file://$T/zoom/timeline.html#step=5" >"$T/zoom.dom" 2>"$T/zoom.chromium.log" \
@@ -118,6 +118,7 @@ rects = [dict(re.findall(r'([\w-]+)="([^"]*)"', r)) for r in re.findall(r'<rect 
 steps = {r.get("data-step") for r in rects if r.get("data-context") != "1"}
 if not rects or steps - {"5", None}:
     sys.exit("FAIL: zoom: drew steps %s unfaded, expected only 5 (and spans without a step)" % sorted(map(str, steps)))
+inside = []
 for pid in sorted({r["data-track"].split(":")[0] for r in rects}):
     mine = [r for r in rects if r["data-track"].split(":")[0] == pid and r.get("data-step") == "5"]
     back = [r for r in mine if r["data-phase"] == "backward"]
@@ -131,11 +132,15 @@ for pid in sorted({r["data-track"].split(":")[0] for r in rects}):
     bstart = min(float(r["data-start"]) for r in back)
     bend = max(float(r["data-end"]) for r in back)
     print("process %s, step 5: bucket 0's all-reduce drawn from x=%.1f, backward x=%.1f-%.1f "
-          "(%.3f ms inside %.3f-%.3f ms)" % (pid, a0, b0, b1, start, bstart, bend))
-    if not (b0 < a0 < b1 and bstart < start < bend):
-        sys.exit("FAIL: zoom: process %s: bucket 0's all-reduce does not start inside backward" % pid)
+          "(%.3f ms, backward %.3f-%.3f ms)" % (pid, a0, b0, b1, start, bstart, bend))
     if b1 - b0 < 20:
         sys.exit("FAIL: zoom: process %s: backward is %.1f px wide: not zoomed" % (pid, b1 - b0))
+    inside.append(b0 < a0 < b1 and bstart < start < bend)
+# The all-reduce starts once every rank has launched it: inside the backward of the rank
+# that launched it last. On a busy host the ranks drift apart and the first rank's
+# backward may have ended before its partner's began; the last one's never has.
+if not any(inside):
+    sys.exit("FAIL: zoom: on no rank does bucket 0's all-reduce start inside backward")
 PY
     # The same page as a picture, for a person to look at (bazel-testlogs/.../outputs).
     shot="${TEST_UNDECLARED_OUTPUTS_DIR:-$T}/ddp-step5.png"
