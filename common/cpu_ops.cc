@@ -235,12 +235,14 @@ void AxpyKernel(int64_t n, float alpha, const float* __restrict x, float* __rest
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
-// y [n] = max(x, 0). y may alias x: the loop reads and writes the same index only.
+// y [n] = max(x, 0), NaN kept NaN (as torch.relu: a NaN the activation swallowed would
+// hide a diverged step from the non-finite checks). y may alias x: the loop reads and
+// writes the same index only.
 RINGSIDE_VECTOR_CLONES
 void ReluForwardKernel(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    y[i] = v > 0.0f ? v : 0.0f;
+    y[i] = v <= 0.0f ? 0.0f : v;
   }
 }
 

@@ -493,6 +493,26 @@ TEST_F(CpuOpsTest, ReluClosedFormAndInPlace) {
   EXPECT_EQ(Download(dgrad), want_grad);
 }
 
+// A diverged step must stay visible: ReLU keeps NaN and +inf as torch.relu does (a NaN
+// turned into 0 here once let lr=1e30 runs train on with finite losses).
+TEST_F(CpuOpsTest, ReluKeepsNonFinite) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // Long enough for the vectorised loop, non-finite values at both ends and inside.
+  Vec x(37, -1.0f);
+  x[0] = std::nanf("");
+  x[17] = inf;
+  x[18] = -inf;
+  x[36] = std::nanf("");
+  auto dx = Upload(x);
+  ops_->ReluForward(dx.data(), dx.data(), x.size());
+  const Vec y = Download(dx);
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[17], inf);
+  EXPECT_EQ(y[18], 0.0f);
+  EXPECT_TRUE(std::isnan(y[36]));
+  for (int i : {1, 16, 19, 35}) EXPECT_EQ(y[i], 0.0f) << i;
+}
+
 TEST_F(CpuOpsTest, ReluFiniteDifferenceGradient) {
   Rng rng(31);
   const int n = 67;

@@ -599,6 +599,24 @@ TEST_F(CudaOpsTest, ReluForwardAndBackwardMatchCpuExactlyIncludingInPlace) {
   }
 }
 
+// NaN and +inf pass through ReLU as on the CPU (compared by class: NaN never equals).
+TEST_F(CudaOpsTest, ReluKeepsNonFiniteAsCpu) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Vec x_host(1000, -1.0f);
+  x_host[0] = std::nanf("");
+  x_host[500] = inf;
+  x_host[501] = -inf;
+  x_host[999] = std::nanf("");
+  Twin<float> x = Make(x_host);
+  dev_->ReluForward(x.d(), x.d(), x_host.size());
+  const Vec y = Dev(x);
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[500], inf);
+  EXPECT_EQ(y[501], 0.0f);
+  EXPECT_TRUE(std::isnan(y[999]));
+  EXPECT_EQ(y[1], 0.0f);
+}
+
 struct XentShape {
   int batch, classes;
 };

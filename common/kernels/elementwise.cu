@@ -19,11 +19,12 @@ __global__ void AxpyKernel(int64_t n, float alpha, const float* __restrict__ x,
   RINGSIDE_GRID_STRIDE(i, n) y[i] += alpha * x[i];
 }
 
-// y may alias x: each thread reads and writes its own index only.
+// NaN kept NaN, as the CPU twin. y may alias x: each thread reads and writes its own
+// index only.
 __global__ void ReluForwardKernel(const float* x, float* y, int64_t n) {
   RINGSIDE_GRID_STRIDE(i, n) {
     const float v = x[i];
-    y[i] = v > 0.0f ? v : 0.0f;
+    y[i] = v <= 0.0f ? 0.0f : v;
   }
 }
 
