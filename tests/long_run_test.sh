@@ -2,9 +2,11 @@
 # Long runs (issue 23, "PS at 16 workers and DDP at 8 ranks for 1000 steps"): a BSP
 # parameter server with 16 workers over 2 shards and a DDP ring (gloo) with 8 ranks each
 # train a small MLP for 1000 steps (10 epochs of synthetic data, per-worker batch 4) and
-#  - end with the parameters of the sequential reference over the same samples: single-
-#    process training with batch N*b, and with N micro-batches of b accumulated
-#    (--grad_accum=N), each within the equivalence tests' max relative difference 1e-5;
+#  - follow the sequential reference over the same samples (single-process training
+#    with N micro-batches of b accumulated, --grad_accum=N): the job's per-step loss
+#    (the mean over its workers) within 1e-5 relative of the reference's for the first
+#    EXACT_STEPS steps (compare_loss_curves.py), and the final parameters within
+#    FINAL_TOL of that reference and of batch N*b (compare_checkpoints.py);
 #  - record every step exactly once: each shard's metrics hold the steps 0..999 once each
 #    with N pushes' bytes in and out (check_shard_bytes.py), the shard says "1000 steps",
 #    every worker's and rank's metrics hold the steps 0..999 once each;
@@ -14,21 +16,24 @@
 #    of 6 KiB a step shows (one worker's push to a shard here is 4.8 KiB); the shards'
 #    medians move by under 1 MiB, worker 0's and rank 0's by under 0.1 (rss_watch.py).
 # Tolerance. The references differ from the jobs (and from each other) only in the order
-# of float sums; over many steps such a 1e-7 difference can grow. Measured at 1000 steps
-# here (lr 0.02): PS vs batch 64 2.8e-7, vs accumulation 2.8e-7; DDP vs batch 32 5.5e-7,
-# vs accumulation 3.7e-7; the two references 4.0e-7 (N=16) and 3.7e-7 (N=8). At the
-# equivalence tests' lr 0.05 the batch-64 reference drifts from the accumulated one by
-# 8.1% (from about step 200 on, e-fold every ~25 steps) while PS stays within 6.4e-7 of
-# the accumulated one; wider MLPs (64-128-10) at lr 0.02 drift by 0.6% (batch 64). So a
-# failure where the two references also disagree is that growth, not the job.
+# of float sums: 4e-8 after one step. Over many steps such a difference can tip a ReLU
+# on one sample and the trajectories part: on a Xeon with AVX-512 (CI, 2026-11-29) the
+# 16-worker PS matched the accumulated reference within 2.4e-7 (parameters) up to step
+# ~450, its loss left 1e-5 at step 595, and the final parameters differed by 1.4% (max
+# |a - b| / max |b|; L2 1.1%), while the two references stayed within 2.4e-7 of each
+# other; on an earlier host all stayed within 6e-7 for 1000 steps. Hence exact losses on
+# a prefix and a loose bound at the end: a lost or doubled push or a wrong scale moves
+# the loss by 1e-3 or more in the step it happens, and the end by far more than 5%.
 set -uo pipefail
-RINGSIDE="$1"; COMPARE="$2"; CHECK_BYTES="$3"; RSS_WATCH="$4"
+RINGSIDE="$1"; COMPARE="$2"; CHECK_BYTES="$3"; RSS_WATCH="$4"; LOSS_CURVES="$5"
 PY=/usr/bin/python3
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 STEPS=1000
 B=4
 MODEL=mlp:64-32-10
 NUM_PARAMS=$((64 * 32 + 32 + 32 * 10 + 10))  # 2410
+EXACT_STEPS=300  # 3 epochs at N=16, 1.5 at N=8: losses within 1e-5 of the reference
+FINAL_TOL=0.05   # final parameters, max |a - b| / max |b| (see the tolerance note)
 # 6400 samples: 100 steps an epoch at 16 x 4, 200 at 8 x 4; the job stops at --steps.
 common=(--model=$MODEL --dataset=synthetic:train=6400,test=256,shape=1x8x8,seed=5
         --epochs=10 --steps=$STEPS --lr=0.02 --momentum=0.9 --weight_decay=1e-4 --seed=3
@@ -95,10 +100,14 @@ if watched_job ps16 "shard0=0:$T/ps16/metrics.shard0.jsonl" "shard1=1:$T/ps16/me
   steps_once "$T"/ps16/metrics.rank*.jsonl || fail "ps16: worker step records"
   [ "$(ls "$T"/ps16/metrics.rank*.jsonl | wc -l)" -eq $N ] || fail "ps16: not $N worker metrics files"
   if single big16 --batch=$((N * B)) && single acc16 --batch=$B --grad_accum=$N; then
-    $PY "$COMPARE" 1e-5 "$T/big16/checkpoint.bin" "$T/ps16/checkpoint.bin" "$T/acc16/checkpoint.bin" \
-      || fail "ps16: final parameters differ by more than 1e-5 from single batch $((N * B)) (see acc16 vs big16 above)"
-    $PY "$COMPARE" 1e-5 "$T/acc16/checkpoint.bin" "$T/ps16/checkpoint.bin" \
-      || fail "ps16: final parameters differ by more than 1e-5 from $N accumulated micro-batches"
+    # Trajectory: the same losses step by step for EXACT_STEPS steps; then the final
+    # parameters near the references (see the tolerance note at the top).
+    $PY "$LOSS_CURVES" 1e-5 $EXACT_STEPS "$T/acc16/metrics.jsonl" "$T"/ps16/metrics.rank*.jsonl \
+      || fail "ps16: per-step loss differs by more than 1e-5 from $N accumulated micro-batches"
+    $PY "$COMPARE" $FINAL_TOL "$T/big16/checkpoint.bin" "$T/ps16/checkpoint.bin" "$T/acc16/checkpoint.bin" \
+      || fail "ps16: final parameters differ by more than $FINAL_TOL from single batch $((N * B))"
+    $PY "$COMPARE" $FINAL_TOL "$T/acc16/checkpoint.bin" "$T/ps16/checkpoint.bin" \
+      || fail "ps16: final parameters differ by more than $FINAL_TOL from $N accumulated micro-batches"
   fi
 fi
 
@@ -109,10 +118,14 @@ if watched_job ddp8 "rank0=0:$T/ddp8/metrics.rank0.jsonl" --interval=0.02 -- --s
   steps_once "$T"/ddp8/metrics.rank*.jsonl || fail "ddp8: rank step records"
   [ "$(ls "$T"/ddp8/metrics.rank*.jsonl | wc -l)" -eq $N ] || fail "ddp8: not $N rank metrics files"
   if single big8 --batch=$((N * B)) && single acc8 --batch=$B --grad_accum=$N; then
-    $PY "$COMPARE" 1e-5 "$T/big8/checkpoint.bin" "$T/ddp8/checkpoint.bin" "$T/acc8/checkpoint.bin" \
-      || fail "ddp8: final parameters differ by more than 1e-5 from single batch $((N * B)) (see acc8 vs big8 above)"
-    $PY "$COMPARE" 1e-5 "$T/acc8/checkpoint.bin" "$T/ddp8/checkpoint.bin" \
-      || fail "ddp8: final parameters differ by more than 1e-5 from $N accumulated micro-batches"
+    # Trajectory: the same losses step by step for EXACT_STEPS steps; then the final
+    # parameters near the references (see the tolerance note at the top).
+    $PY "$LOSS_CURVES" 1e-5 $EXACT_STEPS "$T/acc8/metrics.jsonl" "$T"/ddp8/metrics.rank*.jsonl \
+      || fail "ddp8: per-step loss differs by more than 1e-5 from $N accumulated micro-batches"
+    $PY "$COMPARE" $FINAL_TOL "$T/big8/checkpoint.bin" "$T/ddp8/checkpoint.bin" "$T/acc8/checkpoint.bin" \
+      || fail "ddp8: final parameters differ by more than $FINAL_TOL from single batch $((N * B))"
+    $PY "$COMPARE" $FINAL_TOL "$T/acc8/checkpoint.bin" "$T/ddp8/checkpoint.bin" \
+      || fail "ddp8: final parameters differ by more than $FINAL_TOL from $N accumulated micro-batches"
   fi
 fi
 
