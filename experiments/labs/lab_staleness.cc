@@ -18,9 +18,15 @@ namespace {
 
 constexpr int kWorkers = 4;
 constexpr int kSlowWorker = 1;
-constexpr int kSteps = 30;
 constexpr int kBound = 4;
-constexpr int kBatch = 32;
+// Batch 2048: the lead comes from the slow node computing for longer, so a step must
+// compute for about as long as the master's link takes to move the 4 workers' 1 MB
+// pushes and pulls (about 64 ms on gige-cpu). At 32 samples the links set every
+// worker's pace, slow or not, and the lead under ASP was 2 to 11 by the host's noise.
+// One epoch of 16 steps: an epoch's end (evaluation, checkpoint) lines every worker up
+// again, so a lead can only build within one.
+constexpr int kBatch = 2048;
+constexpr int kSteps = 16;
 constexpr double kNodeCpus = 0.4;  // The lab's own share (LabNodeCpus).
 
 struct StalenessRun {
@@ -55,7 +61,7 @@ absl::StatusOr<StalenessRun> RunSync(const LabContext& lab, const std::string& l
                       absl::StrCat("--ps_sync=", sync), absl::StrFormat("--steps=%d", kSteps),
                       absl::StrFormat("--batch=%d", kBatch), absl::StrCat("--node_cpus=", LabNodeCpus(lab, kNodeCpus)),
                       absl::StrCat("--network=", links), absl::StrFormat("--slow_node=%d:0.25", kSlowWorker)},
-                     LabCommonFlags())));
+                     LabCommonFlags(kWorkers * kBatch * kSteps, 1))));
   std::vector<std::vector<StepMetrics>> workers;
   for (int w = 0; w < kWorkers; ++w) {
     RINGSIDE_ASSIGN_OR_RETURN(std::vector<StepMetrics> m, JobMetrics(job, OutputOwner::kRank, w));
