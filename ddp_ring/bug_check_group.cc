@@ -292,10 +292,12 @@ absl::Status BugCheckGroup::NameRanksOutOfData(const absl::Status& s, double wai
   }
   if (ranks.empty()) return s;
   return absl::Status(s.code(),
-                      absl::StrFormat("all-reduce waited %.0f s for rank %s, which ran out of "
-                                      "data after step %s (uneven shards without padding: "
-                                      "bug uneven_shards)",
-                                      waited_s, absl::StrJoin(ranks, ", "), after));
+                      absl::StrFormat("all-reduce waited %.1f s (its timeout: %s, then naming the "
+                                      "lost rank) for rank %s, which ran out of data after "
+                                      "step %s (uneven shards without padding: bug "
+                                      "uneven_shards)",
+                                      waited_s, absl::FormatDuration(o_.timeout),
+                                      absl::StrJoin(ranks, ", "), after));
 }
 
 }  // namespace ringside

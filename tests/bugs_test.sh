@@ -64,7 +64,7 @@ e=$(( $(date +%s) - t0 ))
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "uneven: exit status $rc, expected a failure"
 [ "$e" -lt 40 ] || fail "uneven: took $e s"
 expect uneven 'bug uneven_shards: 401 training samples over 2 ranks without padding: steps per epoch by rank: 5, 4$'
-expect uneven '^\[rank 0\] ringside: error: rank 0: step 4: all-reduce waited [0-9]+ s for rank 1, which ran out of data after step 3 \(uneven shards without padding: bug uneven_shards\)$'
+expect uneven '^\[rank 0\] ringside: error: rank 0: step 4: all-reduce waited [0-9]+\.[0-9] s \(its timeout: 3s, then naming the lost rank\) for rank 1, which ran out of data after step 3 \(uneven shards without padding: bug uneven_shards\)$'
 # The launcher names whichever rank it saw exit first: rank 0 (the named error above)
 # or rank 1, whose wait at the epoch's end ends when rank 0's store goes away.
 expect uneven '^ringside: error: rank [01] failed: exited with status 1'
