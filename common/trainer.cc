@@ -334,15 +334,13 @@ absl::Status Trainer::WriteCheckpointNow() {
   return WriteCheckpointKeeping(options_.out_dir, options_.keep_checkpoints, header, params, opt);
 }
 
-absl::StatusOr<EvalResult> Trainer::EvaluateTest(const StepMetrics* last_step) {
+absl::StatusOr<EvalResult> Trainer::EvaluateTest(const RunState& run) {
   RINGSIDE_RETURN_IF_ERROR(strategy_->SettleParams());
   const std::vector<int64_t> indices = test_shard_.Indices(0);
   RINGSIDE_ASSIGN_OR_RETURN(EvalResult local,
                             test_step_.Evaluate(indices, options_.eval_batch));
-  if (last_step != nullptr && last_step->samples() > 0) {
-    local.train_loss_sum = static_cast<double>(last_step->loss()) * last_step->samples();
-    local.train_count = last_step->samples();
-  }
+  local.train_loss_sum = run.epoch_loss_sum;
+  local.train_count = run.epoch_samples;
   return strategy_->ReduceEval(local);
 }
 
@@ -466,6 +464,10 @@ absl::Status Trainer::RunStep(const std::vector<int64_t>& order, RunState* run) 
   ++run->steps_run;
   run->samples += n;
   run->last_loss = m.loss();
+  if (!m.skipped_nonfinite()) {
+    run->epoch_loss_sum += static_cast<double>(m.loss()) * m.samples();
+    run->epoch_samples += m.samples();
+  }
   const double elapsed = (t1 - run->start_us) / 1e6;
   PrintProgress(m, run->steps_total, run->samples / std::max(elapsed, 1e-9), false);
   if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) {
@@ -491,12 +493,15 @@ absl::Status Trainer::RunEpoch(RunState* run) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<EvalResult> Trainer::EndEpoch(const RunState& run) {
+absl::StatusOr<EvalResult> Trainer::EndEpoch(RunState* run) {
   ++epoch_;
   batch_in_epoch_ = 0;
-  RINGSIDE_ASSIGN_OR_RETURN(EvalResult eval, EvaluateTest(&run.m));
+  RINGSIDE_ASSIGN_OR_RETURN(EvalResult eval, EvaluateTest(*run));
+  run->epoch_loss_sum = 0;
+  run->epoch_samples = 0;
   if (options_.progress != nullptr) {
-    // The train loss: the epoch's last step, over the global batch (all workers').
+    // The train loss: the mean over the epoch's steps and the global batch (all
+    // workers'), as one process at the global batch prints.
     absl::FPrintF(options_.progress,
                   "epoch %d/%d done  train loss %.4f  test loss %.4f  test accuracy %.4f\n",
                   epoch_, options_.config.epochs(),
@@ -538,7 +543,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     RINGSIDE_RETURN_IF_ERROR(RunEpoch(&run));
     if (batch_in_epoch_ < run.per_epoch) break;  // Stopped by max_steps mid-epoch.
     // Epoch finished: evaluate and checkpoint at its boundary.
-    RINGSIDE_ASSIGN_OR_RETURN(eval, EndEpoch(run));
+    RINGSIDE_ASSIGN_OR_RETURN(eval, EndEpoch(&run));
     evaluated_at = step_;
   }
   RINGSIDE_RETURN_IF_ERROR(Annotate(strategy_->SettleParams(), absl::StrCat("step ", step_)));
@@ -550,9 +555,10 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   // Every rank runs the same number of samples per step.
   result.job_samples_per_sec = result.samples_per_sec * options_.world_size;
   if (evaluated_at != step_) {
-    RINGSIDE_ASSIGN_OR_RETURN(eval, EvaluateTest(run.steps_run > 0 ? &run.m : nullptr));
+    RINGSIDE_ASSIGN_OR_RETURN(eval, EvaluateTest(run));
   }
-  // Over the global batch (all workers'), where a step ran in this run.
+  // Over the global batch (all workers') and the steps of the last epoch this run
+  // completed (or of the epoch it stopped in); the last step's own where none ran.
   result.last_loss = eval.train_count > 0 ? eval.train_loss_sum / eval.train_count : run.last_loss;
   result.test_loss = eval.loss_sum / std::max<int64_t>(1, eval.count);
   result.test_accuracy = static_cast<double>(eval.correct) / std::max<int64_t>(1, eval.count);

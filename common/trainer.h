@@ -212,6 +212,11 @@ class Trainer {
     int64_t samples = 0;      // Samples this run trained on.
     int64_t steps_run = 0;    // Steps this run completed.
     double last_loss = 0;     // Mean training loss of the last step.
+    // This rank's training loss over the steps of the current epoch that this run
+    // completed (skipped non-finite steps left out), weighted by their samples; reset
+    // at each epoch's end.
+    double epoch_loss_sum = 0;
+    int64_t epoch_samples = 0;
     StepMetrics m;            // The last step's record.
   };
 
@@ -231,7 +236,7 @@ class Trainer {
   absl::Status RunStep(const std::vector<int64_t>& order, RunState* run);
   // Epoch finished: moves the position to the next epoch's start, evaluates, prints
   // the epoch line, checks the parameters and saves the checkpoint.
-  absl::StatusOr<EvalResult> EndEpoch(const RunState& run);
+  absl::StatusOr<EvalResult> EndEpoch(RunState* run);
   // The stop path of --nan_policy: one line naming the step, the process and the
   // range. Nothing more runs (no metrics record, no checkpoint), so the last
   // checkpoint on disk is the last good one.
@@ -245,9 +250,10 @@ class Trainer {
   absl::Status RunMicroBatches(absl::Span<const int64_t> samples, const StepHooks& hooks,
                                StepMetrics* m, HookTimes* hook_times);
   absl::Status WriteCheckpointNow();
-  // The test set evaluated on the settled parameters, with `last_step`'s training loss
-  // (null: none), reduced over the workers (StepStrategy::ReduceEval).
-  absl::StatusOr<EvalResult> EvaluateTest(const StepMetrics* last_step);
+  // The test set evaluated on the settled parameters, with `run`'s epoch training loss
+  // (RunState::epoch_loss_sum over epoch_samples), reduced over the workers
+  // (StepStrategy::ReduceEval): the epoch's mean over the global batch.
+  absl::StatusOr<EvalResult> EvaluateTest(const RunState& run);
   void PrintProgress(const StepMetrics& m, int64_t steps_total, double rate, bool force);
 
   const TrainerOptions options_;
