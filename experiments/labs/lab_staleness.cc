@@ -1,9 +1,10 @@
 // Lab 6: a parameter server of 4 workers with worker 1 on a slow emulated node, under
-// BSP, SSP with bound 2 and ASP. A worker's lead at a step is how many steps it is
+// BSP, SSP with bound 4 and ASP. A worker's lead at a step is how many steps it is
 // ahead of the slow worker when it starts it: how stale the parameters it computes on
 // may be. A step counts as started when the worker gathers its batch, before its
 // forward waits for the parameters it needs, so BSP holds the lead at 1 (the next step
-// starts, then waits for the update), SSP:K at K, and ASP not at all.
+// starts, then waits for the update; 0 when the slow worker starts its next step first),
+// SSP:K at K, and ASP not at all.
 #include <algorithm>
 #include <regex>
 
