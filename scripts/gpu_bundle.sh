@@ -97,7 +97,7 @@ ldd "${BINS[@]}" | awk '$2 == "=>" {print $1, $3}' | sort -u |
 bad=$(ldd "${BINS[@]}" | awk '$2 == "=>" {print $1, $3}' | sort -u |
   while read -r soname path; do
     [[ $soname =~ $SYSTEM_LIBS ]] && continue
-    # libcudart: the RPATH lists @local_cuda's /usr/local/cuda/lib64 first, so a machine
+    # libcudart: the RPATH lists //third_party:cudart's /usr/local/cuda/lib64 first, so a machine
     # with a CUDA 13 toolkit there uses its own; elsewhere the bundle's.
     [[ $soname == libcudart.so.* && $path == /usr/local/cuda/* ]] && continue
     [[ $(readlink -f "$path") == "$(readlink -f "$DEST/lib/$soname")" ]] || echo "$soname => $path"

@@ -5,12 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "experiments/cli/build_kind.h"
 #include "experiments/cli/verbs.h"
 #include "experiments/cli/version.h"
-
-#if RINGSIDE_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 namespace ringside {
 
@@ -50,13 +47,7 @@ std::string VerbHelp(const Command& command) {
 }
 
 std::string VersionText() {
-#if RINGSIDE_CUDA
-  const std::string build =
-      absl::StrFormat("CUDA %d.%d", CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
-#else
-  const std::string build = "CPU";
-#endif
-  return absl::StrCat("ringside ", kRingsideVersion, " (build: ", build, ")\n");
+  return absl::StrCat("ringside ", kRingsideVersion, " (build: ", BuildKind(), ")\n");
 }
 
 absl::Status RunHelpVerb(const CommandArgs& args) {
