@@ -38,6 +38,10 @@ Checks made:
     seconds, so a fast host may print none.
     Every other number (losses, accuracies, bytes, counts, steps) matches only exactly,
     as printed.
+  - every figure an answer (a <details> block) restates (a decimal with two or more
+    fractional digits, outside inline code, on a line that does not work it out with
+    " x ", " = " or " / ") appears in one of the page's code blocks, so the checks
+    above cover it.
 Prints one line per command; exits 1 naming every failure.
 """
 import os
@@ -200,6 +204,43 @@ def headings(path):
     return out
 
 
+# A figure an answer restates: a decimal with two or more fractional digits ("475.736",
+# "0.1309"), outside inline code (flag values). A line that works a figure out
+# (" x ", " = ", " / ") is not quoting one.
+PROSE_FIGURE = re.compile(r"(?<![\w.])\d+\.\d{2,}(?![\w.])")
+WORKED_OUT = re.compile(r"\s(?:x|=|/)\s")
+
+
+def prose_figure_failures(path):
+    """Figures of `path`'s answers (<details> blocks) that none of its code blocks
+    quotes: a number an answer restates must be one the quoted output shows, so that
+    the output check above covers it too."""
+    blocks, prose, in_block, in_answer = [], [], False, False
+    for n, line in enumerate(open(path, encoding="utf-8"), 1):
+        if line.startswith("```"):
+            in_block = not in_block
+            continue
+        if in_block:
+            blocks.append((n, line))
+        elif "<details>" in line:
+            in_answer = True
+        elif "</details>" in line:
+            in_answer = False
+        elif in_answer:
+            prose.append((n, line))
+    quoted = "".join(line for _, line in blocks)
+    out = []
+    for n, line in prose:
+        if line.lstrip().startswith(("#", "|")) or WORKED_OUT.search(line):
+            continue
+        text = re.sub(r"`[^`]*`", "", line)
+        for m in PROSE_FIGURE.finditer(text):
+            if m.group(0) not in quoted:
+                out.append("%s:%d: %s is quoted in the text but in none of the page's command "
+                           "outputs" % (path, n, m.group(0)))
+    return out
+
+
 def read_checks(path):
     """{command: [exit_status, [regex], needs_root, host, [host line regex]]}, in file
     order."""
@@ -261,6 +302,8 @@ def main():
             diff = [(x, y) for x, y in zip(a, b) if x != y][:1] or [(len(a), len(b))]
             failures.append("%s and %s show different commands per section, first: %s" %
                             (en[0], zh[0], diff[0]))
+    for d in docs:
+        failures += prose_figure_failures(d)
     # What each doc quotes as each command's output (a command shown twice: both).
     quotes = {}
     for d in docs:
