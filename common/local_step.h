@@ -90,8 +90,8 @@ struct EvalResult {
   double loss_sum = 0;  // Test loss summed over `count` samples.
   int64_t correct = 0;
   int64_t count = 0;
-  double train_loss_sum = 0;  // The last training step's loss summed over its samples.
-  int64_t train_count = 0;    // That step's samples (0: no step ran).
+  double train_loss_sum = 0;  // The epoch's training losses summed over their samples.
+  int64_t train_count = 0;    // Those samples (0: no step ran).
 };
 
 // Not thread-safe. Borrows the model, ops and dataset, which must outlive it.
