@@ -86,6 +86,21 @@ watched_job() {
   return 0
 }
 
+# against_references NAME: runs the references for job NAME (N workers of batch B): one
+# process at batch N*B (bigN) and N accumulated micro-batches (accN); the job's per-step
+# loss must follow accN for EXACT_STEPS steps and its final parameters stay within
+# FINAL_TOL of both (see the tolerance note at the top).
+against_references() {
+  local name=$1
+  single "big$N" --batch=$((N * B)) && single "acc$N" --batch=$B --grad_accum=$N || return
+  $PY "$LOSS_CURVES" 1e-5 $EXACT_STEPS "$T/acc$N/metrics.jsonl" "$T"/"$name"/metrics.rank*.jsonl \
+    || fail "$name: per-step loss differs by more than 1e-5 from $N accumulated micro-batches"
+  $PY "$COMPARE" $FINAL_TOL "$T/big$N/checkpoint.bin" "$T/$name/checkpoint.bin" "$T/acc$N/checkpoint.bin" \
+    || fail "$name: final parameters differ by more than $FINAL_TOL from single batch $((N * B))"
+  $PY "$COMPARE" $FINAL_TOL "$T/acc$N/checkpoint.bin" "$T/$name/checkpoint.bin" \
+    || fail "$name: final parameters differ by more than $FINAL_TOL from $N accumulated micro-batches"
+}
+
 # --- PS: 16 workers, 2 shards (RANK 0, 1), BSP; worker w is RANK 2 + w.
 N=16
 if watched_job ps16 "shard0=0:$T/ps16/metrics.shard0.jsonl" "shard1=1:$T/ps16/metrics.shard1.jsonl" \
@@ -99,16 +114,7 @@ if watched_job ps16 "shard0=0:$T/ps16/metrics.shard0.jsonl" "shard1=1:$T/ps16/me
     || fail "ps16: shard step records or byte counts"
   steps_once "$T"/ps16/metrics.rank*.jsonl || fail "ps16: worker step records"
   [ "$(ls "$T"/ps16/metrics.rank*.jsonl | wc -l)" -eq $N ] || fail "ps16: not $N worker metrics files"
-  if single big16 --batch=$((N * B)) && single acc16 --batch=$B --grad_accum=$N; then
-    # Trajectory: the same losses step by step for EXACT_STEPS steps; then the final
-    # parameters near the references (see the tolerance note at the top).
-    $PY "$LOSS_CURVES" 1e-5 $EXACT_STEPS "$T/acc16/metrics.jsonl" "$T"/ps16/metrics.rank*.jsonl \
-      || fail "ps16: per-step loss differs by more than 1e-5 from $N accumulated micro-batches"
-    $PY "$COMPARE" $FINAL_TOL "$T/big16/checkpoint.bin" "$T/ps16/checkpoint.bin" "$T/acc16/checkpoint.bin" \
-      || fail "ps16: final parameters differ by more than $FINAL_TOL from single batch $((N * B))"
-    $PY "$COMPARE" $FINAL_TOL "$T/acc16/checkpoint.bin" "$T/ps16/checkpoint.bin" \
-      || fail "ps16: final parameters differ by more than $FINAL_TOL from $N accumulated micro-batches"
-  fi
+  against_references ps16
 fi
 
 # --- DDP: 8 ranks (gloo); rank 0 also hosts the store.
@@ -117,16 +123,7 @@ if watched_job ddp8 "rank0=0:$T/ddp8/metrics.rank0.jsonl" --interval=0.02 -- --s
     --backend=gloo --batch=$B --timeout_s=60; then
   steps_once "$T"/ddp8/metrics.rank*.jsonl || fail "ddp8: rank step records"
   [ "$(ls "$T"/ddp8/metrics.rank*.jsonl | wc -l)" -eq $N ] || fail "ddp8: not $N rank metrics files"
-  if single big8 --batch=$((N * B)) && single acc8 --batch=$B --grad_accum=$N; then
-    # Trajectory: the same losses step by step for EXACT_STEPS steps; then the final
-    # parameters near the references (see the tolerance note at the top).
-    $PY "$LOSS_CURVES" 1e-5 $EXACT_STEPS "$T/acc8/metrics.jsonl" "$T"/ddp8/metrics.rank*.jsonl \
-      || fail "ddp8: per-step loss differs by more than 1e-5 from $N accumulated micro-batches"
-    $PY "$COMPARE" $FINAL_TOL "$T/big8/checkpoint.bin" "$T/ddp8/checkpoint.bin" "$T/acc8/checkpoint.bin" \
-      || fail "ddp8: final parameters differ by more than $FINAL_TOL from single batch $((N * B))"
-    $PY "$COMPARE" $FINAL_TOL "$T/acc8/checkpoint.bin" "$T/ddp8/checkpoint.bin" \
-      || fail "ddp8: final parameters differ by more than $FINAL_TOL from $N accumulated micro-batches"
-  fi
+  against_references ddp8
 fi
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
