@@ -214,24 +214,36 @@ struct Group {
 
   // Reaps what exited; the first rank that fails stops the others (they would hang or
   // fail). True once every rank exited and its output was drained.
+  //
+  // Several ranks may be found failed in one pass (a pass comes every 100 ms or so): a
+  // rank killed by a signal and a peer that exited with an error on losing it. The
+  // signal is the cause and the error its echo, so a rank killed by a signal is named
+  // before one that exited with a status; among equals, the lowest rank.
   bool Reap(absl::Duration grace) {
     bool all_exited = true, pipes_open = false;
+    Child* failed_now = nullptr;
     for (Child& c : children) {
       if (!c.process->exited() && c.process->Poll() && !c.process->succeeded() &&
           first_failed == nullptr && !stopping) {
-        first_failed = &c;
-        for (Child& other : children) {
-          if (&other != &c && !other.process->exited() && IsStopped(other.process->pid())) {
-            hung = &other;
-            break;
-          }
+        if (failed_now == nullptr ||
+            (c.process->killed_by_signal() && !failed_now->process->killed_by_signal())) {
+          failed_now = &c;
         }
-        StopAll(SIGTERM, grace);
-        // A hung process has nothing to save: it goes at once.
-        if (hung != nullptr) hung->process->Signal(SIGKILL);
       }
       all_exited &= c.process->exited();
       pipes_open |= c.process->out_fd() >= 0;
+    }
+    if (failed_now != nullptr) {
+      first_failed = failed_now;
+      for (Child& other : children) {
+        if (!other.process->exited() && IsStopped(other.process->pid())) {
+          hung = &other;
+          break;
+        }
+      }
+      StopAll(SIGTERM, grace);
+      // A hung process has nothing to save: it goes at once.
+      if (hung != nullptr) hung->process->Signal(SIGKILL);
     }
     if (stopping && absl::Now() >= kill_at) {
       for (Child& c : children) c.process->Signal(SIGKILL);

@@ -307,6 +307,8 @@ bool Subprocess::succeeded() const {
   return exited_ && WIFEXITED(wait_status_) && WEXITSTATUS(wait_status_) == 0;
 }
 
+bool Subprocess::killed_by_signal() const { return exited_ && WIFSIGNALED(wait_status_); }
+
 std::string Subprocess::ExitDescription() const {
   return exited_ ? DescribeWaitStatus(wait_status_) : "still running";
 }

@@ -102,6 +102,8 @@ class Subprocess {
   int wait_status() const { return wait_status_; }
   // Exited with status 0.
   bool succeeded() const;
+  // Ended by a signal (SIGKILL, SIGSEGV, ...) rather than by exiting.
+  bool killed_by_signal() const;
   // DescribeWaitStatus(wait_status()), or "still running".
   std::string ExitDescription() const;
 
