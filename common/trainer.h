@@ -259,7 +259,6 @@ class Trainer {
   const TrainerOptions options_;
   Model* const model_;
   Ops* const ops_;
-  const DatasetSplits* const data_;
   StepStrategy* const strategy_;
   const Sharder train_shard_;
   const Sharder test_shard_;

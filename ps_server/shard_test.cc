@@ -332,7 +332,9 @@ TEST(ShardSspTest, ZeroStalenessWaitsForEveryWorkersPush) {
     EXPECT_TRUE(Ready(*shard, w, 0, 0));
   }
   for (int w = 0; w < kWorkers; ++w) {
-    if (w > 0) EXPECT_FALSE(Ready(*shard, 0, 1, 0)) << "after " << w << " pushes";
+    if (w > 0) {
+      EXPECT_FALSE(Ready(*shard, 0, 1, 0)) << "after " << w << " pushes";
+    }
     ASSERT_TRUE(PushSlice(*shard, w, 0, ps::GRADIENTS, Gradient(kSliceSize, w, 0)).ok());
     SgdStep(hyper, SumOfGradients(kSliceSize, {w}, 0, kWorkers), &want, nullptr);
   }
