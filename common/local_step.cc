@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/internal/raw_logging.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -196,6 +197,22 @@ absl::Status LocalStep::Prefetch(absl::Span<const int64_t> indices, StepMetrics*
     trace->Span("data (next step)", kCatData, kTrainingTrack, t0, t1 - t0);
   }
   return absl::OkStatus();
+}
+
+std::array<double, kEvalResultSums> EvalResultSums(const EvalResult& r) {
+  return {r.loss_sum, static_cast<double>(r.correct), static_cast<double>(r.count),
+          r.train_loss_sum, static_cast<double>(r.train_count)};
+}
+
+EvalResult EvalResultFromSums(absl::Span<const double> sums) {
+  ABSL_RAW_CHECK(sums.size() == kEvalResultSums, "EvalResultFromSums: not kEvalResultSums sums");
+  EvalResult r;
+  r.loss_sum = sums[0];
+  r.correct = std::llround(sums[1]);
+  r.count = std::llround(sums[2]);
+  r.train_loss_sum = sums[3];
+  r.train_count = std::llround(sums[4]);
+  return r;
 }
 
 absl::StatusOr<EvalResult> LocalStep::Evaluate(absl::Span<const int64_t> indices,

@@ -5,6 +5,7 @@
 #ifndef RINGSIDE_COMMON_LOCAL_STEP_H_
 #define RINGSIDE_COMMON_LOCAL_STEP_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -93,6 +94,13 @@ struct EvalResult {
   double train_loss_sum = 0;  // The epoch's training losses summed over their samples.
   int64_t train_count = 0;    // Those samples (0: no step ran).
 };
+
+// An EvalResult as the sums a reduction over workers adds up (DDP's all-reduce, the
+// parameter server's eval barrier), in one order both use, and back (counts rounded
+// to the nearest integer: a float all-reduce carries them inexactly past 2^24).
+inline constexpr int kEvalResultSums = 5;
+std::array<double, kEvalResultSums> EvalResultSums(const EvalResult& r);
+EvalResult EvalResultFromSums(absl::Span<const double> sums);  // [kEvalResultSums]
 
 // Not thread-safe. Borrows the model, ops and dataset, which must outlive it.
 class LocalStep {

@@ -52,14 +52,16 @@ TEST(ConstantTimeEquals, ComparesWholeStrings) {
 
 TEST(ValidateToken, RefusesEmptyShortAndUnprintable) {
   EXPECT_TRUE(ValidateToken(kGoodToken, "x").ok());
-  for (const std::string bad : {std::string(""), std::string("short"),
+  for (const std::string& bad : {std::string(""), std::string("short"),
                                 std::string("0123456789abcdef 0123"), std::string("0123456789abcdef\n0"),
                                 std::string(kMaxTokenChars + 1, 'a')}) {
     absl::Status s = ValidateToken(bad, "RINGSIDE_TOKEN");
     EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad;
     EXPECT_TRUE(absl::StartsWith(s.message(), "RINGSIDE_TOKEN")) << s;
     EXPECT_FALSE(absl::StrContains(s.message(), "\n")) << s;
-    if (!bad.empty()) EXPECT_FALSE(absl::StrContains(s.message(), bad)) << "quotes the token: " << s;
+    if (!bad.empty()) {
+      EXPECT_FALSE(absl::StrContains(s.message(), bad)) << "quotes the token: " << s;
+    }
   }
 }
 

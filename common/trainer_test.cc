@@ -1,5 +1,6 @@
 #include "common/trainer.h"
 
+#include <array>
 #include <cstdio>
 #include <cmath>
 #include <cstring>
@@ -346,6 +347,36 @@ TEST(TrainerTest, ResumeRejectsAnotherModelAndCorruptCheckpoints) {
   ASSERT_TRUE(fresh.ok() && (*fresh)->InitParams(c.seed()).ok());
   EXPECT_EQ(std::vector<float>((*model)->params(), (*model)->params() + (*model)->num_params()),
             std::vector<float>((*fresh)->params(), (*fresh)->params() + (*fresh)->num_params()));
+}
+
+// The sums DDP's all-reduce and the parameter server's eval barrier add up: one order,
+// and counts that come back whole from a float sum that carried them inexactly.
+TEST(EvalResultSumsTest, RoundTripAndSumOfTwoWorkers) {
+  EvalResult a;
+  a.loss_sum = 12.5;
+  a.correct = 41;
+  a.count = 50;
+  a.train_loss_sum = 101.25;
+  a.train_count = 400;
+  EvalResult b = a;
+  b.correct = 7;
+  b.count = 51;
+  const std::array<double, kEvalResultSums> sa = EvalResultSums(a), sb = EvalResultSums(b);
+  EXPECT_EQ(sa[0], 12.5);
+  EXPECT_EQ(sa[1], 41);
+  EXPECT_EQ(sa[2], 50);
+  EXPECT_EQ(sa[3], 101.25);
+  EXPECT_EQ(sa[4], 400);
+  std::vector<double> sum(kEvalResultSums);
+  for (int i = 0; i < kEvalResultSums; ++i) sum[i] = sa[i] + sb[i];
+  sum[1] -= 1e-3;  // A float reduction's error on a count.
+  sum[2] += 1e-3;
+  const EvalResult total = EvalResultFromSums(sum);
+  EXPECT_EQ(total.loss_sum, 25);
+  EXPECT_EQ(total.correct, 48);
+  EXPECT_EQ(total.count, 101);
+  EXPECT_EQ(total.train_loss_sum, 202.5);
+  EXPECT_EQ(total.train_count, 800);
 }
 
 }  // namespace

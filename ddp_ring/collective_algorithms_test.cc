@@ -230,8 +230,11 @@ TEST(CollectiveAlgorithmsTest, RootedAndGatheringCollectives) {
   for (int r = 0; r < world; ++r) {
     for (int64_t i = 0; i < n; ++i) {
       ASSERT_EQ(bcast[r][i], Value(root, i));
-      if (r == root) ASSERT_EQ(reduce[r][i], SumOfValues(world, i));
-      if (r != root) ASSERT_EQ(reduce[r][i], Value(r, i)) << "a non-root's buffer is untouched";
+      if (r == root) {
+        ASSERT_EQ(reduce[r][i], SumOfValues(world, i));
+      } else {
+        ASSERT_EQ(reduce[r][i], Value(r, i)) << "a non-root's buffer is untouched";
+      }
       ASSERT_EQ(scattered[r][i], Value(root, r * n + i));
       float sum = 0;
       for (int s = 0; s < world; ++s) sum += Value(s, r * n + i);

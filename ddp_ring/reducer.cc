@@ -1,6 +1,7 @@
 #include "ddp_ring/reducer.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -42,7 +43,7 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(ProcessGroup* group, Mo
   // before it (a device group); refuses a model on memory the group cannot reduce.
   RINGSIDE_RETURN_IF_ERROR(group->OrderAfter(ops));
   RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(hyper, model->num_params(), ops));
-  RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> eval_sums, DeviceArray<float>::Create(ops, kEvalSums));
+  RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> eval_sums, DeviceArray<float>::Create(ops, kEvalResultSums));
   std::vector<Bucket> buckets =
       ComputeBuckets(model->layer_ranges(), options.first_bucket_bytes, options.bucket_cap_bytes);
   const int64_t flags = std::max<int64_t>(1, static_cast<int64_t>(buckets.size()));
@@ -317,19 +318,15 @@ void Reducer::TraceAllReduces(int64_t end_us, TraceWriter* trace) const {
 absl::StatusOr<EvalResult> Reducer::ReduceEval(const EvalResult& local) {
   // The counts go through backend memory (device scratch for NCCL, which reduces only
   // GPU memory). Counts stay exact in float up to 2^24 samples per evaluation.
-  float sums[kEvalSums] = {static_cast<float>(local.loss_sum), static_cast<float>(local.correct),
-                           static_cast<float>(local.count), static_cast<float>(local.train_loss_sum),
-                           static_cast<float>(local.train_count)};
+  const std::array<double, kEvalResultSums> mine = EvalResultSums(local);
+  float sums[kEvalResultSums];
+  for (int i = 0; i < kEvalResultSums; ++i) sums[i] = static_cast<float>(mine[i]);
   RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(eval_sums_.data(), sums, sizeof(sums)));
-  RINGSIDE_RETURN_IF_ERROR(group_->AllReduce(eval_sums_.data(), kEvalSums, ReduceOp::kSum)->Wait());
+  RINGSIDE_RETURN_IF_ERROR(
+      group_->AllReduce(eval_sums_.data(), kEvalResultSums, ReduceOp::kSum)->Wait());
   RINGSIDE_RETURN_IF_ERROR(ops_->CopyToHost(sums, eval_sums_.data(), sizeof(sums)));
-  EvalResult total;
-  total.loss_sum = sums[0];
-  total.correct = static_cast<int64_t>(sums[1] + 0.5f);
-  total.count = static_cast<int64_t>(sums[2] + 0.5f);
-  total.train_loss_sum = sums[3];
-  total.train_count = static_cast<int64_t>(sums[4] + 0.5f);
-  return total;
+  const std::array<double, kEvalResultSums> total = {sums[0], sums[1], sums[2], sums[3], sums[4]};
+  return EvalResultFromSums(total);
 }
 
 absl::Status Reducer::Start(int64_t step) {

@@ -162,8 +162,7 @@ class Reducer final : public StepStrategy {
   const ReducerOptions options_;
   const std::vector<Bucket> buckets_;
   // ReduceEval's sums (EvalResult's five fields), in the group's memory.
-  static constexpr int kEvalSums = 5;
-  DeviceArray<float> eval_sums_;  // [kEvalSums]
+  DeviceArray<float> eval_sums_;  // [kEvalResultSums] (common/local_step.h)
   DeviceArray<float> nonfinite_;  // [buckets] Non-finite flags, zeroed every step.
   HostArray<float> host_nonfinite_;  // [buckets] Their copy, read after the step's sync.
   // Per step: floats still missing per bucket, and the launched all-reduces.

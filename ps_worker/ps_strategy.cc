@@ -1,6 +1,7 @@
 #include "ps_worker/ps_strategy.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <thread>
 #include <vector>
@@ -481,22 +482,16 @@ void PsStrategy::Trace(TraceWriter* trace) const {
 }
 
 absl::StatusOr<EvalResult> PsStrategy::ReduceEval(const EvalResult& local) {
+  const std::array<double, kEvalResultSums> mine = EvalResultSums(local);
   RINGSIDE_ASSIGN_OR_RETURN(
       std::vector<double> sums,
       clients_[0]->Barrier(absl::StrCat("eval/", barriers_++),
-                           {local.loss_sum, static_cast<double>(local.correct),
-                            static_cast<double>(local.count), local.train_loss_sum,
-                            static_cast<double>(local.train_count)}));
-  if (sums.size() != 5) {
-    return absl::InternalError(absl::StrCat("eval barrier: ", sums.size(), " sums, expected 5"));
+                           std::vector<double>(mine.begin(), mine.end())));
+  if (sums.size() != kEvalResultSums) {
+    return absl::InternalError(absl::StrCat("eval barrier: ", sums.size(), " sums, expected ",
+                                            kEvalResultSums));
   }
-  EvalResult out;
-  out.loss_sum = sums[0];
-  out.correct = static_cast<int64_t>(sums[1]);
-  out.count = static_cast<int64_t>(sums[2]);
-  out.train_loss_sum = sums[3];
-  out.train_count = static_cast<int64_t>(sums[4]);
-  return out;
+  return EvalResultFromSums(sums);
 }
 
 absl::StatusOr<std::vector<float>> PsStrategy::SaveOptimizerState() {
