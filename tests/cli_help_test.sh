@@ -26,7 +26,7 @@ mapfile -t verbs < <(sed -n '/^verbs:$/,/^$/p' "$T/help.out" | sed -n 's/^  \([a
 echo "verbs: ${verbs[*]}"
 [ "${#verbs[@]}" -ge 12 ] || fail "only ${#verbs[@]} verbs listed"
 for v in demo train ps-server ps-worker launch compare report calibrate simulate bench help version; do
-  printf '%s\n' "${verbs[@]}" | grep -qx "$v" || fail "--help does not list $v"
+  grep -qx "$v" <<<"$(printf '%s\n' "${verbs[@]}")" || fail "--help does not list $v"
 done
 for b in step allreduce pushpull; do
   grep -qE "^    $b " "$T/help.out" || fail "--help does not list bench $b"
@@ -108,7 +108,7 @@ grep -q '^  train ' "$T/none.err" || fail "ringside alone printed no verb list"
 out=$(timeout 60 "$RINGSIDE" launch --nproc-per-node=2 --master-port 0 sh -c 'echo "$WORLD_SIZE $0 $1"' --help --nnodes=9 2>&1)
 rc=$?
 [ "$rc" -eq 0 ] || fail "launch with torchrun spellings exited $rc: $out"
-echo "$out" | grep -qx '\[rank 1\] 2 --help --nnodes=9' || fail "launch did not pass the program's words untouched: $out"
+grep -qx '\[rank 1\] 2 --help --nnodes=9' <<<"$out" || fail "launch did not pass the program's words untouched: $out"
 echo "ok   launch --nproc-per-node=2 PROGRAM --help: $(echo "$out" | head -n 1)"
 
 if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi

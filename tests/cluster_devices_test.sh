@@ -70,12 +70,12 @@ grep -q '^ringside: nodes: node 0 = rank 0 + rank 1, node 1 = rank 2 + rank 3 (2
   || fail "the job did not run 2 ranks per node: $(grep '^ringside' "$T/t4.log")"
 line=$(grep '^ringside: cluster pairs emulated with dilation d = ' "$T/t4.log")
 [ -n "$line" ] || fail "no dilation line: $(head -3 "$T/t4.log")"
-echo "$line" | grep -q 'on 0.25 CPU, one of 2 devices of a node of 0.50 CPU' || fail "the host step was not one device's: $line"
-echo "$line" | grep -q "NIC 20 Mbit/s -> .* shaped, shared by the node's 2 ranks" || fail "the NIC is not the node's: $line"
+grep -q 'on 0.25 CPU, one of 2 devices of a node of 0.50 CPU' <<<"$line" || fail "the host step was not one device's: $line"
+grep -q "NIC 20 Mbit/s -> .* shaped, shared by the node's 2 ranks" <<<"$line" || fail "the NIC is not the node's: $line"
 links=$(sed -n 's/^ringside: nodes: .*; links //p' "$T/t4.log")
-if echo "$line" | grep -q "intra-node 40 Mbit/s -> .* per device, 2 x that = .* shaped on each node's loopback"; then
+if grep -q "intra-node 40 Mbit/s -> .* per device, 2 x that = .* shaped on each node's loopback" <<<"$line"; then
   case "$links" in *,lo.bw=*) ;; *) fail "the loopback was said shaped but the links are $links" ;; esac
-elif echo "$line" | grep -q 'intra-node path not emulated: loopback is slower than 2 x 40 Mbit/s / d'; then
+elif grep -q 'intra-node path not emulated: loopback is slower than 2 x 40 Mbit/s / d' <<<"$line"; then
   case "$links" in *lo.bw=*) fail "the loopback was said unshaped but the links are $links" ;; esac
 else
   fail "the dilation line says nothing of the intra-node path: $line"

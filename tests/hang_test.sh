@@ -45,7 +45,7 @@ survivor() {
   # timeline's note after its own error line.)
   [ "$(grep -c '^ringside: error:' "$log")" -eq 1 ] || { fail "$name: not exactly one error line"; grep 'error' "$log"; return; }
   line=$(grep '^ringside: error:' "$log")
-  echo "$line" | grep -qE "$regex" || { fail "$name: /$regex/ not in: $line"; return; }
+  grep -qE "$regex" <<<"$line" || { fail "$name: /$regex/ not in: $line"; return; }
   printf 'ok   %s (exit %d, %.1fs): %s\n' "$name" "$rc" "$e" "$(echo "$line" | cut -c1-200)"
 }
 

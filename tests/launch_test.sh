@@ -25,10 +25,10 @@ out="$(launch --nproc_per_node=3 --master_port=0 -- \
 rc=$?
 [ "$rc" -eq 0 ] || fail "clean launch exited $rc: $out"
 for r in 0 1 2; do
-  echo "$out" | grep -qx "\[rank $r\] env $r $r 3 3 127.0.0.1" || fail "rank $r env line missing: $out"
-  echo "$out" | grep -qx "\[rank $r\] second line" || fail "rank $r second line missing"
-  echo "$out" | grep -qx "\[rank $r\] group 0 1 role default $r 3" || fail "rank $r group/role: $out"
-  echo "$out" | grep -qx "\[rank $r\] elastic 0 0 False 1" || fail "rank $r TORCHELASTIC_*: $out"
+  grep -qx "\[rank $r\] env $r $r 3 3 127.0.0.1" <<<"$out" || fail "rank $r env line missing: $out"
+  grep -qx "\[rank $r\] second line" <<<"$out" || fail "rank $r second line missing"
+  grep -qx "\[rank $r\] group 0 1 role default $r 3" <<<"$out" || fail "rank $r group/role: $out"
+  grep -qx "\[rank $r\] elastic 0 0 False 1" <<<"$out" || fail "rank $r TORCHELASTIC_*: $out"
 done
 # One run id for all, derived from the endpoint (RINGSIDE_RUN_ID == TORCHELASTIC_RUN_ID).
 port=$(echo "$out" | sed -n 's/^\[rank 0\] run .* port //p')
@@ -41,8 +41,8 @@ port=$(launch --nproc_per_node=2 --master_port=0 -- sh -c 'echo $MASTER_PORT' | 
 # derives the run id node 0 derives from the same endpoint; torchrun's spellings.
 out="$(launch --nproc_per_node=2 --nnodes=2 --node_rank=1 --master_port=12345 -- \
   sh -c 'echo "$RANK/$WORLD_SIZE local $LOCAL_RANK port $MASTER_PORT group $GROUP_RANK/$GROUP_WORLD_SIZE $RINGSIDE_RUN_ID"')"
-echo "$out" | grep -qx "\[rank 2\] 2/4 local 0 port 12345 group 1/2 ringside-127.0.0.1:12345" || fail "node_rank placement: $out"
-echo "$out" | grep -qx "\[rank 3\] 3/4 local 1 port 12345 group 1/2 ringside-127.0.0.1:12345" || fail "node_rank placement: $out"
+grep -qx "\[rank 2\] 2/4 local 0 port 12345 group 1/2 ringside-127.0.0.1:12345" <<<"$out" || fail "node_rank placement: $out"
+grep -qx "\[rank 3\] 3/4 local 1 port 12345 group 1/2 ringside-127.0.0.1:12345" <<<"$out" || fail "node_rank placement: $out"
 out="$(launch --nnodes=2:2 --node_rank=1 --rdzv_backend=c10d --rdzv_endpoint=10.1.2.3:4567 -- sh -c 'echo "$MASTER_ADDR:$MASTER_PORT $RINGSIDE_RUN_ID $WORLD_SIZE"')"
 [ "$out" = "[rank 1] 10.1.2.3:4567 ringside-10.1.2.3:4567 2" ] || fail "--rdzv_endpoint: $out"
 out="$(launch --rdzv_endpoint=node0 --rdzv_id=job7 -- sh -c 'echo "$MASTER_ADDR:$MASTER_PORT $RINGSIDE_RUN_ID $TORCHELASTIC_RUN_ID"')"
@@ -129,8 +129,8 @@ out="$(launch --nproc_per_node=2 --master_port=0 --max_restarts=2 -- sh -c \
 rc=$?
 [ "$rc" -eq 0 ] || fail "restarted job exited $rc: $(cat "$T/r1.err")"
 # (Rank 0 of the first attempt may print before it is stopped.)
-echo "$out" | grep -qx '\[rank 0\] attempt 1 of 2' && echo "$out" | grep -qx '\[rank 1\] attempt 1 of 2' \
-  && ! echo "$out" | grep -q 'attempt 2' || fail "second attempt's output: $out"
+grep -qx '\[rank 0\] attempt 1 of 2' <<<"$out" && grep -qx '\[rank 1\] attempt 1 of 2' <<<"$out" \
+  && ! grep -q 'attempt 2' <<<"$out" || fail "second attempt's output: $out"
 grep -q "rank 1 failed: exited with status 3 .*restarting the group (restart 1 of 2)" "$T/r1.err" \
   || fail "restart not announced: $(cat "$T/r1.err")"
 # A rank that always fails: K restarts, then the error says so.

@@ -20,7 +20,7 @@ FAIL_FAST=1  # fail ends the test.
 # 1. The dynamic section.
 command -v readelf >/dev/null || fail "readelf not found (binutils)"
 dyn="$(readelf -d "$RINGSIDE")" || fail "readelf -d $RINGSIDE failed"
-echo "$dyn" | grep -q '(NEEDED)' || fail "readelf shows no NEEDED entries: is $RINGSIDE dynamic?"
+grep -q '(NEEDED)' <<<"$dyn" || fail "readelf shows no NEEDED entries: is $RINGSIDE dynamic?"
 cuda_libs="$(echo "$dyn" | grep -E '\((NEEDED|RPATH|RUNPATH)\)' | grep -iE 'libcuda|libcublas|libnccl|libcudnn|cuda')"
 [ -z "$cuda_libs" ] || fail "ringside depends on CUDA:
 $cuda_libs"
