@@ -84,7 +84,8 @@ absl::Status ResolveClusterCells(const ExperimentSpec& spec, int machine_cpus, s
 }
 
 absl::StatusOr<DilationRecord> ResolveDilation(const ExperimentSpec& spec, double node_cpus,
-                                               const std::string& out_dir, FILE* progress) {
+                                               const std::string& out_dir, FILE* progress, bool* fresh) {
+  if (fresh != nullptr) *fresh = false;
   RINGSIDE_RETURN_IF_ERROR(CheckClusterSpec(spec, node_cpus));
   RINGSIDE_ASSIGN_OR_RETURN(ClusterProfile profile, LoadClusterProfile(spec.cluster()));
   if (absl::StatusOr<DilationRecord> kept = ReadDilation(out_dir);
@@ -95,7 +96,9 @@ absl::StatusOr<DilationRecord> ResolveDilation(const ExperimentSpec& spec, doubl
     }
     return *kept;
   }
-  return MeasureDilationRecord(spec, node_cpus, progress);
+  absl::StatusOr<DilationRecord> measured = MeasureDilationRecord(spec, node_cpus, progress);
+  if (measured.ok() && fresh != nullptr) *fresh = true;
+  return measured;
 }
 
 absl::StatusOr<DilationRecord> MeasureDilationRecord(const ExperimentSpec& spec, double node_cpus, FILE* progress) {

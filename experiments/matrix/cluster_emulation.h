@@ -46,13 +46,17 @@ absl::Status ResolveClusterCells(const ExperimentSpec& spec, int machine_cpus, s
 // cgroup for a few seconds; root), then ComputeDilation. OutOfRange (one line) when the
 // host cannot emulate the cluster. Progress lines go to `progress` (may be null).
 // Does not write the record (WriteDilation does, once the output directory exists).
+// `*fresh` (may be null) says whether it was measured now rather than kept.
 absl::StatusOr<DilationRecord> ResolveDilation(const ExperimentSpec& spec, double node_cpus,
-                                               const std::string& out_dir, FILE* progress);
+                                               const std::string& out_dir, FILE* progress,
+                                               bool* fresh = nullptr);
 
 // A fresh dilation for `spec` on nodes of `node_cpus`, never the kept one: compare
-// measures one before every round of repeats after the first, so that each round's
-// links follow the host's pace of that moment (a shared VM's step drifts by 10-30%
-// over the minutes a matrix takes, and a link-bound cell's speedup moves with it).
+// measures one before every cell it runs (but the first, when the plan's was measured
+// just then), so that each cell's links follow the host's pace of that moment (a shared
+// VM's step drifts by 10-60% over the minutes a matrix takes, even within a round of
+// repeats, and a link-bound cell's speedup moves with it) and each cell's time can be
+// read in the cluster's time (host time / its own d).
 absl::StatusOr<DilationRecord> MeasureDilationRecord(const ExperimentSpec& spec, double node_cpus, FILE* progress);
 
 // DIR/dilation.textproto: written atomically / read back (NotFound when absent).

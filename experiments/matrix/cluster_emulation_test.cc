@@ -264,8 +264,10 @@ TEST(DilationRecordTest, ARecordOfAnotherLayoutIsNotKept) {
   EXPECT_EQ(kept->network(), "bw=400mbit");
   r.set_devices_per_node(2);
   ASSERT_TRUE(WriteDilation(r, dir).ok());
-  absl::StatusOr<DilationRecord> d = ResolveDilation(spec, 0.4, dir, nullptr);
+  bool fresh = false;
+  absl::StatusOr<DilationRecord> d = ResolveDilation(spec, 0.4, dir, nullptr, &fresh);
   EXPECT_TRUE(!d.ok() || d->network() != "bw=400mbit") << "the record of another layout was kept";
+  EXPECT_EQ(fresh, d.ok()) << "a dilation measured now must say so (compare then runs its first cell on it)";
 }
 
 TEST(DilationRecordTest, AResumedMatrixKeepsItsLinks) {
@@ -274,10 +276,12 @@ TEST(DilationRecordTest, AResumedMatrixKeepsItsLinks) {
   const std::string dir = TempDir() + "/kept";
   std::filesystem::create_directories(dir);
   ASSERT_TRUE(WriteDilation(Kept(), dir).ok());
+  bool fresh = true;
   absl::StatusOr<DilationRecord> d =
-      ResolveDilation(Spec("cluster: \"gige-cpu\" node_cpus: \"0.4\""), 0.4, dir, nullptr);
+      ResolveDilation(Spec("cluster: \"gige-cpu\" node_cpus: \"0.4\""), 0.4, dir, nullptr, &fresh);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->network(), "bw=400mbit");
+  EXPECT_FALSE(fresh) << "a kept dilation is not fresh: compare measures again before its first cell";
 }
 
 }  // namespace

@@ -173,7 +173,8 @@ struct ComparePlan {
   ExperimentSpec spec;     // A cluster's: its network the dilated links.
   std::vector<Cell> cells;  // Table order.
   double node_cpus = 0;     // The resolved share (0: none).
-  DilationRecord dilation;  // A cluster's (the first round's); empty without one.
+  DilationRecord dilation;  // A cluster's (the first cell's); empty without one.
+  bool dilation_fresh = false;  // `dilation` was measured now, not kept from DIR.
 };
 
 // Loads `o.spec_path`, expands and resolves its cells, derives a cluster's links, checks
@@ -199,7 +200,8 @@ absl::StatusOr<ComparePlan> PlanCompare(const CompareOptions& o) {
   // A cluster: its profile checked, then the links derived by time dilation from this
   // host's step (or the dilation this directory started with), before anything is made.
   if (!spec.cluster().empty()) {
-    absl::StatusOr<DilationRecord> d = ResolveDilation(spec, plan.node_cpus, o.out_dir, o.progress);
+    absl::StatusOr<DilationRecord> d =
+        ResolveDilation(spec, plan.node_cpus, o.out_dir, o.progress, &plan.dilation_fresh);
     if (!d.ok()) return absl::Status(d.status().code(), absl::StrCat(o.spec_path, ": ", d.status().message()));
     plan.dilation = *d;
     spec.set_network(plan.dilation.network());
@@ -224,9 +226,9 @@ struct CompareTally {
 
 // The result of `cell`, run in `dir` (`wall` seconds, ended as `outcome`), with the
 // emulation it ran under: `spec`'s links and slow node where it is more than one process,
-// and `round_dilation`'s cluster and factor where `spec` names a cluster.
+// and `cell_dilation`'s cluster and factor where `spec` names a cluster.
 CellResult SummarizeRun(const ExperimentSpec& spec, const Cell& cell, const std::string& dir,
-                        const ChildOutcome& outcome, double wall, const DilationRecord& round_dilation) {
+                        const ChildOutcome& outcome, double wall, const DilationRecord& cell_dilation) {
   CellResult r = SummarizeCell(cell, dir, outcome.ok, outcome.how, wall);
   // The emulation the cell ran under, for the report's statement.
   r.set_node_cpus(cell.node_cpus);
@@ -237,8 +239,8 @@ CellResult SummarizeRun(const ExperimentSpec& spec, const Cell& cell, const std:
   if (!one_process) r.set_network(spec.network());
   if (!one_process && cell.workers > 1) r.set_slow_node(spec.slow_node());
   if (!spec.cluster().empty()) {
-    r.set_cluster(round_dilation.cluster());
-    r.set_dilation(round_dilation.factor());
+    r.set_cluster(cell_dilation.cluster());
+    r.set_dilation(cell_dilation.factor());
   }
   return r;
 }
@@ -258,7 +260,7 @@ struct CellRunContext {
 // (not when interrupted) and reports it on the progress. Cancelled when the matrix is
 // interrupted (nothing written); else the result, or the error writing it.
 absl::StatusOr<CellResult> RunCellJob(const CellRunContext& ctx, const Cell& cell, size_t k, size_t total,
-                                      const std::string& dir, const DilationRecord& round_dilation) {
+                                      const std::string& dir, const DilationRecord& cell_dilation) {
   CompareTally& tally = *ctx.tally;
   std::error_code error;
   fs::remove_all(dir, error);  // A cell interrupted earlier starts over.
@@ -277,7 +279,7 @@ absl::StatusOr<CellResult> RunCellJob(const CellRunContext& ctx, const Cell& cel
   }
   tally.spent += wall;
   ++tally.ran;
-  CellResult r = SummarizeRun(ctx.spec, cell, dir, outcome, wall, round_dilation);
+  CellResult r = SummarizeRun(ctx.spec, cell, dir, outcome, wall, cell_dilation);
   if (r.status() != "ok") {
     ++tally.failed;
     ctx.progress->Failed(cell.id, r.reason());
@@ -322,10 +324,12 @@ absl::Status RunCompare(const CompareOptions& o) {
   CompareTally tally;
   absl::Status status;
   const std::vector<size_t> order = RunOrder(cells);
-  // A cluster's links follow the host round by round: each round after the first
-  // measures its own dilation before its first cell runs (MeasureDilationRecord).
-  DilationRecord round_dilation = plan.dilation;
-  int dilation_round = 0;
+  // A cluster's links follow the host cell by cell: every cell runs on a dilation
+  // measured just before it (MeasureDilationRecord), the first one run on the plan's
+  // when the plan measured it now, and its speedup is taken in the cluster's time
+  // (report/points.h), so a drift of the host between cells cancels.
+  DilationRecord cell_dilation = plan.dilation;
+  bool dilation_fresh = plan.dilation_fresh;
   const CellRunContext ctx{o, spec, limit, &signals, &progress, &tally};
   for (size_t k = 0; k < order.size(); ++k) {
     const size_t i = order[k];
@@ -337,18 +341,18 @@ absl::Status RunCompare(const CompareOptions& o) {
       ++tally.kept;
       continue;
     }
-    if (!spec.cluster().empty() && cell.repeat != dilation_round) {
-      if (o.progress != nullptr) absl::FPrintF(o.progress, "compare: round %d: measuring the host again\n", cell.repeat + 1);
+    if (!spec.cluster().empty() && !dilation_fresh) {
+      if (o.progress != nullptr) absl::FPrintF(o.progress, "compare: measuring the host again for cell %s\n", cell.id);
       absl::StatusOr<DilationRecord> d = MeasureDilationRecord(spec, plan.node_cpus, o.progress);
       if (!d.ok()) {
-        status = absl::Status(d.status().code(), absl::StrCat("round ", cell.repeat + 1, ": ", d.status().message()));
+        status = absl::Status(d.status().code(), absl::StrCat("cell ", cell.id, ": ", d.status().message()));
         break;
       }
-      round_dilation = *d;
-      spec.set_network(round_dilation.network());
-      dilation_round = cell.repeat;
+      cell_dilation = *d;
+      spec.set_network(cell_dilation.network());
     }
-    absl::StatusOr<CellResult> r = RunCellJob(ctx, cell, k, cells.size(), dir, round_dilation);
+    dilation_fresh = false;
+    absl::StatusOr<CellResult> r = RunCellJob(ctx, cell, k, cells.size(), dir, cell_dilation);
     if (!r.ok()) {
       status = r.status();
       break;

@@ -74,8 +74,15 @@ std::string PointDevice(const ReportPoint& p) {
 
 namespace {
 
+// A cell's throughput in its cluster's time where it ran on a dilation (host samples/s
+// x d: the host's pace measured just before the cell, compare.cc), else its own.
+double PairedThroughput(const CellResult& r) {
+  return r.samples_per_sec() * (r.dilation() > 0 ? r.dilation() : 1.0);
+}
+
 // The single-process cells' throughput (BuildPoints): the median over the ok ones
-// (0: none), and each round's (repeat r of the single cell) where it is above 0.
+// (0: none), and each round's (repeat r of the single cell, PairedThroughput) where it
+// is above 0.
 struct SingleBaselines {
   double median = 0;
   std::map<int, double> by_round;
@@ -90,11 +97,12 @@ SingleBaselines SingleThroughput(const std::vector<CellResult>& results) {
   }
   out.median = Median(single);
   // Each round's single-process throughput (repeat r of the single cell): compare runs
-  // rounds one after the other, each a whole matrix (on its own links with a cluster),
-  // so a cell's speedup pairs it with its own round's single.
+  // rounds one after the other, each a whole matrix, so a cell's speedup pairs it with
+  // its own round's single; with a cluster both are read in the cluster's time, each
+  // by its own d, so that the host's drift between the two cancels as well.
   for (const CellResult& r : results) {
     if (r.kind() == "single" && r.status() == "ok" && r.samples_per_sec() > 0) {
-      out.by_round[r.repeat()] = r.samples_per_sec();
+      out.by_round[r.repeat()] = PairedThroughput(r);
     }
   }
   return out;
@@ -116,7 +124,8 @@ double OwnBaseline(const std::map<std::pair<std::string, int>, std::vector<const
 
 // Fills `p`'s cells, device and repeat counts from `cells` (one point's repeats) and
 // returns the ok repeats' measures by name ("step", "sps", ..., "paired": each repeat's
-// throughput over its round's single, where `single_by_round` has it).
+// throughput over its round's single, where `single_by_round` has it, both in the
+// cluster's time when the cells ran on a dilation).
 std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<const CellResult*>& cells,
                                                           const std::map<int, double>& single_by_round,
                                                           ReportPoint* p) {
@@ -146,7 +155,7 @@ std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<cons
     v["acc"].push_back(r->test_accuracy());
     v["wall"].push_back(r->wall_s());
     if (auto it = single_by_round.find(r->repeat()); it != single_by_round.end()) {
-      v["paired"].push_back(r->samples_per_sec() / it->second);
+      v["paired"].push_back(PairedThroughput(*r) / it->second);
     }
   }
   return v;

@@ -155,6 +155,23 @@ TEST(BuildPointsTest, SpeedupsPairEachRepeatWithItsRoundsSingle) {
   EXPECT_NEAR(points[1].speedup_min, 1.5, 1e-9);
 }
 
+// On a cluster each cell ran on its own d, measured just before it: the single at
+// d = 5 (1000 samples/s on the host), DDP at 4 nodes while the host had slowed by a
+// fifth (d = 6, 2500 samples/s). In the cluster's time that is 5000 against 15000
+// samples/s: 3x, where the host's times alone would read 2.5x.
+TEST(BuildPointsTest, OnAClusterSpeedupsAreInTheClustersTime) {
+  CellResult single = Result("single", "single", 1, 0, "cpu", false, 0);
+  single.set_samples_per_sec(1000);
+  single.set_dilation(5);
+  CellResult ddp = Result("ddp", "ddp", 4, 0, "cpu", false, 0);
+  ddp.set_samples_per_sec(2500);
+  ddp.set_dilation(6);
+  std::vector<ReportPoint> points = BuildPoints({single, ddp});
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_NEAR(points[1].speedup, 3, 1e-9);
+  EXPECT_NEAR(points[1].samples_per_sec, 2500, 1e-9);  // The table's throughput stays the host's.
+}
+
 TEST(BuildPointsTest, LateRanksNamedByMostRepeats) {
   std::vector<CellResult> cells;
   for (int repeat = 0; repeat < 3; ++repeat) {
@@ -364,9 +381,10 @@ TEST(HostHeldClusterTest, DriftBeyondTheBoundIsSaidInBold) {
   EXPECT_NE(HostHeldCluster(d, {}).find("cannot be checked"), std::string::npos);
 }
 
-// Rounds that re-measured d: the median round's d and links stand for the matrix, the
-// host step scaled alike; one round: the record as it was.
-TEST(MedianRoundDilationTest, TheMedianRoundStandsForTheMatrix) {
+// Cells that each measured d: the median cell's d and links stand for the matrix, the
+// host step scaled alike, the description the range; one d throughout: the record as
+// it was.
+TEST(MedianCellDilationTest, TheMedianCellStandsForTheMatrix) {
   DilationRecord first;
   first.set_factor(5);
   first.set_network("bw=200000kbit");
@@ -374,30 +392,27 @@ TEST(MedianRoundDilationTest, TheMedianRoundStandsForTheMatrix) {
   first.set_host_step_ms(510);
   first.set_description("d = 5");
   std::vector<CellResult> results;
-  const std::pair<double, const char*> rounds[] = {{5, "bw=200000kbit"}, {6, "bw=166667kbit"}, {4, "bw=250000kbit"}};
-  for (int r = 0; r < 3; ++r) {
-    for (const char* label : {"ddp", "ps"}) {
-      CellResult c;
-      c.set_label(label);
-      c.set_repeat(r);
-      c.set_dilation(rounds[r].first);
-      c.set_network(rounds[r].second);
-      results.push_back(c);
-    }
+  const std::pair<double, const char*> cells[] = {{5, "bw=200000kbit"}, {6, "bw=166667kbit"}, {4, "bw=250000kbit"}};
+  for (const auto& [d, links] : cells) {
+    CellResult c;
+    c.set_dilation(d);
+    c.set_network(links);
+    results.push_back(c);
   }
-  const DilationRecord median = MedianRoundDilation(first, results);
+  const DilationRecord median = MedianCellDilation(first, results);
   EXPECT_EQ(median.factor(), 5);
   EXPECT_EQ(median.network(), "bw=200000kbit");
-  EXPECT_NE(median.description().find("re-measured before each round: d = 5.00 / 6.00 / 4.00"), std::string::npos)
+  EXPECT_NE(median.description().find("re-measured before each cell: d = 4.00 to 6.00 over 3 cells with links, median 5.00"),
+            std::string::npos)
       << median.description();
-  results[0].set_dilation(7);  // Round 0 now at 7: the median round is round 2's 6.
-  results[1].set_dilation(7);
-  const DilationRecord moved = MedianRoundDilation(first, results);
+  results[0].set_dilation(7);  // 4 / 6 / 7: the median cell is the one at 6.
+  const DilationRecord moved = MedianCellDilation(first, results);
   EXPECT_EQ(moved.factor(), 6);
   EXPECT_EQ(moved.network(), "bw=166667kbit");
   EXPECT_NEAR(moved.host_compute_ms(), 600, 1e-9);
-  results.resize(2);  // One round only.
-  EXPECT_EQ(MedianRoundDilation(first, results).description(), "d = 5");
+  EXPECT_NEAR(moved.host_step_ms(), 612, 1e-9);
+  for (CellResult& c : results) c.set_dilation(5);  // One d throughout.
+  EXPECT_EQ(MedianCellDilation(first, results).description(), "d = 5");
 }
 
 }  // namespace

@@ -52,19 +52,13 @@ std::string HostHeldCluster(const DilationRecord& dilation, const std::vector<Re
       100 * kHostDriftFraction);
 }
 
-DilationRecord MedianRoundDilation(const DilationRecord& first, const std::vector<CellResult>& results) {
-  std::map<int, std::pair<double, std::string>> rounds;  // repeat -> (d, links)
+DilationRecord MedianCellDilation(const DilationRecord& first, const std::vector<CellResult>& results) {
+  std::vector<std::pair<double, std::string>> by_d;  // (d, links), a cell each
   for (const CellResult& r : results) {
-    if (r.dilation() > 0 && !r.network().empty()) rounds[r.repeat()] = {r.dilation(), r.network()};
-  }
-  if (rounds.size() < 2 || !(first.factor() > 0)) return first;
-  std::vector<std::pair<double, std::string>> by_d;
-  std::vector<std::string> ds;
-  for (const auto& [repeat, round] : rounds) {
-    by_d.push_back(round);
-    ds.push_back(absl::StrFormat("%.2f", round.first));
+    if (r.dilation() > 0 && !r.network().empty()) by_d.push_back({r.dilation(), r.network()});
   }
   std::sort(by_d.begin(), by_d.end());
+  if (!(first.factor() > 0) || by_d.empty() || by_d.front().first == by_d.back().first) return first;
   const auto& [d, links] = by_d[by_d.size() / 2];
   DilationRecord median = first;
   const double scale = d / first.factor();
@@ -72,9 +66,12 @@ DilationRecord MedianRoundDilation(const DilationRecord& first, const std::vecto
   median.set_network(links);
   median.set_host_step_ms(first.host_step_ms() * scale);
   median.set_host_compute_ms(first.host_compute_ms() * scale);
-  median.set_description(absl::StrCat(first.description(), "; re-measured before each round: d = ",
-                                      absl::StrJoin(ds, " / "),
-                                      absl::StrFormat(" (the median round's links, %s, stand for the matrix)", links)));
+  median.set_description(absl::StrCat(
+      first.description(),
+      absl::StrFormat("; re-measured before each cell: d = %.2f to %.2f over %d cells with links, median %.2f (its links, "
+                      "%s, stand for the matrix; each speedup is taken in the cluster's time, each cell's "
+                      "time over its own d)",
+                      by_d.front().first, by_d.back().first, by_d.size(), d, links)));
   return median;
 }
 
@@ -101,7 +98,7 @@ void SetTracePaths(const std::string& dir, std::vector<ReportPoint>* points) {
 }
 
 // A cluster's dilation as the cells ran it (`spec` parsed, `spec_ok`, and naming a
-// cluster): the one compare recorded in `dir`, its links and factor the median round's;
+// cluster): the one compare recorded in `dir`, its links and factor the median cell's;
 // `spec`'s network becomes those links. NotFound without a cluster; a recorded dilation
 // that cannot be read is warned about on stderr and returned as the error.
 absl::StatusOr<DilationRecord> CellsDilation(const std::string& dir, const std::vector<CellResult>& results,
@@ -111,7 +108,7 @@ absl::StatusOr<DilationRecord> CellsDilation(const std::string& dir, const std::
   if (spec_ok && !spec->cluster().empty()) {
     dilation = ReadDilation(dir);
     if (dilation.ok()) {
-      *dilation = MedianRoundDilation(*dilation, results);
+      *dilation = MedianCellDilation(*dilation, results);
       spec->set_network(dilation->network());
     } else {
       absl::FPrintF(stderr, "ringside: warning: %s: the spec names cluster %s but %s\n", dir, spec->cluster(),

@@ -27,11 +27,11 @@ namespace ringside {
 // cluster's dilation was set before the report says the host did not hold the profile.
 inline constexpr double kHostDriftFraction = 0.15;
 
-// The record that stands for a matrix whose rounds each measured their own dilation
-// (compare.cc): `first` (DIR/dilation.textproto) with the median round's d and links,
-// its host step scaled alike, and a description listing every round's d. `first` as is
-// when the cells ran on one dilation.
-DilationRecord MedianRoundDilation(const DilationRecord& first, const std::vector<CellResult>& results);
+// The record that stands for a matrix whose cells each measured their own dilation
+// (compare.cc): `first` (DIR/dilation.textproto) with the median cell's d and links,
+// its host step scaled alike, and a description giving the cells' range of d. `first`
+// as is when the cells ran on one dilation.
+DilationRecord MedianCellDilation(const DilationRecord& first, const std::vector<CellResult>& results);
 
 // Whether the host held a dilated cluster's profile while the cells ran: the
 // single-process cell's median compute against the compute measured when d was set
