@@ -38,10 +38,11 @@ Checks made:
     seconds, so a fast host may print none.
     Every other number (losses, accuracies, bytes, counts, steps) matches only exactly,
     as printed.
-  - every figure an answer (a <details> block) restates (a decimal with two or more
-    fractional digits, outside inline code, on a line that does not work it out with
-    " x ", " = " or " / ") appears in one of the page's code blocks, so the checks
-    above cover it.
+  - every figure the text restates (a decimal with two or more fractional digits or an
+    integer of three or more digits, outside code blocks, inline code and link targets,
+    on a line that does not work it out with " x ", " = " or " / ") appears in one of
+    the page's code blocks, so the checks above cover it, or is declared a setting in
+    a "<!-- settings: N (why) ... -->" comment on that page.
 Prints one line per command; exits 1 naming every failure.
 """
 import os
@@ -204,40 +205,53 @@ def headings(path):
     return out
 
 
-# A figure an answer restates: a decimal with two or more fractional digits ("475.736",
-# "0.1309"), outside inline code (flag values). A line that works a figure out
-# (" x ", " = ", " / ") is not quoting one.
-PROSE_FIGURE = re.compile(r"(?<![\w.])\d+\.\d{2,}(?![\w.])")
+# A figure the text quotes: a decimal with two or more fractional digits ("475.736",
+# "0.1309") or an integer of three or more digits ("305", "4,309,324"), outside inline
+# code (flag values) and link targets. A line that works a figure out (" x ", " = ",
+# " / ") is not quoting one.
+PROSE_FIGURE = re.compile(r"(?<![\w.,])(?:\d+\.\d{2,}|\d{3,}(?:,\d{3})*|\d{1,3}(?:,\d{3})+)(?![\w.,]\d|(?!x\b)\w)")
 WORKED_OUT = re.compile(r"\s(?:x|=|/)\s")
+# A page declares the figures its text gives that are settings, not outputs (a lab's
+# batch, a link rate, a published size), next to them:
+#   <!-- settings: 2048 (the lab's batch) 150 (...) -->
+# Each number in such a comment is exempt on that page.
+SETTINGS = re.compile(r"<!--\s*settings:(.*?)-->")
 
 
 def prose_figure_failures(path):
-    """Figures of `path`'s answers (<details> blocks) that none of its code blocks
-    quotes: a number an answer restates must be one the quoted output shows, so that
-    the output check above covers it too."""
-    blocks, prose, in_block, in_answer = [], [], False, False
-    for n, line in enumerate(open(path, encoding="utf-8"), 1):
+    """Figures of `path`'s text (outside its code blocks) that none of its code blocks
+    quotes and no settings comment declares: a number the text restates must be one
+    the quoted output shows, so that the output check above covers it too."""
+    blocks, prose, in_block = [], [], False
+    settings = set()
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+    for n, line in enumerate(lines, 1):
+        for m in SETTINGS.finditer(line):
+            settings.update(NUMBER.findall(m.group(1)))
         if line.startswith("```"):
             in_block = not in_block
             continue
         if in_block:
             blocks.append((n, line))
-        elif "<details>" in line:
-            in_answer = True
-        elif "</details>" in line:
-            in_answer = False
-        elif in_answer:
-            prose.append((n, line))
+        else:
+            prose.append((n, SETTINGS.sub("", line)))
     quoted = "".join(line for _, line in blocks)
     out = []
     for n, line in prose:
         if line.lstrip().startswith(("#", "|")) or WORKED_OUT.search(line):
             continue
         text = re.sub(r"`[^`]*`", "", line)
+        text = re.sub(r"\]\([^)]*\)", "]", text)  # link targets
+        text = re.sub(r"\b\d{4}-\d\d-\d\d\b", "", text)  # dates
         for m in PROSE_FIGURE.finditer(text):
-            if m.group(0) not in quoted:
+            figure = m.group(0)
+            if figure in settings:
+                continue
+            if not re.search(r"(?<![\d.,])" + re.escape(figure) + r"(?![\d]|[.,]\d)", quoted):
                 out.append("%s:%d: %s is quoted in the text but in none of the page's command "
-                           "outputs" % (path, n, m.group(0)))
+                           "outputs (a setting, not an output: declare it in a <!-- settings: --> "
+                           "comment)" % (path, n, figure))
     return out
 
 
