@@ -97,11 +97,11 @@ absl::Status RunTrainCommand(const JobSpec& job) {
   absl::PrintF("test loss: %.4f\n", result->test_loss);
   absl::PrintF("test accuracy: %.4f\n", result->test_accuracy);
   if (dp) {
-    // Where DP's time goes: the master's phases, mean per step.
+    // Where DP's time goes: the master's phases, median per step; the step's mean.
     const DataParallelPhases p = data_parallel->phases();
     absl::PrintF(
-        "dp phases (ms per step, mean of %d): replicate %.3f, scatter %.3f, apply %.3f "
-        "(master forward %.3f, backward %.3f), reduce %.3f, update %.3f; step %.3f\n",
+        "dp phases (ms per step, median of %d): replicate %.3f, scatter %.3f, apply %.3f "
+        "(master forward %.3f, backward %.3f), reduce %.3f, update %.3f; step %.3f (mean)\n",
         p.steps, p.replicate_ms, p.scatter_ms, p.apply_ms, p.forward_ms, p.backward_ms,
         p.reduce_ms, p.update_ms,
         result->steps_this_run > 0 ? result->seconds * 1e3 / result->steps_this_run : 0.0);

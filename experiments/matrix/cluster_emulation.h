@@ -56,7 +56,7 @@ absl::StatusOr<DilationRecord> ResolveDilation(const ExperimentSpec& spec, doubl
 // just then), so that each cell's links follow the host's pace of that moment (a shared
 // VM's step drifts by 10-60% over the minutes a matrix takes, even within a round of
 // repeats, and a link-bound cell's speedup moves with it) and each cell's time can be
-// read in the cluster's time (host time / its own d).
+// read in the cluster's time (host time / d; report/points.cc, HostPaceDilations).
 absl::StatusOr<DilationRecord> MeasureDilationRecord(const ExperimentSpec& spec, double node_cpus, FILE* progress);
 
 // DIR/dilation.textproto: written atomically / read back (NotFound when absent).

@@ -280,6 +280,7 @@ absl::StatusOr<CellResult> RunCellJob(const CellRunContext& ctx, const Cell& cel
   tally.spent += wall;
   ++tally.ran;
   CellResult r = SummarizeRun(ctx.spec, cell, dir, outcome, wall, cell_dilation);
+  r.set_started_unix_ms(absl::ToUnixMillis(t0));
   if (r.status() != "ok") {
     ++tally.failed;
     ctx.progress->Failed(cell.id, r.reason());
@@ -327,7 +328,7 @@ absl::Status RunCompare(const CompareOptions& o) {
   // A cluster's links follow the host cell by cell: every cell runs on a dilation
   // measured just before it (MeasureDilationRecord), the first one run on the plan's
   // when the plan measured it now, and its speedup is taken in the cluster's time
-  // (report/points.h), so a drift of the host between cells cancels.
+  // (report/points.cc, HostPaceDilations), so a drift of the host between cells cancels.
   DilationRecord cell_dilation = plan.dilation;
   bool dilation_fresh = plan.dilation_fresh;
   const CellRunContext ctx{o, spec, limit, &signals, &progress, &tally};

@@ -74,10 +74,39 @@ std::string PointDevice(const ReportPoint& p) {
 
 namespace {
 
+// The host's pace around each cell that ran on a dilation, as a dilation, by cell id:
+// the median of the d measured before the previous cell, before this one and after it
+// (before the next), in the order compare started them (started_unix_ms); at the ends
+// the mean of the two there are. One probe alone is off by 5-10% on a shared VM (two
+// consecutive ones differed by 20% in a demo run), about a speedup's whole tolerance;
+// its neighbours, a cell's length away, see the same drift and not the same noise.
+// Cells without a start time keep their own d.
+std::map<std::string, double> HostPaceDilations(const std::vector<CellResult>& results) {
+  std::vector<const CellResult*> timed;
+  std::map<std::string, double> pace;
+  for (const CellResult& r : results) {
+    if (!(r.dilation() > 0)) continue;
+    pace[r.cell()] = r.dilation();
+    if (r.started_unix_ms() > 0) timed.push_back(&r);
+  }
+  std::sort(timed.begin(), timed.end(), [](const CellResult* a, const CellResult* b) {
+    return a->started_unix_ms() < b->started_unix_ms();
+  });
+  for (size_t k = 0; k < timed.size(); ++k) {
+    std::vector<double> around = {timed[k]->dilation()};
+    if (k > 0) around.push_back(timed[k - 1]->dilation());
+    if (k + 1 < timed.size()) around.push_back(timed[k + 1]->dilation());
+    std::sort(around.begin(), around.end());
+    pace[timed[k]->cell()] = around.size() == 3 ? around[1] : (around.front() + around.back()) / 2;
+  }
+  return pace;
+}
+
 // A cell's throughput in its cluster's time where it ran on a dilation (host samples/s
-// x d: the host's pace measured just before the cell, compare.cc), else its own.
-double PairedThroughput(const CellResult& r) {
-  return r.samples_per_sec() * (r.dilation() > 0 ? r.dilation() : 1.0);
+// x the host's pace around it, HostPaceDilations), else its own.
+double PairedThroughput(const CellResult& r, const std::map<std::string, double>& pace) {
+  const auto it = pace.find(r.cell());
+  return r.samples_per_sec() * (it != pace.end() ? it->second : 1.0);
 }
 
 // The single-process cells' throughput (BuildPoints): the median over the ok ones
@@ -88,7 +117,8 @@ struct SingleBaselines {
   std::map<int, double> by_round;
 };
 
-SingleBaselines SingleThroughput(const std::vector<CellResult>& results) {
+SingleBaselines SingleThroughput(const std::vector<CellResult>& results,
+                                 const std::map<std::string, double>& pace) {
   SingleBaselines out;
   // Single-process baseline throughput.
   std::vector<double> single;
@@ -99,10 +129,10 @@ SingleBaselines SingleThroughput(const std::vector<CellResult>& results) {
   // Each round's single-process throughput (repeat r of the single cell): compare runs
   // rounds one after the other, each a whole matrix, so a cell's speedup pairs it with
   // its own round's single; with a cluster both are read in the cluster's time, each
-  // by its own d, so that the host's drift between the two cancels as well.
+  // by the host's pace around it, so that the host's drift between the two cancels as well.
   for (const CellResult& r : results) {
     if (r.kind() == "single" && r.status() == "ok" && r.samples_per_sec() > 0) {
-      out.by_round[r.repeat()] = PairedThroughput(r);
+      out.by_round[r.repeat()] = PairedThroughput(r, pace);
     }
   }
   return out;
@@ -128,6 +158,7 @@ double OwnBaseline(const std::map<std::pair<std::string, int>, std::vector<const
 // cluster's time when the cells ran on a dilation).
 std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<const CellResult*>& cells,
                                                           const std::map<int, double>& single_by_round,
+                                                          const std::map<std::string, double>& pace,
                                                           ReportPoint* p) {
   std::map<std::string, std::vector<double>> v;
   for (const CellResult* r : cells) {
@@ -155,7 +186,7 @@ std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<cons
     v["acc"].push_back(r->test_accuracy());
     v["wall"].push_back(r->wall_s());
     if (auto it = single_by_round.find(r->repeat()); it != single_by_round.end()) {
-      v["paired"].push_back(PairedThroughput(*r) / it->second);
+      v["paired"].push_back(PairedThroughput(*r, pace) / it->second);
     }
   }
   return v;
@@ -206,7 +237,8 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
     if (std::find(order.begin(), order.end(), r.label()) == order.end()) order.push_back(r.label());
     groups[{r.label(), r.workers()}].push_back(&r);
   }
-  const SingleBaselines single = SingleThroughput(results);
+  const std::map<std::string, double> pace = HostPaceDilations(results);
+  const SingleBaselines single = SingleThroughput(results, pace);
   const double base_single = single.median;
   std::vector<ReportPoint> points;
   for (const std::string& label : order) {
@@ -218,7 +250,7 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
       p.label = label;
       p.kind = cells[0]->kind();
       p.workers = key.second;
-      std::map<std::string, std::vector<double>> v = CollectRepeats(cells, single.by_round, &p);
+      std::map<std::string, std::vector<double>> v = CollectRepeats(cells, single.by_round, pace, &p);
       SetPointMeasures(v, base, base_single, &p);
       SetLatePoint(cells, &p);
       points.push_back(p);

@@ -172,6 +172,36 @@ TEST(BuildPointsTest, OnAClusterSpeedupsAreInTheClustersTime) {
   EXPECT_NEAR(points[1].samples_per_sec, 2500, 1e-9);  // The table's throughput stays the host's.
 }
 
+// The host's pace around a cell: the single's own probe read d = 8 where the probes
+// before and after it (and the true pace) were 5. Taken alone it would make DDP's 3x
+// read 1.9x; the median of it and its neighbours in time, 5, gives 3x. At the ends of
+// the run the mean of the two there are; without start times each cell's own d.
+TEST(BuildPointsTest, TheHostsPaceAroundACellIsTheMedianOfThreeProbes) {
+  std::vector<CellResult> cells;
+  const auto add = [&cells](const char* kind, int workers, double sps, double d, int64_t at) {
+    CellResult r = Result(kind, kind, workers, 0, "cpu", false, 0);
+    r.set_cell(absl::StrCat(kind, "-n", workers));
+    r.set_samples_per_sec(sps);
+    r.set_dilation(d);
+    r.set_started_unix_ms(at);
+    cells.push_back(r);
+  };
+  add("ddp", 2, 1800, 5, 1000);
+  add("single", 1, 1000, 8, 2000);  // The noisy probe.
+  add("ddp", 4, 3000, 5, 3000);
+  add("ps", 4, 2400, 5, 4000);
+  add("ps", 2, 1500, 7, 5000);      // The last: the mean of 5 and 7.
+  std::vector<ReportPoint> points = BuildPoints(cells);  // ddp x2, x4, single, ps x2, x4
+  ASSERT_EQ(points.size(), 5u);
+  EXPECT_NEAR(points[1].speedup, 3, 1e-9);                     // 3000 x median(8, 5, 5) / (1000 x median(5, 8, 5))
+  EXPECT_NEAR(points[0].speedup, 1800 * 6.5 / 5000, 1e-9);     // the first: mean(5, 8)
+  EXPECT_NEAR(points[3].speedup, 1500 * 6.0 / 5000, 1e-9);     // the last: mean(5, 7)
+  EXPECT_NEAR(points[4].speedup, 2400 * 5.0 / 5000, 1e-9);
+  for (CellResult& r : cells) r.set_started_unix_ms(0);       // No start times: own d.
+  points = BuildPoints(cells);
+  EXPECT_NEAR(points[1].speedup, 3000 * 5 / 8000.0, 1e-9);
+}
+
 TEST(BuildPointsTest, LateRanksNamedByMostRepeats) {
   std::vector<CellResult> cells;
   for (int repeat = 0; repeat < 3; ++repeat) {

@@ -70,7 +70,7 @@ DilationRecord MedianCellDilation(const DilationRecord& first, const std::vector
       first.description(),
       absl::StrFormat("; re-measured before each cell: d = %.2f to %.2f over %d cells with links, median %.2f (its links, "
                       "%s, stand for the matrix; each speedup is taken in the cluster's time, each cell's "
-                      "time over its own d)",
+                      "time over the host's pace around it: the median of the d before the previous cell, before it and after it)",
                       by_d.front().first, by_d.back().first, by_d.size(), d, links)));
   return median;
 }
