@@ -13,6 +13,8 @@
 //       gloo_store_adapter.h      the store as Gloo's rendezvous store
 //     nccl_process_group.h      its GPU backend (--config=cuda builds only; not included
 //                               here, so that this door builds without CUDA)
+//       nccl_rendezvous.h         how its ranks connect (device, unique id through
+//                                 the store, communicator): the twin of gloo_rendezvous.h
 //       rank_monitor.h            heartbeats naming the lost rank after a failure
 //                                 (liveness.h): the twin of gloo_peer_naming.h
 //     liveness.h                which ranks are lost, through the store: what both

@@ -1,13 +1,8 @@
 // The NCCL backend of ProcessGroup: GPU collectives on the group's own CUDA stream.
 //
 // Protocol of NewNcclProcessGroup:
-//   1. Device: DetectDevices (no GPU -> Unavailable), cudaSetDevice(cuda_device).
-//   2. Unique id: rank 0 creates it (ncclGetUniqueId) and sets "nccl_unique_id" in the
-//      store; the other ranks get it, waiting at most the timeout.
-//   3. Communicator: ncclCommInitRankConfig in non-blocking mode, then polling
-//      ncclCommGetAsyncError until it is ready or the timeout passed (a rank that never
-//      joins gives DeadlineExceeded and the half-built communicator is aborted,
-//      instead of a hang).
+//   1-3. The rendezvous (nccl_rendezvous.h): a GPU made current, the unique id through
+//      the store, the communicator, each bounded by the timeout.
 //   4. A non-blocking CUDA stream for the collectives and a one-float device scratch
 //      buffer for Barrier.
 //
@@ -27,8 +22,6 @@
 #include <nccl.h>
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -43,37 +36,15 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/cuda_check.h"
-#include "common/device.h"
-#include "ddp_ring/nccl_process_group.h"
 #include "common/status_macros.h"
+#include "ddp_ring/nccl_process_group.h"
+#include "ddp_ring/nccl_rendezvous.h"
 #include "ddp_ring/rank_monitor.h"
 
 namespace ringside {
 namespace {
 
-constexpr char kUniqueIdKey[] = "nccl_unique_id";
-constexpr absl::Duration kPollInterval = absl::Microseconds(50);
-
 ncclRedOp_t ToNccl(ReduceOp op) { return op == ReduceOp::kAverage ? ncclAvg : ncclSum; }
-
-// Polls a non-blocking communicator until its pending operation (init, enqueue,
-// finalize) finished. DeadlineExceeded after `deadline`; the NCCL error if it failed.
-absl::Status AwaitCommReady(ncclComm_t comm, absl::Time deadline, int rank,
-                            absl::string_view what) {
-  while (true) {
-    ncclResult_t state = ncclSuccess;
-    RINGSIDE_NCCL_RETURN_IF_ERROR(rank, ncclCommGetAsyncError(comm, &state));
-    if (state == ncclSuccess) return absl::OkStatus();
-    if (state != ncclInProgress) {
-      return NcclError(state, std::string(what).c_str(), __FILE__, __LINE__, rank);
-    }
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("rank ", rank, ": ", what, " did not complete in time"));
-    }
-    absl::SleepFor(kPollInterval);
-  }
-}
 
 // The communicator and its health, shared by the group and its Works (a Work may
 // outlive the group). Thread-safe.
@@ -169,7 +140,7 @@ class NcclWork : public Work {
     absl::MutexLock lock(&mu_);
     while (!done_) {
       if (Poll()) break;
-      absl::SleepFor(kPollInterval);
+      absl::SleepFor(kNcclPollInterval);
     }
     return status_;
   }
@@ -581,84 +552,6 @@ class NcclProcessGroup : public ProcessGroup {
   cudaEvent_t producer_event_ = nullptr;
 };
 
-// Protocol step 2: the unique id through the store.
-absl::StatusOr<ncclUniqueId> ExchangeUniqueId(Store* store,
-                                              const ProcessGroupOptions& options) {
-  const int rank = options.rank;
-  ncclUniqueId id;
-  if (rank == 0) {
-    RINGSIDE_NCCL_RETURN_IF_ERROR(rank, ncclGetUniqueId(&id));
-    const absl::Status status =
-        store->Set(kUniqueIdKey, std::string(id.internal, sizeof(id.internal)));
-    if (!status.ok()) {
-      return absl::Status(
-          status.code(),
-          absl::StrCat("rank 0: cannot publish the NCCL unique id: ", status.message()));
-    }
-    return id;
-  }
-  absl::StatusOr<std::string> value = store->Get(kUniqueIdKey, options.timeout);
-  if (!value.ok()) {
-    return absl::Status(value.status().code(),
-                        absl::StrCat("rank ", rank, ": no NCCL unique id from rank 0: ",
-                                     value.status().message()));
-  }
-  if (value->size() != sizeof(id.internal)) {
-    return absl::InternalError(absl::StrCat("rank ", rank, ": the NCCL unique id has ",
-                                            value->size(), " bytes, expected ",
-                                            sizeof(id.internal)));
-  }
-  std::memcpy(id.internal, value->data(), sizeof(id.internal));
-  return id;
-}
-
-// Protocol step 1: a GPU, made current; NCCL_HOSTID set before NCCL's first call.
-absl::Status SelectDevice(const ProcessGroupOptions& options) {
-  const int rank = options.rank;
-  const DeviceInfo devices = DetectDevices();
-  if (devices.gpu_count == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("rank ", rank, ": no GPU: ", devices.detail));
-  }
-  if (options.cuda_device < 0 || options.cuda_device >= devices.gpu_count) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rank ", rank, ": CUDA device ", options.cuda_device, " of ", devices.gpu_count));
-  }
-  RINGSIDE_CUDA_RETURN_IF_ERROR(rank, cudaSetDevice(options.cuda_device));
-  // NCCL reads its environment once, at its first call (the unique id below).
-  if (!options.nccl_host_id.empty()) {
-    setenv("NCCL_HOSTID", options.nccl_host_id.c_str(), /*overwrite=*/1);
-  }
-  return absl::OkStatus();
-}
-
-// Protocol step 3: the communicator, bounded by the timeout (aborted on failure).
-absl::StatusOr<ncclComm_t> InitCommunicator(const ncclUniqueId& id,
-                                            const ProcessGroupOptions& options) {
-  const int rank = options.rank;
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  ncclComm_t comm = nullptr;
-  const ncclResult_t init = ncclCommInitRankConfig(&comm, options.world_size, id, rank, &config);
-  if (init != ncclSuccess && init != ncclInProgress) {
-    if (comm != nullptr) ncclCommAbort(comm);
-    return NcclError(init, "ncclCommInitRankConfig", __FILE__, __LINE__, rank);
-  }
-  if (absl::Status ready =
-          AwaitCommReady(comm, absl::Now() + options.timeout, rank, "ncclCommInitRank");
-      !ready.ok()) {
-    ncclCommAbort(comm);
-    if (absl::IsDeadlineExceeded(ready)) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("rank ", rank, ": NCCL communicator of ", options.world_size,
-                       " ranks not ready after ", absl::FormatDuration(options.timeout),
-                       " (did every rank join?)"));
-    }
-    return ready;
-  }
-  return comm;
-}
-
 // Protocol step 4: the group's stream and the barrier's scratch float. On failure
 // frees what it made (null members) and returns the error.
 struct StreamAndScratch {
@@ -713,10 +606,7 @@ absl::StatusOr<std::shared_ptr<RankMonitor>> StartRankMonitor(
 absl::StatusOr<std::unique_ptr<ProcessGroup>> NewNcclProcessGroup(
     Store* store, const ProcessGroupOptions& options) {
   RINGSIDE_RETURN_IF_ERROR(ValidateProcessGroupOptions(store, options));
-  RINGSIDE_RETURN_IF_ERROR(SelectDevice(options));
-  absl::StatusOr<ncclUniqueId> id = ExchangeUniqueId(store, options);
-  if (!id.ok()) return id.status();
-  absl::StatusOr<ncclComm_t> comm = InitCommunicator(*id, options);
+  absl::StatusOr<ncclComm_t> comm = ConnectNccl(store, options);  // Protocol steps 1-3.
   if (!comm.ok()) return comm.status();
   StreamAndScratch made;
   if (absl::Status status = CreateStreamAndScratch(options.rank, made); !status.ok()) {
