@@ -336,14 +336,7 @@ absl::Status DataParallelStrategy::Run(absl::Span<const int64_t> samples, float 
   if (lock_ != nullptr) {
     m->set_emulated(true);
     m->set_lock_wait_ms((lock_->wait_us.load() - lock_wait0) / 1e3);
-    sums_.lock_wait_ms += m->lock_wait_ms();
   }
-  sums_.replicate_ms += m->replicate_ms();
-  sums_.scatter_ms += m->scatter_ms();
-  sums_.apply_ms += m->apply_ms();
-  sums_.forward_ms += m->forward_ms();
-  sums_.backward_ms += m->backward_ms();
-  sums_.reduce_ms += m->reduce_ms();
   return absl::OkStatus();
 }
 
@@ -351,23 +344,32 @@ absl::Status DataParallelStrategy::FinishStep(const HookTimes& hook_times, StepM
                                               TraceWriter* trace) {
   // 6. One optimizer step on the master (its hooks never fired: it steps everything).
   RINGSIDE_RETURN_IF_ERROR(sgd_->FinishStep(hook_times, m, trace));
-  sums_.update_ms += m->update_ms();
-  ++sums_.steps;
+  records_.push_back(*m);
   return absl::OkStatus();
 }
 
 DataParallelPhases DataParallelStrategy::phases() const {
-  DataParallelPhases p = sums_;
+  DataParallelPhases p;
+  p.steps = static_cast<int64_t>(records_.size());
   if (p.steps == 0) return p;
-  const double k = 1.0 / p.steps;
-  p.replicate_ms *= k;
-  p.scatter_ms *= k;
-  p.apply_ms *= k;
-  p.forward_ms *= k;
-  p.backward_ms *= k;
-  p.reduce_ms *= k;
-  p.update_ms *= k;
-  p.lock_wait_ms *= k;
+  // The median of one field over the steps (the mean of the middle two for an even count).
+  const auto median = [this](double (StepMetrics::*field)() const) {
+    std::vector<double> v;
+    v.reserve(records_.size());
+    for (const StepMetrics& r : records_) v.push_back((r.*field)());
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  p.replicate_ms = median(&StepMetrics::replicate_ms);
+  p.scatter_ms = median(&StepMetrics::scatter_ms);
+  p.apply_ms = median(&StepMetrics::apply_ms);
+  p.forward_ms = median(&StepMetrics::forward_ms);
+  p.backward_ms = median(&StepMetrics::backward_ms);
+  p.reduce_ms = median(&StepMetrics::reduce_ms);
+  p.update_ms = median(&StepMetrics::update_ms);
+  for (const StepMetrics& r : records_) p.lock_wait_ms += r.lock_wait_ms();
+  p.lock_wait_ms /= static_cast<double>(p.steps);
   return p;
 }
 

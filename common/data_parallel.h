@@ -68,7 +68,9 @@ struct InterpreterLock {
 std::unique_ptr<Ops> WithInterpreterLock(std::unique_ptr<Ops> ops,
                                          std::shared_ptr<InterpreterLock> lock);
 
-// Mean per-step times of a DP run's phases (ms), for the summary.
+// Per-step times of a DP run's phases (ms), for the summary: medians over the steps (a
+// stall of the host in one step moves a mean of 64 steps by its share, and the
+// tutorial quotes these), the interpreter lock's wait a mean (its total over steps).
 struct DataParallelPhases {
   int64_t steps = 0;
   double replicate_ms = 0;
@@ -112,7 +114,7 @@ class DataParallelStrategy final : public StepStrategy, private StepCompute {
 
   int replicas() const { return static_cast<int>(replicas_.size()) + 1; }
   bool interpreter_lock() const { return lock_ != nullptr; }
-  // Means over the steps run so far.
+  // Over the steps run so far (DataParallelPhases: medians, the lock wait a mean).
   DataParallelPhases phases() const;
 
  private:
@@ -143,7 +145,7 @@ class DataParallelStrategy final : public StepStrategy, private StepCompute {
   LocalStep master_step_;
   std::vector<std::unique_ptr<ReplicaSlot>> replicas_;  // Replicas 1..R-1.
   bool tracks_named_ = false;
-  DataParallelPhases sums_;  // Totals (steps counts the records).
+  std::vector<StepMetrics> records_;  // Every finished step's, in order (phases()).
 };
 
 // Trains `master` with `dp` (both borrowed) through the Trainer as one process whose

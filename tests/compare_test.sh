@@ -159,8 +159,10 @@ SPEC
   [ "$(ip -o link | wc -l)" -eq "$before_links" ] || fail "host links changed: $(ip -o link | tail -3)"
 
   # A cluster (docs/cluster.md): the links are the profile's NIC / d, d measured here on
-  # a node's share; dilation.textproto keeps it, every cell records it, the report
-  # states it and whether the host held it, and a resumed matrix reuses it.
+  # a node's share; dilation.textproto keeps the first, the first cell runs on it, every
+  # later cell measures its own just before it runs, every cell records its d and links,
+  # the report states them and whether the host held the profile, and a resumed matrix
+  # starts from the kept record and measures again for the cell it runs.
   cat >"$T/tiny-cluster.textproto" <<'PROFILE'
 name: "tiny-cluster"
 source: "compare_test.sh"
@@ -183,7 +185,11 @@ SPEC
   grep -q 'cluster tiny-cluster emulated with dilation d = ' "$T/cl.log" || fail "compare did not state the dilation: $(head -5 "$T/cl.log")"
   net=$(sed -n 's/^network: "\(.*\)"$/\1/p' "$T/cl/dilation.textproto")
   case "$net" in bw=*) ;; *) fail "dilation.textproto has no dilated links: $(cat "$T/cl/dilation.textproto")" ;; esac
-  grep -q "^network: \"$net\"" "$T/cl/cells/ddp-n2-r0/result.textproto" || fail "the DDP cell did not run on $net"
+  factor=$(sed -n 's/^factor: \(.*\)$/\1/p' "$T/cl/dilation.textproto")
+  grep -q "^dilation: $factor\$" "$T/cl/cells/single-n1-r0/result.textproto" \
+    || fail "the first cell (single) did not run on the dilation just measured ($factor): $(grep '^dilation' "$T/cl/cells/single-n1-r0/result.textproto")"
+  grep -q 'measuring the host again for cell ddp-n2-r0' "$T/cl.log" || fail "the second cell did not measure its own dilation: $(grep -c measuring "$T/cl.log")"
+  grep -q '^network: "bw=' "$T/cl/cells/ddp-n2-r0/result.textproto" || fail "the DDP cell did not run on dilated links"
   grep -q '^cluster: "tiny-cluster"' "$T/cl/cells/ddp-n2-r0/result.textproto" || fail "the cell does not record its cluster"
   grep -q '^dilation: ' "$T/cl/cells/ddp-n2-r0/result.textproto" || fail "the cell does not record its dilation"
   "$RINGSIDE" report "$T/cl" >/dev/null 2>&1 || fail "report of the cluster matrix failed"
@@ -193,7 +199,8 @@ SPEC
   timeout 300 "$RINGSIDE" compare --spec="$T/cluster.textproto" --out="$T/cl" >"$T/cl2.log" 2>&1 \
     || fail "resuming the cluster matrix exited $?: $(tail -3 "$T/cl2.log")"
   grep -q "kept from $T/cl" "$T/cl2.log" || fail "the resumed matrix measured a new dilation: $(head -3 "$T/cl2.log")"
-  grep -q "^network: \"$net\"" "$T/cl/cells/ddp-n2-r0/result.textproto" || fail "the resumed cell ran on other links"
+  grep -q 'measuring the host again for cell ddp-n2-r0' "$T/cl2.log" || fail "the resumed cell did not measure its own dilation"
+  grep -q '^network: "bw=' "$T/cl/cells/ddp-n2-r0/result.textproto" || fail "the resumed cell did not run on dilated links"
   [ "$(ip netns list | sort)" = "$before_ns" ] || fail "namespaces left after the cluster matrix: $(ip netns list)"
 else
   skip_part "the emulated-link checks need root and network namespaces"

@@ -18,7 +18,7 @@ timeout 120 "$RINGSIDE" "${flags[@]}" --out="$T/dp" >"$T/a.out" 2>"$T/a.err" ||
 cat "$T/a.err" "$T/a.out"
 grep -q '^dp: 2 replicas (threads of this process), batch 25 per replica, global batch 50; interpreter lock: off$' "$T/a.err" ||
   fail "no dp line on stderr"
-grep -q '^dp phases (ms per step, mean of 20): replicate [0-9.]*, scatter [0-9.]*, apply [0-9.]* (master forward [0-9.]*, backward [0-9.]*), reduce [0-9.]*, update [0-9.]*; step [0-9.]*$' "$T/a.out" ||
+grep -q '^dp phases (ms per step, median of 20): replicate [0-9.]*, scatter [0-9.]*, apply [0-9.]* (master forward [0-9.]*, backward [0-9.]*), reduce [0-9.]*, update [0-9.]*; step [0-9.]* (mean)$' "$T/a.out" ||
   fail "no phases line"
 grep -q '^test accuracy: 0\.[0-9]\{4\}$' "$T/a.out" || fail "no accuracy line"
 if grep -q 'interpreter lock (emulated)' "$T/a.out"; then fail "lock named without the lock"; fi
