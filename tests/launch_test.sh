@@ -85,12 +85,16 @@ rc=$?
 grep -q "rank 0 failed: killed by signal 9" "$T/e2" || fail "signal not reported: $(cat "$T/e2")"
 
 # A rank killed by a signal and a lower rank that exits with an error on noticing it
-# (as a peer does on losing its partner): both are reaped in one pass (the killed rank's
-# output stays open in a child of its own, so its end wakes nobody), and the error
-# names the killed rank, the cause, not its echo.
+# (as a peer does on losing its partner): often both are reaped in one pass (the killed
+# rank's output stays open in a child of its own, so its end wakes nobody), and the
+# error names the killed rank, the cause, not its echo. Rank 0 exits only once rank 1
+# is dead (a zombie the launcher has not reaped yet, or gone), as a peer notices a
+# death only after it: never before, whatever the host's pace.
 launch --nproc_per_node=2 --master_port=0 -- sh -c \
-  'if [ "$RANK" = 1 ]; then sleep 0.3; sleep 1 & touch "$0/dead"; kill -9 $$; fi
-   until [ -e "$0/dead" ]; do sleep 0.01; done; exit 1' "$T" >/dev/null 2>"$T/e2b"
+  'if [ "$RANK" = 1 ]; then sleep 0.3; sleep 1 & echo $$ >"$0/p.tmp"; mv "$0/p.tmp" "$0/p"; kill -9 $$; fi
+   until [ -e "$0/p" ]; do sleep 0.01; done; p=$(cat "$0/p")
+   while s=$(cut -d" " -f3 "/proc/$p/stat" 2>/dev/null) && [ "$s" != Z ]; do sleep 0.01; done
+   exit 1' "$T" >/dev/null 2>"$T/e2b"
 grep -q "rank 1 failed: killed by signal 9" "$T/e2b" || fail "the echo named, not the cause: $(cat "$T/e2b")"
 
 # 5. A command that does not exist fails cleanly.
