@@ -71,6 +71,7 @@ class BugCheckGroup::Steps final : public StepStrategy {
     // resume started it midway); every rank decides alike, since all run the same steps.
     if (!c.uneven_ && c.epoch_ >= 0 && c.epoch_steps_ == c.per_epoch_) {
       RINGSIDE_RETURN_IF_ERROR(c.CheckVisits());
+      if (c.diverged_) RINGSIDE_RETURN_IF_ERROR(c.ReportReplicasApart());
       c.epoch_steps_ = 0;  // Reported once.
     }
     return total;
@@ -186,17 +187,73 @@ absl::Status BugCheckGroup::CheckReplicas(int64_t step) {
     }
   }
   if (worst < 0) return absl::OkStatus();
+  // Every rank saw the same fingerprints, so all take this branch (the distance below
+  // is a collective).
   diverged_ = true;
+  diverged_at_ = step;
+  RINGSIDE_ASSIGN_OR_RETURN(const ReplicaDistance d, FarthestReplica());
+  first_distance_ = d.distance;
   if (rank() == 0) {
     absl::FPrintF(stderr,
                   "step %d: replicas diverged: rank %d's parameters differ from rank 0's "
-                  "(fingerprints sum|p| %.6g vs %.6g: relative difference %.2g)%s\n",
-                  step, worst, value(worst, 0), value(0, 0), worst_diff,
+                  "(fingerprints sum|p| %.6g vs %.6g: relative difference %.2g; distance "
+                  "%.4g)%s\n",
+                  step, worst, value(worst, 0), value(0, 0), worst_diff, d.distance,
                   BugListHas(o_.config->bugs(), kBugNoBroadcast)
                       ? "; the initial broadcast was skipped (bug no_broadcast)"
                       : "");
     fflush(stderr);
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BugCheckGroup::ReplicaDistance> BugCheckGroup::FarthestReplica() {
+  const int64_t n = model_->num_params();
+  if (!rank0_params_.data()) {
+    RINGSIDE_ASSIGN_OR_RETURN(rank0_params_, DeviceArray<float>::Create(ops_, n));
+  }
+  // Rank 0's parameters to every rank, through a copy: the model's own stay as they are.
+  if (rank() == 0) ops_->Copy(rank0_params_.data(), model_->params(), n);
+  RINGSIDE_RETURN_IF_ERROR(ops_->Synchronize());
+  RINGSIDE_RETURN_IF_ERROR(Annotate(inner_->Broadcast(rank0_params_.data(), n, 0)->Wait(),
+                                    "broadcast of rank 0's parameters (replica distance)"));
+  std::vector<float> mine(n), theirs(n);
+  RINGSIDE_RETURN_IF_ERROR(ops_->CopyToHost(mine.data(), model_->params(), n * sizeof(float)));
+  RINGSIDE_RETURN_IF_ERROR(
+      ops_->CopyToHost(theirs.data(), rank0_params_.data(), n * sizeof(float)));
+  double sq = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(mine[i]) - theirs[i];
+    sq += d * d;
+  }
+  float out[kPrint] = {};
+  Split(std::sqrt(sq), &out[0]);
+  RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(print_in_.data(), out, sizeof(out)));
+  RINGSIDE_RETURN_IF_ERROR(
+      Annotate(inner_->AllGather(print_in_.data(), kPrint, print_all_.data())->Wait(),
+               "all-gather of the replicas' distances"));
+  std::vector<float> all(kPrint * world_size());
+  RINGSIDE_RETURN_IF_ERROR(
+      ops_->CopyToHost(all.data(), print_all_.data(), all.size() * sizeof(float)));
+  ReplicaDistance farthest;
+  for (int r = 1; r < world_size(); ++r) {
+    const double d = static_cast<double>(all[r * kPrint]) + all[r * kPrint + 1];
+    if (farthest.rank < 0 || d > farthest.distance) farthest = {r, d};
+  }
+  return farthest;
+}
+
+absl::Status BugCheckGroup::ReportReplicasApart() {
+  RINGSIDE_ASSIGN_OR_RETURN(const ReplicaDistance d, FarthestReplica());
+  if (rank() != 0) return absl::OkStatus();
+  absl::FPrintF(stderr,
+                "epoch %d/%d: replicas still apart: rank %d's parameters are %.4g from rank "
+                "0's (%.4g at step %d): every rank applies the same averaged update, so "
+                "nothing brings them together%s\n",
+                epoch_ + 1, o_.config->epochs(), d.rank, d.distance, first_distance_,
+                diverged_at_,
+                BugListHas(o_.config->bugs(), kBugNoBroadcast) ? " (bug no_broadcast)" : "");
+  fflush(stderr);
   return absl::OkStatus();
 }
 

@@ -12,7 +12,8 @@
 // rank; rank 0 prints the symptom lines to stderr):
 //  - after every step, the ranks all-gather a fingerprint of their parameters; at the
 //    first step where a rank's differs from rank 0's, rank 0 says so (naming the cause
-//    with no_broadcast), and training goes on;
+//    with no_broadcast) with the farthest replica's L2 distance, and training goes on;
+//    at each later epoch's end rank 0 prints that distance again (it does not shrink);
 //  - at each epoch's end (ReduceEval), the ranks all-reduce how often each training
 //    sample was visited in that epoch and rank 0 prints the summary (the symptom of
 //    rank_seeds: samples seen twice and never). Skipped with uneven_shards;
@@ -102,8 +103,20 @@ class BugCheckGroup final : public ProcessGroup {
   void DescribeUnevenShards() const;
   // After step `step` (of `epoch`): counts the epoch's steps, then CheckReplicas.
   absl::Status AfterStep(int64_t step, int epoch);
-  // After step `step`: rank 0 reports the first step at which the replicas differ.
+  // After step `step`: rank 0 reports the first step at which the replicas differ,
+  // with their distance.
   absl::Status CheckReplicas(int64_t step);
+  // The L2 distance of each rank's parameters from rank 0's (a broadcast of rank 0's
+  // into a scratch array and an all-gather of the distances): the farthest rank and
+  // its distance, the same on every rank. Collective: every rank calls it alike.
+  struct ReplicaDistance {
+    int rank = -1;
+    double distance = 0;
+  };
+  absl::StatusOr<ReplicaDistance> FarthestReplica();
+  // At an epoch's end once the replicas differ: rank 0 prints their distance now and
+  // when they first differed (the symptom of no_broadcast: it does not shrink).
+  absl::Status ReportReplicasApart();
   // At an epoch's end: every rank's visits of each training sample, summed, and rank 0
   // prints the summary.
   absl::Status CheckVisits();
@@ -127,7 +140,10 @@ class BugCheckGroup final : public ProcessGroup {
   DeviceArray<float> print_in_;       // [kPrint] this rank's fingerprint.
   DeviceArray<float> print_all_;      // [kPrint * world] every rank's.
   DeviceArray<float> visits_;         // [train_size], allocated at the first epoch end.
+  DeviceArray<float> rank0_params_;   // [num_params] rank 0's, once the replicas differ.
   bool diverged_ = false;
+  int64_t diverged_at_ = -1;          // The step the replicas first differed at,
+  double first_distance_ = 0;         // and the farthest one's distance then.
   int epoch_ = -1;                    // Epoch of the last step, and its steps in this process.
   int64_t epoch_steps_ = 0;
   int64_t last_step_ = -1;

@@ -41,12 +41,21 @@ expect no_set_epoch '^\[rank 0\] epoch 2/2: rank 0 visits samples [0-9, .]+ \(th
 expect no_set_epoch '^\[rank 0\] epoch 1/2: 2 ranks visited all 401 samples; 1 of them twice or more \(padding evens out the shards\)$'
 expect_not no_set_epoch 'replicas diverged'
 
-# 2. no_broadcast: the replicas differ from the first step on; training goes on.
-run no_broadcast --steps=3 --bug=no_broadcast
+# 2. no_broadcast: the replicas differ from the first step on; training goes on, and
+# their distance never shrinks: plain SGD applies the same averaged update to every
+# replica, so p1 - p0 stays what it was at step 0 (up to float rounding). The trained
+# model is not the control's.
+run no_broadcast --epochs=2 --bug=no_broadcast
 expect_rc no_broadcast 0
-expect no_broadcast "^\[rank 0\] step 0: replicas diverged: rank 1's parameters differ from rank 0's \(.*\); the initial broadcast was skipped \(bug no_broadcast\)$"
+expect no_broadcast "^\[rank 0\] step 0: replicas diverged: rank 1's parameters differ from rank 0's \(.*; distance [0-9.]+\); the initial broadcast was skipped \(bug no_broadcast\)$"
 [ "$(grep -c 'replicas diverged' "$T/no_broadcast.log")" -eq 1 ] || fail "no_broadcast: not exactly one divergence line"
-expect no_broadcast '^\[rank 0\] steps: 3,'
+expect no_broadcast "^\[rank 0\] epoch 2/2: replicas still apart: rank 1's parameters are [0-9.]+ from rank 0's \([0-9.]+ at step 0\): .* \(bug no_broadcast\)$"
+apart=$(sed -nE "s/.*epoch 2\/2: replicas still apart: rank 1's parameters are ([0-9.]+) from rank 0's \(([0-9.]+) at step 0.*/\1 \2/p" "$T/no_broadcast.log")
+awk -v a="${apart% *}" -v b="${apart#* }" 'BEGIN { exit !(b > 0 && (a - b) / b < 1e-3 && (b - a) / b < 1e-3) }' \
+  || fail "no_broadcast: the replicas' distance changed: '$apart' (now, at step 0)"
+final() { sed -nE 's/^\[rank 0\] test loss: ([0-9.]+)$/\1/p' "$T/$1.log"; }
+[ -n "$(final no_broadcast)" ] && [ "$(final no_broadcast)" != "$(final none)" ] \
+  || fail "no_broadcast: the final test loss '$(final no_broadcast)' is the control's '$(final none)'"
 
 # 3. rank_seeds: the ranks' shards overlap; some samples are never seen. Without
 # no_set_epoch, epoch 2 has a new order.
