@@ -30,6 +30,10 @@
 //   cuda_check.h   checked-call macros for CUDA/cuBLAS/NCCL (--config=cuda only; not
 //                  included here)
 //   status_macros.h  RINGSIDE_RETURN_IF_ERROR / RINGSIDE_ASSIGN_OR_RETURN
+//   socket_io.h    the one layer over TCP sockets: deadline-bounded I/O, listen,
+//                  connect, accept, the kernel's byte counts
+//   frame_io.h     the frames every non-gRPC byte travels in ({tag, bytes} + payload)
+//                  and the full-duplex exchange of one frame each way
 //   task_thread.h  a long-lived helper thread that runs one handed-over task at a time
 //   random.h       the seeded, platform-independent generator of every initialisation
 //   json_escape.h  JSON string escaping for metrics and traces

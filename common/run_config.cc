@@ -175,6 +175,19 @@ absl::Status ValidateElastic(const RunConfig& c) {
   return absl::OkStatus();
 }
 
+// The PS's data plane: gRPC's streams or frames over TCP.
+absl::Status ValidatePsTransport(const RunConfig& c) {
+  const std::string& t = c.ps_transport();
+  if (!t.empty() && t != kPsTransportGrpc && t != kPsTransportTcp) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --ps_transport '", t, "' (expected grpc or tcp)"));
+  }
+  if (t == kPsTransportTcp && c.strategy() != "ps") {
+    return absl::InvalidArgumentError("--ps_transport needs --strategy=ps");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // The checks run in this order (the first failure is the one reported).
@@ -186,6 +199,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   if (!precision.ok()) return precision.status();
   RINGSIDE_RETURN_IF_ERROR(ValidateDevice(c, *device, *precision));
   RINGSIDE_RETURN_IF_ERROR(ValidateBugs(c));
+  RINGSIDE_RETURN_IF_ERROR(ValidatePsTransport(c));
   return ValidateElastic(c);
 }
 

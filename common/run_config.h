@@ -19,6 +19,9 @@ namespace ringside {
 // How long a process of a distributed job waits on its peers (rendezvous, a
 // collective, the slowest worker) before the job fails.
 inline constexpr absl::Duration kDefaultPeerTimeout = absl::Seconds(60);
+// RunConfig.ps_transport's values (--ps_transport): what carries the PS's tensors.
+inline constexpr char kPsTransportGrpc[] = "grpc";
+inline constexpr char kPsTransportTcp[] = "tcp";
 // Samples per forward pass when evaluating.
 inline constexpr int kDefaultEvalBatch = 1000;
 

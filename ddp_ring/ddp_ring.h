@@ -3,7 +3,6 @@
 //                     client of torch's c10d TCPStore
 //   job_store.h       JoinJobStore: a launched job's store (rank 0's, or torchrun's
 //                     agent's); ReachableAddress: where the job's others reach a rank
-//     socket_io.h       deadline-bounded TCP helpers (tcp_pairs, the torch client)
 //   process_group.h   collectives, asynchronous, with timeouts: the interface
 //     gloo_process_group.h      its CPU backend over TCP (always built); internals:
 //       gloo_rendezvous.h         how its ranks connect (join, full mesh, direct pairs)

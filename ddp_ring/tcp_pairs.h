@@ -10,10 +10,11 @@
 // (docs/benchmarks.md). Gloo keeps the rendezvous, the transport of the other
 // collectives and the failure handling around them.
 //
-// Wire format of an exchange, per direction: a 16-byte header {tag, payload bytes}
-// (host byte order; both ends are the same program), then the payload. The receiver
-// checks the header against what it expects, so peers that disagree on a collective's
-// order or size get an error instead of each other's bytes.
+// Wire format of an exchange, per direction: one frame of common/frame_io.h (a 16-byte
+// header {tag, payload bytes}, then the payload); the receiver checks the header, so
+// ranks that disagree on a collective's order or size get an error instead of each
+// other's bytes. Sockets and framing are common/'s (socket_io.h, frame_io.h), shared
+// with every other TCP path.
 #ifndef RINGSIDE_DDP_RING_TCP_PAIRS_H_
 #define RINGSIDE_DDP_RING_TCP_PAIRS_H_
 
@@ -78,7 +79,7 @@ class TcpPairs {
   int64_t payload_received() const { return payload_received_; }
 
   // What the kernel counts on this object's sockets, summed over peers (see
-  // KernelSocketTraffic): payload plus headers plus the connect hellos.
+  // KernelSocketTraffic in common/socket_io.h): payload plus headers plus the connect hellos.
   absl::StatusOr<std::pair<int64_t, int64_t>> KernelTraffic() const;
 
  private:
@@ -89,13 +90,6 @@ class TcpPairs {
   int64_t payload_sent_ = 0;
   int64_t payload_received_ = 0;
 };
-
-// The bytes the application wrote into (first) and read from (second) the connected
-// TCP socket `fd`, as the Linux kernel counts them: TCP_INFO's tcpi_bytes_acked plus
-// the bytes still queued for sending (SIOCOUTQ), and tcpi_bytes_received minus the
-// bytes not yet read (SIOCINQ). Exact at any moment, whatever is still in flight.
-// Unavailable if the kernel does not answer (e.g. `fd` is not a TCP socket).
-absl::StatusOr<std::pair<int64_t, int64_t>> KernelSocketTraffic(int fd);
 
 }  // namespace ringside
 

@@ -34,7 +34,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "ddp_ring/socket_io.h"
+#include "common/socket_io.h"
 #include "ddp_ring/store.h"
 
 namespace ringside {

@@ -14,6 +14,9 @@
 //     step_records.h  per-step records, totals (ps::ShardStats) and trace spans
 //   ps_service.h      the gRPC service over a Shard, and the server hosting it
 //   wire_chunk.h      the zero-copy Chunk codec of the push-pull hot path
+//   tcp_wire.h        the data plane on TCP (--ps_transport=tcp): hello, frames, chunk
+//                     references; both ends' part of it
+//   tcp_data_server.h the shard's end of it: a listener, a thread per worker connection
 //   server_role.h     `ringside ps-server`: one shard of a job, until all workers are done
 // The service's tests through a worker's ShardClient live in tests/ (ps_client_service_test,
 // ps_security_test): this folder's targets do not depend on ps_worker/.
@@ -30,6 +33,8 @@
 #include "ps_server/shard_chunk.h"
 #include "ps_server/sharding.h"
 #include "ps_server/step_records.h"
+#include "ps_server/tcp_data_server.h"
+#include "ps_server/tcp_wire.h"
 #include "ps_server/wire_chunk.h"
 
 #endif  // RINGSIDE_PS_SERVER_PS_SERVER_H_

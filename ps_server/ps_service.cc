@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "common/rpc_keepalive.h"
 #include "common/rpc_security.h"
+#include "common/socket_io.h"
 #include "grpcpp/support/method_handler.h"
 #include "ps_server/ps.grpc.pb.h"
 #include "ps_server/wire_chunk.h"
@@ -74,7 +75,8 @@ constexpr int kPushPullMethod = 1;
 
 class PsServer::Service final : public ps::ParameterServer::Service {
  public:
-  Service(Shard* shard, std::string token) : shard_(shard), auth_(std::move(token)) {
+  Service(Shard* shard, std::string token, int data_port)
+      : shard_(shard), auth_(std::move(token)), data_port_(data_port) {
     // PushPull (method 1 of ps.proto's service) is served with the WireChunk codec: the
     // bytes on the wire are the same Chunk messages, without the payload copies.
     MarkMethodStreamed(
@@ -94,7 +96,10 @@ class PsServer::Service final : public ps::ParameterServer::Service {
     if (grpc::Status a = auth_.Check(*context); !a.ok()) return a;
     CallScope scope(shard_);
     absl::Status s = shard_->Register(*request, response);
-    if (s.ok()) shard_->NotePeer(request->worker_id(), context->peer());
+    if (s.ok()) {
+      shard_->NotePeer(request->worker_id(), context->peer());
+      response->set_data_port(data_port_);
+    }
     return ToGrpcStatus(s);
   }
 
@@ -320,6 +325,7 @@ class PsServer::Service final : public ps::ParameterServer::Service {
 
   Shard* const shard_;
   const CallAuthenticator auth_;
+  const int data_port_;  // RegisterResponse.data_port: 0 without a TCP data plane.
 };
 
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& address,
@@ -330,7 +336,24 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& add
   std::unique_ptr<PsServer> server(new PsServer());
   server->shard_ = std::move(*shard);
   server->security_ = security;
-  server->service_ = std::make_unique<Service>(server->shard_.get(), server->security_.token);
+  if (options.config.ps_transport() == kPsTransportTcp) {
+    if (server->security_.tls()) {
+      return absl::InvalidArgumentError(
+          "--ps_transport=tcp does not encrypt its data plane yet: for TLS use "
+          "--ps_transport=grpc");
+    }
+    // The data listener on the host the service listens on.
+    absl::StatusOr<std::unique_ptr<TcpDataServer>> data = TcpDataServer::Start(
+        server->shard_.get(), HostOf(address), server->security_.token);
+    if (!data.ok()) {
+      return absl::Status(data.status().code(),
+                          absl::StrCat("parameter-server shard ", options.shard,
+                                       ": TCP data plane: ", data.status().message()));
+    }
+    server->data_server_ = std::move(*data);
+  }
+  server->service_ = std::make_unique<Service>(server->shard_.get(), server->security_.token,
+                                               server->data_port());
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, ServerCredentialsFor(server->security_), &server->port_);
   SetPsServerArgs(&builder);
@@ -349,6 +372,10 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& add
                                                " (address in use or not local?)"));
   }
   return server;
+}
+
+int PsServer::data_port() const {
+  return data_server_ != nullptr ? data_server_->port() : 0;
 }
 
 std::shared_ptr<grpc::Channel> PsServer::InProcessChannel() {

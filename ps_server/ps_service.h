@@ -11,6 +11,7 @@
 #include "common/rpc_security.h"
 #include "grpcpp/grpcpp.h"
 #include "ps_server/shard.h"
+#include "ps_server/tcp_data_server.h"
 
 namespace ringside {
 
@@ -28,7 +29,9 @@ absl::Status FromGrpcStatus(const grpc::Status& s);
 
 class PsServer {
  public:
-  // Listens on `address` ("host:port"; port 0 picks a free one) and serves a new shard.
+  // Listens on `address` ("host:port"; port 0 picks a free one) and serves a new shard;
+  // with options.config.ps_transport() "tcp", also its TCP data plane on the same host
+  // (any port: data_port()).
   // Unavailable if the address cannot be bound; InvalidArgument for bad options.
   // `security` is the security this server listens with (common/rpc_security.h; a copy
   // is kept): with a token, every call without it is refused with UNAUTHENTICATED and
@@ -40,6 +43,8 @@ class PsServer {
   ~PsServer();  // Stops serving (in-flight calls are cancelled after a short grace).
 
   int port() const { return port_; }
+  // The TCP data plane's port (RunConfig.ps_transport "tcp"); 0 without one.
+  int data_port() const;
   Shard* shard() { return shard_.get(); }
   // A channel to this server that bypasses TCP (worker 0 of a colocated job); its
   // calls carry the server's own token.
@@ -56,6 +61,7 @@ class PsServer {
 
   RpcSecurity security_;
   std::unique_ptr<Shard> shard_;
+  std::unique_ptr<TcpDataServer> data_server_;  // Before service_: it outlives the calls.
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -544,6 +544,29 @@ absl::StatusOr<bool> Shard::ServeIfReady(int worker, int64_t step, ps::TensorKin
   return ServeIfReadyWith(worker, step, kind, k, WireFiller(worker, step, kind, out));
 }
 
+Shard::FillFn Shard::RawFiller(ps::TensorKind kind, RawChunk* out) const {
+  const bool borrow = kind == ps::PARAMS && policy_->replies_borrow();
+  return [=](const float* data, const Slice& c) {
+    out->chunk = c;
+    if (borrow) {
+      out->data = data;
+    } else {
+      out->copy.assign(data, data + c.size);
+      out->data = out->copy.data();
+    }
+  };
+}
+
+absl::StatusOr<bool> Shard::ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                                         RawChunk* out) {
+  return ServeIfReadyWith(worker, step, kind, k, RawFiller(kind, out));
+}
+
+absl::Status Shard::Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                          RawChunk* out, const std::function<bool()>& cancelled) {
+  return ServeWith(worker, step, kind, k, RawFiller(kind, out), cancelled);
+}
+
 absl::Status Shard::Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                           ps::Chunk* out) {
   return ServeWith(worker, step, kind, k, ChunkFiller(worker, step, kind, out));

@@ -156,6 +156,19 @@ class Shard {
                      const std::function<bool()>& cancelled = nullptr);
   absl::StatusOr<bool> ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                                     WireChunk* out);
+  // The raw form, for the TCP data plane (tcp_data_server.h): `out->data` points at the
+  // chunk's floats: borrowed from the shard's parameter memory when the policy says
+  // replies_borrow() (unchanged until every worker has received it), else at
+  // `out->copy`.
+  struct RawChunk {
+    Slice chunk;
+    const float* data = nullptr;
+    std::vector<float> copy;
+  };
+  absl::Status Serve(int worker, int64_t step, ps::TensorKind kind, int64_t k, RawChunk* out,
+                     const std::function<bool()>& cancelled = nullptr);
+  absl::StatusOr<bool> ServeIfReady(int worker, int64_t step, ps::TensorKind kind, int64_t k,
+                                    RawChunk* out);
   // Accounts a served chunk of `wire_bytes` to its step's statistics.
   void CountServed(int worker, int64_t step, ps::TensorKind kind, int64_t wire_bytes);
 
@@ -241,6 +254,7 @@ class Shard {
   using FillFn = ShardChunk::FillFn;
   static FillFn ChunkFiller(int worker, int64_t step, ps::TensorKind kind, ps::Chunk* out);
   FillFn WireFiller(int worker, int64_t step, ps::TensorKind kind, WireChunk* out) const;
+  FillFn RawFiller(ps::TensorKind kind, RawChunk* out) const;
   absl::StatusOr<bool> ServeIfReadyWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,
                                         const FillFn& fill) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status ServeWith(int worker, int64_t step, ps::TensorKind kind, int64_t k,

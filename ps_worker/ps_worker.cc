@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/common.h"
+#include "common/socket_io.h"
 #include "ps_server/server_role.h"
 
 namespace ringside {
@@ -14,7 +15,8 @@ namespace ringside {
 absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> RegisterWithShards(
     const RunConfig& config, int worker_id, const Model& model,
     const std::vector<std::string>& servers,
-    const std::vector<std::shared_ptr<grpc::Channel>>& channels, absl::Duration timeout) {
+    const std::vector<std::shared_ptr<grpc::Channel>>& channels, absl::Duration timeout,
+    const std::string& token) {
   const int num_shards = static_cast<int>(servers.size());
   if (channels.size() != servers.size()) {
     return absl::InvalidArgumentError(absl::StrCat(channels.size(), " channels for ",
@@ -45,6 +47,10 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> RegisterWithShards(
     if (client->layout().shard() != s) {
       return absl::FailedPreconditionError(absl::StrCat(servers[s], " serves shard ",
                                                         client->layout().shard(), ", expected ", s));
+    }
+    if (client->layout().data_port() != 0) {
+      // The data plane on TCP, to the host the shard's service answers on.
+      RINGSIDE_RETURN_IF_ERROR(client->ConnectDataPlane(HostOf(servers[s]), token));
     }
     clients.push_back(std::move(client));
   }
@@ -82,7 +88,7 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
 
   RINGSIDE_ASSIGN_OR_RETURN(Replica replica, NewReplica(config));
   absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> clients = RegisterWithShards(
-      config, o.worker_id, *replica.model, o.servers, channels, o.timeout);
+      config, o.worker_id, *replica.model, o.servers, channels, o.timeout, o.security.token);
   if (!clients.ok()) return Annotate(clients.status(), me);
   PsStrategyOptions sopts;
   sopts.worker_id = o.worker_id;

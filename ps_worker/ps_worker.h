@@ -1,5 +1,7 @@
 // ps_worker/: the parameter-server worker. Start here.
 //   shard_client.h   one shard's RPCs with deadlines; zero-copy combined push-pull
+//   tcp_shard_channel.h  the tensors over the TCP data plane (--ps_transport=tcp), the
+//                    twin of shard_client.h's gRPC data calls
 //   ps_strategy.h    the StepStrategy: push chunks as backward announces them, pull back
 //   ps_worker.h      (this) one worker end to end
 //
@@ -46,11 +48,14 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& options);
 // channel per server: NewPsChannel, or in-process channels to hosted shards), sending
 // `config`, which every shard compares with its own. The clients in shard order, or
 // the first refusal (a different configuration names the differing field);
-// InvalidArgument if the channels do not match the servers.
+// InvalidArgument if the channels do not match the servers. A shard that serves a TCP
+// data plane (RegisterResponse.data_port) is connected to it on its server's host,
+// with the job's `token` (empty: none).
 absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> RegisterWithShards(
     const RunConfig& config, int worker_id, const Model& model,
     const std::vector<std::string>& servers,
-    const std::vector<std::shared_ptr<grpc::Channel>>& channels, absl::Duration timeout);
+    const std::vector<std::shared_ptr<grpc::Channel>>& channels, absl::Duration timeout,
+    const std::string& token = "");
 
 }  // namespace ringside
 

@@ -106,7 +106,17 @@ ShardClient::~ShardClient() {
   }
 }
 
+absl::Status ShardClient::ConnectDataPlane(const std::string& host, const std::string& token) {
+  if (layout_.data_port() == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(name_, ": serves no TCP data plane"));
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(tcp_, TcpShardChannel::Connect(host, layout_.data_port(), worker_id_,
+                                                           token, &layout_, name_, timeout_));
+  return absl::OkStatus();
+}
+
 absl::Status ShardClient::FinishPending() {
+  if (tcp_ != nullptr) return tcp_->FinishPending();
   if (pending_ == nullptr) return absl::OkStatus();
   std::unique_ptr<Call> call = std::move(pending_);
   reader_.Wait();  // The call's reader task.
@@ -130,6 +140,9 @@ absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* para
                                    const std::function<bool(int64_t)>& wait_writable,
                                    const std::function<void(int64_t)>& arrived,
                                    PushPullTiming* timing) {
+  if (tcp_ != nullptr) {
+    return tcp_->PushPull(step, grads, params, wait_ready, wait_writable, arrived, timing);
+  }
   RINGSIDE_RETURN_IF_ERROR(FinishPending());
   const int64_t chunks = num_chunks();
   const int64_t size = layout_.size();
@@ -232,6 +245,7 @@ absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* para
 
 absl::Status ShardClient::Push(int64_t step, ps::TensorKind kind, const float* data,
                                int64_t* bytes_sent) {
+  if (tcp_ != nullptr) return tcp_->Push(step, kind, data, bytes_sent);
   const int64_t size = layout_.size();
   const int64_t cf = layout_.chunk_floats();
   grpc::ClientContext context;
@@ -259,6 +273,7 @@ absl::Status ShardClient::Push(int64_t step, ps::TensorKind kind, const float* d
 
 absl::Status ShardClient::Pull(int64_t step, ps::TensorKind kind, float* out,
                                int64_t* bytes_received) {
+  if (tcp_ != nullptr) return tcp_->Pull(step, kind, out, bytes_received);
   const int64_t size = layout_.size();
   const int64_t cf = layout_.chunk_floats();
   grpc::ClientContext context;

@@ -1,5 +1,7 @@
 // A worker's connection to one parameter-server shard: every RPC of ps.proto with a
-// deadline, tensors streamed in chunks straight from / into the caller's buffers.
+// deadline, tensors streamed in chunks straight from / into the caller's buffers; or,
+// with the TCP data plane connected, the tensors over tcp_shard_channel.h and the rest
+// over gRPC.
 #ifndef RINGSIDE_PS_WORKER_SHARD_CLIENT_H_
 #define RINGSIDE_PS_WORKER_SHARD_CLIENT_H_
 
@@ -17,6 +19,7 @@
 #include "grpcpp/impl/rpc_method.h"
 #include "ps_server/ps.grpc.pb.h"
 #include "ps_server/sharding.h"
+#include "ps_worker/tcp_shard_channel.h"
 
 namespace ringside {
 
@@ -44,6 +47,12 @@ class ShardClient {
   // slice and chunk grid used by the other calls.
   absl::StatusOr<ps::RegisterResponse> Register(const ps::RegisterRequest& request);
   const ps::RegisterResponse& layout() const { return layout_; }
+  // The data plane on TCP: after a Register whose layout() has a data_port, connects
+  // to it on `host` (the shard's) with the job's `token` (empty: none); from then on
+  // PushPull, Push and Pull travel there (tcp_shard_channel.h), the other calls stay
+  // on gRPC. Errors as TcpShardChannel::Connect's.
+  absl::Status ConnectDataPlane(const std::string& host, const std::string& token);
+  bool data_plane_tcp() const { return tcp_ != nullptr; }
   int64_t num_chunks() const;
 
   // Combined push-pull of one step. Sends the chunks of `grads` (this shard's slice,
@@ -92,6 +101,7 @@ class ShardClient {
   ps::RegisterResponse layout_;
   struct Call;
   std::unique_ptr<Call> pending_;  // Last push-pull call, until its end is collected.
+  std::unique_ptr<TcpShardChannel> tcp_;  // The TCP data plane, once connected.
   TaskThread reader_;              // Reads each push-pull call's replies.
 };
 

@@ -26,6 +26,8 @@
 #include "gtest/gtest.h"
 #include "ps_server/ps.grpc.pb.h"
 #include "ps_server/sharding.h"
+#include "ps_server/tcp_wire.h"
+#include "common/socket_io.h"
 #include "ps_worker/shard_client.h"
 
 namespace ringside {
@@ -36,10 +38,12 @@ using ::testing::HasSubstr;
 constexpr int kWorkers = 2;
 constexpr char kModel[] = "mlp:4-2";
 // The configuration the shard and its workers run.
-RunConfig JobConfig() {
+// `transport`: RunConfig.ps_transport ("" is gRPC).
+RunConfig JobConfig(const std::string& transport = "") {
   RunConfig c;
   c.set_model(kModel);
   c.set_lr(0.02f);
+  c.set_ps_transport(transport);
   return c;
 }
 // One shard over 10 floats, 16-byte chunks: chunks of 2, 4 and 4 floats (the grid is
@@ -62,11 +66,11 @@ SgdHyper Hyper(float lr, float momentum = 0) {
   return h;
 }
 
-ps::RegisterRequest Registration(int worker) {
+ps::RegisterRequest Registration(int worker, const std::string& transport = "") {
   ps::RegisterRequest r;
   r.set_worker_id(worker);
   r.set_num_workers(kWorkers);
-  *r.mutable_config() = JobConfig();
+  *r.mutable_config() = JobConfig(transport);
   r.set_model(kModel);
   r.set_num_params(kNumParams);
   return r;
@@ -233,7 +237,7 @@ class PsServiceTest : public ::testing::Test {
     options.sync = sync;
     options.chunk_bytes = kChunkBytes;
     options.hyper = hyper;
-    options.config = JobConfig();
+    options.config = JobConfig(transport_);
     options.model = kModel;
     options.timeout = timeout;
     absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start("127.0.0.1:0", options, RpcSecurity());
@@ -311,11 +315,28 @@ class PsServiceTest : public ::testing::Test {
     std::vector<std::unique_ptr<ShardClient>> clients;
     for (int w = 0; w < kWorkers; ++w) {
       clients.push_back(NewClient(w));
-      absl::StatusOr<ps::RegisterResponse> r = clients.back()->Register(Registration(w));
+      absl::StatusOr<ps::RegisterResponse> r = clients.back()->Register(Registration(w, transport_));
       EXPECT_TRUE(r.ok()) << r.status();
+      ConnectDataPlane(clients.back().get());
     }
     return clients;
   }
+
+  // With the TCP transport, connects the registered client's data plane.
+  void ConnectDataPlane(ShardClient* client) {
+    if (transport_ != kPsTransportTcp) {
+      EXPECT_EQ(client->layout().data_port(), 0);
+      return;
+    }
+    EXPECT_GT(client->layout().data_port(), 0);
+    absl::Status s = client->ConnectDataPlane("127.0.0.1", "");
+    EXPECT_TRUE(s.ok()) << s;
+  }
+
+  // Two workers, BSP with momentum: each step's parameters against the closed form;
+  // the shard's byte counts against the workers'; the optimizer state, a barrier and
+  // the goodbyes. Over the transport of `transport_`.
+  void TrainInLockstep();
 
   // An ASP job: worker 0 has set the parameters to InitialParams() and pulled them into
   // `params`.
@@ -332,6 +353,7 @@ class PsServiceTest : public ::testing::Test {
 
   std::unique_ptr<PsServer> server_;
   std::string address_;
+  std::string transport_;  // RunConfig.ps_transport of the job ("": gRPC).
 };
 
 TEST_F(PsServiceTest, StartRejectsBadOptions) {
@@ -341,7 +363,16 @@ TEST_F(PsServiceTest, StartRejectsBadOptions) {
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST_F(PsServiceTest, TwoWorkersTrainInLockstep) {
+TEST_F(PsServiceTest, TwoWorkersTrainInLockstep) { TrainInLockstep(); }
+
+// The same job with the tensors over the TCP data plane: the same parameters, the
+// same byte counts on both ends (frames instead of Chunk messages).
+TEST_F(PsServiceTest, TwoWorkersTrainInLockstepOverTcp) {
+  transport_ = kPsTransportTcp;
+  TrainInLockstep();
+}
+
+void PsServiceTest::TrainInLockstep() {
   const SgdHyper hyper = Hyper(0.25f, /*momentum=*/0.9f);
   StartServer(SyncPolicy{SyncMode::kBsp, 0}, hyper);
   std::vector<std::unique_ptr<ShardClient>> clients;
@@ -349,12 +380,13 @@ TEST_F(PsServiceTest, TwoWorkersTrainInLockstep) {
   // Registration from two threads at once.
   std::vector<ps::RegisterResponse> layout(kWorkers);
   std::vector<absl::Status> status = OnEveryWorker([&](int w) {
-    absl::StatusOr<ps::RegisterResponse> r = clients[w]->Register(Registration(w));
+    absl::StatusOr<ps::RegisterResponse> r = clients[w]->Register(Registration(w, transport_));
     if (r.ok()) layout[w] = *r;
     return r.status();
   });
   for (int w = 0; w < kWorkers; ++w) {
     ASSERT_TRUE(status[w].ok()) << status[w];
+    ConnectDataPlane(clients[w].get());
     EXPECT_EQ(layout[w].offset(), 0);
     EXPECT_EQ(layout[w].size(), kNumParams);
     EXPECT_EQ(layout[w].chunk_floats(), kChunkFloats);
@@ -682,6 +714,67 @@ TEST_F(PsServiceTest, MessageOverTheReceiveCapIsRefused) {
   // One message larger than the server accepts (64 MiB + 4 KiB).
   grpc::Status s = rogue.Push({MakeChunk(1, 0, ps::GRADIENTS, 0, kMaxPsMessageBytes + 1)});
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  // The job goes on.
+  EXPECT_TRUE(server_->shard()->health().ok());
+  std::vector<std::vector<float>> params;
+  InitialiseAndPull(clients, &params);
+  const std::vector<float> p0 = InitialParams();
+  std::vector<double> want(p0.begin(), p0.end());
+  std::vector<double> buf(kNumParams, 0.0);
+  SgdStep(Hyper(0.5f), {0, 1}, 0, 1.0, &want, &buf);
+  StepAndCheck(clients, 0, &params, want);
+}
+
+// A raw connection to the shard's TCP data plane that says `hello` (then no token) and
+// returns the shard's answer: OK for kPsOk, else the status of its kPsError frame.
+absl::Status RawHello(int port, const PsHello& hello, ScopedFd* fd) {
+  const absl::Time deadline = absl::Now() + kPrompt;
+  absl::StatusOr<ScopedFd> c = ConnectTcp("127.0.0.1", absl::StrCat(port), deadline);
+  if (!c.ok()) return c.status();
+  *fd = std::move(*c);
+  if (absl::Status s = WriteAll(fd->get(), &hello, sizeof(hello), deadline); !s.ok()) return s;
+  absl::StatusOr<FrameHeader> reply = ReadFrameHeader(fd->get(), deadline, "shard");
+  if (!reply.ok()) return reply.status();
+  return reply->tag == kPsOk ? absl::OkStatus() : absl::InternalError("unexpected frame");
+}
+
+// Hostile input at the TCP data plane: each is refused with one named error on that
+// connection alone, and the job goes on as if nothing happened.
+TEST_F(PsServiceTest, TcpDataPlaneRefusesStrangersAndMalformedFrames) {
+  transport_ = kPsTransportTcp;
+  StartServer(SyncPolicy{SyncMode::kBsp, 0}, Hyper(0.5f));
+  std::vector<std::unique_ptr<ShardClient>> clients = RegisterAll();
+  const int port = clients[1]->layout().data_port();
+  const uint64_t session = clients[1]->layout().session();
+  ScopedFd fd;
+  absl::Status s = RawHello(port, {kPsHelloMagic + 1, kPsWireVersion, 1, 0, session}, &fd);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("not a ringside parameter-server data connection"));
+  s = RawHello(port, {kPsHelloMagic, kPsWireVersion, 1, 0, session + 1}, &fd);
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  s = RawHello(port, {kPsHelloMagic, kPsWireVersion, 7, 0, session}, &fd);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;  // No worker 7.
+  // A chunk frame whose size is not the grid's (one float short), and one that claims
+  // a terabyte: refused before a float is read.
+  for (const uint64_t bytes : {sizeof(ChunkRef) + 4 * ChunkOf(kNumParams, kChunkFloats, 1).size - 4,
+                               uint64_t{1} << 40}) {
+    ASSERT_TRUE(RawHello(port, {kPsHelloMagic, kPsWireVersion, 1, 0, session}, &fd).ok());
+    const FrameHeader header = {kPsPushPull, bytes};
+    const ChunkRef ref = {0, 1, ps::GRADIENTS};
+    ASSERT_TRUE(WriteAll(fd.get(), &header, sizeof(header), absl::Now() + kPrompt).ok());
+    ASSERT_TRUE(WriteAll(fd.get(), &ref, sizeof(ref), absl::Now() + kPrompt).ok());
+    absl::StatusOr<FrameHeader> reply = ReadFrameHeader(fd.get(), absl::Now() + kPrompt, "shard");
+    EXPECT_TRUE(absl::IsInvalidArgument(reply.status())) << reply.status();
+    EXPECT_THAT(std::string(reply.status().message()),
+                HasSubstr(absl::StrCat("sent a chunk frame of ", bytes, " bytes for chunk 1")));
+  }
+  // An unknown request.
+  ASSERT_TRUE(RawHello(port, {kPsHelloMagic, kPsWireVersion, 1, 0, session}, &fd).ok());
+  const FrameHeader unknown = {99, 0};
+  ASSERT_TRUE(WriteAll(fd.get(), &unknown, sizeof(unknown), absl::Now() + kPrompt).ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      ReadFrameHeader(fd.get(), absl::Now() + kPrompt, "shard").status()));
+  fd.Reset();
   // The job goes on.
   EXPECT_TRUE(server_->shard()->health().ok());
   std::vector<std::vector<float>> params;

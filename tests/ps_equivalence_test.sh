@@ -4,7 +4,8 @@
 # with batch N*b over the same samples (max relative difference <= 1e-5), for N in {2,4}
 # and S in {1,2,3} (3 does not divide the parameter count), for S=7 (more shards than
 # layers: slices cut through tensors), for small stream chunks and for colocated shards
-# (inside worker 0); and agrees with DDP. Every shard's per-step metrics count
+# (inside worker 0); over the TCP data plane bit for bit as over gRPC at 1, 2 and 4
+# workers; and agrees with DDP. Every shard's per-step metrics count
 # N * model bytes / S in and out (the master bottleneck is measured). A PS run stopped
 # after 10 steps and resumed to 20 ends bit for bit where the straight run does.
 set -uo pipefail
@@ -30,7 +31,9 @@ ps() {
   grep -q '^\[worker 0\] test accuracy: ' "$T/$name.log" || { fail "$name: no test accuracy line"; return 1; }
   [ -s "$T/$name/checkpoint.bin" ] || { fail "$name: no checkpoint"; return 1; }
   for w in $(seq 0 $((n - 1))); do
-    [ "$(wc -l <"$T/$name/metrics.rank$w.jsonl")" -eq 20 ] || { fail "$name: worker $w metrics"; return 1; }
+    local metrics="$T/$name/metrics.rank$w.jsonl"
+    [ "$n" -gt 1 ] || metrics="$T/$name/metrics.jsonl"  # One worker: a single process's name.
+    [ "$(wc -l <"$metrics")" -eq 20 ] || { fail "$name: worker $w metrics"; return 1; }
   done
   return 0
 }
@@ -40,6 +43,20 @@ single() {  # single NAME BATCH: the single-process reference.
 }
 compare() {  # compare REFERENCE OTHER...
   $PY "$COMPARE" 1e-5 "$@" || fail "checkpoints differ by more than 1e-5 from $1"
+}
+# same_floats A B: the checkpoints' parameters and optimizer state are the same bytes
+# (their headers differ: each holds its own configuration). Layout: "RINGCKPT" | uint32
+# version | uint32 header bytes | header | floats | uint32 crc32 (common/checkpoint.h).
+same_floats() {
+  $PY - "$1" "$2" <<'PY'
+import struct, sys
+def floats(path):
+    b = open(path, "rb").read()
+    header = struct.unpack_from("<I", b, 12)[0]
+    return b[16 + header:-4]
+a, b = floats(sys.argv[1]), floats(sys.argv[2])
+sys.exit(0 if a and a == b else 1)
+PY
 }
 shard_bytes() {  # shard_bytes NAME N S
   $PY "$CHECK_BYTES" "$2" "$NUM_PARAMS" "$3" --steps=20 "$T/$1"/metrics.shard*.jsonl \
@@ -81,6 +98,17 @@ if timeout 120 "$RINGSIDE" train --strategy=ddp --workers=2 --batch=$B --timeout
 else
   fail "ddp with 2 ranks exited $?"; tail -5 "$T/ddp2.log"
 fi
+
+# The data plane on TCP (--ps_transport=tcp; issue 35) moves the same floats in the
+# same order: its checkpoints are the gRPC runs', byte for byte, at 1, 2 and 4 workers,
+# and each shard's byte counts hold.
+for N in 1 2 4; do
+  if [ "$N" -eq 1 ]; then ps ps1x2 1 2 || continue; fi
+  ps "ps${N}x2tcp" "$N" 2 --ps_transport=tcp || continue
+  same_floats "$T/ps${N}x2/checkpoint.bin" "$T/ps${N}x2tcp/checkpoint.bin" \
+    || fail "--ps_transport=tcp with $N worker(s): the parameters or momentum differ from gRPC's"
+  shard_bytes "ps${N}x2tcp" "$N" 2
+done
 
 # Resume: 2 workers, 2 shards, stopped after 10 steps and resumed to 20, end with the
 # checkpoint of the straight 20-step run, byte for byte.

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/common.h"
+#include "common/socket_io.h"
 #include "common/status_macros.h"
 #include "experiments/bench/cpu_pinning.h"
 #include "experiments/sys/sys.h"
@@ -31,6 +32,7 @@ RunConfig BenchConfig(const PushPullBenchOptions& o) {
   c.set_ps_shards(1);
   c.set_ps_sync("bsp");
   c.set_ps_chunk_bytes(o.chunk_bytes);
+  if (o.transport != kPsTransportGrpc) c.set_ps_transport(o.transport);
   return c;
 }
 
@@ -60,6 +62,9 @@ absl::StatusOr<PushPullRow> MeasurePushPull(const PushPullBenchOptions& o) {
   request.set_model(config.model());
   request.set_num_params(n);
   RINGSIDE_RETURN_IF_ERROR(client.Register(request).status());
+  if (client.layout().data_port() != 0) {
+    RINGSIDE_RETURN_IF_ERROR(client.ConnectDataPlane(HostOf(o.server), o.security.token));
+  }
   std::vector<float> params(n, 0.5f);
   std::vector<float> grads(n, 1e-3f);
   RINGSIDE_RETURN_IF_ERROR(client.Push(0, ps::PARAMS, params.data()));
@@ -137,7 +142,8 @@ absl::StatusOr<PushPullRow> MeasureWithShardChild(PushPullBenchOptions o) {
   std::vector<std::string> args = {self, "bench", "pushpull-server",
                                    absl::StrCat("--listen=", o.server),
                                    absl::StrCat("--size_bytes=", o.bytes),
-                                   absl::StrCat("--ps_chunk_kb=", o.chunk_bytes / 1024)};
+                                   absl::StrCat("--ps_chunk_kb=", o.chunk_bytes / 1024),
+                                   absl::StrCat("--ps_transport=", o.transport)};
   if (o.server_cpu >= 0) args.push_back(absl::StrCat("--pin_cpu=", o.server_cpu));
   // The shard's process (a spawn, not a fork: this process may run gRPC threads).
   SpawnOptions so;

@@ -4,8 +4,9 @@
 // parameters back, SGD applied on the shard in between) and the rate it moves data:
 // 2 x model bytes / time, to compare with raw TCP bandwidth (scripts/bench_pushpull.sh
 // runs iperf3 in the same run); beside it, the baseline the push-pull is meant to
-// beat: the model pushed one way on a plain gRPC client stream of protobuf chunks of
-// the same size (model bytes / time).
+// beat: the model pushed one way on a plain client stream of chunks of the same size
+// (model bytes / time). Over gRPC (protobuf chunks) or, with transport "tcp", the TCP
+// data plane (ps_server/tcp_wire.h) for both.
 #ifndef RINGSIDE_EXPERIMENTS_BENCH_PUSHPULL_BENCH_H_
 #define RINGSIDE_EXPERIMENTS_BENCH_PUSHPULL_BENCH_H_
 
@@ -18,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/rpc_security.h"
+#include "common/run_config.h"
 #include "ps_server/shard.h"
 
 namespace ringside {
@@ -38,6 +40,8 @@ struct PushPullBenchOptions {
   // The security the shard listens with and the worker connects with; empty token (the
   // bench verbs set none): unauthenticated.
   RpcSecurity security;
+  // What carries the tensors: RunConfig.ps_transport ("grpc" or "tcp").
+  std::string transport = kPsTransportGrpc;
 };
 
 // One size: the push-pull's median and fastest time, its rate (2 x bytes / median:

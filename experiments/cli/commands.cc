@@ -24,7 +24,7 @@ namespace {
   /* Numerical safety (issue 23). */ "nan_policy "
 // What a job's RunOptions add.
 #define RINGSIDE_RUN_OPTION_FLAGS "out resume checkpoint_every keep_checkpoints eval_batch "
-#define RINGSIDE_PS_FLAGS "workers ps_shards ps_sync ps_chunk_kb ps_colocated timeout_s " \
+#define RINGSIDE_PS_FLAGS "workers ps_shards ps_sync ps_chunk_kb ps_colocated ps_transport timeout_s " \
   RINGSIDE_SECURITY_FLAGS /* Elastic PS (issue 23). */ "ps_min_workers "
 #define RINGSIDE_DDP_FLAGS "backend bucket_cap_mb first_bucket_mb overlap allreduce "
 
@@ -135,10 +135,11 @@ absl::Span<const Command> Commands() {
        "  ringside bench step --model=mlp:784-512-512-10 --batch=128 --threads=1 [--steps=200]\n"
        "                     [--device=cuda[:K] --precision=fp32|tf32|bf16]\n"
        "  ringside bench allreduce --workers=2 [--allreduce=ring|halving-doubling | --backend=nccl]\n"
-       "  ringside bench pushpull --sizes_mb=1,4,16,64,256 --repeats=20 [--pin_cpus=0,1]\n",
+       "  ringside bench pushpull --sizes_mb=1,4,16,64,256 --repeats=20 [--pin_cpus=0,1]\n"
+       "                         [--ps_transport=grpc|tcp]\n",
        "model batch threads device precision warmup steps repeats workers backend allreduce timeout_s "
        "gap_us sizes_mb "
-       "pin_cpus ps_chunk_kb",
+       "pin_cpus ps_chunk_kb ps_transport",
        // pushpull-server: the push-pull sweep's own child.
        "size_bytes pin_cpu listen", "a benchmark (step, allreduce or pushpull)", 1, 1, false, CheckBench,
        RunBenchVerb},
@@ -204,6 +205,8 @@ absl::Span<const FlagHelpOverride> FlagHelpOverrides() {
        "bench allreduce: seconds a rank may wait on the others (rendezvous, an all-reduce) "
        "before the bench fails"},
       {"bench", "ps_chunk_kb", "bench pushpull: chunk size of the push-pull's tensor streams in KiB"},
+      {"bench", "ps_transport",
+       "bench pushpull: what carries the tensors: grpc or tcp (the TCP data plane)"},
       {"timeline", "out", "the merged timeline's file (\"\": RUN/timeline.json); its viewer beside it (.html)"},
       {"collective", "timeout_s", "seconds a rank may wait on the others before the collective fails"},
       {"explain", "seed", "explain ring: random values from this seed (not given: small integers)"},

@@ -182,6 +182,11 @@ ABSL_FLAG(std::string, nan_policy, ringside::kNanPolicyStop,
           "and range; the last good checkpoint is kept) or skip_step (discard that "
           "step's update, record it in the metrics, go on)");
 
+ABSL_FLAG(std::string, ps_transport, ringside::kPsTransportGrpc,
+          "ps: what carries the tensors: grpc (the ParameterServer service's streams) or "
+          "tcp (frames over one TCP connection per worker and shard; gRPC keeps the "
+          "control plane; no TLS)");
+
 // Elastic PS (issue 23).
 ABSL_FLAG(int32_t, ps_min_workers, 0,
           "ps, bsp: go on without a lost or hung worker while at least this many workers "
@@ -228,6 +233,7 @@ JobFlags ReadJobFlags() {
   f.ps_chunk_kb = absl::GetFlag(FLAGS_ps_chunk_kb);
   f.ps_min_workers = absl::GetFlag(FLAGS_ps_min_workers);
   f.ps_sync = absl::GetFlag(FLAGS_ps_sync);
+  f.ps_transport = absl::GetFlag(FLAGS_ps_transport);
   f.ps_colocated = absl::GetFlag(FLAGS_ps_colocated);
   f.shard = absl::GetFlag(FLAGS_shard);
   f.worker_id = absl::GetFlag(FLAGS_worker_id);

@@ -66,6 +66,10 @@ RunConfig BaseConfig(const JobFlags& f, JobStrategy strategy) {
   if (strategy == JobStrategy::kPs) {
     c.set_ps_chunk_bytes(int64_t{f.ps_chunk_kb} * 1024);
     c.set_ps_min_workers(f.ps_min_workers);  // Elastic PS (issue 23).
+    // Left unset for gRPC, the default, so configurations built elsewhere compare equal.
+    if (!f.ps_transport.empty() && f.ps_transport != kPsTransportGrpc) {
+      c.set_ps_transport(f.ps_transport);
+    }
   }
   c.set_bugs(CanonicalBugs(f.bug));
   // Numerical safety (issue 23); ValidateRunConfig checks the value. The default is
@@ -117,6 +121,12 @@ absl::Status SetPsJob(const JobFlags& f, JobSpec* job) {
   job->ps = PsLayout(f.ps_shards, f.workers, f.ps_colocated);
   WriteTypedFields(*job, &job->run.config);
   RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(job->run.config));
+  if (job->run.config.ps_transport() == kPsTransportTcp &&
+      !(f.tls_cert.empty() && f.tls_key.empty() && f.tls_ca.empty())) {
+    return absl::InvalidArgumentError(
+        "--ps_transport=tcp does not encrypt its data plane yet: for TLS use "
+        "--ps_transport=grpc");
+  }
   RINGSIDE_RETURN_IF_ERROR(CheckDeviceBuiltFor(job->run.config));
   return SetTimeout(f, job);
 }
@@ -194,6 +204,9 @@ absl::Status SetTrainJob(const JobFlags& f, JobSpec* job) {
   if (job->strategy == JobStrategy::kDp) RINGSIDE_RETURN_IF_ERROR(CheckNoNodes(f));
   if (f.ps_min_workers != 0) {  // Elastic PS (issue 23).
     return absl::InvalidArgumentError("--ps_min_workers needs --strategy=ps");
+  }
+  if (!f.ps_transport.empty() && f.ps_transport != kPsTransportGrpc) {
+    return absl::InvalidArgumentError("--ps_transport needs --strategy=ps");
   }
   if (job->strategy != JobStrategy::kDp && f.dp_interpreter_lock) {
     return absl::InvalidArgumentError("--dp_interpreter_lock needs --strategy=dp");
