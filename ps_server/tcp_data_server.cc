@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/rpc_keepalive.h"
 #include "common/status_macros.h"
 #include "ps_server/tcp_wire.h"
 
@@ -68,10 +69,29 @@ class TcpDataServer::Connection {
         s = header.status();
         break;
       }
-      if (header->tag == 0) return;  // The worker closed between requests, or stopping.
+      if (header->tag == 0) {  // The worker closed between requests, or stopping.
+        // A worker that has not said goodbye closes its data connection only when its
+        // process ends: it is gone (as a broken stream says on gRPC, whose push-pull
+        // call stays open between steps).
+        if (!stopping_->load() && shard_->CheckSession(worker_, session_).ok()) {
+          shard_->WorkerLost(worker_,
+                             absl::StrCat("its data connection from ", peer_,
+                                          " closed between steps (the worker is gone)"),
+                             session_);
+        }
+        return;
+      }
       shard_->CallStarted();
       s = Request(*header);
       shard_->CallEnded();
+      if (!s.ok() && header->tag == kPsPull && !absl::IsUnavailable(s) &&
+          !absl::IsDeadlineExceeded(s)) {
+        // A refused pull leaves the connection in step (the worker reads up to the
+        // error frame, and nothing follows it): the worker may ask again (elastic PS:
+        // OutOfRange, pull a later step), as it calls Pull again on gRPC.
+        in_request_step_ = -1;
+        s = SendErrorFrame(fd_, s, Deadline());
+      }
     }
     if (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
       // The connection broke or went silent inside a request.
@@ -175,6 +195,7 @@ class TcpDataServer::Connection {
   // Sends chunk k's served floats as a kPsParams frame, counted first (as the gRPC
   // service does: the step's record is complete when the worker holds the last chunk).
   absl::Status SendServed(int64_t step, ps::TensorKind kind, int64_t k, const Shard::RawChunk& raw) {
+    last_sent_ = absl::Now();
     shard_->CountServed(worker_, step, kind,
                         static_cast<int64_t>(kFrameHeaderBytes) +
                             ChunkFrameBytes(shard_->slice().size, shard_->chunk_floats(), k));
@@ -195,7 +216,7 @@ class TcpDataServer::Connection {
         const int64_t k = accepted.front();
         if (wait) {
           RINGSIDE_RETURN_IF_ERROR(shard_->Serve(worker_, step + 1, ps::PARAMS, k, &raw,
-                                                 [this] { return PeerClosed(); }));
+                                                 [this] { return Waiting(); }));
         } else {
           RINGSIDE_ASSIGN_OR_RETURN(bool ready,
                                     shard_->ServeIfReady(worker_, step + 1, ps::PARAMS, k, &raw));
@@ -266,11 +287,22 @@ class TcpDataServer::Connection {
     Shard::RawChunk raw;
     for (int64_t k = 0; k < shard_->num_chunks(); ++k) {
       RINGSIDE_RETURN_IF_ERROR(shard_->Serve(worker_, ref.step, kind, k, &raw,
-                                             [this] { return PeerClosed(); }));
+                                             [this] { return Waiting(); }));
       RINGSIDE_RETURN_IF_ERROR(SendServed(ref.step, kind, k, raw));
     }
     in_request_step_ = -1;
     return SendEmptyFrame(fd_, kPsDone, Deadline());
+  }
+
+  // Polled while a request waits on other workers: sends a heartbeat when the worker
+  // has heard nothing for a keepalive interval; true (the wait can end) once the
+  // worker's end is closed, the heartbeat cannot be sent, or the server stops.
+  bool Waiting() {
+    if (absl::Now() - last_sent_ >= KeepaliveFor(shard_->options().timeout).interval) {
+      if (!SendEmptyFrame(fd_, kPsHeartbeat, Deadline()).ok()) return true;
+      last_sent_ = absl::Now();
+    }
+    return PeerClosed();
   }
 
   // The worker's end is closed (or the server stops): a wait on its behalf can end.
@@ -288,6 +320,7 @@ class TcpDataServer::Connection {
   int worker_ = -1;
   uint64_t session_ = 0;
   int64_t in_request_step_ = -1;  // The step of the request in progress; -1 between.
+  absl::Time last_sent_ = absl::Now();  // The last frame to the worker (heartbeats).
   std::vector<float> buffer_;     // One received chunk.
 };
 

@@ -21,8 +21,12 @@
 //          the shard answers kDone;
 //        kPull {step, chunk = -1, kind}: the shard answers every chunk as a kParams
 //          frame in chunk order, then kDone.
-//      Any failure is one kError frame {int32 absl status code, message} after which
-//      the shard closes the connection.
+//      Any failure is one kPsError frame {int32 absl status code, message} after
+//      which the shard closes the connection; but a refused pull (nothing follows its
+//      error frame) keeps it open for the next request. While a request waits on other workers
+//      the shard sends kPsHeartbeat every KeepaliveFor(timeout).interval, so a worker
+//      finds a stopped or hung shard (whose kernel still acknowledges TCP) after
+//      interval + ack_timeout of silence, as gRPC's keepalive pings do.
 //   A chunk frame's payload is the ChunkRef and then exactly the chunk's floats: its
 //   byte count is checked against the shard's chunk grid before a float is read.
 #ifndef RINGSIDE_PS_SERVER_TCP_WIRE_H_
@@ -63,6 +67,8 @@ enum PsOp : uint64_t {
   kPsPull = 6,      // Worker: a pull request (ChunkRef only).
   kPsParams = 7,    // Shard: one served chunk.
   kPsDone = 8,      // Shard: the request is complete. No payload.
+  kPsHeartbeat = 9, // Shard: still here, waiting on other workers (no payload); sent
+                    // every keepalive interval (rpc_keepalive.h) while a request waits.
 };
 
 // The start of every request and chunk frame's payload.

@@ -1,13 +1,16 @@
 #include "ps_worker/tcp_shard_channel.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/rpc_keepalive.h"
 #include "common/status_macros.h"
 #include "ps_server/sharding.h"
 #include "ps_server/tcp_wire.h"
@@ -67,25 +70,58 @@ TcpShardChannel::~TcpShardChannel() {
   reader_.Wait();
 }
 
-absl::Time TcpShardChannel::Deadline() const {
-  return absl::Now() + timeout_ + kTransferAllowance;
+absl::Duration TcpShardChannel::Silence() const {
+  const KeepalivePolicy k = KeepaliveFor(timeout_);
+  return k.interval + k.ack_timeout;
 }
 
 absl::Status TcpShardChannel::Error(const absl::Status& s, const std::string& what) const {
   std::string detail(s.message());
   if (absl::IsUnavailable(s)) detail = absl::StrCat("unreachable (", detail, ")");
-  if (absl::IsDeadlineExceeded(s)) detail = absl::StrCat("no answer within the deadline (", detail, ")");
+  if (absl::IsDeadlineExceeded(s)) {
+    // The kernel of a stopped process still takes and acknowledges bytes: only the
+    // shard's silence tells.
+    detail = absl::StrCat("stopped answering: nothing moved on the data connection for ",
+                          absl::FormatDuration(Silence()),
+                          " (the shard is stopped, hung or its host is gone; ", detail, ")");
+  }
   return absl::Status(s.code(), absl::StrCat(name_, ": ", what, ": ", detail));
 }
 
+absl::StatusOr<FrameHeader> TcpShardChannel::NextFrame(
+    const std::function<int64_t()>& waiting_since) {
+  const absl::Time give_up = absl::Now() + timeout_ + kTransferAllowance;
+  absl::Time last_heard = absl::Now();
+  while (true) {
+    RINGSIDE_ASSIGN_OR_RETURN(bool readable,
+                              WaitFor(fd_.get(), POLLIN, absl::Now() + absl::Milliseconds(100)));
+    if (readable) {
+      RINGSIDE_ASSIGN_OR_RETURN(const FrameHeader header,
+                                ReadFrameHeader(fd_.get(), Deadline(), name_));
+      if (header.tag != kPsHeartbeat || header.bytes != 0) return header;
+      last_heard = absl::Now();
+      continue;
+    }
+    const int64_t since_us = waiting_since();
+    if (since_us != 0) {
+      const absl::Time since = std::max(last_heard, absl::FromUnixMicros(since_us));
+      if (absl::Now() - since > Silence()) {
+        return absl::DeadlineExceededError("no frame and no heartbeat");
+      }
+    }
+    if (absl::Now() > give_up) return absl::DeadlineExceededError("no frame at all");
+  }
+}
+
 absl::Status TcpShardChannel::ReadServed(int64_t step, ps::TensorKind kind, float* out,
+                                         const std::function<int64_t()>& waiting_since,
                                          const std::function<bool(int64_t)>& wait_writable,
                                          const std::function<void(int64_t)>& arrived,
                                          const std::function<void(int64_t)>& received) {
   const int64_t size = layout_->size(), cf = layout_->chunk_floats();
   std::vector<bool> seen(NumChunks(size, cf), false);
   while (true) {
-    RINGSIDE_ASSIGN_OR_RETURN(const FrameHeader header, ReadFrameHeader(fd_.get(), Deadline(), name_));
+    RINGSIDE_ASSIGN_OR_RETURN(const FrameHeader header, NextFrame(waiting_since));
     if (header.tag == kPsDone && header.bytes == 0) return absl::OkStatus();
     ChunkRef ref = {};
     if (header.tag != kPsParams || header.bytes < sizeof(ChunkRef)) {
@@ -143,7 +179,8 @@ absl::Status TcpShardChannel::PushPull(int64_t step, const float* grads, float* 
   // The reader runs beside the sender: the shard answers chunks while this worker is
   // still pushing (and would stall if nobody read them).
   reader_.Run([this, p, step, params, wait_writable, arrived, timing] {
-    absl::Status s = ReadServed(step + 1, ps::PARAMS, params, wait_writable, arrived,
+    absl::Status s = ReadServed(step + 1, ps::PARAMS, params,
+                                [p] { return p->pushed_us.load(); }, wait_writable, arrived,
                                 [p, timing](int64_t bytes) {
                                   absl::MutexLock l(&p->mu);
                                   const int64_t now = NowUs();
@@ -175,6 +212,7 @@ absl::Status TcpShardChannel::PushPull(int64_t step, const float* grads, float* 
                           Deadline());
   }
   timing->push_done_us = NowUs();
+  p->pushed_us.store(timing->push_done_us);  // From now on the shard owes the answers.
   if (cancelled || !sent.ok()) {
     // The connection is out of step now: nothing more can go over it.
     shutdown(fd_.get(), SHUT_RDWR);
@@ -218,7 +256,8 @@ absl::Status TcpShardChannel::Push(int64_t step, ps::TensorKind kind, const floa
                        0, Deadline());
   }
   // The answer: kPsDone, or the shard's error (which may have cut the pushes short).
-  absl::StatusOr<FrameHeader> reply = ReadFrameHeader(fd_.get(), Deadline(), name_);
+  const int64_t pushed_us = NowUs();
+  absl::StatusOr<FrameHeader> reply = NextFrame([pushed_us] { return pushed_us; });
   if (!reply.ok()) return Error(reply.status(), absl::StrCat("push of step ", step));
   if (!s.ok()) return Error(s, absl::StrCat("push of step ", step));
   if (reply->tag != kPsDone || reply->bytes != 0) {
@@ -234,7 +273,9 @@ absl::Status TcpShardChannel::Pull(int64_t step, ps::TensorKind kind, float* out
   const int64_t chunks = NumChunks(layout_->size(), layout_->chunk_floats());
   RINGSIDE_RETURN_IF_ERROR(SendChunkFrame(fd_.get(), kPsPull, {step, -1, kind}, nullptr, 0, Deadline()));
   int64_t received = 0;
-  absl::Status s = ReadServed(step, kind, out, nullptr, nullptr, [&](int64_t bytes) {
+  const int64_t asked_us = NowUs();
+  absl::Status s = ReadServed(step, kind, out, [asked_us] { return asked_us; }, nullptr, nullptr,
+                              [&](int64_t bytes) {
     ++received;
     if (bytes_received != nullptr) *bytes_received += bytes;
   });

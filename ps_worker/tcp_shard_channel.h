@@ -5,6 +5,7 @@
 #ifndef RINGSIDE_PS_WORKER_TCP_SHARD_CHANNEL_H_
 #define RINGSIDE_PS_WORKER_TCP_SHARD_CHANNEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/frame_io.h"
 #include "common/socket_io.h"
 #include "common/task_thread.h"
 #include "ps_server/ps.pb.h"
@@ -51,12 +53,23 @@ class TcpShardChannel {
  private:
   TcpShardChannel(ScopedFd fd, const ps::RegisterResponse* layout, std::string name,
                   absl::Duration timeout);
-  absl::Time Deadline() const;
+  // Each frame read or written must move within this: a keepalive interval plus its
+  // answer time (rpc_keepalive.h), the silence after which the shard is taken for
+  // stopped, hung or gone (the shard sends heartbeats while it waits).
+  absl::Duration Silence() const;
+  absl::Time Deadline() const { return absl::Now() + Silence(); }
+  // The next frame's header, heartbeats skipped. While `waiting_since()` is set (the
+  // worker has sent what the shard must answer: a Unix time in microseconds, else 0),
+  // a silence of Silence() since then or since the last frame is DeadlineExceeded;
+  // before that the shard may be waiting on this worker, and only the calls' long
+  // deadline (timeout + transfer allowance) applies. kPsError's status as the error.
+  absl::StatusOr<FrameHeader> NextFrame(const std::function<int64_t()>& waiting_since);
   // "<name>: <what>: <status message>", the status's code.
   absl::Status Error(const absl::Status& s, const std::string& what) const;
   // Reads kPsParams frames of `kind` for `step` into `out` (each chunk after
   // wait_writable(k), then arrived(k)) until kPsDone or `chunks` more than expected.
   absl::Status ReadServed(int64_t step, ps::TensorKind kind, float* out,
+                          const std::function<int64_t()>& waiting_since,
                           const std::function<bool(int64_t)>& wait_writable,
                           const std::function<void(int64_t)>& arrived,
                           const std::function<void(int64_t bytes)>& received);
@@ -68,6 +81,7 @@ class TcpShardChannel {
   // The last push-pull: its reader's progress, until FinishPending collects it.
   struct Pending {
     int64_t step = 0;
+    std::atomic<int64_t> pushed_us{0};  // When every push went out (NextFrame's wait).
     absl::Mutex mu;
     int64_t received ABSL_GUARDED_BY(mu) = 0;
     bool done ABSL_GUARDED_BY(mu) = false;

@@ -115,6 +115,32 @@ DEVICE_ARGS=(${RINGSIDE_TEST_DEVICE:+--device="$TEST_DEVICE"})
 # shellcheck disable=SC2034,SC2206  # for the tests; no spaces to split
 BACKEND_ARGS=(${RINGSIDE_TEST_BACKEND:+--backend="$TEST_BACKEND"})
 
+# The PS transport the tests' PS jobs run on, read here and nowhere else:
+# RINGSIDE_TEST_PS_TRANSPORT=grpc|tcp (tests/BUILD runs the PS fault, hang, elastic,
+# security and kill-and-resume tests once per transport). Set, RINGSIDE (the binary
+# under test, set by the test before it sources this) becomes a wrapper that adds
+# --ps_transport to every command that plays a PS role (train --strategy=ps,
+# ps-server, ps-worker) and runs the binary itself in its place (exec: the processes
+# are the binary's, as the tests find them). Unset: nothing changes.
+if [ -n "${RINGSIDE_TEST_PS_TRANSPORT:-}" ] && [ -n "${RINGSIDE:-}" ]; then
+  case "$RINGSIDE_TEST_PS_TRANSPORT" in
+    grpc | tcp) ;;
+    *) echo "test_lib: RINGSIDE_TEST_PS_TRANSPORT=$RINGSIDE_TEST_PS_TRANSPORT: want grpc or tcp"
+       exit 2 ;;
+  esac
+  ps_wrapper="$(mktemp -d)/ringside"
+  {
+    echo '#!/usr/bin/env bash'
+    echo 'case " $* " in'
+    echo "  *\" --strategy=ps \"* | \" ps-server \"* | \" ps-worker \"*)"
+    echo "    exec '$(realpath "$RINGSIDE")' \"\$@\" --ps_transport=$RINGSIDE_TEST_PS_TRANSPORT ;;"
+    echo 'esac'
+    echo "exec '$(realpath "$RINGSIDE")' \"\$@\""
+  } >"$ps_wrapper"
+  chmod +x "$ps_wrapper"
+  RINGSIDE=$ps_wrapper
+fi
+
 # device_records RANKS: the pattern every step record of a job of RANKS ranks matches:
 # the CPU, not emulated; or a GPU, emulated where the ranks outnumber the GPUs.
 device_records() {

@@ -121,8 +121,9 @@ absl::Status SetPsJob(const JobFlags& f, JobSpec* job) {
   job->ps = PsLayout(f.ps_shards, f.workers, f.ps_colocated);
   WriteTypedFields(*job, &job->run.config);
   RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(job->run.config));
-  if (job->run.config.ps_transport() == kPsTransportTcp &&
-      !(f.tls_cert.empty() && f.tls_key.empty() && f.tls_ca.empty())) {
+  // (Partial TLS flags are refused for what they are, by LoadRpcSecurity.)
+  if (job->run.config.ps_transport() == kPsTransportTcp && !f.tls_cert.empty() &&
+      !f.tls_key.empty() && !f.tls_ca.empty()) {
     return absl::InvalidArgumentError(
         "--ps_transport=tcp does not encrypt its data plane yet: for TLS use "
         "--ps_transport=grpc");
