@@ -5,12 +5,14 @@
 #      left to the scheduler and pinned (client and server on a core each, -A);
 #   2. `ringside bench pushpull`: one worker's combined push-pull against one shard in
 #      another process, model sizes 1 MB to 256 MB, 1 MiB chunks, median of N, next to
-#      the same model pushed one way on a plain gRPC client stream (the baseline); once
-#      left to the scheduler, once pinned like iperf3 (--pin_cpus); each compared with
-#      the iperf3 figure taken the same way;
+#      the same model pushed one way on a plain client stream (the baseline); once
+#      left to the scheduler, once pinned like iperf3 (--pin_cpus); over gRPC and over
+#      the TCP data plane (--ps_transport=tcp); each compared with the iperf3 figure
+#      taken the same way;
 #   3. the step-time cost of the parameter server: single-process training vs PS with
 #      one worker and one shard (mlp:784-512-512-10, batch 128, 1 thread), the shard in
-#      its own process (with and without --prefetch) and colocated in the worker's,
+#      its own process (with and without --prefetch; over gRPC and TCP) and colocated
+#      in the worker's,
 #      median step time, against the budget of two model transfers at the (unpinned)
 #      iperf3 rate; on synthetic data and on Fashion-MNIST.
 # Usage: scripts/bench_pushpull.sh [repeats] [sizes_mb]
@@ -66,26 +68,33 @@ echo "== raw TCP loopback (iperf3, one stream, 5 s)"
 before=$(iperf_gbits)
 before_pinned=$(iperf_gbits "$CPU_A" "$CPU_B")
 echo "iperf3 before: ${before} Gbit/s; pinned to CPUs $CPU_A,$CPU_B: ${before_pinned} Gbit/s"
-echo "== ringside bench pushpull --sizes_mb=$SIZES --repeats=$REPEATS"
-sweep=$("$RINGSIDE" bench pushpull --sizes_mb="$SIZES" --repeats="$REPEATS")
-pinned=""
-if [ "$CPU_A" != "$CPU_B" ]; then
-  echo "== ringside bench pushpull --sizes_mb=$SIZES --repeats=$REPEATS --pin_cpus=$CPU_A,$CPU_B"
-  pinned=$("$RINGSIDE" bench pushpull --sizes_mb="$SIZES" --repeats="$REPEATS" --pin_cpus="$CPU_A,$CPU_B")
-fi
+# Each sweep once per transport (--ps_transport: gRPC's streams, the TCP data plane).
+declare -A sweep pinned
+for t in grpc tcp; do
+  echo "== ringside bench pushpull --sizes_mb=$SIZES --repeats=$REPEATS --ps_transport=$t"
+  sweep[$t]=$("$RINGSIDE" bench pushpull --sizes_mb="$SIZES" --repeats="$REPEATS" --ps_transport=$t)
+  pinned[$t]=""
+  if [ "$CPU_A" != "$CPU_B" ]; then
+    echo "== ringside bench pushpull --sizes_mb=$SIZES --repeats=$REPEATS --pin_cpus=$CPU_A,$CPU_B --ps_transport=$t"
+    pinned[$t]=$("$RINGSIDE" bench pushpull --sizes_mb="$SIZES" --repeats="$REPEATS" \
+      --pin_cpus="$CPU_A,$CPU_B" --ps_transport=$t)
+  fi
+done
 after=$(iperf_gbits)
 after_pinned=$(iperf_gbits "$CPU_A" "$CPU_B")
 echo "iperf3 after:  ${after} Gbit/s; pinned: ${after_pinned} Gbit/s"
 raw=$("$PY" -c "print('%.3f' % (($before + $after) / 2 / 8))")
 raw_pinned=$("$PY" -c "print('%.3f' % (($before_pinned + $after_pinned) / 2 / 8))")
 echo "raw TCP: ${raw} GB/s, pinned ${raw_pinned} GB/s (means of before and after)"
-echo
-echo "-- left to the scheduler"
-echo "$sweep" | table "$raw"
-if [ -n "$pinned" ]; then
-  echo "-- pinned: worker on CPU $CPU_A, shard on CPU $CPU_B (iperf3 likewise)"
-  echo "$pinned" | table "$raw_pinned"
-fi
+for t in grpc tcp; do
+  echo
+  echo "-- --ps_transport=$t, left to the scheduler"
+  echo "${sweep[$t]}" | table "$raw"
+  if [ -n "${pinned[$t]}" ]; then
+    echo "-- --ps_transport=$t, pinned: worker on CPU $CPU_A, shard on CPU $CPU_B (iperf3 likewise)"
+    echo "${pinned[$t]}" | table "$raw_pinned"
+  fi
+done
 
 echo
 # Two datasets: the synthetic one generates each sample (about 3.4 ms a batch here, so
@@ -100,6 +109,8 @@ for dataset in synthetic:train=40000,test=100 fashion-mnist; do
   rm -rf "${T:?}"/*
   "$RINGSIDE" train --strategy=single "${common[@]}" --out="$T/single" >/dev/null 2>&1
   "$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 "${common[@]}" --out="$T/ps" >/dev/null 2>&1
+  "$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 --ps_transport=tcp "${common[@]}" \
+    --out="$T/ps_tcp" >/dev/null 2>&1
   "$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 --prefetch=false "${common[@]}" \
     --out="$T/ps_noprefetch" >/dev/null 2>&1
   "$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 --ps_colocated "${common[@]}" \
@@ -119,6 +130,7 @@ print(f"model {model_mb:.2f} MB; single {single:.3f} ms/step (median, mean of 2 
       f"data {med(f'{t}/single/metrics.jsonl', 'data_ms'):.3f}); "
       f"budget: 2 transfers at {raw:.2f} GB/s = {budget:.3f} ms")
 for name, run in (("PS 1x1, shard in its own process", "ps"),
+                  ("PS 1x1, own process, --ps_transport=tcp", "ps_tcp"),
                   ("PS 1x1, own process, --prefetch=false", "ps_noprefetch"),
                   ("PS 1x1, colocated", "colocated")):
     path = f"{t}/{run}/metrics.jsonl"
