@@ -174,6 +174,12 @@ fallback() {
   step=$(ckpt_step "$T/$name/checkpoint.bin")
   kept=$(ls "$T/$name" | grep -E '^checkpoint\.[0-9]+\.bin$' | sort -t. -k2 -n | tail -n 1)
   [ -n "$kept" ] || { fail "$name: no older checkpoint kept beside step $step (--keep_checkpoints default 2)"; return; }
+  # The file on its own inode first: a kill inside the checkpoint's rotation leaves the
+  # newest checkpoint and the kept one as two names of one file (the rotation links
+  # before it renames), and damaging it in place would damage both, which the test
+  # does not mean (a busy host's late kill made that happen once).
+  cp "$T/$name/checkpoint.bin" "$T/$name/checkpoint.bin.copy"
+  mv "$T/$name/checkpoint.bin.copy" "$T/$name/checkpoint.bin"
   # One byte of the header (the checksum covers it): the step the file says.
   printf '\x7f' | dd of="$T/$name/checkpoint.bin" bs=1 seek=20 conv=notrunc status=none
   job "$name" "$@" --resume || return
