@@ -330,6 +330,9 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
   // Every worker's / rank's records after warm-up, rank 0's first.
   std::vector<std::vector<StepMetrics>> all = {steady};
   for (const std::vector<StepMetrics>& v : others) all.push_back(Steady(v));
+  std::vector<StepMetrics> every;
+  for (const std::vector<StepMetrics>& v : all) every.insert(every.end(), v.begin(), v.end());
+  r.set_forward_ms(MedianOf(every, [](const StepMetrics& s) { return s.forward_ms(); }));
   // The busiest node: the busiest shard of a PS; the busiest rank of DDP (ranks differ,
   // e.g. recursive doubling's fold-in ranks). Then who the others waited for.
   if (cell.strategy.kind() == "ps") {

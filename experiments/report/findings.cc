@@ -283,15 +283,16 @@ std::string ComputeSlowdownParagraph(const std::vector<std::string>& order, cons
   std::vector<std::string> lines;
   for (const std::string& label : order) {
     for (const ReportPoint* p : by_label.at(label)) {
-      if (p->workers < 2 || OnGpu(*p) || p->compute_ms <= 0) continue;
-      const double slower = p->compute_ms / single->compute_ms - 1;
+      const double compute = ComputeAtSinglePace(*p);
+      if (p->workers < 2 || OnGpu(*p) || compute <= 0) continue;
+      const double slower = compute / single->compute_ms - 1;
       if (slower < kComputeSlowdownFraction) continue;
       std::string model;
       if (p->predicted_comm_cpu_ms > 0) {
         // The calibrated CPU cost of the transfers against what was measured: a larger
         // slowdown is the host's (its other work, the kernel's network path outside the
         // node's share), not the cluster's.
-        const double extra = p->compute_ms - single->compute_ms;
+        const double extra = compute - single->compute_ms;
         model = absl::StrFormat("; the transfers' calibrated CPU cost accounts for %.1f ms of the %.1f%s",
                                 p->predicted_comm_cpu_ms, extra,
                                 extra > 2 * p->predicted_comm_cpu_ms
@@ -300,8 +301,9 @@ std::string ComputeSlowdownParagraph(const std::vector<std::string>& order, cons
                                     : "");
       }
       lines.push_back(absl::StrFormat(
-          "- %s x%d: compute %.0f%% slower than the single process's (%.2f against %.2f ms per step): %s%s",
-          Name(*p), p->workers, 100 * slower, p->compute_ms, single->compute_ms,
+          "- %s x%d: compute %.0f%% slower than the single process's (%.2f against %.2f ms per step%s): %s%s",
+          Name(*p), p->workers, 100 * slower, compute, single->compute_ms,
+          p->paced_compute_ms > 0 ? ", at the single's pace" : "",
           p->kind == "ps" ? "its pushes and pulls (and any shard on its node) share the node's CPU"
                           : "the ring's transfers share the node's CPU",
           model));
@@ -319,8 +321,9 @@ std::string PredictionMissParagraph(const std::vector<std::string>& order, const
   std::vector<std::string> lines;
   for (const std::string& label : order) {
     for (const ReportPoint* p : by_label.at(label)) {
-      if (p->predicted_step_ms <= 0 || p->step_ms <= 0) continue;
-      const double error = (p->predicted_step_ms - p->step_ms) / p->step_ms;
+      const double measured = StepForModel(*p);
+      if (p->predicted_step_ms <= 0 || measured <= 0) continue;
+      const double error = (p->predicted_step_ms - measured) / measured;
       if (std::fabs(error) <= kPredictionMissFraction) continue;
       std::vector<std::string> causes;
       const double comm = p->comm_ms + p->wait_ms;
@@ -330,16 +333,16 @@ std::string PredictionMissParagraph(const std::vector<std::string>& order, const
                                          "against %.1f ms on the wire)", comm, wire));
       }
       if (single != nullptr && single->compute_ms > 0 &&
-          p->compute_ms > (1 + kComputeSlowdownFraction) * single->compute_ms) {
+          ComputeAtSinglePace(*p) > (1 + kComputeSlowdownFraction) * single->compute_ms) {
         causes.push_back(absl::StrFormat("compute %.0f%% slower than the single process's (the transfers "
                                          "share the node's CPU)",
-                                         100 * (p->compute_ms / single->compute_ms - 1)));
+                                         100 * (ComputeAtSinglePace(*p) / single->compute_ms - 1)));
       }
       if (p->kind == "ps" && p->ranks_per_node > 1) {
         causes.push_back("a shard's aggregation and SGD run beside its worker on one node's CPU share");
       }
       lines.push_back(absl::StrFormat("- %s x%d: predicted %.1f ms, measured %.1f ms (%+.0f%%)%s", Name(*p),
-                                      p->workers, p->predicted_step_ms, p->step_ms, 100 * error,
+                                      p->workers, p->predicted_step_ms, measured, 100 * error,
                                       causes.empty() ? std::string("; no cause the numbers name")
                                                      : absl::StrCat(": likely ", absl::StrJoin(causes, "; "))));
     }

@@ -57,6 +57,11 @@ std::string SummaryTable(const ReportData& data) {
   return md;
 }
 
+// Whether some point was read at the single process's pace (ReportPoint.paced_step_ms).
+bool PacedPoints(const std::vector<ReportPoint>& points) {
+  return std::any_of(points.begin(), points.end(), [](const ReportPoint& p) { return p.paced_step_ms > 0; });
+}
+
 std::string PredictionNote(const ReportData& data) {
   if (data.predicted) {
     return absl::StrCat(
@@ -72,7 +77,11 @@ std::string PredictionNote(const ReportData& data) {
                               "beside the others; calibrate measured %.1f ms on that share)",
                               data.compute_basis.single_ms, data.compute_basis.calibrated_ms)
             : std::string(),
-        "; error = (predicted - measured) / measured.");
+        "; error = (predicted - measured) / measured",
+        PacedPoints(data.points)
+            ? ", measured at the single process's pace where the cells ran on a dilation (the step x the "
+              "single's forward pass over the cell's own: the host's drift between cells taken out)."
+            : ".");
   }
   if (!data.no_prediction_reason.empty()) return absl::StrCat("No predictions: ", data.no_prediction_reason);
   return "No predictions: there is no calibration.json (`ringside calibrate --model=MODEL --batch=BATCH "
@@ -112,8 +121,9 @@ std::string PredictionCell(const ReportPoint& p) {
   // The cost model has no DataParallel formula (threads of one process sharing its
   // cores and memory); say so rather than leave the cell blank.
   if (p.kind == "dp") return "not modelled";
-  if (p.predicted_step_ms <= 0 || p.step_ms <= 0) return "";
-  const double error = (p.predicted_step_ms - p.step_ms) / p.step_ms;
+  const double measured = StepForModel(p);
+  if (p.predicted_step_ms <= 0 || measured <= 0) return "";
+  const double error = (p.predicted_step_ms - measured) / measured;
   // A miss is marked (findings.h kPredictionMissFraction; the findings name its cause).
   return absl::StrFormat("%.2f (%+.0f%%)%s", p.predicted_step_ms, 100 * error,
                          std::fabs(error) > kPredictionMissFraction ? " !" : "");

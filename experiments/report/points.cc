@@ -1,6 +1,7 @@
 #include "experiments/report/points.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -109,33 +110,46 @@ double PairedThroughput(const CellResult& r, const std::map<std::string, double>
   return r.samples_per_sec() * (it != pace.end() ? it->second : 1.0);
 }
 
+// A round's single-process cell as the other cells of its round pair with it: its
+// throughput in the cluster's time by the probes around it (PairedThroughput), as
+// measured, and its forward pass (0: unknown).
+struct SingleRound {
+  double paired_sps = 0;
+  double sps = 0;
+  double forward_ms = 0;
+};
+
 // The single-process cells' throughput (BuildPoints): the median over the ok ones
-// (0: none), and each round's (repeat r of the single cell, PairedThroughput) where it
-// is above 0.
+// (0: none), and each round's (repeat r of the single cell) where it is above 0.
 struct SingleBaselines {
   double median = 0;
-  std::map<int, double> by_round;
+  std::map<int, SingleRound> by_round;
 };
 
 SingleBaselines SingleThroughput(const std::vector<CellResult>& results,
                                  const std::map<std::string, double>& pace) {
   SingleBaselines out;
-  // Single-process baseline throughput.
   std::vector<double> single;
   for (const CellResult& r : results) {
     if (r.kind() == "single" && r.status() == "ok") single.push_back(r.samples_per_sec());
   }
   out.median = Median(single);
-  // Each round's single-process throughput (repeat r of the single cell): compare runs
-  // rounds one after the other, each a whole matrix, so a cell's speedup pairs it with
-  // its own round's single; with a cluster both are read in the cluster's time, each
-  // by the host's pace around it, so that the host's drift between the two cancels as well.
+  // compare runs rounds one after the other, each a whole matrix, so a cell's speedup
+  // pairs it with its own round's single; with a cluster both are read in the cluster's
+  // time (BuildPoints), so that the host's drift between the two cancels as well.
   for (const CellResult& r : results) {
     if (r.kind() == "single" && r.status() == "ok" && r.samples_per_sec() > 0) {
-      out.by_round[r.repeat()] = PairedThroughput(r, pace);
+      out.by_round[r.repeat()] = {PairedThroughput(r, pace), r.samples_per_sec(), r.forward_ms()};
     }
   }
   return out;
+}
+
+// The host's pace during cell `r` over its round's single's (their forward passes), where
+// `r` ran on a dilation and both have a forward pass; else 0.
+double ForwardPace(const CellResult& r, const SingleRound& single) {
+  if (!(r.dilation() > 0) || !(r.forward_ms() > 0) || !(single.forward_ms > 0)) return 0;
+  return r.forward_ms() / single.forward_ms;
 }
 
 // The median ok throughput of `label`'s one-worker cells (0: none), from `groups`.
@@ -155,9 +169,10 @@ double OwnBaseline(const std::map<std::pair<std::string, int>, std::vector<const
 // Fills `p`'s cells, device and repeat counts from `cells` (one point's repeats) and
 // returns the ok repeats' measures by name ("step", "sps", ..., "paired": each repeat's
 // throughput over its round's single, where `single_by_round` has it, both in the
-// cluster's time when the cells ran on a dilation).
+// cluster's time when the cells ran on a dilation; "paced_step" and "paced_compute":
+// those read at the single's pace, BuildPoints).
 std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<const CellResult*>& cells,
-                                                          const std::map<int, double>& single_by_round,
+                                                          const std::map<int, SingleRound>& single_by_round,
                                                           const std::map<std::string, double>& pace,
                                                           ReportPoint* p) {
   std::map<std::string, std::vector<double>> v;
@@ -186,7 +201,14 @@ std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<cons
     v["acc"].push_back(r->test_accuracy());
     v["wall"].push_back(r->wall_s());
     if (auto it = single_by_round.find(r->repeat()); it != single_by_round.end()) {
-      v["paired"].push_back(PairedThroughput(*r, pace) / it->second);
+      const SingleRound& single = it->second;
+      if (const double forward = ForwardPace(*r, single); forward > 0) {
+        v["paired"].push_back(r->samples_per_sec() * forward / single.sps);
+        v["paced_step"].push_back(r->median_step_ms() / forward);
+        v["paced_compute"].push_back(r->compute_ms() / forward);
+      } else {
+        v["paired"].push_back(PairedThroughput(*r, pace) / single.paired_sps);
+      }
     }
   }
   return v;
@@ -218,6 +240,10 @@ void SetPointMeasures(std::map<std::string, std::vector<double>>& v, double base
   }
   p->efficiency = p->speedup / p->workers;
   p->compute_ms = Median(v["compute"]);
+  if (!v["paced_step"].empty() && v["paced_step"].size() == v["sps"].size()) {
+    p->paced_step_ms = Median(v["paced_step"]);
+    p->paced_compute_ms = Median(v["paced_compute"]);
+  }
   p->data_ms = Median(v["data"]);
   p->comm_ms = Median(v["comm"]);
   p->wait_ms = Median(v["wait"]);
@@ -257,6 +283,40 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
     }
   }
   return points;
+}
+
+double StepForModel(const ReportPoint& p) { return p.paced_step_ms > 0 ? p.paced_step_ms : p.step_ms; }
+
+double ComputeAtSinglePace(const ReportPoint& p) {
+  return p.paced_compute_ms > 0 ? p.paced_compute_ms : p.compute_ms;
+}
+
+LinkPaceDrift MeasureLinkPaceDrift(const std::vector<CellResult>& results, double fraction) {
+  LinkPaceDrift drift;
+  const std::map<std::string, double> pace = HostPaceDilations(results);
+  const SingleBaselines single = SingleThroughput(results, pace);
+  std::map<int, double> single_pace;  // Each round's single's d, by the probes around it.
+  for (const CellResult& r : results) {
+    if (r.kind() == "single" && r.status() == "ok" && pace.count(r.cell()) > 0) {
+      single_pace[r.repeat()] = pace.at(r.cell());
+    }
+  }
+  for (const CellResult& r : results) {
+    if (r.kind() == "single" || r.status() != "ok") continue;
+    const auto round = single.by_round.find(r.repeat());
+    const auto d = single_pace.find(r.repeat());
+    if (round == single.by_round.end() || d == single_pace.end()) continue;
+    const double forward = ForwardPace(r, round->second);
+    if (!(forward > 0)) continue;
+    ++drift.cells;
+    const double off = std::fabs(d->second * forward / r.dilation() - 1);
+    if (off > fraction) ++drift.strayed;
+    if (off > drift.worst) {
+      drift.worst = off;
+      drift.worst_cell = r.cell();
+    }
+  }
+  return drift;
 }
 
 void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* points) {

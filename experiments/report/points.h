@@ -38,6 +38,12 @@ struct ReportPoint {
   std::vector<std::string> cells;  // Cell ids (for trace links).
   // Per cell: its worker 0 / rank 0 trace, relative to the compare directory.
   std::vector<std::string> trace_paths;
+  // Cells that ran on a cluster's dilation, read at the host's pace during the cell
+  // (BuildPoints): the step and compute at its round's single process's pace, medians
+  // over the repeats; 0 where the cells were not read so (no dilation, or results
+  // without forward_ms). StepForModel / ComputeAtSinglePace pick them.
+  double paced_step_ms = 0;
+  double paced_compute_ms = 0;
   double predicted_step_ms = 0;    // Cost model (0: no calibration or no prediction).
   double predicted_comm_cpu_ms = 0;  // Of it, the CPU the transfers take from compute (Prediction.comm_cpu_s).
   // Where the first repeat computed ("cpu", "cuda:0"; CellResult.device), whether any
@@ -99,7 +105,31 @@ absl::StatusOr<std::vector<CellResult>> ReadCellResults(const std::string& dir);
 // Speedups: each repeat's throughput over its own round's single process (the single
 // cell of the same repeat), median and range, where every repeat has one; else over the
 // single cells' median throughput (or the strategy's own 1-worker cell's).
+// Cells that ran on a cluster's dilation (CellResult.dilation) are read in the cluster's
+// time at the host's pace during the cell itself: a cell's pace over its round's single
+// process's is the ratio of their forward passes (CellResult.forward_ms, a phase no
+// transfer shares), so a speedup is (throughput x own forward) / (the single's x its
+// forward). The host's drift between cells cancels, and what communication takes from
+// backward's CPU stays in. Results without forward_ms fall back to the d probed around
+// each cell (the median of three consecutive probes).
 std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results);
+
+// The step (compute) the cost model is checked against: at the single process's pace
+// where the point was read so (paced_*), else as measured.
+double StepForModel(const ReportPoint& p);
+double ComputeAtSinglePace(const ReportPoint& p);
+
+// Cluster runs: how far the host's pace during each cell (the d around its round's single
+// cell x the cell's forward over the single's) strayed from the d its links were shaped
+// for. A cell past `fraction` computed at a pace its links did not follow: its
+// communication is relatively that much too fast or slow for the cluster.
+struct LinkPaceDrift {
+  int cells = 0;          // Cells with a dilation and a forward pace (not the singles).
+  int strayed = 0;        // Of them, past the fraction.
+  double worst = 0;       // The largest |pace / link's d - 1|,
+  std::string worst_cell; // and its cell.
+};
+LinkPaceDrift MeasureLinkPaceDrift(const std::vector<CellResult>& results, double fraction);
 // Orders points by the strategies' order in the spec (text format), then workers.
 void SortPointsBySpec(const std::string& spec_text, std::vector<ReportPoint>* points);
 // Fills predicted_step_ms of every point from the cost model: `calibration` measured

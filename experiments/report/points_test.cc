@@ -202,6 +202,83 @@ TEST(BuildPointsTest, TheHostsPaceAroundACellIsTheMedianOfThreeProbes) {
   EXPECT_NEAR(points[1].speedup, 3000 * 5 / 8000.0, 1e-9);
 }
 
+// Cells with a forward pass are read at the host's pace during them: the single computed
+// its forward in 400 ms at 1000 samples/s (its probe read d = 8, a noisy one); DDP at 4
+// nodes ran while the host was a quarter slower (forward 500 ms, 2400 samples/s on the
+// host, probe d = 5). In the cluster's time DDP is 2400 x 500 / (1000 x 400) = 3x, the
+// probes notwithstanding; its step (1000 ms on the host) is 800 ms at the single's pace,
+// and its compute likewise. A cell without a dilation keeps the host's reading.
+TEST(BuildPointsTest, OnAClusterEachCellIsReadAtItsOwnForwardPace) {
+  CellResult single = Result("single", "single", 1, 0, "cpu", false, 0);
+  single.set_samples_per_sec(1000);
+  single.set_dilation(8);
+  single.set_forward_ms(400);
+  single.set_median_step_ms(1024);
+  single.set_compute_ms(1000);
+  CellResult ddp = Result("ddp", "ddp", 4, 0, "cpu", false, 0);
+  ddp.set_samples_per_sec(2400);
+  ddp.set_dilation(5);
+  ddp.set_forward_ms(500);
+  ddp.set_median_step_ms(1000);
+  ddp.set_compute_ms(900);
+  std::vector<ReportPoint> points = BuildPoints({single, ddp});
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_NEAR(points[1].speedup, 3, 1e-9);
+  EXPECT_NEAR(points[1].paced_step_ms, 800, 1e-9);
+  EXPECT_NEAR(points[1].paced_compute_ms, 720, 1e-9);
+  EXPECT_NEAR(StepForModel(points[1]), 800, 1e-9);
+  EXPECT_NEAR(ComputeAtSinglePace(points[1]), 720, 1e-9);
+  EXPECT_NEAR(points[0].paced_step_ms, 1024, 1e-9);  // The single at its own pace.
+  // No forward pass on record (older results): the probes' d, 2400 x 5 / (1000 x 8).
+  ddp.set_forward_ms(0);
+  points = BuildPoints({single, ddp});
+  EXPECT_NEAR(points[1].speedup, 1.5, 1e-9);
+  EXPECT_EQ(points[1].paced_step_ms, 0);
+  EXPECT_NEAR(StepForModel(points[1]), 1000, 1e-9);
+  // No dilation (no cluster): the host's throughputs as they are, 2400 / 1000.
+  single.set_dilation(0);
+  ddp.set_dilation(0);
+  ddp.set_forward_ms(500);
+  points = BuildPoints({single, ddp});
+  EXPECT_NEAR(points[1].speedup, 2.4, 1e-9);
+  EXPECT_EQ(points[1].paced_step_ms, 0);
+}
+
+// The single's pace by its probes is d = 10 (one probe: its own); a cell whose forward
+// is 1.3x the single's ran at d = 13 while its link was shaped for d = 10: 30% off,
+// past 15%. One at 1.1x (d = 11 against a link for 10.5) is 4.8% off. Past a quarter of
+// the cells strayed, the report disowns the run.
+TEST(LinkPaceDriftTest, CountsCellsWhosePaceLeftTheirLinks) {
+  std::vector<CellResult> cells;
+  const auto add = [&cells](const char* kind, int workers, double forward, double d) {
+    CellResult r = Result(kind, kind, workers, 0, "cpu", false, 0);
+    r.set_cell(absl::StrCat(kind, "-n", workers));
+    r.set_samples_per_sec(1000);
+    r.set_forward_ms(forward);
+    r.set_dilation(d);
+    cells.push_back(r);
+  };
+  add("single", 1, 100, 10);
+  add("ddp", 2, 130, 10);
+  add("ddp", 4, 110, 10.5);
+  const LinkPaceDrift drift = MeasureLinkPaceDrift(cells, 0.15);
+  EXPECT_EQ(drift.cells, 2);
+  EXPECT_EQ(drift.strayed, 1);
+  EXPECT_NEAR(drift.worst, 0.3, 1e-9);
+  EXPECT_EQ(drift.worst_cell, "ddp-n2");
+  const std::string disowned = LinkPaceSentence(cells);  // 1 of 2: past a quarter.
+  EXPECT_NE(disowned.find("**The host did not hold the profile while the cells ran: 1 of 2 cells"),
+            std::string::npos)
+      << disowned;
+  cells[1].set_forward_ms(105);  // d = 10.5 against 10: 5%.
+  const std::string held = LinkPaceSentence(cells);
+  EXPECT_NE(held.find("Every cell computed within 15% of the pace its links were shaped for"), std::string::npos)
+      << held;
+  EXPECT_EQ(held.find("**"), std::string::npos);
+  for (CellResult& r : cells) r.set_forward_ms(0);  // No forward passes: nothing to say.
+  EXPECT_EQ(LinkPaceSentence(cells), "");
+}
+
 TEST(BuildPointsTest, LateRanksNamedByMostRepeats) {
   std::vector<CellResult> cells;
   for (int repeat = 0; repeat < 3; ++repeat) {

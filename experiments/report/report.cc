@@ -69,10 +69,35 @@ DilationRecord MedianCellDilation(const DilationRecord& first, const std::vector
   median.set_description(absl::StrCat(
       first.description(),
       absl::StrFormat("; re-measured before each cell: d = %.2f to %.2f over %d cells with links, median %.2f (its links, "
-                      "%s, stand for the matrix; each speedup is taken in the cluster's time, each cell's "
-                      "time over the host's pace around it: the median of the d before the previous cell, before it and after it)",
-                      by_d.front().first, by_d.back().first, by_d.size(), d, links)));
+                      "%s, stand for the matrix; each speedup is taken in the cluster's time, %s)",
+                      by_d.front().first, by_d.back().first, by_d.size(), d, links,
+                      std::any_of(results.begin(), results.end(),
+                                  [](const CellResult& r) { return r.forward_ms() > 0; })
+                          ? "each cell's time over the host's pace during it: its forward pass against its round's "
+                            "single process's, a phase no transfer shares"
+                          : "each cell's time over the host's pace around it: the median of the d before the "
+                            "previous cell, before it and after it")));
   return median;
+}
+
+std::string LinkPaceSentence(const std::vector<CellResult>& results) {
+  const LinkPaceDrift drift = MeasureLinkPaceDrift(results, kHostDriftFraction);
+  if (drift.cells == 0) return "";
+  if (drift.strayed == 0) {
+    return absl::StrFormat(
+        " Every cell computed within %.0f%% of the pace its links were shaped for (the farthest, %s, %.0f%%).",
+        100 * kHostDriftFraction, drift.worst_cell, 100 * drift.worst);
+  }
+  const std::string what = absl::StrFormat(
+      "%d of %d cells computed more than %.0f%% from the pace their links were shaped for (the farthest, %s, "
+      "%.0f%%): the host's pace moved between a cell's probe and its run, so those cells' links ran that much "
+      "fast or slow for the cluster",
+      drift.strayed, drift.cells, 100 * kHostDriftFraction, drift.worst_cell, 100 * drift.worst);
+  if (drift.strayed * kMaxStrayedCellsDenominator > drift.cells) {
+    return absl::StrCat(" **The host did not hold the profile while the cells ran: ", what,
+                        ". These speedups are not the cluster's. Run it again on a quieter host.**");
+  }
+  return absl::StrCat(" ", what, "; their repeats' range shows what it cost.");
 }
 
 namespace {
@@ -195,7 +220,7 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
     data.emulation = DescribeEmulation(spec, node_cpus, d);
     data.emulation_short = DescribeEmulationShort(spec, node_cpus, d);
   }
-  if (dilation.ok()) data.host_check = HostHeldCluster(*dilation, data.points);
+  if (dilation.ok()) data.host_check = HostHeldCluster(*dilation, data.points) + LinkPaceSentence(results);
   FindingsContext context = MakeFindingsContext(data, dilation, spec_ok, spec);
   AddPrediction(dir, spec, spec_ok, node_cpus, context.cores, &data);
   // With emulated nodes every worker computes on a CPU share of its own, not on cores

@@ -38,6 +38,12 @@ DilationRecord MedianCellDilation(const DilationRecord& first, const std::vector
 // (DilationRecord.host_compute_ms). One sentence; bold, and saying the speedups are not
 // the cluster's, when they drift by more than kHostDriftFraction.
 std::string HostHeldCluster(const DilationRecord& dilation, const std::vector<ReportPoint>& points);
+// Cluster runs: " " and a sentence on how many cells computed more than
+// kHostDriftFraction from the pace their links were shaped for (points.h
+// MeasureLinkPaceDrift), or that none did; in bold, disowning the speedups, where more
+// than 1 / kMaxStrayedCellsDenominator of them did. "" where no cell has a forward pace.
+inline constexpr int kMaxStrayedCellsDenominator = 4;
+std::string LinkPaceSentence(const std::vector<CellResult>& results);
 
 // Reads everything a report shows from the compare directory `dir`: its cells' results,
 // spec.textproto, and, if present, calibration.json (predictions) and dilation.textproto
