@@ -121,6 +121,23 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const std::string& spec,
   return model;
 }
 
+std::vector<ParamRange> Model::TensorRanges() const {
+  std::vector<ParamRange> tensors;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& layer = *layers_[i];
+    const int64_t n = layer.num_params();
+    if (n == 0) continue;
+    const int64_t bias = layer.weight_rows();
+    if (bias > 0 && bias < n) {
+      tensors.push_back({layer_offsets_[i], n - bias});
+      tensors.push_back({layer_offsets_[i] + n - bias, bias});
+    } else {
+      tensors.push_back({layer_offsets_[i], n});
+    }
+  }
+  return tensors;
+}
+
 absl::Status Model::Finalize(Shape input, int num_classes) {
   num_classes_ = num_classes;
   for (const auto& layer : layers_) {

@@ -94,6 +94,11 @@ class Model {
   const float* grads() const { return grads_.data(); }
   // Parameter range of every layer that has parameters, in layer order.
   const std::vector<ParamRange>& layer_ranges() const { return layer_ranges_; }
+  // Every parameter tensor's range, in layer order: a layer whose parameters are a
+  // weight of weight_rows() rows and then a bias (Layer::weight_rows) gives the two,
+  // another layer with parameters one. What a PS placement deals out
+  // (common/ps_placement.h), as TensorFlow places each variable.
+  std::vector<ParamRange> TensorRanges() const;
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
 
   // Deterministic initialisation from `seed` (PyTorch's default uniform bounds).

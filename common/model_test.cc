@@ -123,6 +123,24 @@ TEST(ModelTest, LenetShapesOnFashionMnistInputs) {
   ASSERT_EQ((*model)->layer_ranges().size(), 4u);
 }
 
+// Each layer's weight and bias apart, tiling the flat vector: LeNet's fc1 weight (1024 x
+// 512) is 90% of its floats, the tensor a whole-tensor PS placement puts on one shard.
+TEST(ModelTest, TensorRangesSplitWeightsFromBiases) {
+  auto ops = NewCpuOps(1);
+  auto model = Model::Create("cnn:lenet", {1, 28, 28}, 10, ops.get());
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::vector<ParamRange> tensors = (*model)->TensorRanges();
+  const std::vector<int64_t> want = {800, 32, 51200, 64, 524288, 512, 5120, 10};
+  ASSERT_EQ(tensors.size(), want.size());
+  int64_t at = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(tensors[i].offset, at) << i;
+    EXPECT_EQ(tensors[i].size, want[i]) << i;
+    at += tensors[i].size;
+  }
+  EXPECT_EQ(at, (*model)->num_params());
+}
+
 TEST(ModelTest, InitIsDeterministicAndSeeded) {
   auto ops = NewCpuOps(1);
   auto a = Model::Create("mlp:6-5-3", {6, 1, 1}, 3, ops.get());

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "common/bugs.h"
 #include "common/ops_factory.h"
+#include "common/ps_placement.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -188,6 +189,15 @@ absl::Status ValidatePsTransport(const RunConfig& c) {
   return absl::OkStatus();
 }
 
+// Where the PS's tensors live (common/ps_placement.h).
+absl::Status ValidatePsPlacement(const RunConfig& c) {
+  RINGSIDE_RETURN_IF_ERROR(ParsePsPlacement(c.ps_placement()).status());
+  if (!c.ps_placement().empty() && c.ps_placement() != kPsPlacementBalanced && c.strategy() != "ps") {
+    return absl::InvalidArgumentError("--ps_placement needs --strategy=ps");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // The checks run in this order (the first failure is the one reported).
@@ -200,6 +210,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   RINGSIDE_RETURN_IF_ERROR(ValidateDevice(c, *device, *precision));
   RINGSIDE_RETURN_IF_ERROR(ValidateBugs(c));
   RINGSIDE_RETURN_IF_ERROR(ValidatePsTransport(c));
+  RINGSIDE_RETURN_IF_ERROR(ValidatePsPlacement(c));
   return ValidateElastic(c);
 }
 

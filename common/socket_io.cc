@@ -64,20 +64,10 @@ absl::Status SetNonBlockingNoDelay(int fd) {
 }
 
 absl::Status WriteAll(int fd, const void* data, size_t n, absl::Time deadline) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-    if (k > 0) {
-      p += k;
-      n -= static_cast<size_t>(k);
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-      RINGSIDE_ASSIGN_OR_RETURN(bool ready, WaitFor(fd, POLLOUT, deadline));
-      if (!ready) return absl::DeadlineExceededError("timed out writing");
-    } else {
-      return Errno("send");
-    }
-  }
-  return absl::OkStatus();
+  // One piece of WriteAllVectored's loop (its non-blocking sends keep the deadline on a
+  // blocking socket too).
+  iovec piece = {const_cast<void*>(data), n};
+  return WriteAllVectored(fd, &piece, 1, deadline);
 }
 
 absl::Status ReadAll(int fd, void* data, size_t n, absl::Time deadline) {

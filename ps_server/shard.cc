@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <optional>
 
 #include "absl/base/internal/raw_logging.h"
@@ -12,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/ops_factory.h"
+#include "common/ps_placement.h"
 #include "common/sgd.h"
 #include "common/status_macros.h"
 
@@ -120,12 +122,15 @@ absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse*
   RINGSIDE_RETURN_IF_ERROR(health());
   absl::MutexLock l(&mu_);
   if (num_params_ < 0) {
-    RINGSIDE_RETURN_IF_ERROR(Layout(r.num_params()));
-  } else if (r.num_params() != num_params_) {
+    RINGSIDE_RETURN_IF_ERROR(Layout(r));
+  } else if (r.num_params() != num_params_ ||
+             !std::equal(r.tensor_sizes().begin(), r.tensor_sizes().end(), tensor_sizes_.begin(),
+                         tensor_sizes_.end())) {
     absl::FPrintF(stderr,
-                  "ps: shard %d: refused a registration: worker %d's model has %d parameters, "
-                  "worker(s) before it registered %d\n",
-                  options_.shard, r.worker_id(), r.num_params(), num_params_);
+                  "ps: shard %d: refused a registration: worker %d's model has %d parameters in %d tensors, "
+                  "worker(s) before it registered %d in %d\n",
+                  options_.shard, r.worker_id(), r.num_params(), r.tensor_sizes_size(), num_params_,
+                  tensor_sizes_.size());
     return absl::FailedPreconditionError(kConfigMismatch);
   }
   const int w = r.worker_id();
@@ -153,10 +158,25 @@ absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse*
   return absl::OkStatus();
 }
 
-absl::Status Shard::Layout(int64_t num_params) {
+absl::Status Shard::Layout(const ps::RegisterRequest& r) {
+  const int64_t num_params = r.num_params();
   RINGSIDE_RETURN_IF_ERROR(ValidateSharding(num_params, options_.num_shards));
+  RINGSIDE_ASSIGN_OR_RETURN(const PsPlacement placement, ParsePsPlacement(options_.config.ps_placement()));
+  const std::vector<int64_t> tensors(r.tensor_sizes().begin(), r.tensor_sizes().end());
+  if (placement == PsPlacement::kBalanced && tensors.empty()) {
+    slice_ = ShardSlice(num_params, options_.shard, options_.num_shards);
+  } else {
+    if (std::accumulate(tensors.begin(), tensors.end(), int64_t{0}) != num_params) {
+      return absl::InvalidArgumentError(absl::StrCat("the registration's tensors do not add up to its ",
+                                                     num_params, " parameters"));
+    }
+    RINGSIDE_ASSIGN_OR_RETURN(const PsPartition partition,
+                              PsPartition::Create(tensors, options_.num_shards, placement));
+    const PsRange mine = partition.shard(options_.shard);
+    slice_ = Slice{mine.offset, mine.size};
+  }
   num_params_ = num_params;
-  slice_ = ShardSlice(num_params_, options_.shard, options_.num_shards);
+  tensor_sizes_ = tensors;
   params_.assign(slice_.size, 0.0f);
   const int64_t k = NumChunks(slice_.size, chunk_floats_);
   for (int64_t i = 0; i < k; ++i) {

@@ -237,8 +237,9 @@ class Shard {
   absl::Duration IdleLimit() const { return options_.timeout * 3 / 2; }
   // Elastic PS. Whether this shard goes on without lost workers.
   bool elastic() const { return options_.config.ps_min_workers() > 0; }
-  // The first registration: sizes the slice and makes its chunks.
-  absl::Status Layout(int64_t num_params) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The first registration: sizes the slice (by the job's placement of the model's
+  // tensors, common/ps_placement.h) and makes its chunks.
+  absl::Status Layout(const ps::RegisterRequest& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // CheckChunk with mu_ held.
   absl::StatusOr<int64_t> CheckChunkLocked(const ChunkHeader& header, size_t payload_bytes,
                                            int expected_worker) const
@@ -304,6 +305,7 @@ class Shard {
   mutable absl::Mutex mu_;
   // Layout, fixed by the first registration.
   int64_t num_params_ ABSL_GUARDED_BY(mu_) = -1;
+  std::vector<int64_t> tensor_sizes_ ABSL_GUARDED_BY(mu_);  // As the first worker sent them.
   Slice slice_ ABSL_GUARDED_BY(mu_);
   Membership members_ ABSL_GUARDED_BY(mu_);
   BarrierTable barriers_ ABSL_GUARDED_BY(mu_);

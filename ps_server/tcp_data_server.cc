@@ -345,37 +345,54 @@ TcpDataServer::TcpDataServer(Shard* shard, TcpListener listener, int port, std::
 void TcpDataServer::AcceptLoop() {
   while (!stopping_.load()) {
     absl::StatusOr<ScopedFd> fd = AcceptTcp(listener_.fd.get(), absl::Now() + kIdlePoll);
-    if (!fd.ok()) continue;  // No connection yet (or one that went before it was taken).
     absl::MutexLock l(&mu_);
+    ReapEnded();
+    if (!fd.ok()) continue;  // No connection yet (or one that went before it was taken).
     if (stopping_.load()) break;
     const int raw = fd->release();
-    fds_.push_back(raw);
-    threads_.emplace_back([this, raw] {
+    auto served = std::make_unique<Served>();
+    Served* const entry = served.get();
+    entry->fd = raw;
+    entry->thread = std::thread([this, raw, entry] {
       ScopedFd owned(raw);
       Connection(shard_, raw, token_, &stopping_).Run();
       shutdown(raw, SHUT_RDWR);
       // The descriptor stays open (owned) until the thread ends; the stop path only
       // shuts sockets down, so it never touches a closed or reused descriptor.
       absl::MutexLock l(&mu_);
-      for (int& f : fds_) {
-        if (f == raw) f = -1;
-      }
+      entry->fd = -1;
+      entry->done = true;
     });
+    served_.push_back(std::move(served));
+  }
+}
+
+void TcpDataServer::ReapEnded() {
+  for (auto it = served_.begin(); it != served_.end();) {
+    if (!(*it)->done) {
+      ++it;
+      continue;
+    }
+    // Done: the thread is past its last use of mu_'s state and ends at once.
+    (*it)->thread.join();
+    it = served_.erase(it);
   }
 }
 
 TcpDataServer::~TcpDataServer() {
   stopping_.store(true);
+  // Wakes the acceptor's poll now rather than at its next idle tick.
+  shutdown(listener_.fd.get(), SHUT_RDWR);
   if (acceptor_.joinable()) acceptor_.join();
-  std::vector<std::thread> threads;
+  std::list<std::unique_ptr<Served>> served;
   {
     absl::MutexLock l(&mu_);
-    for (int fd : fds_) {
-      if (fd >= 0) shutdown(fd, SHUT_RDWR);
+    for (const auto& s : served_) {
+      if (s->fd >= 0) shutdown(s->fd, SHUT_RDWR);
     }
-    threads.swap(threads_);
+    served.swap(served_);
   }
-  for (std::thread& t : threads) t.join();
+  for (const auto& s : served) s->thread.join();
 }
 
 }  // namespace ringside

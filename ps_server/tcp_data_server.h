@@ -5,6 +5,7 @@
 #define RINGSIDE_PS_SERVER_TCP_DATA_SERVER_H_
 
 #include <atomic>
+#include <list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -26,8 +27,8 @@ class TcpDataServer {
   static absl::StatusOr<std::unique_ptr<TcpDataServer>> Start(Shard* shard,
                                                                const std::string& host,
                                                                std::string token);
-  // Stops: closes the listener and shuts every connection down (a worker blocked on
-  // this shard sees it closed at once), then joins the threads.
+  // Stops: shuts the listener and every connection down (a worker blocked on this
+  // shard sees it closed at once; the acceptor wakes at once), then joins the threads.
   ~TcpDataServer();
 
   TcpDataServer(const TcpDataServer&) = delete;
@@ -39,8 +40,19 @@ class TcpDataServer {
   class Connection;
 
   TcpDataServer(Shard* shard, TcpListener listener, int port, std::string token);
-  // Accepts connections until stopped; each gets a thread.
+  // One connection's thread and socket (-1 once its thread is done with it).
+  struct Served {
+    std::thread thread;
+    int fd = -1;
+    bool done = false;
+  };
+
+  // Accepts connections until stopped; each gets a thread. Joins the threads of the
+  // connections that ended as it goes, so a long job whose workers reconnect (elastic
+  // PS) keeps only its live connections' threads.
   void AcceptLoop();
+  // Joins and forgets the threads whose connections ended.
+  void ReapEnded() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Shard* const shard_;
   const TcpListener listener_;
@@ -49,9 +61,8 @@ class TcpDataServer {
   std::atomic<bool> stopping_{false};
   std::thread acceptor_;
   absl::Mutex mu_;
-  // Every connection's socket (to shut down on stop) and thread.
-  std::vector<int> fds_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  // Every live (or not yet reaped) connection: its socket, to shut down on stop.
+  std::list<std::unique_ptr<Served>> served_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ringside

@@ -61,6 +61,19 @@ int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
 absl::StatusOr<std::unique_ptr<PsStrategy>> PsStrategy::Create(
     std::vector<std::unique_ptr<ShardClient>> clients, Model* model, Ops* ops,
     const PsStrategyOptions& options) {
+  std::vector<int64_t> tensors;
+  for (const ParamRange& t : model->TensorRanges()) tensors.push_back(t.size);
+  RINGSIDE_ASSIGN_OR_RETURN(PsPartition partition,
+                            PsPartition::Create(tensors, static_cast<int>(clients.size()), options.placement));
+  for (size_t s = 0; s < clients.size(); ++s) {
+    const PsRange want = partition.shard(static_cast<int>(s));
+    if (clients[s]->layout().offset() != want.offset || clients[s]->layout().size() != want.size) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shard ", clients[s]->layout().shard(), " holds parameters [", clients[s]->layout().offset(), ", ",
+          clients[s]->layout().offset() + clients[s]->layout().size(), ") where --ps_placement=",
+          PsPlacementName(options.placement), " puts [", want.offset, ", ", want.offset + want.size, ")"));
+    }
+  }
   int64_t covered = 0;
   for (const auto& c : clients) {
     if (c->layout().offset() != covered) {
@@ -76,7 +89,7 @@ absl::StatusOr<std::unique_ptr<PsStrategy>> PsStrategy::Create(
                                                       model->num_params()));
   }
   std::unique_ptr<PsStrategy> strategy(
-      new PsStrategy(std::move(clients), model, ops, options));
+      new PsStrategy(std::move(clients), model, ops, options, std::move(partition)));
   if (strategy->staging_) {
     RINGSIDE_ASSIGN_OR_RETURN(strategy->host_grads_,
                               HostArray<float>::Create(ops, model->num_params()));
@@ -87,12 +100,13 @@ absl::StatusOr<std::unique_ptr<PsStrategy>> PsStrategy::Create(
 }
 
 PsStrategy::PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model* model,
-                       Ops* ops, const PsStrategyOptions& options)
+                       Ops* ops, const PsStrategyOptions& options, PsPartition partition)
     : clients_(std::move(clients)),
       model_(model),
       ops_(ops),
       options_(options),
-      staging_(options.stage_through_host || ops->kind() != DeviceKind::kCpu) {
+      staging_(options.stage_through_host || ops->kind() != DeviceKind::kCpu || !partition.identity()),
+      partition_(std::move(partition)) {
   for (const auto& c : clients_) {
     slices_.push_back(Slice{c->layout().offset(), c->layout().size()});
     senders_.push_back(std::make_unique<TaskThread>());
@@ -146,10 +160,28 @@ bool PsStrategy::WaitStaged(int s, int64_t k) {
 
 void PsStrategy::CopyChunkToDevice(int s, int64_t k) {
   const Slice c = ChunkOf(slices_[s].size, clients_[s]->layout().chunk_floats(), k);
-  const int64_t at = slices_[s].offset + c.offset;
-  ops_->CopyToDeviceAsync(model_->params() + at, host_params_.data() + at,
-                          static_cast<size_t>(c.size) * sizeof(float));
+  // The chunk's pieces (one where the PS order is the model's) to their model offsets.
+  partition_.ForEachModelPart(PsRange{slices_[s].offset + c.offset, c.size}, [this](const PsPiece& part) {
+    ops_->CopyToDeviceAsync(model_->params() + part.model_offset, host_params_.data() + part.ps_offset,
+                            static_cast<size_t>(part.size) * sizeof(float));
+  });
   on_device_[s][k] = true;
+}
+
+absl::Status PsStrategy::CopyToPsOrder(const float* source, float* ps) {
+  for (const PsPiece& p : partition_.pieces()) {
+    RINGSIDE_RETURN_IF_ERROR(ops_->CopyToHost(ps + p.ps_offset, source + p.model_offset,
+                                              static_cast<size_t>(p.size) * sizeof(float)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsStrategy::CopyFromPsOrder(const float* ps, float* target) {
+  for (const PsPiece& p : partition_.pieces()) {
+    RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(target + p.model_offset, ps + p.ps_offset,
+                                                static_cast<size_t>(p.size) * sizeof(float)));
+  }
+  return absl::OkStatus();
 }
 
 int64_t PsStrategy::CopyArrivedToDevice() {
@@ -328,8 +360,10 @@ void PsStrategy::OnGradientReady(const ParamRange& range) {
   if (staging_) {
     // After StartPushPull: its Settle() waited for the senders still pushing the
     // previous step's gradients from host_grads_.
-    ops_->CopyToHostAsync(host_grads_.data() + range.offset, model_->grads() + range.offset,
-                          static_cast<size_t>(range.size) * sizeof(float));
+    partition_.ForEachPsPart(PsRange{range.offset, range.size}, [this](const PsPiece& part) {
+      ops_->CopyToHostAsync(host_grads_.data() + part.ps_offset, model_->grads() + part.model_offset,
+                            static_cast<size_t>(part.size) * sizeof(float));
+    });
     absl::StatusOr<std::unique_ptr<OpsEvent>> recorded = ops_->RecordEvent();
     if (recorded.ok()) {
       event = std::move(*recorded);
@@ -362,14 +396,27 @@ std::vector<int64_t> PsStrategy::ChunkStarts() const {
   for (size_t s = 0; s < clients_.size(); ++s) {
     const int64_t cf = clients_[s]->layout().chunk_floats();
     for (int64_t k = 0; k < clients_[s]->num_chunks(); ++k) {
-      starts.push_back(slices_[s].offset + ChunkOf(slices_[s].size, cf, k).offset);
+      // The chunk's first float, at its model offset.
+      partition_.ForEachModelPart(PsRange{slices_[s].offset + ChunkOf(slices_[s].size, cf, k).offset, 1},
+                                  [&starts](const PsPiece& part) { starts.push_back(part.model_offset); });
     }
   }
+  for (const PsPiece& p : partition_.pieces()) starts.push_back(p.model_offset);
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
   return starts;
 }
 
 void PsStrategy::ForEachChunkIn(
     const ParamRange& range, absl::FunctionRef<bool(int, int64_t, int64_t, int64_t)> fn) const {
+  bool going = true;
+  partition_.ForEachPsPart(PsRange{range.offset, range.size}, [&](const PsPiece& part) {
+    if (going) going = ForEachChunkInPs(PsRange{part.ps_offset, part.size}, fn);
+  });
+}
+
+bool PsStrategy::ForEachChunkInPs(const PsRange& range,
+                                  absl::FunctionRef<bool(int, int64_t, int64_t, int64_t)> fn) const {
   const int64_t end = range.offset + range.size;
   for (size_t s = 0; s < slices_.size(); ++s) {
     const int64_t lo = std::max(range.offset, slices_[s].offset);
@@ -384,10 +431,11 @@ void PsStrategy::ForEachChunkIn(
       if (base + c.offset >= hi) break;
       if (!fn(static_cast<int>(s), k, std::max(lo, base + c.offset),
               std::min(hi, base + c.offset + c.size))) {
-        return;
+        return false;
       }
     }
   }
+  return true;
 }
 
 void PsStrategy::CountDown(const ParamRange& range, std::vector<std::vector<int64_t>>* counts) {
@@ -497,11 +545,14 @@ absl::StatusOr<EvalResult> PsStrategy::ReduceEval(const EvalResult& local) {
 absl::StatusOr<std::vector<float>> PsStrategy::SaveOptimizerState() {
   RINGSIDE_RETURN_IF_ERROR(Settle());
   if (!options_.has_momentum) return std::vector<float>();
-  std::vector<float> state(model_->num_params());
+  // Pulled in the PS order, returned in the model's.
+  std::vector<float> ps_state(model_->num_params());
   for (size_t s = 0; s < clients_.size(); ++s) {
     RINGSIDE_RETURN_IF_ERROR(
-        clients_[s]->Pull(step_, ps::OPTIMIZER_STATE, state.data() + slices_[s].offset));
+        clients_[s]->Pull(step_, ps::OPTIMIZER_STATE, ps_state.data() + slices_[s].offset));
   }
+  std::vector<float> state(model_->num_params());
+  partition_.Scatter(ps_state.data(), state.data());
   return state;
 }
 
@@ -523,7 +574,6 @@ absl::Status PsStrategy::Start(int64_t step) {
   step_ = step;
   // Staging: through the parameter mirror, with blocking copies (nothing is in flight).
   float* params = staging_ ? host_params_.data() : model_->params();
-  const size_t bytes = static_cast<size_t>(model_->num_params()) * sizeof(float);
   // Elastic PS: registered again after being lost. Rejoin at the newest step of the
   // shards' parameters; a shard that moved past it answers OUT_OF_RANGE (changing
   // nothing there), and every shard is asked again for the next step (a shard that
@@ -547,19 +597,24 @@ absl::Status PsStrategy::Start(int64_t step) {
       if (!absl::IsOutOfRange(s) || attempt + 1 >= kRejoinAttempts) return s;
       ++at;
     }
-    if (staging_) RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(model_->params(), params, bytes));
+    if (staging_) RINGSIDE_RETURN_IF_ERROR(CopyFromPsOrder(params, model_->params()));
     step_ = at;
     joined_step_ = at;
     absl::FPrintF(stderr, "ps: worker %d rejoined the job at step %d\n", options_.worker_id, at);
     return absl::OkStatus();
   }
   if (options_.worker_id == 0) {
-    if (staging_) RINGSIDE_RETURN_IF_ERROR(ops_->CopyToHost(params, model_->params(), bytes));
+    if (staging_) RINGSIDE_RETURN_IF_ERROR(CopyToPsOrder(model_->params(), params));
+    // The restored momentum, in the PS order.
+    std::vector<float> state;
+    if (!restored_state_.empty()) {
+      state.resize(restored_state_.size());
+      partition_.Gather(restored_state_.data(), state.data());
+    }
     // Optimizer state first: the parameters' arrival releases the other workers.
     for (size_t s = 0; s < clients_.size(); ++s) {
-      if (!restored_state_.empty()) {
-        RINGSIDE_RETURN_IF_ERROR(clients_[s]->Push(step, ps::OPTIMIZER_STATE,
-                                                   restored_state_.data() + slices_[s].offset));
+      if (!state.empty()) {
+        RINGSIDE_RETURN_IF_ERROR(clients_[s]->Push(step, ps::OPTIMIZER_STATE, state.data() + slices_[s].offset));
       }
       RINGSIDE_RETURN_IF_ERROR(clients_[s]->Push(step, ps::PARAMS, params + slices_[s].offset));
     }
@@ -567,7 +622,7 @@ absl::Status PsStrategy::Start(int64_t step) {
   for (size_t s = 0; s < clients_.size(); ++s) {
     RINGSIDE_RETURN_IF_ERROR(clients_[s]->Pull(step, ps::PARAMS, params + slices_[s].offset));
   }
-  if (staging_) RINGSIDE_RETURN_IF_ERROR(ops_->CopyToDevice(model_->params(), params, bytes));
+  if (staging_) RINGSIDE_RETURN_IF_ERROR(CopyFromPsOrder(params, model_->params()));
   return absl::OkStatus();
 }
 

@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "common/model.h"
 #include "common/ops.h"
+#include "common/ps_placement.h"
 #include "common/task_thread.h"
 #include "common/trainer.h"
 #include "ps_worker/shard_client.h"
@@ -40,6 +41,12 @@ struct PsStrategyOptions {
   // Stage the push-pulls through host mirrors even on the CPU backend (always on
   // another backend): tests run the GPU path's logic on the CPU with it.
   bool stage_through_host = false;
+  // Where the shards hold the model's tensors (RunConfig.ps_placement): with a
+  // whole-tensor placement the shards' slices are of the PS order
+  // (common/ps_placement.h), and the strategy stages through the host mirrors, which
+  // then hold the PS order: each announced gradient range is copied to its PS
+  // positions, each chunk that comes back to its model positions.
+  PsPlacement placement = PsPlacement::kBalanced;
 };
 
 // Not thread-safe (the training thread calls it); owns its sender threads (one
@@ -48,9 +55,11 @@ struct PsStrategyOptions {
 class PsStrategy final : public StepStrategy {
  public:
   // `clients`: one registered client per shard, in shard order, covering the model's
-  // parameters exactly. `model` and `ops` (the model's backend) are borrowed and must
-  // outlive the strategy. Staging (ops->kind() != kCpu, or
-  // options.stage_through_host) allocates two host mirrors of num_params floats each.
+  // parameters exactly, each holding the slice options.placement gives it of the
+  // model's tensors (FailedPrecondition naming the shard otherwise). `model` and `ops`
+  // (the model's backend) are borrowed and must outlive the strategy. Staging
+  // (ops->kind() != kCpu, options.stage_through_host, or a placement whose PS order is
+  // not the model's) allocates two host mirrors of num_params floats each.
   static absl::StatusOr<std::unique_ptr<PsStrategy>> Create(
       std::vector<std::unique_ptr<ShardClient>> clients, Model* model, Ops* ops,
       const PsStrategyOptions& options);
@@ -115,7 +124,7 @@ class PsStrategy final : public StepStrategy {
 
  private:
   PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model* model, Ops* ops,
-             const PsStrategyOptions& options);
+             const PsStrategyOptions& options, PsPartition partition);
   void StartPushPull();
   // Staging. The sender's readiness test for chunk k of shard s (also the reader's
   // before it overwrites the chunk's parameter mirror): its gradients were all
@@ -131,12 +140,20 @@ class PsStrategy final : public StepStrategy {
   void OnGradientReady(const ParamRange& range);
   void OnParamsFree(const ParamRange& range);
   absl::Status OnParamsNeeded(const ParamRange& range);
-  // Every chunk's start, flat offsets.
+  // Every chunk's start and every piece's (partition_), model offsets, ascending.
   std::vector<int64_t> ChunkStarts() const;
-  // Calls fn(s, k, lo, hi) for each chunk k of shard s that overlaps `range` ([lo, hi)
-  // the overlap, flat offsets), in ascending order, until fn returns false.
+  // Calls fn(s, k, lo, hi) for each chunk k of shard s that overlaps `range` (model
+  // offsets; [lo, hi) the overlap, PS offsets), the range's pieces in model order and
+  // each piece's chunks in ascending order, until fn returns false.
   void ForEachChunkIn(const ParamRange& range,
                       absl::FunctionRef<bool(int, int64_t, int64_t, int64_t)> fn) const;
+  // The same over `ps_range` (PS offsets); false once fn returned false.
+  bool ForEachChunkInPs(const PsRange& ps_range,
+                        absl::FunctionRef<bool(int, int64_t, int64_t, int64_t)> fn) const;
+  // Staging, blocking: the whole model's `source` (device) into `ps` (host, PS order),
+  // and back.
+  absl::Status CopyToPsOrder(const float* source, float* ps);
+  absl::Status CopyFromPsOrder(const float* ps, float* target);
   // Subtracts from (*counts)[s][k] the floats of `range` in chunk k of shard s.
   void CountDown(const ParamRange& range, std::vector<std::vector<int64_t>>* counts)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -167,8 +184,9 @@ class PsStrategy final : public StepStrategy {
   int64_t step_ = 0;          // The step being trained.
   int64_t barriers_ = 0;      // Names successive barriers.
   int64_t joined_step_ = -1;  // Elastic PS: the step rejoined at (Start), or -1.
-  std::vector<float> restored_state_;
-  std::vector<Slice> slices_;  // Per shard.
+  std::vector<float> restored_state_;  // Model order.
+  const PsPartition partition_;        // Where the shards hold the tensors.
+  std::vector<Slice> slices_;          // Per shard, PS offsets.
 
   absl::Mutex mu_;
   // remaining_[s][k]: gradient floats of chunk k of shard s not yet announced.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/common.h"
+#include "common/ps_placement.h"
 #include "common/socket_io.h"
 #include "ps_server/server_role.h"
 
@@ -24,6 +25,7 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> RegisterWithShards(
   }
   RINGSIDE_RETURN_IF_ERROR(ValidateSharding(model.num_params(), num_shards));
   ps::RegisterRequest request;
+  for (const ParamRange& t : model.TensorRanges()) request.add_tensor_sizes(t.size);
   request.set_worker_id(worker_id);
   request.set_num_workers(config.world_size());
   *request.mutable_config() = config;
@@ -98,17 +100,25 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
   // the staleness bound speaks of: FinishStep waits for it, so a step starts only once
   // the worker may run it.
   sopts.params_arrive_late = sync.mode == SyncMode::kBsp;
+  RINGSIDE_ASSIGN_OR_RETURN(sopts.placement, ParsePsPlacement(config.ps_placement()));
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<PsStrategy> strategy,
                             PsStrategy::Create(std::move(*clients), replica.model.get(),
                                                replica.ops.get(), sopts));
   if (o.worker_id == 0) {
+    // Each shard's share of the parameters: what its link carries of every step.
+    std::string shares;
+    for (const auto& c : strategy->clients()) {
+      absl::StrAppend(&shares, shares.empty() ? "" : " / ",
+                      absl::StrFormat("%.0f%%", 100.0 * c->layout().size() / replica.model->num_params()));
+    }
     absl::FPrintF(stderr,
                   "ps: %d workers, %d shard(s)%s, %s, model %s (%d parameters, %.1f MB) in "
-                  "%d-KiB chunks\n",
+                  "%d-KiB chunks, placement %s (shards hold %s)\n",
                   config.world_size(), num_shards, config.ps_colocated() ? " in worker 0" : "",
                   SyncPolicyText(sync),
                   config.model(), replica.model->num_params(),
-                  replica.model->num_params() * 4 / 1e6, config.ps_chunk_bytes() / 1024);
+                  replica.model->num_params() * 4 / 1e6, config.ps_chunk_bytes() / 1024,
+                  PsPlacementName(sopts.placement), shares);
   }
 
   // The strategy's lifecycle: start parameters from the shards, training, goodbye.

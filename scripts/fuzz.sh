@@ -24,7 +24,7 @@ timeout_s=10
 rss_mb=2048
 dir=/tmp/ringside-fuzz
 jobs=$(nproc)
-targets=(idx checkpoint wire_chunk spec)
+targets=(idx checkpoint wire_chunk ps_tcp spec)
 bazel_flags=()
 for arg in "$@"; do
   case "$arg" in

@@ -303,6 +303,19 @@ class PsServiceTest : public ::testing::Test {
     if (timings != nullptr) *timings = t;
   }
 
+  // After hostile input: the shard is healthy, and the workers initialise, pull and
+  // step 0 (lr 0.5) as if nothing had happened.
+  void ExpectTheJobGoesOn(std::vector<std::unique_ptr<ShardClient>>& clients) {
+    EXPECT_TRUE(server_->shard()->health().ok());
+    std::vector<std::vector<float>> params;
+    InitialiseAndPull(clients, &params);
+    const std::vector<float> p0 = InitialParams();
+    std::vector<double> want(p0.begin(), p0.end());
+    std::vector<double> buf(kNumParams, 0.0);
+    SgdStep(Hyper(0.5f), {0, 1}, 0, 1.0, &want, &buf);
+    StepAndCheck(clients, 0, &params, want);
+  }
+
   // Every worker says goodbye; the server's Wait returns OK.
   void ShutdownAll(std::vector<std::unique_ptr<ShardClient>>& clients) {
     auto done = std::async(std::launch::async, [&] { return server_->Wait(); });
@@ -714,15 +727,7 @@ TEST_F(PsServiceTest, MessageOverTheReceiveCapIsRefused) {
   // One message larger than the server accepts (64 MiB + 4 KiB).
   grpc::Status s = rogue.Push({MakeChunk(1, 0, ps::GRADIENTS, 0, kMaxPsMessageBytes + 1)});
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
-  // The job goes on.
-  EXPECT_TRUE(server_->shard()->health().ok());
-  std::vector<std::vector<float>> params;
-  InitialiseAndPull(clients, &params);
-  const std::vector<float> p0 = InitialParams();
-  std::vector<double> want(p0.begin(), p0.end());
-  std::vector<double> buf(kNumParams, 0.0);
-  SgdStep(Hyper(0.5f), {0, 1}, 0, 1.0, &want, &buf);
-  StepAndCheck(clients, 0, &params, want);
+  ExpectTheJobGoesOn(clients);
 }
 
 // A raw connection to the shard's TCP data plane that says `hello` (then no token) and
@@ -775,15 +780,7 @@ TEST_F(PsServiceTest, TcpDataPlaneRefusesStrangersAndMalformedFrames) {
   EXPECT_TRUE(absl::IsInvalidArgument(
       ReadFrameHeader(fd.get(), absl::Now() + kPrompt, "shard").status()));
   fd.Reset();
-  // The job goes on.
-  EXPECT_TRUE(server_->shard()->health().ok());
-  std::vector<std::vector<float>> params;
-  InitialiseAndPull(clients, &params);
-  const std::vector<float> p0 = InitialParams();
-  std::vector<double> want(p0.begin(), p0.end());
-  std::vector<double> buf(kNumParams, 0.0);
-  SgdStep(Hyper(0.5f), {0, 1}, 0, 1.0, &want, &buf);
-  StepAndCheck(clients, 0, &params, want);
+  ExpectTheJobGoesOn(clients);
 }
 
 TEST_F(PsServiceTest, BrokenStreamAbortsTheJobNamingTheWorker) {

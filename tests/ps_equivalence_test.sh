@@ -5,7 +5,9 @@
 # and S in {1,2,3} (3 does not divide the parameter count), for S=7 (more shards than
 # layers: slices cut through tensors), for small stream chunks and for colocated shards
 # (inside worker 0); over the TCP data plane bit for bit as over gRPC at 1, 2 and 4
-# workers; and agrees with DDP. Every shard's per-step metrics count
+# workers; under the whole-tensor placements (round-robin, greedy) within 1e-6 of
+# balanced, a round-robin run stopped and resumed bit for bit as the straight one, too
+# many shards for the tensors refused in one line; and agrees with DDP. Every shard's per-step metrics count
 # N * model bytes / S in and out (the master bottleneck is measured). A PS run stopped
 # after 10 steps and resumed to 20 ends bit for bit where the straight run does.
 set -uo pipefail
@@ -109,6 +111,48 @@ for N in 1 2 4; do
     || fail "--ps_transport=tcp with $N worker(s): the parameters or momentum differ from gRPC's"
   shard_bytes "ps${N}x2tcp" "$N" 2
 done
+
+# Placement (--ps_placement; issue 35): whole tensors dealt to the shards change where
+# each float is summed and stepped, not how: the checkpoints are the balanced runs'
+# within 1e-6 (not bit for bit: a float that falls in a vector kernel's tail on one
+# shard and in its body on another may round differently in the last bit). Round-robin
+# over 2 shards puts the 784x48 weight and two more on shard 0 (39024 of 39106 floats);
+# greedy over 3, largest first, gives 96% / 3% / 1%. A run stopped after 10 steps and
+# resumed to 20 under round-robin (its momentum saved and restored through the PS
+# order) ends bit for bit where the straight run does.
+if ps ps4x2rr 4 2 --ps_placement=tensor_round_robin; then
+  $PY "$COMPARE" 1e-6 "$T/ps4x2/checkpoint.bin" "$T/ps4x2rr/checkpoint.bin" \
+    || fail "tensor_round_robin: the checkpoint differs from the balanced run's by more than 1e-6"
+  grep -q 'placement tensor_round_robin (shards hold 100% / 0%)' "$T/ps4x2rr.log" \
+    || fail "tensor_round_robin: worker 0 did not report the shards' shares"
+fi
+if ps ps4x3greedy 4 3 --ps_placement=tensor_greedy; then
+  $PY "$COMPARE" 1e-6 "$T/ps4x3/checkpoint.bin" "$T/ps4x3greedy/checkpoint.bin" \
+    || fail "tensor_greedy: the checkpoint differs from the balanced run's by more than 1e-6"
+  grep -q 'placement tensor_greedy (shards hold 96% / 3% / 1%)' "$T/ps4x3greedy.log" \
+    || fail "tensor_greedy: worker 0 did not report the shards' shares"
+fi
+rr=(train --strategy=ps --workers=4 --ps_shards=2 --batch=$B --timeout_s=30 --ps_placement=tensor_round_robin)
+if timeout 120 "$RINGSIDE" "${rr[@]}" "${DEVICE_ARGS[@]}" "${common[@]/--steps=20/--steps=10}" \
+    --out="$T/rr_half" >"$T/rr_half1.log" 2>&1; then
+  if timeout 120 "$RINGSIDE" "${rr[@]}" "${DEVICE_ARGS[@]}" "${common[@]}" --resume --out="$T/rr_half" \
+      >"$T/rr_half2.log" 2>&1; then
+    cmp -s "$T/rr_half/checkpoint.bin" "$T/ps4x2rr/checkpoint.bin" \
+      || fail "tensor_round_robin resumed: the checkpoint differs from the straight run's"
+  else
+    fail "tensor_round_robin resumed half exited $?"; tail -3 "$T/rr_half2.log"
+  fi
+else
+  fail "tensor_round_robin first half exited $?"; tail -3 "$T/rr_half1.log"
+fi
+# More shards than tensors: refused in one line before any process starts.
+timeout 60 "$RINGSIDE" train --strategy=ps --workers=2 --ps_shards=7 --batch=$B --timeout_s=10 \
+  --ps_placement=tensor_round_robin "${common[@]}" --out="$T/rr7" >"$T/rr7.log" 2>&1
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -lt 124 ] || fail "7 shards for 6 tensors: exit status $rc"
+[ "$(wc -l <"$T/rr7.log")" -eq 1 ] && grep -q "^ringside: error: .*deals 6 whole tensors: 7 shards would leave one without a tensor" "$T/rr7.log" \
+  || { fail "7 shards for 6 tensors: not one error line"; cat "$T/rr7.log"; }
+[ ! -e "$T/rr7" ] || fail "7 shards for 6 tensors: $T/rr7 was created"
 
 # Resume: 2 workers, 2 shards, stopped after 10 steps and resumed to 20, end with the
 # checkpoint of the straight 20-step run, byte for byte.

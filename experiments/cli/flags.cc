@@ -14,6 +14,7 @@
 #include "common/dataset.h"
 #include "common/job_env.h"
 #include "common/ops_factory.h"
+#include "common/ps_placement.h"
 #include "common/rpc_security.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
@@ -187,6 +188,12 @@ ABSL_FLAG(std::string, ps_transport, ringside::kPsTransportGrpc,
           "tcp (frames over one TCP connection per worker and shard; gRPC keeps the "
           "control plane; no TLS)");
 
+ABSL_FLAG(std::string, ps_placement, ringside::kPsPlacementBalanced,
+          "ps: where the tensors live: balanced (byte-balanced slices of the flat "
+          "parameters), tensor_round_robin (whole tensors dealt to the shards in turn, as "
+          "TensorFlow places variables) or tensor_greedy (whole tensors, largest first, onto "
+          "the least-loaded shard)");
+
 // Elastic PS (issue 23).
 ABSL_FLAG(int32_t, ps_min_workers, 0,
           "ps, bsp: go on without a lost or hung worker while at least this many workers "
@@ -234,6 +241,7 @@ JobFlags ReadJobFlags() {
   f.ps_min_workers = absl::GetFlag(FLAGS_ps_min_workers);
   f.ps_sync = absl::GetFlag(FLAGS_ps_sync);
   f.ps_transport = absl::GetFlag(FLAGS_ps_transport);
+  f.ps_placement = absl::GetFlag(FLAGS_ps_placement);
   f.ps_colocated = absl::GetFlag(FLAGS_ps_colocated);
   f.shard = absl::GetFlag(FLAGS_shard);
   f.worker_id = absl::GetFlag(FLAGS_worker_id);

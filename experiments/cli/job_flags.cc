@@ -1,6 +1,7 @@
 #include "experiments/cli/job_flags.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/dataset.h"
+#include "common/model.h"
 #include "common/ops_factory.h"
+#include "common/ps_placement.h"
 #include "common/rpc_security.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
@@ -70,6 +73,8 @@ RunConfig BaseConfig(const JobFlags& f, JobStrategy strategy) {
     if (!f.ps_transport.empty() && f.ps_transport != kPsTransportGrpc) {
       c.set_ps_transport(f.ps_transport);
     }
+    // Likewise unset for the default placement.
+    if (!f.ps_placement.empty() && f.ps_placement != kPsPlacementBalanced) c.set_ps_placement(f.ps_placement);
   }
   c.set_bugs(CanonicalBugs(f.bug));
   // Numerical safety (issue 23); ValidateRunConfig checks the value. The default is
@@ -111,6 +116,20 @@ absl::Status CheckIndexFlag(const char* name, int value, const char* limit_name,
 
 // Every PS process's checks, before anything is started or loaded: the layout, the
 // sync mode, the chunk size, the configuration, the device, the timeout.
+// A whole-tensor placement needs a tensor for every shard: checked before any process
+// starts, on the model built for Fashion-MNIST's shape (the tensors' count does not
+// depend on the input's shape; where the model does not build so, the shards check).
+absl::Status CheckPlacementFits(const RunConfig& config) {
+  RINGSIDE_ASSIGN_OR_RETURN(const PsPlacement placement, ParsePsPlacement(config.ps_placement()));
+  if (placement == PsPlacement::kBalanced) return absl::OkStatus();
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops, NewOps("cpu", 0, 0));
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Create(config.model(), Shape{1, 28, 28}, 10, ops.get());
+  if (!model.ok()) return absl::OkStatus();
+  std::vector<int64_t> tensors;
+  for (const ParamRange& t : (*model)->TensorRanges()) tensors.push_back(t.size);
+  return PsPartition::Create(tensors, config.ps_shards(), placement).status();
+}
+
 absl::Status SetPsJob(const JobFlags& f, JobSpec* job) {
   if (f.workers < 1) return absl::InvalidArgumentError(absl::StrFormat("--workers must be >= 1, got %d", f.workers));
   if (f.ps_shards < 1) return absl::InvalidArgumentError(absl::StrFormat("--ps_shards must be >= 1, got %d", f.ps_shards));
@@ -129,6 +148,7 @@ absl::Status SetPsJob(const JobFlags& f, JobSpec* job) {
         "--ps_transport=grpc");
   }
   RINGSIDE_RETURN_IF_ERROR(CheckDeviceBuiltFor(job->run.config));
+  RINGSIDE_RETURN_IF_ERROR(CheckPlacementFits(job->run.config));
   return SetTimeout(f, job);
 }
 
@@ -208,6 +228,9 @@ absl::Status SetTrainJob(const JobFlags& f, JobSpec* job) {
   }
   if (!f.ps_transport.empty() && f.ps_transport != kPsTransportGrpc) {
     return absl::InvalidArgumentError("--ps_transport needs --strategy=ps");
+  }
+  if (!f.ps_placement.empty() && f.ps_placement != kPsPlacementBalanced) {
+    return absl::InvalidArgumentError("--ps_placement needs --strategy=ps");
   }
   if (job->strategy != JobStrategy::kDp && f.dp_interpreter_lock) {
     return absl::InvalidArgumentError("--dp_interpreter_lock needs --strategy=dp");

@@ -15,6 +15,8 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/ps_placement.h"
+#include "common/run_config.h"
 #include "common/status_macros.h"
 #include "experiments/cli/flags.h"
 #include "experiments/cli/verbs.h"
@@ -33,6 +35,7 @@ struct SimulateFlags {
   double model_mb = 0, step_ms = 0, bucket_mb = 0;
   absl::Duration link_latency;
   bool colocated = false, wire_only = false;
+  std::string ps_transport, ps_placement;
 };
 
 SimulateFlags ReadSimulateFlags(const CommandArgs& args) {
@@ -59,6 +62,8 @@ SimulateFlags ReadSimulateFlags(const CommandArgs& args) {
   // Emulated nodes of a calibration.
   f.node_cpus = absl::GetFlag(FLAGS_simulate_node_cpus);
   f.slow_node = absl::GetFlag(FLAGS_simulate_slow_node);
+  f.ps_transport = absl::GetFlag(FLAGS_ps_transport);
+  f.ps_placement = absl::GetFlag(FLAGS_ps_placement);
   return f;
 }
 
@@ -105,7 +110,13 @@ absl::StatusOr<ClusterSimulateOptions> ClusterOptionsFromFlags(const SimulateFla
           "cluster's devices come from its profile");
     }
   }
+  if (Given(f, "ps_transport")) {
+    return absl::InvalidArgumentError(
+        "simulate: --ps_transport is for --calibration (a described cluster's links are its wire, whatever the "
+        "transport)");
+  }
   ClusterSimulateOptions o;
+  RINGSIDE_ASSIGN_OR_RETURN(o.ps_placement, ParsePsPlacement(f.ps_placement));
   RINGSIDE_ASSIGN_OR_RETURN(o.cluster, LoadClusterProfile(f.cluster));
   o.batch = f.batch;
   if (o.batch < 0) return absl::InvalidArgumentError(absl::StrCat("--batch must be >= 1 (got ", o.batch, ")"));
@@ -127,8 +138,10 @@ absl::StatusOr<ClusterSimulateOptions> ClusterOptionsFromFlags(const SimulateFla
     RINGSIDE_ASSIGN_OR_RETURN(o.link_bytes_per_s, ParseBandwidthList(f.links));
   }
   RINGSIDE_ASSIGN_OR_RETURN(o.bucket_cap_bytes, BucketCapFromFlags(f));
-  // A missing step time is the user's to give: checked before anything is printed.
+  // A missing step time (or layers a placement needs) is the user's to give: checked
+  // before anything is printed.
   RINGSIDE_RETURN_IF_ERROR(ClusterStepSeconds(o).status());
+  RINGSIDE_RETURN_IF_ERROR(ClusterSweep(o, 0).status());
   return o;
 }
 
@@ -142,6 +155,12 @@ absl::StatusOr<SimulateOptions> CalibrationOptionsFromFlags(const SimulateFlags&
     }
   }
   SimulateOptions o;
+  if (f.ps_transport != kPsTransportGrpc && f.ps_transport != kPsTransportTcp) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --ps_transport '", f.ps_transport, "' (expected grpc or tcp)"));
+  }
+  o.ps_tcp = f.ps_transport == kPsTransportTcp;
+  RINGSIDE_ASSIGN_OR_RETURN(o.ps_placement, ParsePsPlacement(f.ps_placement));
   if (Given(f, "simulate_model")) o.model = f.model;
   if (Given(f, "simulate_batch")) o.batch = f.batch;
   o.model_bytes = f.model_mb * 1e6;

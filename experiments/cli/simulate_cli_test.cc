@@ -49,6 +49,49 @@ TEST(SimulateCli, BadInputIsAUsageError) {
   for (const auto& args : bad) EXPECT_EQ(Simulate(args), 2) << ::testing::PrintToString(args);
 }
 
+// A calibration file in the test's directory: `tcp` adds the TCP push-pull path.
+std::string WriteCalibration(const std::string& name, bool tcp) {
+  const std::string path = std::string(getenv("TEST_TMPDIR")) + "/" + name;
+  FILE* f = fopen(path.c_str(), "w");
+  if (f == nullptr) return "";
+  fputs("{\"compute_s\": 0.01, \"backward_s\": 0.006, \"model_bytes\": 1e6, "
+        "\"push_pull\": {\"alpha_s\": 1e-4, \"bytes_per_s\": 1e8}, "
+        "\"allreduce\": {\"alpha_s\": 1e-4, \"bytes_per_s\": 2e8}",
+        f);
+  if (tcp) fputs(", \"push_pull_tcp\": {\"alpha_s\": 1e-4, \"bytes_per_s\": 2e8}", f);
+  fputs("}\n", f);
+  fclose(f);
+  return path;
+}
+
+// --ps_transport picks the PS rows' path: tcp needs a calibration that measured it (a
+// run error otherwise), an unknown transport is a usage error, and a described
+// cluster has no transport to pick.
+TEST(SimulateCli, PsTransportPicksTheCalibratedPath) {
+  const std::string both = WriteCalibration("both.json", true);
+  const std::string grpc_only = WriteCalibration("grpc.json", false);
+  ASSERT_FALSE(both.empty());
+  EXPECT_EQ(Simulate({"--calibration=" + both, "--ps_transport=tcp", "--max_workers=4"}), 0);
+  EXPECT_EQ(Simulate({"--calibration=" + grpc_only, "--max_workers=4"}), 0);
+  EXPECT_EQ(Simulate({"--calibration=" + grpc_only, "--ps_transport=tcp", "--max_workers=4"}), 1);
+  EXPECT_EQ(Simulate({"--calibration=" + both, "--ps_transport=udp"}), 2);
+  EXPECT_EQ(Simulate({"--cluster=horovod-2017", "--model_mb=528", "--step_ms=489", "--ps_transport=tcp"}), 2);
+}
+
+// --ps_placement deals a model's layers: a preset's or a calibration's model answers; a
+// model given by its size alone has no layers to deal (usage error), nor does an unknown
+// placement.
+TEST(SimulateCli, PsPlacementDealsTheModelsLayers) {
+  EXPECT_EQ(Simulate({"--cluster=horovod-2017", "--model=vgg-16", "--batch=32", "--shards=1,4,16",
+                      "--ps_placement=tensor_round_robin", "--max_workers=64"}),
+            0);
+  EXPECT_EQ(Simulate({"--cluster=horovod-2017", "--model_mb=528", "--step_ms=489", "--ps_placement=tensor_greedy"}), 2);
+  EXPECT_EQ(Simulate({"--cluster=horovod-2017", "--model=vgg-16", "--batch=32", "--ps_placement=by_size"}), 2);
+  const std::string both = WriteCalibration("placed.json", true);
+  EXPECT_EQ(Simulate({"--calibration=" + both, "--ps_placement=tensor_round_robin", "--max_workers=4"}), 1)
+      << "a calibration without its model has no tensors to deal";
+}
+
 TEST(SimulateCli, ProfileWithAMissingFieldIsAUsageError) {
   const std::string path = std::string(getenv("TEST_TMPDIR")) + "/no_nic.textproto";
   FILE* f = fopen(path.c_str(), "w");

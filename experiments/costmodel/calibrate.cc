@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "common/run_config.h"
 #include "common/status_macros.h"
 #include "experiments/netem/cpu_share.h"
 #include "experiments/bench/bench.h"
@@ -31,7 +33,7 @@ constexpr double kNominalGemmFlopsPerThread = 40e9;
 constexpr double kNominalLoopbackBytesPerS = 1e9;
 constexpr double kNominalMessageSeconds = 0.3e-3;
 
-constexpr int kPhases = 4;
+constexpr int kPhases = 5;
 constexpr int kAllReduceRanks = 2;
 // The sweeps start where a message costs its latency alone (a few microseconds of
 // transfer), so that the fit's intercept (alpha) rests on sizes that measure it
@@ -245,7 +247,7 @@ struct Round {
   double compute_s = 0, backward_s = 0, update_s_per_byte = 0;
   double reduce_s_per_byte = 0;
   double allreduce_cpu_s_per_byte = 0;
-  PathCalibration push_pull, allreduce;
+  PathCalibration push_pull, push_pull_tcp, allreduce;
 };
 
 // The rounds of a calibration, measured phase by phase. Each round runs the four phases
@@ -297,10 +299,11 @@ class Rounds {
     progress_->Finish(absl::StrFormat("%.3f ns per byte", r->reduce_s_per_byte * 1e9));
   }
 
-  // Phase 3: one worker's push-pull against one shard, 4 KiB x4 up to the largest
-  // message, fitted with this round's update_s_per_byte (the shard runs SGD), taken at
-  // full speed.
-  absl::Status PushPull(int round, Round* r) {
+  // Phases 3 and 4: one worker's push-pull against one shard over `transport` (gRPC,
+  // then the TCP data plane), 4 KiB x4 up to the largest message, fitted with this
+  // round's update_s_per_byte (the shard runs SGD), taken at full speed.
+  absl::Status PushPull(int round, const std::string& transport, Round* r) {
+    const bool tcp = transport == kPsTransportTcp;
     const std::vector<int64_t> sizes =
         SweepSizes(kPushPullMinBytes, kPushPullFactor,
                    SweepMaxBytes(o_.max_message_bytes, kPushPullMinBytes, kPushPullFactor,
@@ -309,6 +312,7 @@ class Rounds {
     PushPullBenchOptions po;
     po.iters = o_.repeats;
     po.server_in_process = true;
+    po.transport = transport;
     double expected = 0;
     // Per size: warm-up and timed push-pulls (both ways) and as many plain pushes.
     for (int64_t b : sizes) {
@@ -316,10 +320,10 @@ class Rounds {
                                                 : po.warmup + po.iters;
       expected += TransferSeconds(3.0 * calls, b);
     }
-    progress_->Start(3, round,
-                     absl::StrFormat("push-pull: 1 worker, 1 shard, %d sizes %s-%s, %d + %d calls each",
-                                     sizes.size(), Binary(sizes.front()), Binary(sizes.back()), po.warmup,
-                                     po.iters),
+    progress_->Start(tcp ? 4 : 3, round,
+                     absl::StrFormat("push-pull over %s: 1 worker, 1 shard, %d sizes %s-%s, %d + %d calls each",
+                                     tcp ? "TCP" : "gRPC", sizes.size(), Binary(sizes.front()),
+                                     Binary(sizes.back()), po.warmup, po.iters),
                      expected);
     // The sweep's shard runs SGD outside the node (this process left it), at full
     // speed: the update measured on a node of C < 1 CPU took 1 / C as long (one
@@ -330,13 +334,16 @@ class Rounds {
     absl::StatusOr<PathCalibration> path = SweepAndFit(
         [&]() { return PushPullSweep(po, sizes); },
         [&](const Samples& samples) { return FitPushPullPath(samples, shard_sgd_s_per_byte); }, &sweeps);
-    if (!path.ok()) return progress_->Fail("calibrate: push-pull sweep", path.status());
-    r->push_pull = *path;
-    progress_->Finish(PathText(r->push_pull) + SweepsNote(sweeps));
+    if (!path.ok()) {
+      return progress_->Fail(tcp ? "calibrate: push-pull sweep over TCP" : "calibrate: push-pull sweep",
+                             path.status());
+    }
+    (tcp ? r->push_pull_tcp : r->push_pull) = *path;
+    progress_->Finish(PathText(*path) + SweepsNote(sweeps));
     return absl::OkStatus();
   }
 
-  // Phase 4: a ring all-reduce sweep of 2 ranks, 4 KiB x2 up to the largest message,
+  // Phase 5: a ring all-reduce sweep of 2 ranks, 4 KiB x2 up to the largest message,
   // fitted with this round's gamma. The ring: the algorithm the model extrapolates to N
   // ranks (kAuto would run recursive doubling).
   absl::Status AllReduce(int round, Round* r) {
@@ -353,7 +360,7 @@ class Rounds {
     for (int64_t b : sizes) {
       expected += TransferSeconds(ao.warmup + ItersAt(b, ao.iters, kLargeAllReduceIters), 2.0 * b);
     }
-    progress_->Start(4, round,
+    progress_->Start(5, round,
                      absl::StrFormat("all-reduce: %d ranks (threads), ring, %d sizes %s-%s, %d + %d each",
                                      kAllReduceRanks, sizes.size(), Binary(sizes.front()), Binary(sizes.back()),
                                      ao.warmup, ao.iters),
@@ -395,22 +402,28 @@ class Rounds {
 // where unsteady), recorded in the measurement. Each round's backward is at most its
 // compute, so the medians keep that order.
 absl::Status KeepMedians(const std::vector<Round>& rounds, PhaseProgress* progress, CalibrationRun* run) {
-  const std::pair<const char*, double Round::*> scalars[] = {
-      {"compute_s", &Round::compute_s},
-      {"backward_s", &Round::backward_s},
-      {"update_s_per_byte", &Round::update_s_per_byte},
-      {"reduce_s_per_byte", &Round::reduce_s_per_byte},
-      {"allreduce_cpu_s_per_byte", &Round::allreduce_cpu_s_per_byte},
+  struct Scalar {
+    const char* name;
+    double Round::*measured;
+    double Calibration::*kept;
+  };
+  const Scalar scalars[] = {
+      {"compute_s", &Round::compute_s, &Calibration::compute_s},
+      {"backward_s", &Round::backward_s, &Calibration::backward_s},
+      {"update_s_per_byte", &Round::update_s_per_byte, &Calibration::update_s_per_byte},
+      {"reduce_s_per_byte", &Round::reduce_s_per_byte, &Calibration::reduce_s_per_byte},
+      {"allreduce_cpu_s_per_byte", &Round::allreduce_cpu_s_per_byte, &Calibration::allreduce_cpu_s_per_byte},
   };
   const std::pair<const char*, PathCalibration Round::*> paths[] = {
       {"push_pull", &Round::push_pull},
+      {"push_pull_tcp", &Round::push_pull_tcp},
       {"allreduce", &Round::allreduce},
   };
   std::vector<std::pair<std::string, std::vector<double>>> repeats;
-  for (const auto& [name, field] : scalars) {
+  for (const Scalar& scalar : scalars) {
     std::vector<double> values;
-    for (const Round& r : rounds) values.push_back(r.*field);
-    repeats.push_back({name, std::move(values)});
+    for (const Round& r : rounds) values.push_back(r.*scalar.measured);
+    repeats.push_back({scalar.name, std::move(values)});
   }
   for (const auto& [name, field] : paths) {
     std::vector<double> alpha, bandwidth;
@@ -423,24 +436,24 @@ absl::Status KeepMedians(const std::vector<Round>& rounds, PhaseProgress* progre
   }
   progress->Line(absl::StrFormat("calibrate: every constant the median of %d round(s) (min-max, spread):",
                                  rounds.size()));
-  std::vector<double> medians;
+  std::map<std::string, double> median;  // By the constant's name.
   std::vector<std::string> warnings;
   for (auto& [name, values] : repeats) {
     RINGSIDE_ASSIGN_OR_RETURN(ConstantSpread spread, SummarizeRepeats(name, std::move(values)));
     progress->Line("  " + DescribeSpread(spread));
     if (IsUnsteady(spread)) warnings.push_back(SpreadWarning(spread));
-    medians.push_back(spread.median);
+    median[name] = spread.median;
     run->measurement.spreads.push_back(std::move(spread));
   }
   for (const std::string& w : warnings) progress->Line(w);
   Calibration& c = run->calibration;
-  c.compute_s = medians[0];
-  c.backward_s = medians[1];
-  c.update_s_per_byte = medians[2];
-  c.reduce_s_per_byte = medians[3];
-  c.allreduce_cpu_s_per_byte = medians[4];
-  c.push_pull = {medians[5], medians[6]};
-  c.allreduce = {medians[7], medians[8]};
+  for (const Scalar& scalar : scalars) c.*scalar.kept = median[scalar.name];
+  const auto path = [&median](const std::string& name) {
+    return PathCalibration{median[name + ".alpha_s"], median[name + ".bytes_per_s"]};
+  };
+  c.push_pull = path("push_pull");
+  c.push_pull_tcp = path("push_pull_tcp");
+  c.allreduce = path("allreduce");
   return absl::OkStatus();
 }
 
@@ -550,12 +563,18 @@ absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
     RINGSIDE_RETURN_IF_ERROR(phases.Compute(i + 1, &r));
     phases.Gamma(i + 1, &r);
     if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->LeaveNode());
-    RINGSIDE_RETURN_IF_ERROR(phases.PushPull(i + 1, &r));
+    RINGSIDE_RETURN_IF_ERROR(phases.PushPull(i + 1, kPsTransportGrpc, &r));
+    RINGSIDE_RETURN_IF_ERROR(phases.PushPull(i + 1, kPsTransportTcp, &r));
     RINGSIDE_RETURN_IF_ERROR(phases.AllReduce(i + 1, &r));
   }
   if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->Teardown());
   RINGSIDE_RETURN_IF_ERROR(KeepMedians(rounds, &progress, &run));
   SayIfExtrapolated("push-pull", run.measurement.push_pull_max_bytes, c, &progress);
+  progress.Line(absl::StrFormat(
+      "calibrate: push-pull over TCP at %.0f%% of gRPC's rate and %.0f%% of the all-reduce path's (per byte "
+      "each way)",
+      100 * c.push_pull_tcp.bytes_per_s / c.push_pull.bytes_per_s,
+      100 * c.push_pull_tcp.bytes_per_s / c.allreduce.bytes_per_s));
   SayIfExtrapolated("all-reduce", run.measurement.allreduce_max_bytes, c, &progress);
   RINGSIDE_RETURN_IF_ERROR(ValidateCalibration(c));
   return run;

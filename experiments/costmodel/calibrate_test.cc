@@ -72,6 +72,7 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   EXPECT_GT(c->update_s_per_byte, 0);
   EXPECT_GT(c->reduce_s_per_byte, 0);
   EXPECT_GT(c->push_pull.bytes_per_s, 0);
+  EXPECT_GT(c->push_pull_tcp.bytes_per_s, 0);  // The same path over the TCP data plane.
   EXPECT_GT(c->allreduce.bytes_per_s, 0);
   // Sending costs CPU, but far less than a microsecond a byte (loopback TCP moves GB/s).
   EXPECT_GT(c->allreduce_cpu_s_per_byte, 0);
@@ -91,6 +92,8 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
       {"allreduce_cpu_s_per_byte", c->allreduce_cpu_s_per_byte},
       {"push_pull.alpha_s", c->push_pull.alpha_s},
       {"push_pull.bytes_per_s", c->push_pull.bytes_per_s},
+      {"push_pull_tcp.alpha_s", c->push_pull_tcp.alpha_s},
+      {"push_pull_tcp.bytes_per_s", c->push_pull_tcp.bytes_per_s},
       {"allreduce.alpha_s", c->allreduce.alpha_s},
       {"allreduce.bytes_per_s", c->allreduce.bytes_per_s},
   };
@@ -113,6 +116,8 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   EXPECT_EQ(back->batch, 16);
   EXPECT_EQ(back->compute_s, c->compute_s);
   EXPECT_EQ(back->allreduce_cpu_s_per_byte, c->allreduce_cpu_s_per_byte);
+  EXPECT_EQ(back->push_pull_tcp.bytes_per_s, c->push_pull_tcp.bytes_per_s);
+  EXPECT_EQ(back->push_pull_tcp.alpha_s, c->push_pull_tcp.alpha_s);
   EXPECT_EQ(back_m.repeats, 2);
   EXPECT_EQ(back_m.spreads.size(), kept.size());
 
@@ -127,23 +132,25 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
       phases.push_back(line);
     } else if (absl::StartsWith(line, "  ")) {
       constants.push_back(line);
-    } else if (!absl::StartsWith(line, "calibrate: every constant the median of 2 round(s)")) {
+    } else if (!absl::StartsWith(line, "calibrate: every constant the median of 2 round(s)") &&
+               !absl::StartsWith(line, "calibrate: push-pull over TCP at ")) {
       // An unsteady constant, or the machine busy with other work before a round.
       EXPECT_THAT(line, StartsWith("calibrate: warning: ")) << lines;
       EXPECT_THAT(line, ::testing::AnyOf(HasSubstr("the median"), HasSubstr("other processes kept")));
     }
   }
-  ASSERT_EQ(phases.size(), 8u) << lines;
-  for (int i = 0; i < 8; ++i) {
-    EXPECT_THAT(phases[i], StartsWith("calibrate [" + std::to_string(i % 4 + 1) + "/4] "));
-    EXPECT_THAT(phases[i], HasSubstr("(round " + std::to_string(i / 4 + 1) + "/2; expect "));
+  ASSERT_EQ(phases.size(), 10u) << lines;
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_THAT(phases[i], StartsWith("calibrate [" + std::to_string(i % 5 + 1) + "/5] "));
+    EXPECT_THAT(phases[i], HasSubstr("(round " + std::to_string(i / 5 + 1) + "/2; expect "));
     EXPECT_THAT(phases[i], ::testing::EndsWith(" s]"));
   }
   EXPECT_THAT(phases[0], HasSubstr("compute: cnn:lenet at batch 16, 1 thread(s), 1 + 3 steps"));
   EXPECT_THAT(phases[0], HasSubstr("M = 2.33 MB"));
-  EXPECT_THAT(phases[2], HasSubstr("push-pull"));
-  EXPECT_THAT(phases[3], HasSubstr("all-reduce"));
-  EXPECT_THAT(phases[4], HasSubstr("compute"));
+  EXPECT_THAT(phases[2], HasSubstr("push-pull over gRPC"));
+  EXPECT_THAT(phases[3], HasSubstr("push-pull over TCP"));
+  EXPECT_THAT(phases[4], HasSubstr("all-reduce"));
+  EXPECT_THAT(phases[5], HasSubstr("compute"));
   ASSERT_EQ(constants.size(), kept.size()) << lines;
   for (size_t i = 0; i < kept.size(); ++i) {
     EXPECT_THAT(constants[i], StartsWith("  " + kept[i].first + " "));
@@ -151,6 +158,7 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
     EXPECT_THAT(constants[i], ::testing::EndsWith("%)"));
   }
   EXPECT_THAT(lines, Not(HasSubstr("extrapolated")));
+  EXPECT_THAT(lines, HasSubstr("% of gRPC's rate and "));  // The two transports side by side.
 }
 
 // A model larger than the sweeps' largest message: each sweep says so in one line.

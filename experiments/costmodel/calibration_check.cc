@@ -1,11 +1,14 @@
 #include "experiments/costmodel/calibration_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/model.h"
+#include "common/ps_placement.h"
 #include "common/status_macros.h"
 #include "common/ops_factory.h"
 
@@ -25,6 +28,26 @@ absl::StatusOr<ModelWeight> WeighModel(const std::string& spec, int batch) {
   ModelWeight weight{model->GemmFlops(batch), 4.0 * model->num_params(), {}};
   for (const ParamRange& layer : model->layer_ranges()) weight.layer_bytes.push_back(4.0 * layer.size);
   return weight;
+}
+
+absl::StatusOr<double> BusiestShardFraction(const std::string& spec, int shards, const std::string& placement) {
+  RINGSIDE_ASSIGN_OR_RETURN(const PsPlacement p, ParsePsPlacement(placement));
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops, NewOps("cpu", 0, 0));
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(spec, Shape{1, 28, 28}, 10, ops.get()));
+  std::vector<int64_t> tensors;
+  for (const ParamRange& t : model->TensorRanges()) tensors.push_back(t.size);
+  RINGSIDE_ASSIGN_OR_RETURN(const PsPartition partition, PsPartition::Create(tensors, shards, p));
+  int64_t busiest = 0;
+  for (int s = 0; s < shards; ++s) busiest = std::max(busiest, partition.shard(s).size);
+  return static_cast<double>(busiest) / partition.num_params();
+}
+
+absl::StatusOr<std::vector<double>> ModelTensorBytes(const std::string& spec) {
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops, NewOps("cpu", 0, 0));
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(spec, Shape{1, 28, 28}, 10, ops.get()));
+  std::vector<double> bytes;
+  for (const ParamRange& t : model->TensorRanges()) bytes.push_back(4.0 * t.size);
+  return bytes;
 }
 
 absl::Status CheckCalibrationFits(const Calibration& c, const std::string& model, int batch) {

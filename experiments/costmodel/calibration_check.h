@@ -24,6 +24,15 @@ struct ModelWeight {
 };
 absl::StatusOr<ModelWeight> WeighModel(const std::string& spec, int batch);
 
+// The share of the model's floats the busiest of `shards` standalone shards holds under
+// `placement` (RunConfig.ps_placement; common/ps_placement.h), the model built as
+// WeighModel builds it. 1 / S-ish for balanced; errors as the model's or the
+// placement's.
+absl::StatusOr<double> BusiestShardFraction(const std::string& spec, int shards, const std::string& placement);
+// The model's tensors (Model::TensorRanges), in bytes, model order, built as WeighModel
+// builds it.
+absl::StatusOr<std::vector<double>> ModelTensorBytes(const std::string& spec);
+
 // OK when `calibration` was measured on `model` at per-worker `batch`. Otherwise
 // FailedPrecondition with one message that names both and estimates the error the
 // mismatch causes:

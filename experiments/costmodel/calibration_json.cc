@@ -70,6 +70,7 @@ std::string CalibrationToJson(const Calibration& c, const CalibrationMeasurement
   m.set_model_bytes(c.model_bytes);
   m.set_push_pull_per_call_s(c.push_pull_per_call_s);
   *m.mutable_push_pull() = ToMessage(c.push_pull);
+  if (c.push_pull_tcp.bytes_per_s > 0) *m.mutable_push_pull_tcp() = ToMessage(c.push_pull_tcp);
   *m.mutable_allreduce() = ToMessage(c.allreduce);
   *m.mutable_halving_doubling() = ToMessage(c.halving_doubling);
   // Unknown provenance stays absent, as in the files written before it was recorded.
@@ -125,6 +126,9 @@ absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json,
   absl::StatusOr<PathCalibration> path = FromMessage(m.push_pull(), "push_pull", true);
   if (!path.ok()) return path.status();
   c.push_pull = *path;
+  path = FromMessage(m.push_pull_tcp(), "push_pull_tcp", false);
+  if (!path.ok()) return path.status();
+  c.push_pull_tcp = *path;
   path = FromMessage(m.allreduce(), "allreduce", true);
   if (!path.ok()) return path.status();
   c.allreduce = *path;

@@ -372,6 +372,14 @@ void SetBottleneck(Prediction* p, double latency_s, double wire_s, const char* w
   }
 }
 
+}  // namespace
+
+const PathCalibration& PushPullPath(const Calibration& c, const Scenario& s) {
+  return s.ps_tcp && c.push_pull_tcp.bytes_per_s > 0 ? c.push_pull_tcp : c.push_pull;
+}
+
+namespace {
+
 // The intra-node path of `scenario` as a step sees it (the link's where not given).
 EffectiveLink IntraNodeLink(const PathCalibration& path, const Scenario& s, int wire_trips) {
   return Effective(path, s.intra_node_bytes_per_s > 0 ? s.intra_node_bytes_per_s : s.link_bytes_per_s,
@@ -570,7 +578,9 @@ absl::StatusOr<PsLoad> StandalonePsLoad(const Scenario& s, const PsLinks& links)
   const double m = s.model_bytes;
   PsLoad load;
   const double worker_bytes = PsWorkerNicBytesPerStep(std::min(s.ranks_per_node, n), m);
-  const double server_bytes = PsServerNicBytesPerStep(n, shards, 1, m);
+  const double fraction = s.busiest_shard_fraction > 0 ? s.busiest_shard_fraction : 1.0 / shards;
+  // The busiest server's link: every worker's push of its share, and the reply.
+  const double server_bytes = s.busiest_shard_fraction > 0 ? n * fraction * m : PsServerNicBytesPerStep(n, shards, 1, m);
   absl::StatusOr<double> t = TimeOn(links.worker, worker_bytes, "push-pull");
   if (!t.ok()) return t.status();
   load.worker_s = *t;
@@ -578,7 +588,7 @@ absl::StatusOr<PsLoad> StandalonePsLoad(const Scenario& s, const PsLinks& links)
   if (!t.ok()) return t.status();
   load.server_s = *t;
   load.busiest_bytes = std::max(worker_bytes, server_bytes);
-  load.slice = m / shards;
+  load.slice = fraction * m;
   load.calls = std::max(shards, n);  // A worker issues S calls; a server node serves N.
   return load;
 }
@@ -671,10 +681,11 @@ Prediction PsPrediction(const Calibration& c, const Scenario& s, const PsLinks& 
 absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
   const double server_wire =
       s.master_link_bytes_per_s > 0 ? s.master_link_bytes_per_s : s.link_bytes_per_s;
+  const PathCalibration& path = PushPullPath(c, s);
   const PsLinks links{
-      Effective(c.push_pull, s.link_bytes_per_s, s.link_latency_s, s.path_limits, /*wire_trips=*/2),
-      Effective(c.push_pull, server_wire, s.link_latency_s, s.path_limits, /*wire_trips=*/2),
-      IntraNodeLink(c.push_pull, s, /*wire_trips=*/2)};
+      Effective(path, s.link_bytes_per_s, s.link_latency_s, s.path_limits, /*wire_trips=*/2),
+      Effective(path, server_wire, s.link_latency_s, s.path_limits, /*wire_trips=*/2),
+      IntraNodeLink(path, s, /*wire_trips=*/2)};
   absl::StatusOr<PsLoad> load = s.colocated ? ColocatedPsLoad(s, links) : StandalonePsLoad(s, links);
   if (!load.ok()) return load.status();
   return PsPrediction(c, s, links, *load);
@@ -694,6 +705,8 @@ absl::Status ValidateCalibration(const Calibration& c) {
       {"push_pull_per_call_s", c.push_pull_per_call_s},
       {"push_pull.alpha_s", c.push_pull.alpha_s},
       {"push_pull.bytes_per_s", c.push_pull.bytes_per_s},
+      {"push_pull_tcp.alpha_s", c.push_pull_tcp.alpha_s},
+      {"push_pull_tcp.bytes_per_s", c.push_pull_tcp.bytes_per_s},
       {"allreduce.alpha_s", c.allreduce.alpha_s},
       {"allreduce.bytes_per_s", c.allreduce.bytes_per_s},
       {"halving_doubling.alpha_s", c.halving_doubling.alpha_s},
@@ -958,11 +971,15 @@ absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
     const bool colocated = options.shards_colocated;
     specs.emplace_back(absl::StrCat("PS S=", shards == kShardsPerWorker ? "N" : absl::StrCat(shards),
                                     colocated ? " colocated" : ""),
-                       [ps, shards, colocated](int n) {
+                       [ps, shards, colocated, &options](int n) {
                          Scenario s = ps;
                          s.workers = n;
                          s.shards = shards == kShardsPerWorker ? n : shards;
                          s.colocated = colocated;
+                         if (!colocated && options.ps_placement != PsPlacement::kBalanced) {
+                           s.busiest_shard_fraction =
+                               BusiestShare(options.tensor_bytes, s.shards, options.ps_placement);
+                         }
                          return s;
                        });
   }

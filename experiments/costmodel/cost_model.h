@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/ps_placement.h"
 
 namespace ringside {
 
@@ -47,6 +48,9 @@ struct Calibration {
   // One worker <-> one shard combined push-pull, transfer only: time for a model of M
   // bytes = alpha + M / bytes_per_s (both directions pipelined on a full-duplex link).
   PathCalibration push_pull;
+  // The same path over the PS's TCP data plane (`--ps_transport=tcp`, ps_server/README.md);
+  // bytes_per_s 0: not measured (files from before it was): push_pull stands for it.
+  PathCalibration push_pull_tcp;
   // Serial cost of each further push-pull call a node handles in one step (issued or
   // served), beyond the one call that push_pull.alpha_s covers: a worker of a job with S
   // shards issues S calls, a shard of N workers serves N. 0: calls to and at a node
@@ -151,6 +155,13 @@ struct Scenario {
   // backward) plus the unpipelined reply of the last chunk (below). false: the whole
   // push-pull after backward, T (1 + unpipelined).
   bool ps_overlap = false;
+  // PS: the tensors go over the TCP data plane (`--ps_transport=tcp`): the calibration's
+  // push_pull_tcp path where it was measured. false: gRPC's, push_pull.
+  bool ps_tcp = false;
+  // PS with standalone shards: the share of M the busiest shard holds, where a placement
+  // (common/ps_placement.h) deals whole tensors; its link carries N x that share each
+  // way and it sums and steps that share. 0: an even cut, 1 / S.
+  double busiest_shard_fraction = 0;
   // PS: chunk size of the tensor streams. A shard can send a chunk back only once all
   // N workers pushed it, so the last pushed chunk's reply never overlaps the push: the
   // transfer takes T (1 + min(chunk, M/S) / (M/S)) for a one-way bottleneck time T. 0:
@@ -253,6 +264,10 @@ std::vector<double> DdpBucketBytes(const std::vector<double>& layer_bytes, doubl
 // path's alpha and B (calibrated with the ring).
 absl::StatusOr<Prediction> Predict(const Calibration& calibration, const Scenario& scenario);
 
+// The push-pull path `scenario`'s PS moves its tensors on: push_pull_tcp where the
+// scenario is on TCP (ps_tcp) and the calibration measured it, else push_pull.
+const PathCalibration& PushPullPath(const Calibration& calibration, const Scenario& scenario);
+
 // The calibration as seen by a process of `scenario`'s emulated nodes: the CPU-bound
 // costs scaled for the node's CPU share split over its computing processes, and the
 // compute divided by slow_node_fraction (see Scenario). Predict applies it.
@@ -297,6 +312,11 @@ struct SweepOptions {
   // (0: the reducer's default); see DdpBucketBytes.
   std::vector<double> layer_bytes;
   double bucket_cap_bytes = 0;
+  // PS placement (common/ps_placement.h) of the model's tensors (`tensor_bytes`, model
+  // order): standalone PS curves take their busiest shard's share (BusiestShare) at
+  // each S. Balanced, or no tensors: an even cut.
+  PsPlacement ps_placement = PsPlacement::kBalanced;
+  std::vector<double> tensor_bytes;
   // Emulated nodes, as in Scenario: each node's CPU share (0: none) and one node at a
   // fraction of it (1: none slower).
   double node_cpus = 0;

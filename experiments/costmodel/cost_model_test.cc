@@ -178,6 +178,37 @@ TEST(PredictPs, SingleShardMatchesClosedForm) {
   EXPECT_EQ(p.bottleneck, "master link");
 }
 
+// On the TCP data plane the PS moves its bytes on the calibration's TCP path: at 4e8
+// B/s the master's 4 M take 1 s instead of 4 s. A calibration without it (older files)
+// keeps gRPC's path for either transport.
+TEST(PredictPs, TheTcpTransportUsesItsOwnPath) {
+  Calibration c = TestCalibration();
+  c.push_pull_tcp = {1e-3, 4e8};
+  Scenario s = Make(Strategy::kPs, 4, 1e8);
+  EXPECT_NEAR(MustPredict(c, s).comm_s, 4.001, kTol);  // gRPC: push_pull.
+  s.ps_tcp = true;
+  EXPECT_EQ(&PushPullPath(c, s), &c.push_pull_tcp);
+  EXPECT_NEAR(MustPredict(c, s).comm_s, 1.001, kTol);
+  c.push_pull_tcp = {};
+  EXPECT_EQ(&PushPullPath(c, s), &c.push_pull);
+  EXPECT_NEAR(MustPredict(c, s).comm_s, 4.001, kTol);
+}
+
+// A placement that puts 90% of M on one of 4 shards: its link carries 4 x 0.9 M = 3.6 s
+// of the step and it sums and steps 0.9 M, where an even cut gives each 1 s.
+TEST(PredictPs, TheBusiestShardOfAPlacementBoundsTheStep) {
+  Scenario s = Make(Strategy::kPs, 4, 1e8);
+  s.shards = 4;
+  EXPECT_NEAR(MustPredict(TestCalibration(), s).comm_s, 1.001, kTol);
+  s.busiest_shard_fraction = 0.9;
+  const Prediction p = MustPredict(TestCalibration(), s);
+  EXPECT_NEAR(p.comm_s, 3.601, kTol);
+  // SGD on 0.9 M (0.09 s) and the sum of 4 pushes of it (4 x 9e7 x 0.5 ns = 0.18 s).
+  EXPECT_NEAR(p.update_s, 0.27, kTol);
+  EXPECT_NEAR(p.busiest_node_bytes_in, 3.6e8, 1e-3);
+  EXPECT_EQ(p.bottleneck, "master link");
+}
+
 TEST(PredictPs, ShardsSplitTheServerLoad) {
   Scenario s = Make(Strategy::kPs, 4, 1e8);
   s.shards = 2;
@@ -449,6 +480,26 @@ TEST(EmulatedNodes, SweepsCarryTheNodeShare) {
   curves = PredictCurves(c, o);
   ASSERT_TRUE(curves.ok()) << curves.status();
   EXPECT_NEAR(curves->at(0).speedups[1], 2, 1e-6);
+}
+
+// A placement in a sweep: tensors of 90 / 5 / 5 dealt round-robin over 2 shards put 95%
+// of M on shard 0; its server link carries N x 0.95 M each way where an even cut's
+// carries N x 0.5 M, so the PS curve's busiest node moves 0.95 / 0.5 times the bytes.
+TEST(PredictCurvesTest, APlacementsBusiestShardBoundsThePsCurve) {
+  SweepOptions o;
+  o.model_bytes = 1e8;
+  o.workers = {4};
+  o.shards = {2};
+  o.colocated = false;
+  o.tensor_bytes = {9e7, 5e6, 5e6};
+  absl::StatusOr<std::vector<Curve>> even = PredictCurves(TestCalibration(), o);
+  o.ps_placement = PsPlacement::kTensorRoundRobin;
+  absl::StatusOr<std::vector<Curve>> placed = PredictCurves(TestCalibration(), o);
+  ASSERT_TRUE(even.ok() && placed.ok());
+  ASSERT_EQ(placed->at(0).label, "PS S=2");
+  EXPECT_NEAR(even->at(0).predictions[0].busiest_node_bytes_in, 4 * 0.5e8, 1e-3);
+  EXPECT_NEAR(placed->at(0).predictions[0].busiest_node_bytes_in, 4 * 0.95e8, 1e-3);
+  EXPECT_GT(placed->at(0).predictions[0].step_s, 1.5 * even->at(0).predictions[0].step_s);
 }
 
 // ----- asymptotics -----

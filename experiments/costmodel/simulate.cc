@@ -121,6 +121,21 @@ void PrintCurves(const std::vector<Curve>& curves, double single_s, FILE* out) {
   absl::FPrintF(out, "\n");
 }
 
+// The placement's busiest shard at each S of the PS rows, for headers: "" for balanced.
+std::string DescribePlacement(PsPlacement placement, const std::vector<double>& tensor_bytes,
+                              const std::vector<int>& shards) {
+  if (placement == PsPlacement::kBalanced) return "";
+  std::string out = absl::StrCat("; PS placement ", PsPlacementName(placement), ": the busiest shard holds");
+  bool first = true;
+  for (int s : shards) {
+    if (s == kShardsPerWorker) continue;
+    absl::StrAppendFormat(&out, "%s %.0f%% of M at S=%d", first ? "" : ",",
+                          100 * BusiestShare(tensor_bytes, s, placement), s);
+    first = false;
+  }
+  return first ? absl::StrCat(out, " its largest tensors' share at S=N") : out;
+}
+
 // Where the PS shards live, for headers.
 std::string DescribeShards(bool colocated) {
   return colocated ? "PS shards inside the workers (colocated): shard j in worker j mod S"
@@ -128,8 +143,10 @@ std::string DescribeShards(bool colocated) {
 }
 
 absl::Status PrintOneLink(const SimulateOptions& options, double model_bytes, double link,
-                          FILE* out) {
-  const Calibration& c = options.calibration;
+                          const std::vector<double>& tensor_bytes, FILE* out) {
+  // The PS rows on the transport asked for (RunSimulate checked it was measured).
+  Calibration c = options.calibration;
+  if (options.ps_tcp) c.push_pull = c.push_pull_tcp;
   const double node_cpus = options.node_cpus < 0 ? c.node_cpus : options.node_cpus;
   SweepOptions sweep;
   sweep.model_bytes = model_bytes;
@@ -142,6 +159,8 @@ absl::Status PrintOneLink(const SimulateOptions& options, double model_bytes, do
   sweep.shards = options.shards;
   sweep.shards_colocated = options.shards_colocated;
   sweep.colocated = options.colocated;
+  sweep.ps_placement = options.ps_placement;
+  sweep.tensor_bytes = tensor_bytes;
   sweep.bucket_cap_bytes = options.bucket_cap_bytes;
   sweep.node_cpus = node_cpus;
   sweep.slow_node_fraction = options.slow_node_fraction;
@@ -232,6 +251,11 @@ absl::Status RunSimulate(const SimulateOptions& options, FILE* out) {
                                              options.batch > 0 ? options.batch : c.batch);
     if (!fits.ok()) return absl::FailedPreconditionError(absl::StrCat("simulate: ", fits.message()));
   }
+  if (options.ps_tcp && !(c.push_pull_tcp.bytes_per_s > 0)) {
+    return absl::FailedPreconditionError(
+        "simulate: --ps_transport=tcp needs a calibration with the TCP push-pull path (push_pull_tcp; re-run "
+        "`ringside calibrate`)");
+  }
   const double model_bytes =
       options.model_bytes > 0 ? options.model_bytes : options.calibration.model_bytes;
   if (!(model_bytes > 0) || !std::isfinite(model_bytes)) {
@@ -259,16 +283,30 @@ absl::Status RunSimulate(const SimulateOptions& options, FILE* out) {
                     ? absl::StrFormat(", ring CPU %.3f ns per byte sent", c.allreduce_cpu_s_per_byte * 1e9)
                     : std::string());
   absl::FPrintF(out,
-                "  push-pull: %s, +%.1f us per further call at a node; all-reduce: %s; "
+                "  push-pull: %s over gRPC, %s over TCP%s, +%.1f us per further call at a node; all-reduce: %s; "
                 "halving-doubling: %s\n",
-                FormatPath(c.push_pull), c.push_pull_per_call_s * 1e6, FormatPath(c.allreduce),
+                FormatPath(c.push_pull),
+                c.push_pull_tcp.bytes_per_s > 0 ? FormatPath(c.push_pull_tcp) : std::string("not measured"),
+                options.ps_tcp ? " (the PS rows: TCP)" : " (the PS rows: gRPC)", c.push_pull_per_call_s * 1e6,
+                FormatPath(c.allreduce),
                 c.halving_doubling.bytes_per_s > 0 ? FormatPath(c.halving_doubling)
                                                    : std::string("as all-reduce"));
-  absl::FPrintF(out, "%s; %s\n\n", DescribeRingsidePsSchedule(), DescribeShards(options.shards_colocated));
+  std::vector<double> tensors;  // The model's, for a whole-tensor placement.
+  if (options.ps_placement != PsPlacement::kBalanced) {
+    absl::StatusOr<std::vector<double>> t = ModelTensorBytes(options.model.empty() ? c.model : options.model);
+    if (!t.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("simulate: --ps_placement=",
+                                                        PsPlacementName(options.ps_placement),
+                                                        " needs the calibration's model's tensors: ", t.status().message()));
+    }
+    tensors = *std::move(t);
+  }
+  absl::FPrintF(out, "%s; %s%s\n\n", DescribeRingsidePsSchedule(), DescribeShards(options.shards_colocated),
+                DescribePlacement(options.ps_placement, tensors, options.shards));
   const std::vector<double> links =
       options.link_bytes_per_s.empty() ? std::vector<double>{0} : options.link_bytes_per_s;
   for (double link : links) {
-    absl::Status st = PrintOneLink(options, model_bytes, link, out);
+    absl::Status st = PrintOneLink(options, model_bytes, link, tensors, out);
     if (!st.ok()) return st;
   }
   return absl::OkStatus();
@@ -371,6 +409,13 @@ absl::StatusOr<SweepOptions> ClusterSweep(const ClusterSimulateOptions& o, doubl
   }
   sweep.layer_bytes = o.model.layer_bytes;
   sweep.bucket_cap_bytes = o.bucket_cap_bytes;
+  sweep.ps_placement = o.ps_placement;
+  sweep.tensor_bytes = o.model.layer_bytes;
+  if (o.ps_placement != PsPlacement::kBalanced && o.model.layer_bytes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("simulate: --ps_placement=", PsPlacementName(o.ps_placement),
+                                                   " deals whole tensors: give the model's layers (a preset, a "
+                                                   "ringside spec or --layers_mb)"));
+  }
   return sweep;
 }
 
@@ -399,9 +444,10 @@ absl::Status RunClusterSimulate(const ClusterSimulateOptions& o, FILE* out) {
                 "node by node, %d a node; no update or summing cost outside the step\n",
                 latency * 1e6, o.link_latency_s >= 0 ? " (--link_latency)" : "",
                 std::max(1, cl.devices_per_node));
-  absl::FPrintF(out, "%s; %s; DDP overlap %s, buckets of %s\n\n", DescribeRingsidePsSchedule(),
+  absl::FPrintF(out, "%s; %s; DDP overlap %s, buckets of %s%s\n\n", DescribeRingsidePsSchedule(),
                 DescribeShards(o.shards_colocated), o.overlap ? "on" : "off",
-                o.model.layer_bytes.empty() ? "the model cut regardless of layers" : "whole layers");
+                o.model.layer_bytes.empty() ? "the model cut regardless of layers" : "whole layers",
+                DescribePlacement(o.ps_placement, o.model.layer_bytes, o.shards));
   const std::vector<double> links =
       o.link_bytes_per_s.empty() ? std::vector<double>{0} : o.link_bytes_per_s;
   for (double link : links) {

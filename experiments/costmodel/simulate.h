@@ -44,6 +44,12 @@ struct SimulateOptions {
   // the share the calibration was measured on (no rescaling); 0: none.
   double node_cpus = -1;
   double slow_node_fraction = 1;
+  // The PS's tensors on the TCP data plane (--ps_transport=tcp): its rows on the
+  // calibration's push_pull_tcp path (refused where the calibration lacks it).
+  bool ps_tcp = false;
+  // Where the PS rows' tensors live (--ps_placement): the calibration's model's tensors
+  // (Model::TensorRanges) dealt so; the busiest standalone shard bounds each row.
+  PsPlacement ps_placement = PsPlacement::kBalanced;
 };
 
 // Writes what the calibration was measured with, the tables and "crossover: ..." lines
@@ -95,6 +101,10 @@ struct ClusterSimulateOptions {
   std::vector<double> link_bytes_per_s;
   double bucket_cap_bytes = 0;  // DDP's bucket cap; 0: the reducer's default.
   bool overlap = true;          // DDP buckets during backward.
+  // Where the PS rows' tensors live (--ps_placement): whole-tensor placements deal the
+  // model's layers (a layer's weight and bias as one tensor: the layer list of a preset)
+  // and the busiest standalone shard bounds each row; refused without layers.
+  PsPlacement ps_placement = PsPlacement::kBalanced;
 };
 
 // One device's step for `options`: step_s when given, else TargetStepSeconds of the

@@ -13,8 +13,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/ops_factory.h"
 #include "common/ps_layout.h"
+#include "common/ps_placement.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "ddp_ring/allreduce_algorithm.h"
@@ -230,6 +232,24 @@ absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s
   if (!s.allreduce().empty()) {
     RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
   }
+  if (!s.ps_transport().empty()) {
+    if (s.kind() != "ps") {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": ps_transport is for ps"));
+    }
+    if (s.ps_transport() != kPsTransportGrpc && s.ps_transport() != kPsTransportTcp) {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": unknown ps_transport '",
+                                                     s.ps_transport(), "' (expected grpc or tcp)"));
+    }
+  }
+  if (!s.ps_placement().empty()) {
+    if (s.kind() != "ps") {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": ps_placement is for ps"));
+    }
+    if (absl::Status placement = ParsePsPlacement(s.ps_placement()).status(); !placement.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": ",
+                                                     absl::StripPrefix(placement.message(), "--")));
+    }
+  }
   return CheckStrategyDevice(spec, s);
 }
 
@@ -406,6 +426,17 @@ absl::StatusOr<ExperimentSpec> LoadSpec(const std::string& path) {
   return ParseSpec(*text, path);
 }
 
+namespace {
+
+// A PS label's placement suffix: none for the default, "-rr" or "-greedy".
+std::string PlacementSuffix(const std::string& placement) {
+  if (placement == kPsPlacementRoundRobin) return "-rr";
+  if (placement == kPsPlacementGreedy) return "-greedy";
+  return "";
+}
+
+}  // namespace
+
 std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s) {
   if (!s.label().empty()) return s.label();
   // "-cuda", "-cuda1" (cuda:1) for single and ps on a GPU.
@@ -421,7 +452,7 @@ std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s) {
     }
     return absl::StrCat("ps-s", s.ps_shard_per_worker() ? "n" : absl::StrCat(std::max(1, s.ps_shards())), "-", sync,
                         s.ps_colocated() ? "-coloc" : "", s.ranks_per_node() > 1 ? absl::StrCat("-k", s.ranks_per_node()) : "",
-                        gpu);
+                        s.ps_transport() == kPsTransportTcp ? "-tcp" : "", PlacementSuffix(s.ps_placement()), gpu);
   }
   if (s.kind() == "ddp") {
     std::string label = "ddp";
@@ -527,6 +558,8 @@ std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& c
     a.push_back(absl::StrCat("--ps_shards=", cell.shards));
     a.push_back(absl::StrCat("--ps_sync=", s.ps_sync().empty() ? "bsp" : s.ps_sync()));
     if (s.ps_colocated()) a.push_back("--ps_colocated");
+    if (!s.ps_transport().empty()) a.push_back(absl::StrCat("--ps_transport=", s.ps_transport()));
+    if (!s.ps_placement().empty()) a.push_back(absl::StrCat("--ps_placement=", s.ps_placement()));
   } else if (s.kind() == "ddp") {
     a.push_back(absl::StrCat("--workers=", cell.workers));
     a.push_back(absl::StrCat("--backend=", StrategyBackend(spec, s)));

@@ -152,6 +152,32 @@ TEST(SpecTest, CellArgsCarryTheStrategysFlags) {
   }
 }
 
+// A PS strategy's transport reaches its cells' command line and label; only ps takes
+// one, and only grpc or tcp.
+TEST(SpecTest, PsTransportReachesTheCellsAndIsChecked) {
+  absl::StatusOr<ExperimentSpec> spec = ParseSpec(
+      "strategies { kind: \"ps\" ps_transport: \"tcp\" } strategies { kind: \"ps\" } workers: 2 "
+      "model: \"mlp:4-2\" batch_per_worker: 8 steps: 3",
+      "s");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const std::vector<Cell> cells = ExpandCells(*spec);
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[0].label, "ps-s1-bsp-tcp");
+  EXPECT_EQ(cells[1].label, "ps-s1-bsp");
+  EXPECT_NE(absl::StrJoin(CellTrainArgs(*spec, cells[0], "OUT"), " ").find("--ps_transport=tcp"), std::string::npos);
+  EXPECT_EQ(absl::StrJoin(CellTrainArgs(*spec, cells[1], "OUT"), " ").find("--ps_transport"), std::string::npos);
+  const auto error = [](const std::string& strategy) {
+    return std::string(
+        ParseSpec(absl::StrCat("strategies { ", strategy, " } workers: 2 model: \"mlp:4-2\" batch_per_worker: 8"),
+                  "s")
+            .status()
+            .message());
+  };
+  EXPECT_EQ(error("kind: \"ps\" ps_transport: \"rdma\""),
+            "s: strategy ps-s1-bsp: unknown ps_transport 'rdma' (expected grpc or tcp)");
+  EXPECT_EQ(error("kind: \"ddp\" ps_transport: \"tcp\""), "s: strategy ddp: ps_transport is for ps");
+}
+
 // A dp cell is `train --strategy=dp --workers=N` on one process: no network, node CPU
 // share or slow node, one node; the lock is passed on and named in the label.
 TEST(SpecTest, DpCellsRunOneProcessOfReplicaThreads) {

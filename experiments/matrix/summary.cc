@@ -17,6 +17,8 @@
 #include "absl/strings/str_split.h"
 #include "common/metrics.h"
 #include "common/output_files.h"
+#include "common/ps_placement.h"
+#include "common/run_config.h"
 #include "experiments/sys/sys.h"
 
 namespace ringside {
@@ -337,10 +339,15 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
   // e.g. recursive doubling's fold-in ranks). Then who the others waited for.
   if (cell.strategy.kind() == "ps") {
     r.set_ps_sync(cell.strategy.ps_sync().empty() ? "bsp" : cell.strategy.ps_sync());
+    r.set_ps_transport(cell.strategy.ps_transport().empty() ? kPsTransportGrpc : cell.strategy.ps_transport());
+    r.set_ps_placement(cell.strategy.ps_placement().empty() ? kPsPlacementBalanced : cell.strategy.ps_placement());
     std::vector<std::vector<StepMetrics>> shards;
     for (int s = 0; fs::exists(metrics_file(OutputOwner::kShard, s)); ++s) {
       shards.push_back(Steady(ReadMetrics(metrics_file(OutputOwner::kShard, s))));
       KeepBusiest(shards.back(), &r);
+      r.add_shard_bytes(MedianOf(shards.back(), [](const StepMetrics& x) {
+        return 1.0 * x.bytes_received() + x.bytes_sent();
+      }));
     }
     SetLate(FindLatePsWorkers(all, shards), &r);
   } else if (cell.strategy.kind() == "ddp") {

@@ -352,6 +352,31 @@ std::string PredictionMissParagraph(const std::vector<std::string>& order, const
                          100 * kPredictionMissFraction, absl::StrJoin(lines, "\n"));
 }
 
+// PS points with two or more shards whose traffic is uneven (the hottest shard above
+// kHotShardFactor x an even share) or whose placement deals whole tensors: the hottest
+// shard and its share of the servers' bytes. "" when none.
+std::string HotShardParagraph(const std::vector<std::string>& order, const PointsByLabel& by_label) {
+  std::vector<std::string> lines;
+  for (const std::string& label : order) {
+    for (const ReportPoint* p : by_label.at(label)) {
+      if (p->kind != "ps" || p->shard_bytes.size() < 2) continue;
+      const HottestShard hot = FindHottestShard(*p);
+      const double even = 1.0 / p->shard_bytes.size();
+      const bool placed = !p->ps_placement.empty() && p->ps_placement != "balanced";
+      if (hot.shard < 0 || (!placed && hot.share <= kHotShardFactor * even)) continue;
+      lines.push_back(absl::StrFormat(
+          "- %s x%d (placement %s): shard %d carries %.0f%% of the servers' traffic (%.2f MB per step in and "
+          "out; an even cut would give each %.0f%%)%s",
+          Name(*p), p->workers, p->ps_placement.empty() ? "balanced" : p->ps_placement, hot.shard, 100 * hot.share,
+          p->shard_bytes[hot.shard] / 1e6, 100 * even,
+          hot.share > kHotShardFactor * even ? ": its link and its aggregation bound the step, whatever the shard count"
+                                             : ""));
+    }
+  }
+  if (lines.empty()) return "";
+  return absl::StrCat("Where the parameter server's traffic lands:\n\n", absl::StrJoin(lines, "\n"), "\n\n");
+}
+
 }  // namespace
 
 std::string Findings(const std::vector<ReportPoint>& points, const FindingsContext& context) {
@@ -368,6 +393,7 @@ std::string Findings(const std::vector<ReportPoint>& points, const FindingsConte
     absl::StrAppend(&out, StrategyParagraph(by_label[label], context));
   }
   absl::StrAppend(&out, LateParagraph(order, by_label));
+  absl::StrAppend(&out, HotShardParagraph(order, by_label));
   const ReportPoint* single = SinglePoint(points);
   absl::StrAppend(&out, ComputeSlowdownParagraph(order, by_label, single));
   absl::StrAppend(&out, PredictionMissParagraph(order, by_label, single, context));

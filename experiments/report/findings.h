@@ -33,6 +33,9 @@ inline constexpr double kPredictionMissFraction = 0.15;
 // Compute this much slower than the single process's is reported as communication's
 // CPU cost (the transfers share the node's CPU share).
 inline constexpr double kComputeSlowdownFraction = 0.10;
+// A shard carrying more than this many times an even share of the servers' bytes is
+// named (HotShardParagraph), whatever the placement.
+inline constexpr double kHotShardFactor = 1.5;
 
 // Markdown paragraphs separated by blank lines. The first is the verdict, whole: the fastest
 // strategy at the largest worker count several strategies reached and its factor over

@@ -271,6 +271,26 @@ TEST(FindingsTest, NoLateRankNoLateParagraph) {
   EXPECT_THAT(f, Not(HasSubstr(" was last in ")));
 }
 
+// A whole-tensor placement that puts 90 of 100 MB a step on shard 2 is named with its
+// share; a balanced cell whose shards carry even shares says nothing.
+TEST(FindingsTest, TheHottestShardOfAPlacementIsNamed) {
+  std::vector<ReportPoint> points =
+      WithSpeedups({Point("single", 1, 1000, 1.0, 0), Point("ps-rr", 4, 2000, 1.0, 1.0), Point("ps", 4, 3000, 1.0, 0.5)});
+  points[1].ps_placement = "tensor_round_robin";
+  points[1].shard_bytes = {4e6, 3e6, 90e6, 3e6};
+  points[2].ps_placement = "balanced";
+  points[2].shard_bytes = {25e6, 25e6, 25e6, 25e6};
+  const std::string f = Findings(points, FindingsContext{});
+  EXPECT_THAT(f, HasSubstr("Where the parameter server's traffic lands:"));
+  EXPECT_THAT(f, HasSubstr("**ps-rr** x4 (placement tensor_round_robin): shard 2 carries 90% of the servers' "
+                           "traffic (90.00 MB per step in and out; an even cut would give each 25%): its link and "
+                           "its aggregation bound the step"));
+  EXPECT_THAT(f, Not(HasSubstr("**ps** x4 (placement")));
+  EXPECT_EQ(FindHottestShard(points[1]).shard, 2);
+  EXPECT_NEAR(FindHottestShard(points[1]).share, 0.9, 1e-12);
+  EXPECT_EQ(FindHottestShard(points[0]).shard, -1);
+}
+
 TEST(FindingsTest, NoMultiWorkerCell) {
   EXPECT_EQ(Findings(WithSpeedups({Point("single", 1, 1000, 1.0, 0)}), FindingsContext{}),
             "No multi-worker cell finished.\n");

@@ -6,6 +6,9 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "common/ps_placement.h"
+#include "common/run_config.h"
+#include "experiments/costmodel/calibration_check.h"
 #include "experiments/matrix/cluster_emulation.h"
 #include "experiments/matrix/spec.h"
 #include "experiments/matrix/summary.h"
@@ -187,8 +190,12 @@ std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<cons
       p->failure = r->reason();
       continue;
     }
-    if (p->ok_repeats == 0) p->device = r->device();  // An ok repeat's, where one is.
+    if (p->ok_repeats == 0) {
+      p->device = r->device();  // An ok repeat's, where one is.
+      p->ps_placement = r->ps_placement();
+    }
     ++p->ok_repeats;
+    for (int s = 0; s < r->shard_bytes_size(); ++s) v[absl::StrCat("shard", s)].push_back(r->shard_bytes(s));
     v["step"].push_back(r->median_step_ms());
     v["sps"].push_back(r->samples_per_sec());
     v["compute"].push_back(r->compute_ms());
@@ -251,6 +258,9 @@ void SetPointMeasures(std::map<std::string, std::vector<double>>& v, double base
   p->busiest_bytes_in = Median(v["in"]);
   p->busiest_bytes_out = Median(v["out"]);
   p->test_accuracy = Median(v["acc"]);
+  for (int s = 0; v.count(absl::StrCat("shard", s)) > 0; ++s) {
+    p->shard_bytes.push_back(Median(v[absl::StrCat("shard", s)]));
+  }
   p->wall_s = Median(v["wall"]);
 }
 
@@ -283,6 +293,18 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
     }
   }
   return points;
+}
+
+HottestShard FindHottestShard(const ReportPoint& p) {
+  HottestShard hot;
+  double total = 0;
+  for (size_t s = 0; s < p.shard_bytes.size(); ++s) {
+    total += p.shard_bytes[s];
+    if (hot.shard < 0 || p.shard_bytes[s] > p.shard_bytes[hot.shard]) hot.shard = static_cast<int>(s);
+  }
+  if (hot.shard < 0 || !(total > 0)) return HottestShard();
+  hot.share = p.shard_bytes[hot.shard] / total;
+  return hot;
 }
 
 double StepForModel(const ReportPoint& p) { return p.paced_step_ms > 0 ? p.paced_step_ms : p.step_ms; }
@@ -376,6 +398,7 @@ void SetStrategyScenario(const ReportPoint& p, const StrategySpec& strategy, int
     s->strategy = Strategy::kPs;
     s->shards = strategy.ps_shard_per_worker() ? p.workers : std::max(1, strategy.ps_shards());
     s->colocated = strategy.ps_colocated();
+    s->ps_tcp = strategy.ps_transport() == kPsTransportTcp;
     if (s->colocated) s->colocated_hosts = 1;  // --ps_colocated: every shard in worker 0.
     if (!s->colocated && ranks_per_node > 1) {
       // Nodes filled shard 0, worker 0, shard 1, worker 1, ...: while shards and
@@ -459,6 +482,12 @@ ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& sp
     s.link_bytes_per_s = link;
     s.master_link_bytes_per_s = master_link != link ? master_link : 0;
     SetStrategyScenario(p, *strategy, ranks_per_node, &s);
+    // A whole-tensor placement: the busiest shard holds what the placement gives it.
+    if (p.kind == "ps" && !s.colocated && !strategy->ps_placement().empty() &&
+        strategy->ps_placement() != kPsPlacementBalanced) {
+      absl::StatusOr<double> busiest = BusiestShardFraction(spec.model(), s.shards, strategy->ps_placement());
+      if (busiest.ok()) s.busiest_shard_fraction = *busiest;
+    }
     absl::StatusOr<Prediction> prediction = Predict(c, s);
     if (prediction.ok()) {
       p.predicted_step_ms = prediction->step_s * 1e3;

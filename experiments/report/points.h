@@ -61,7 +61,20 @@ struct ReportPoint {
   double late_share = 0;
   double late_wait_ms = 0;
   double late_wait_fraction = 0;
+  // PS: the placement of the first ok repeat (CellResult.ps_placement) and each shard's
+  // bytes per step in and out, in shard order (medians over the ok repeats; empty
+  // without shard records).
+  std::string ps_placement;
+  std::vector<double> shard_bytes;
 };
+
+// PS: the shard carrying the most of `p`'s traffic and its share of all the shards'
+// bytes; {-1, 0} without shard records.
+struct HottestShard {
+  int shard = -1;
+  double share = 0;
+};
+HottestShard FindHottestShard(const ReportPoint& p);
 
 // "cuda:0", or "cuda:0 (emulated: 2 ranks share one GPU, NCCL over sockets)".
 std::string PointDevice(const ReportPoint& p);

@@ -15,6 +15,8 @@
 #include "common/checkpoint.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/byte_buffer.h"
+#include "ps_server/sharding.h"
+#include "ps_server/tcp_wire.h"
 #include "ps_server/wire_chunk.h"
 
 namespace {
@@ -92,13 +94,37 @@ std::string SerializedChunk(int32_t worker, int64_t step, ringside::ps::TensorKi
 
 }  // namespace
 
+// The TCP data plane (ps_tcp_fuzzer.cc's input): one frame, its ChunkRef and `floats`
+// floats of 0.25.
+std::string TcpFrame(uint64_t op, int64_t step, int32_t chunk, int32_t kind, int64_t floats) {
+  const ringside::ChunkRef ref = {step, chunk, kind};
+  const ringside::FrameHeader header = {op, sizeof(ref) + floats * sizeof(float)};
+  std::string out(reinterpret_cast<const char*>(&header), sizeof(header));
+  out.append(reinterpret_cast<const char*>(&ref), sizeof(ref));
+  const std::vector<float> data(floats, 0.25f);
+  out.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+  return out;
+}
+
+// Every chunk of a `kind` push (op kPsPush or kPsPushPull) of `step` on the fuzzer's
+// grid (11 floats in chunks of 4), then kPsEndPush.
+std::string TcpPush(uint64_t op, int64_t step, int32_t kind) {
+  constexpr int64_t kSize = 11, kChunkFloats = 4;
+  std::string out;
+  const int64_t n = ringside::NumChunks(kSize, kChunkFloats);
+  for (int64_t k = n - 1; k >= 0; --k) {
+    out += TcpFrame(op, step, static_cast<int32_t>(k), kind, ringside::ChunkOf(kSize, kChunkFloats, k).size);
+  }
+  return out + TcpFrame(ringside::kPsEndPush, step, static_cast<int32_t>(n), kind, 0);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: make_corpus CORPUS_DIR\n");
     return 1;
   }
   const std::string root = argv[1];
-  for (const char* sub : {"", "/idx", "/checkpoint", "/wire_chunk"}) {
+  for (const char* sub : {"", "/idx", "/checkpoint", "/wire_chunk", "/ps_tcp"}) {
     mkdir((root + sub).c_str(), 0755);
   }
   bool ok = true;
@@ -131,6 +157,21 @@ int main(int argc, char** argv) {
   ok &= Write(root + "/wire_chunk/params_cut", SerializedChunk(0, 0, ringside::ps::PARAMS, 0, four, 3));
   ok &= Write(root + "/wire_chunk/empty_payload", SerializedChunk(2, 1, ringside::ps::OPTIMIZER_STATE, 4, {}, 1));
   ok &= Write(root + "/wire_chunk/negative", SerializedChunk(-1, -1, ringside::ps::GRADIENTS, -4, {0.5f}, 2));
+
+  // The TCP data plane: flag byte (bit 0 token, bit 1 valid hello; ps_tcp_fuzzer.cc),
+  // a placeholder hello the fuzzer fills in, then a worker's requests: worker 0's
+  // initial push, a pull, a push-pull of step 0 and a pull of step 1.
+  const std::string hello(sizeof(ringside::PsHello), '\0');
+  const std::string job = TcpPush(ringside::kPsPush, 0, ringside::ps::PARAMS) +
+                          TcpFrame(ringside::kPsPull, 0, -1, ringside::ps::PARAMS, 0) +
+                          TcpPush(ringside::kPsPushPull, 0, ringside::ps::GRADIENTS) +
+                          TcpFrame(ringside::kPsPull, 1, -1, ringside::ps::PARAMS, 0);
+  ok &= Write(root + "/ps_tcp/job", std::string("\x02") + hello + job);
+  ok &= Write(root + "/ps_tcp/job_with_token", std::string("\x03") + hello + job);
+  ok &= Write(root + "/ps_tcp/hello_only", std::string("\x02") + hello);
+  ok &= Write(root + "/ps_tcp/not_ringside", std::string(1, '\0') + "GET / HTTP/1.1\r\n\r\n");
+  ok &= Write(root + "/ps_tcp/short_chunk",
+              std::string("\x02") + hello + TcpFrame(ringside::kPsPush, 0, 1, ringside::ps::PARAMS, 3));
   if (!ok) return 1;
   std::printf("make_corpus: seeds written under %s\n", root.c_str());
   return 0;

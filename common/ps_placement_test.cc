@@ -1,0 +1,126 @@
+// The three placements against hand-worked layouts: which shard holds which tensor, the
+// slices of the PS order, the pieces, and gather / scatter as inverse permutations.
+#include "common/ps_placement.h"
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace ringside {
+namespace {
+
+// A VGG-like model in miniature: conv weight 30, bias 2, a huge fc weight 600, its bias
+// 6, a small fc weight 60, bias 10 (708 floats; the fc weight is 85% of them).
+const std::vector<int64_t> kTensors = {30, 2, 600, 6, 60, 10};
+
+std::vector<int64_t> Sizes(const PsPartition& p) {
+  std::vector<int64_t> out;
+  for (int s = 0; s < p.num_shards(); ++s) out.push_back(p.shard(s).size);
+  return out;
+}
+
+TEST(PsPlacementTest, NamesParseAndBadOnesAreRefused) {
+  EXPECT_EQ(*ParsePsPlacement(""), PsPlacement::kBalanced);
+  EXPECT_EQ(*ParsePsPlacement("balanced"), PsPlacement::kBalanced);
+  EXPECT_EQ(*ParsePsPlacement("tensor_round_robin"), PsPlacement::kTensorRoundRobin);
+  EXPECT_EQ(*ParsePsPlacement("tensor_greedy"), PsPlacement::kTensorGreedy);
+  EXPECT_EQ(ParsePsPlacement("round_robin").status().message(),
+            "unknown --ps_placement 'round_robin' (expected balanced, tensor_round_robin or tensor_greedy)");
+  EXPECT_STREQ(PsPlacementName(PsPlacement::kTensorGreedy), "tensor_greedy");
+}
+
+// Balanced: the byte-balanced cut of the model order (sharding.h ShardSlice), the
+// identity order.
+TEST(PsPlacementTest, BalancedCutsTheModelOrderEvenly) {
+  const PsPartition p = *PsPartition::Create(kTensors, 3, PsPlacement::kBalanced);
+  EXPECT_TRUE(p.identity());
+  EXPECT_EQ(Sizes(p), (std::vector<int64_t>{236, 236, 236}));
+  EXPECT_EQ(p.shard(1).offset, 236);
+  ASSERT_EQ(p.pieces().size(), 1u);
+  EXPECT_EQ(p.pieces()[0].size, 708);
+}
+
+// Round-robin: tensors 0, 2, 4 (30 + 600 + 60) to shard 0, 1, 3, 5 (2 + 6 + 10) to shard
+// 1: the fc weight makes shard 0 hold 97% of the bytes, as TensorFlow's placement of
+// VGG-16's fc6 does. PS order: 30 | 600 | 60 | 2 | 6 | 10.
+TEST(PsPlacementTest, RoundRobinDealsWholeTensorsInModelOrder) {
+  const PsPartition p = *PsPartition::Create(kTensors, 2, PsPlacement::kTensorRoundRobin);
+  EXPECT_FALSE(p.identity());
+  EXPECT_EQ(Sizes(p), (std::vector<int64_t>{690, 18}));
+  EXPECT_EQ(p.shard(1).offset, 690);
+  // Model offsets 0, 30, 32, 632, 638, 698.
+  const std::vector<PsPiece> want = {{0, 0, 30},   {32, 30, 600}, {638, 630, 60},
+                                     {30, 690, 2}, {632, 692, 6}, {698, 698, 10}};
+  ASSERT_EQ(p.pieces().size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(p.pieces()[i].model_offset, want[i].model_offset) << i;
+    EXPECT_EQ(p.pieces()[i].ps_offset, want[i].ps_offset) << i;
+    EXPECT_EQ(p.pieces()[i].size, want[i].size) << i;
+  }
+  // One shard: every tensor in place, merged into one piece.
+  EXPECT_TRUE(PsPartition::Create(kTensors, 1, PsPlacement::kTensorRoundRobin)->identity());
+}
+
+// Greedy, largest first onto the least loaded: 600 -> 0, 60 -> 1, 30 -> 2, 10 -> 2 (40),
+// 6 -> 2 (46), 2 -> 2 (48)... with 3 shards: loads 600 / 60 / 48.
+TEST(PsPlacementTest, GreedyPutsTheLargestFirstOntoTheLeastLoaded) {
+  const PsPartition p = *PsPartition::Create(kTensors, 3, PsPlacement::kTensorGreedy);
+  EXPECT_EQ(Sizes(p), (std::vector<int64_t>{600, 60, 48}));
+  // Shard 2 holds tensors 0, 1, 3, 5 in model order: 30 + 2 adjacent (one piece), 6, 10.
+  std::vector<int64_t> shard2_pieces;
+  for (const PsPiece& piece : p.pieces()) {
+    if (piece.ps_offset >= p.shard(2).offset) shard2_pieces.push_back(piece.size);
+  }
+  EXPECT_EQ(shard2_pieces, (std::vector<int64_t>{32, 6, 10}));
+}
+
+TEST(PsPlacementTest, GatherAndScatterAreInversePermutations) {
+  for (PsPlacement placement : {PsPlacement::kBalanced, PsPlacement::kTensorRoundRobin, PsPlacement::kTensorGreedy}) {
+    const PsPartition p = *PsPartition::Create(kTensors, 3, placement);
+    std::vector<float> model(708), ps(708, -1), back(708, -1);
+    std::iota(model.begin(), model.end(), 0.0f);
+    p.Gather(model.data(), ps.data());
+    p.Scatter(ps.data(), back.data());
+    EXPECT_EQ(back, model) << PsPlacementName(placement);
+    // Every float of the model lands once in PS order.
+    std::vector<float> sorted = ps;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, model);
+    // The parts of a model range are where Gather put them.
+    p.ForEachPsPart(PsRange{25, 40}, [&](const PsPiece& part) {
+      for (int64_t i = 0; i < part.size; ++i) {
+        EXPECT_EQ(ps[part.ps_offset + i], model[part.model_offset + i]);
+      }
+    });
+    int64_t covered = 0;
+    p.ForEachModelPart(PsRange{0, 708}, [&](const PsPiece& part) { covered += part.size; });
+    EXPECT_EQ(covered, 708);
+  }
+}
+
+// The busiest shard's share for predictions, empty shards allowed: round-robin over 2
+// puts 690 of 708 on shard 0; over 8 (more shards than tensors) the 600 alone.
+TEST(PsPlacementTest, BusiestShareAllowsIdleShards) {
+  const std::vector<double> bytes(kTensors.begin(), kTensors.end());
+  EXPECT_NEAR(BusiestShare(bytes, 2, PsPlacement::kTensorRoundRobin), 690.0 / 708, 1e-12);
+  EXPECT_NEAR(BusiestShare(bytes, 8, PsPlacement::kTensorRoundRobin), 600.0 / 708, 1e-12);
+  EXPECT_NEAR(BusiestShare(bytes, 3, PsPlacement::kTensorGreedy), 600.0 / 708, 1e-12);
+  EXPECT_NEAR(BusiestShare(bytes, 4, PsPlacement::kBalanced), 0.25, 1e-12);
+  EXPECT_EQ(BusiestShare({}, 4, PsPlacement::kTensorGreedy), 0);
+}
+
+TEST(PsPlacementTest, BadLayoutsAreRefusedInOneLine) {
+  EXPECT_EQ(PsPartition::Create({}, 1, PsPlacement::kBalanced).status().message(),
+            "a PS placement needs the model's tensors");
+  EXPECT_EQ(PsPartition::Create({4, 0}, 1, PsPlacement::kBalanced).status().message(), "a tensor of 0 floats");
+  EXPECT_EQ(PsPartition::Create({2, 1}, 4, PsPlacement::kBalanced).status().message(),
+            "4 shards for 3 parameters: a shard would hold none");
+  EXPECT_EQ(PsPartition::Create(kTensors, 7, PsPlacement::kTensorRoundRobin).status().message(),
+            "--ps_placement=tensor_round_robin deals 6 whole tensors: 7 shards would leave one without a tensor");
+  EXPECT_FALSE(PsPartition::Create(kTensors, 0, PsPlacement::kTensorGreedy).ok());
+}
+
+}  // namespace
+}  // namespace ringside
