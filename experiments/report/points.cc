@@ -149,8 +149,13 @@ SingleBaselines SingleThroughput(const std::vector<CellResult>& results,
 }
 
 // The host's pace during cell `r` over its round's single's (their forward passes), where
-// `r` ran on a dilation and both have a forward pass; else 0.
+// `r` ran on a dilation, both have a forward pass and nothing moves during `r`'s: the
+// single process and DDP (whose all-reduce runs during backward); else 0. A PS worker's
+// next parameters arrive during its forward (PsStrategyOptions.params_arrive_late), so
+// the transfers share that pass's CPU: in a communication-bound PS cell its forward
+// took twice the single's while its probes moved by a tenth (placement spec, issue 35).
 double ForwardPace(const CellResult& r, const SingleRound& single) {
+  if (r.kind() != "single" && r.kind() != "ddp") return 0;
   if (!(r.dilation() > 0) || !(r.forward_ms() > 0) || !(single.forward_ms > 0)) return 0;
   return r.forward_ms() / single.forward_ms;
 }

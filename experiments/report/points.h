@@ -119,12 +119,13 @@ absl::StatusOr<std::vector<CellResult>> ReadCellResults(const std::string& dir);
 // cell of the same repeat), median and range, where every repeat has one; else over the
 // single cells' median throughput (or the strategy's own 1-worker cell's).
 // Cells that ran on a cluster's dilation (CellResult.dilation) are read in the cluster's
-// time at the host's pace during the cell itself: a cell's pace over its round's single
-// process's is the ratio of their forward passes (CellResult.forward_ms, a phase no
-// transfer shares), so a speedup is (throughput x own forward) / (the single's x its
-// forward). The host's drift between cells cancels, and what communication takes from
-// backward's CPU stays in. Results without forward_ms fall back to the d probed around
-// each cell (the median of three consecutive probes).
+// time. A DDP cell at the host's pace during the cell itself: its pace over its round's
+// single process's is the ratio of their forward passes (CellResult.forward_ms, a phase
+// no all-reduce shares), so a speedup is (throughput x own forward) / (the single's x
+// its forward); the host's drift between cells cancels, and what communication takes
+// from backward's CPU stays in. A PS cell, whose next parameters arrive during its
+// forward, and results without forward_ms, over the d probed around each cell (the
+// median of three consecutive probes).
 std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results);
 
 // The step (compute) the cost model is checked against: at the single process's pace
@@ -132,12 +133,12 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results);
 double StepForModel(const ReportPoint& p);
 double ComputeAtSinglePace(const ReportPoint& p);
 
-// Cluster runs: how far the host's pace during each cell (the d around its round's single
-// cell x the cell's forward over the single's) strayed from the d its links were shaped
-// for. A cell past `fraction` computed at a pace its links did not follow: its
+// Cluster runs: how far the host's pace during each DDP cell (the d around its round's
+// single cell x the cell's forward over the single's) strayed from the d its links were
+// shaped for. A cell past `fraction` computed at a pace its links did not follow: its
 // communication is relatively that much too fast or slow for the cluster.
 struct LinkPaceDrift {
-  int cells = 0;          // Cells with a dilation and a forward pace (not the singles).
+  int cells = 0;          // DDP cells with a dilation and a forward pace.
   int strayed = 0;        // Of them, past the fraction.
   double worst = 0;       // The largest |pace / link's d - 1|,
   std::string worst_cell; // and its cell.

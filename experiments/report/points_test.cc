@@ -229,7 +229,16 @@ TEST(BuildPointsTest, OnAClusterEachCellIsReadAtItsOwnForwardPace) {
   EXPECT_NEAR(StepForModel(points[1]), 800, 1e-9);
   EXPECT_NEAR(ComputeAtSinglePace(points[1]), 720, 1e-9);
   EXPECT_NEAR(points[0].paced_step_ms, 1024, 1e-9);  // The single at its own pace.
-  // No forward pass on record (older results): the probes' d, 2400 x 5 / (1000 x 8).
+  // A PS cell's forward shares its node with the arriving parameters: its probes' d,
+  // 2400 x 5 / (1000 x 8), whatever its forward.
+  CellResult ps = ddp;
+  ps.set_kind("ps");
+  ps.set_label("ps");
+  points = BuildPoints({single, ps});
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_NEAR(points[1].speedup, 1.5, 1e-9);
+  EXPECT_EQ(points[1].paced_step_ms, 0);
+  // No forward pass on record (older results): the probes' d likewise.
   ddp.set_forward_ms(0);
   points = BuildPoints({single, ddp});
   EXPECT_NEAR(points[1].speedup, 1.5, 1e-9);
@@ -267,12 +276,12 @@ TEST(LinkPaceDriftTest, CountsCellsWhosePaceLeftTheirLinks) {
   EXPECT_NEAR(drift.worst, 0.3, 1e-9);
   EXPECT_EQ(drift.worst_cell, "ddp-n2");
   const std::string disowned = LinkPaceSentence(cells);  // 1 of 2: past a quarter.
-  EXPECT_NE(disowned.find("**The host did not hold the profile while the cells ran: 1 of 2 cells"),
+  EXPECT_NE(disowned.find("**The host did not hold the profile while the cells ran: 1 of 2 DDP cells"),
             std::string::npos)
       << disowned;
   cells[1].set_forward_ms(105);  // d = 10.5 against 10: 5%.
   const std::string held = LinkPaceSentence(cells);
-  EXPECT_NE(held.find("Every cell computed within 15% of the pace its links were shaped for"), std::string::npos)
+  EXPECT_NE(held.find("Every DDP cell computed within 15% of the pace its links were shaped for"), std::string::npos)
       << held;
   EXPECT_EQ(held.find("**"), std::string::npos);
   for (CellResult& r : cells) r.set_forward_ms(0);  // No forward passes: nothing to say.

@@ -73,8 +73,9 @@ DilationRecord MedianCellDilation(const DilationRecord& first, const std::vector
                       by_d.front().first, by_d.back().first, by_d.size(), d, links,
                       std::any_of(results.begin(), results.end(),
                                   [](const CellResult& r) { return r.forward_ms() > 0; })
-                          ? "each cell's time over the host's pace during it: its forward pass against its round's "
-                            "single process's, a phase no transfer shares"
+                          ? "a DDP cell's time over the host's pace during it, its forward pass against its round's "
+                            "single process's (a phase no all-reduce shares), a PS cell's over the host's pace around "
+                            "it, the median of the d before the previous cell, before it and after it"
                           : "each cell's time over the host's pace around it: the median of the d before the "
                             "previous cell, before it and after it")));
   return median;
@@ -85,11 +86,11 @@ std::string LinkPaceSentence(const std::vector<CellResult>& results) {
   if (drift.cells == 0) return "";
   if (drift.strayed == 0) {
     return absl::StrFormat(
-        " Every cell computed within %.0f%% of the pace its links were shaped for (the farthest, %s, %.0f%%).",
+        " Every DDP cell computed within %.0f%% of the pace its links were shaped for (the farthest, %s, %.0f%%).",
         100 * kHostDriftFraction, drift.worst_cell, 100 * drift.worst);
   }
   const std::string what = absl::StrFormat(
-      "%d of %d cells computed more than %.0f%% from the pace their links were shaped for (the farthest, %s, "
+      "%d of %d DDP cells computed more than %.0f%% from the pace their links were shaped for (the farthest, %s, "
       "%.0f%%): the host's pace moved between a cell's probe and its run, so those cells' links ran that much "
       "fast or slow for the cluster",
       drift.strayed, drift.cells, 100 * kHostDriftFraction, drift.worst_cell, 100 * drift.worst);
