@@ -320,23 +320,24 @@ double ComputeAtSinglePace(const ReportPoint& p) {
 
 LinkPaceDrift MeasureLinkPaceDrift(const std::vector<CellResult>& results, double fraction) {
   LinkPaceDrift drift;
+  // The forward pass per unit of d: the median over the single cells of their forward
+  // over the d probed around them (HostPaceDilations). A median over the rounds, so
+  // that one single that ran while the host was slow does not make its whole round's
+  // cells look strayed.
   const std::map<std::string, double> pace = HostPaceDilations(results);
-  const SingleBaselines single = SingleThroughput(results, pace);
-  std::map<int, double> single_pace;  // Each round's single's d, by the probes around it.
+  std::vector<double> per_d;
   for (const CellResult& r : results) {
-    if (r.kind() == "single" && r.status() == "ok" && pace.count(r.cell()) > 0) {
-      single_pace[r.repeat()] = pace.at(r.cell());
-    }
+    if (r.kind() != "single" || r.status() != "ok" || !(r.forward_ms() > 0)) continue;
+    const auto d = pace.find(r.cell());
+    if (d != pace.end() && d->second > 0) per_d.push_back(r.forward_ms() / d->second);
   }
+  const double forward_per_d = Median(per_d);
+  if (!(forward_per_d > 0)) return drift;
   for (const CellResult& r : results) {
-    if (r.kind() == "single" || r.status() != "ok") continue;
-    const auto round = single.by_round.find(r.repeat());
-    const auto d = single_pace.find(r.repeat());
-    if (round == single.by_round.end() || d == single_pace.end()) continue;
-    const double forward = ForwardPace(r, round->second);
-    if (!(forward > 0)) continue;
+    if (r.kind() != "ddp" || r.status() != "ok" || !(r.forward_ms() > 0) || !(r.dilation() > 0)) continue;
     ++drift.cells;
-    const double off = std::fabs(d->second * forward / r.dilation() - 1);
+    // The d the cell computed at, against the d its links were shaped for.
+    const double off = std::fabs(r.forward_ms() / forward_per_d / r.dilation() - 1);
     if (off > fraction) ++drift.strayed;
     if (off > drift.worst) {
       drift.worst = off;

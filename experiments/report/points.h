@@ -133,9 +133,9 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results);
 double StepForModel(const ReportPoint& p);
 double ComputeAtSinglePace(const ReportPoint& p);
 
-// Cluster runs: how far the host's pace during each DDP cell (the d around its round's
-// single cell x the cell's forward over the single's) strayed from the d its links were
-// shaped for. A cell past `fraction` computed at a pace its links did not follow: its
+// Cluster runs: how far the host's pace during each DDP cell (its forward pass over the
+// single cells' forward per unit of d, the median over the rounds of their forward over
+// the d probed around them) strayed from the d its links were shaped for. A cell past `fraction` computed at a pace its links did not follow: its
 // communication is relatively that much too fast or slow for the cluster.
 struct LinkPaceDrift {
   int cells = 0;          // DDP cells with a dilation and a forward pace.

@@ -257,6 +257,29 @@ TEST(BuildPointsTest, OnAClusterEachCellIsReadAtItsOwnForwardPace) {
 // is 1.3x the single's ran at d = 13 while its link was shaped for d = 10: 30% off,
 // past 15%. One at 1.1x (d = 11 against a link for 10.5) is 4.8% off. Past a quarter of
 // the cells strayed, the report disowns the run.
+// One single that ran while the host was slow (forward 160 ms where its probe and the
+// other rounds' say 100 at d = 10) does not make its round's DDP cell look strayed: the
+// forward per unit of d is the median over the rounds, 10 ms.
+TEST(LinkPaceDriftTest, OneSlowSingleDoesNotStrayItsRound) {
+  std::vector<CellResult> cells;
+  for (int round = 0; round < 3; ++round) {
+    CellResult single = Result("single", "single", 1, round, "cpu", false, 0);
+    single.set_cell(absl::StrCat("single-r", round));
+    single.set_forward_ms(round == 2 ? 160 : 100);
+    single.set_dilation(10);
+    CellResult ddp = Result("ddp", "ddp", 4, round, "cpu", false, 0);
+    ddp.set_cell(absl::StrCat("ddp-r", round));
+    ddp.set_forward_ms(102);
+    ddp.set_dilation(10);
+    cells.push_back(single);
+    cells.push_back(ddp);
+  }
+  const LinkPaceDrift drift = MeasureLinkPaceDrift(cells, 0.15);
+  EXPECT_EQ(drift.cells, 3);
+  EXPECT_EQ(drift.strayed, 0);
+  EXPECT_NEAR(drift.worst, 0.02, 1e-9);
+}
+
 TEST(LinkPaceDriftTest, CountsCellsWhosePaceLeftTheirLinks) {
   std::vector<CellResult> cells;
   const auto add = [&cells](const char* kind, int workers, double forward, double d) {
