@@ -344,8 +344,8 @@ class Rounds {
   }
 
   // Phase 5: a ring all-reduce sweep of 2 ranks, 4 KiB x2 up to the largest message,
-  // fitted with this round's gamma. The ring: the algorithm the model extrapolates to N
-  // ranks (kAuto would run recursive doubling).
+  // fitted with this round's gamma at full speed. The ring: the algorithm the model
+  // extrapolates to N ranks (kAuto would run recursive doubling).
   absl::Status AllReduce(int round, Round* r) {
     AllReduceBenchOptions ao;
     ao.min_bytes = kAllReduceMinBytes;
@@ -365,6 +365,13 @@ class Rounds {
                                      kAllReduceRanks, sizes.size(), Binary(sizes.front()), Binary(sizes.back()),
                                      ao.warmup, ao.iters),
                      expected);
+    // The sweep's ranks sum at full speed (this process left the node): gamma measured on
+    // a node of C < 1 CPU took 1 / C as long (one thread), so C of it is what the
+    // sweep's slope holds, as for the push-pull's SGD. Subtracting the node's gamma
+    // whole left a slope for the transfers that shrank with the share (at 0.15 CPU the
+    // all-reduce path came out 2.2-6.9 GB/s, at 0.30 CPU 0.7-1.6).
+    const double sweep_gamma =
+        o_.node_cpus > 0 ? r->reduce_s_per_byte * std::min(1.0, o_.node_cpus) : r->reduce_s_per_byte;
     int sweeps = 0;
     double cpu_s_per_byte = 0;
     absl::StatusOr<PathCalibration> path = SweepAndFit(
@@ -381,7 +388,7 @@ class Rounds {
           return samples;
         },
         [&](const Samples& samples) {
-          return FitAllReducePath(samples, kAllReduceRanks, Strategy::kRing, r->reduce_s_per_byte);
+          return FitAllReducePath(samples, kAllReduceRanks, Strategy::kRing, sweep_gamma);
         },
         &sweeps);
     if (!path.ok()) return progress_->Fail("calibrate: all-reduce sweep", path.status());
