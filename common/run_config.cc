@@ -198,6 +198,28 @@ absl::Status ValidatePsPlacement(const RunConfig& c) {
   return absl::OkStatus();
 }
 
+// What the PS's servers do: run the optimizer, or only sum (BSP, every worker kept).
+absl::Status ValidatePsMode(const RunConfig& c) {
+  const std::string& m = c.ps_mode();
+  if (!m.empty() && m != kPsModeOptimizer && m != kPsModeSummation) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --ps_mode '", m, "' (expected optimizer or summation)"));
+  }
+  if (m != kPsModeSummation) return absl::OkStatus();
+  if (c.strategy() != "ps") return absl::InvalidArgumentError("--ps_mode needs --strategy=ps");
+  if (!c.ps_sync().empty() && c.ps_sync() != "bsp") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ps_mode=summation needs --ps_sync=bsp, got ", c.ps_sync(),
+        " (every worker applies the same summed gradient each step)"));
+  }
+  if (c.ps_min_workers() != 0) {
+    return absl::InvalidArgumentError(
+        "--ps_mode=summation does not take --ps_min_workers (summation servers hold no "
+        "parameters a rejoining worker could pull)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // The checks run in this order (the first failure is the one reported).
@@ -211,6 +233,7 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   RINGSIDE_RETURN_IF_ERROR(ValidateBugs(c));
   RINGSIDE_RETURN_IF_ERROR(ValidatePsTransport(c));
   RINGSIDE_RETURN_IF_ERROR(ValidatePsPlacement(c));
+  RINGSIDE_RETURN_IF_ERROR(ValidatePsMode(c));
   return ValidateElastic(c);
 }
 

@@ -22,6 +22,10 @@ inline constexpr absl::Duration kDefaultPeerTimeout = absl::Seconds(60);
 // RunConfig.ps_transport's values (--ps_transport): what carries the PS's tensors.
 inline constexpr char kPsTransportGrpc[] = "grpc";
 inline constexpr char kPsTransportTcp[] = "tcp";
+// RunConfig.ps_mode's values (--ps_mode): whether the PS's servers run the optimizer
+// or only sum the gradients (summation servers, as BytePS).
+inline constexpr char kPsModeOptimizer[] = "optimizer";
+inline constexpr char kPsModeSummation[] = "summation";
 // Samples per forward pass when evaluating.
 inline constexpr int kDefaultEvalBatch = 1000;
 

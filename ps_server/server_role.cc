@@ -31,6 +31,7 @@ absl::StatusOr<PsShardOptions> ShardOptionsFor(const RunConfig& config, int shar
   RINGSIDE_ASSIGN_OR_RETURN(o.sync, SyncPolicyOf(config));
   o.chunk_bytes = config.ps_chunk_bytes();
   o.hyper = SgdHyperFor(config);
+  o.summation = config.ps_mode() == kPsModeSummation;
   o.config = config;
   o.model = config.model();
   o.timeout = timeout;

@@ -44,6 +44,10 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const PsShardOptions& optio
                                                    options.num_shards, ")"));
   }
   RINGSIDE_ASSIGN_OR_RETURN(int64_t chunk_floats, ChunkFloats(options.chunk_bytes));
+  if (options.summation && options.sync.mode != SyncMode::kBsp) {
+    return absl::InvalidArgumentError(absl::StrCat("--ps_mode=summation needs --ps_sync=bsp, got ",
+                                                   SyncPolicyText(options.sync)));
+  }
   // The optimizer's hyper-parameters are checked now, not at the first registration.
   // The shard's slice lives in host memory: its ops are always the CPU backend.
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> probe_ops, NewOps("cpu", 0, 0));
@@ -184,7 +188,7 @@ absl::Status Shard::Layout(const ps::RegisterRequest& r) {
     RINGSIDE_ASSIGN_OR_RETURN(
         std::unique_ptr<ShardChunk> chunk,
         ShardChunk::Create(i, c, params_.data() + c.offset, options_.num_workers,
-                           options_.hyper, policy_->sums_pushes()));
+                           options_.hyper, policy_->sums_pushes(), options_.summation));
     chunks_.push_back(std::move(chunk));
   }
   init_received_.assign(k, false);

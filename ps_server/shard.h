@@ -70,6 +70,10 @@ struct PsShardOptions {
   SyncPolicy sync;  // Becomes the shard's ConsistencyPolicy.
   int64_t chunk_bytes = kDefaultPsChunkBytes;
   SgdHyper hyper;
+  // Summation server (RunConfig.ps_mode "summation"; BSP only): a complete step's
+  // chunk holds the mean gradient instead of stepping SGD with it, and pulls serve that
+  // mean (the parameters only until the first step completes: worker 0's at Start).
+  bool summation = false;
   RunConfig config;          // Workers must register with an equal configuration...
   std::string model;         // ...and model spec.
   // How long a worker may keep the others waiting (BSP push, SSP bound, barrier)

@@ -15,11 +15,12 @@ namespace ringside {
 
 absl::StatusOr<std::unique_ptr<ShardChunk>> ShardChunk::Create(int64_t index, Slice range,
                                                                 float* params, int num_workers,
-                                                                const SgdHyper& hyper, bool sums) {
+                                                                const SgdHyper& hyper, bool sums,
+                                                                bool summation) {
   // The shard's slice lives in host memory: its ops are always the CPU backend.
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops, NewOps("cpu", 0, 0));
   std::unique_ptr<ShardChunk> c(
-      new ShardChunk(index, range, params, num_workers, std::move(ops), sums));
+      new ShardChunk(index, range, params, num_workers, std::move(ops), sums, summation));
   absl::MutexLock l(&c->mu_);
   RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(hyper, range.size, c->ops_.get()));
   c->sgd_.emplace(std::move(sgd));
@@ -27,10 +28,11 @@ absl::StatusOr<std::unique_ptr<ShardChunk>> ShardChunk::Create(int64_t index, Sl
 }
 
 ShardChunk::ShardChunk(int64_t index, Slice range, float* params, int num_workers,
-                       std::unique_ptr<Ops> ops, bool sums)
+                       std::unique_ptr<Ops> ops, bool sums, bool summation)
     : index_(index),
       range_(range),
       params_(params),
+      summation_(summation),
       ops_(std::move(ops)),
       clock_(num_workers, 0),
       from_(num_workers, kFromStart) {
@@ -78,7 +80,11 @@ absl::StatusOr<ShardChunk::PushSpans> ShardChunk::Push(const ConsistencyPolicy& 
     // The push is the update.
     blocks([&](int64_t at, float* block, int64_t len) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       if (action.scale != 1.0f) ops_->Scale(block, len, action.scale);
-      sgd_->StepRange(at, len, params_ + at, block);
+      if (summation_) {
+        std::memcpy(params_ + at, block, len * sizeof(float));  // One worker's sum.
+      } else {
+        sgd_->StepRange(at, len, params_ + at, block);
+      }
     });
     spans.update = {t, absl::ToUnixMicros(absl::Now())};
     return spans;
@@ -100,7 +106,12 @@ TraceInterval ShardChunk::AdvanceSum(int64_t step, bool complete) {
   sum_->Advance([&](int u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return CountsIn(u, step); });
   if (!complete) return {};
   const int64_t t = absl::ToUnixMicros(absl::Now());
-  sgd_->StepRange(0, range_.size, params_, sum_->TakeMean());
+  if (summation_) {
+    // A summation server serves the mean; every worker steps SGD with it.
+    std::memcpy(params_, sum_->TakeMean(), range_.size * sizeof(float));
+  } else {
+    sgd_->StepRange(0, range_.size, params_, sum_->TakeMean());
+  }
   CountParticipants();
   return {t, absl::ToUnixMicros(absl::Now())};
 }

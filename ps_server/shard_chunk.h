@@ -38,11 +38,14 @@ class ShardChunk {
  public:
   // Chunk `index` of a slice: the `range` of the slice (offset relative to the slice),
   // whose floats start at `params` (borrowed; it outlives the chunk). `sums`: the
-  // policy sums pushes (an accumulator over the chunk is kept). InvalidArgument for
-  // bad `hyper`.
+  // policy sums pushes (an accumulator over the chunk is kept). `summation`: a
+  // summation server's chunk (BSP only; the Shard checks), whose complete step leaves
+  // the mean gradient in the chunk's floats instead of stepping SGD with it (with one
+  // worker, that worker's gradient). InvalidArgument for bad `hyper`.
   static absl::StatusOr<std::unique_ptr<ShardChunk>> Create(int64_t index, Slice range,
                                                             float* params, int num_workers,
-                                                            const SgdHyper& hyper, bool sums);
+                                                            const SgdHyper& hyper, bool sums,
+                                                            bool summation = false);
 
   int64_t index() const { return index_; }
   const Slice& range() const { return range_; }
@@ -119,13 +122,14 @@ class ShardChunk {
  private:
   friend class ChunkSetLock;
   ShardChunk(int64_t index, Slice range, float* params, int num_workers,
-             std::unique_ptr<Ops> ops, bool sums);
+             std::unique_ptr<Ops> ops, bool sums, bool summation);
 
   // Whether worker u counts in `step`: from_[u] <= step, or it pushed `step` before it
   // was lost.
   bool CountsIn(int u, int64_t step) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a summed push of `step` arrived or a worker it waited for was dropped: adds
-  // the parked pushes the order reaches and, when `complete`, steps SGD on the mean.
+  // the parked pushes the order reaches and, when `complete`, steps SGD on the mean
+  // (a summation server: copies the mean into the chunk's floats).
   // Returns the update's span (empty when none).
   TraceInterval AdvanceSum(int64_t step, bool complete) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets clock_.participants for its current version from from_.
@@ -134,6 +138,7 @@ class ShardChunk {
   const int64_t index_;
   const Slice range_;
   float* const params_;  // range_.size floats, guarded by mu_.
+  const bool summation_;  // params_ holds the last complete step's mean gradient.
   const std::unique_ptr<Ops> ops_;
   mutable absl::Mutex mu_;
   ChunkClock clock_ ABSL_GUARDED_BY(mu_);  // Changed only by the policy (and Start).

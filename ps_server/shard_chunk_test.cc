@@ -45,10 +45,11 @@ class ShardChunkTest : public ::testing::Test {
  protected:
   // A chunk over params_ (kFloats floats, all 1) for `workers` BSP workers, started at
   // step 0.
-  void Start(int workers) {
+  // `summation`: a summation server's chunk.
+  void Start(int workers, bool summation = false) {
     params_.assign(kFloats, 1.0f);
-    absl::StatusOr<std::unique_ptr<ShardChunk>> chunk =
-        ShardChunk::Create(0, Slice{0, kFloats}, params_.data(), workers, Hyper(kLr), true);
+    absl::StatusOr<std::unique_ptr<ShardChunk>> chunk = ShardChunk::Create(
+        0, Slice{0, kFloats}, params_.data(), workers, Hyper(kLr), true, summation);
     ASSERT_TRUE(chunk.ok()) << chunk.status();
     chunk_ = *std::move(chunk);
     chunk_->Start(0);
@@ -96,6 +97,43 @@ TEST_F(ShardChunkTest, TheLastPushOfAStepAppliesTheSumAndReleasesTheChunk) {
   ASSERT_TRUE(ready.ok()) << ready.status();
   EXPECT_TRUE(*ready);
   ExpectNear(got_, AfterOneStep({0, 1}, 1.0));
+}
+
+// A summation server's chunk serves worker 0's parameters until the first step
+// completes, then each step's mean gradient (the workers scale by 1/N: the sum), in
+// worker-id order whichever push came first; it steps nothing.
+TEST_F(ShardChunkTest, ASummationChunkServesTheMeanGradientInsteadOfStepping) {
+  ASSERT_NO_FATAL_FAILURE(Start(2, /*summation=*/true));
+  absl::StatusOr<bool> ready = Pull(0, 0);
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  ASSERT_TRUE(*ready);
+  EXPECT_EQ(got_, std::vector<float>(kFloats, 1.0f));
+  ASSERT_TRUE(Push(1, 0).ok());
+  ASSERT_TRUE(Push(0, 0).ok());
+  EXPECT_EQ(chunk_->version(), 1);
+  ready = Pull(1, 1);
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  ASSERT_TRUE(*ready);
+  std::vector<float> want = Gradient(kFloats, 0, 0);  // g0 + g1, added in id order.
+  const std::vector<float> g1 = Gradient(kFloats, 1, 0);
+  for (int64_t i = 0; i < kFloats; ++i) want[i] += g1[i];
+  EXPECT_EQ(got_, want);
+}
+
+// With one worker BSP does not sum (the push is the step): the chunk serves that push.
+TEST_F(ShardChunkTest, AOneWorkerSummationChunkServesThePush) {
+  params_.assign(kFloats, 1.0f);
+  absl::StatusOr<std::unique_ptr<ShardChunk>> chunk = ShardChunk::Create(
+      0, Slice{0, kFloats}, params_.data(), 1, Hyper(kLr), /*sums=*/false, /*summation=*/true);
+  ASSERT_TRUE(chunk.ok()) << chunk.status();
+  chunk_ = *std::move(chunk);
+  chunk_->Start(0);
+  policy_ = ConsistencyPolicy::Create(Bsp(), 1);
+  ASSERT_TRUE(Push(0, 0).ok());
+  absl::StatusOr<bool> ready = Pull(0, 1);
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  ASSERT_TRUE(*ready);
+  EXPECT_EQ(got_, Gradient(kFloats, 0, 0));
 }
 
 TEST_F(ShardChunkTest, DroppingTheWorkerAStepWaitsForCompletesItOverTheOthers) {

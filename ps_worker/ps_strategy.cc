@@ -90,6 +90,10 @@ absl::StatusOr<std::unique_ptr<PsStrategy>> PsStrategy::Create(
   }
   std::unique_ptr<PsStrategy> strategy(
       new PsStrategy(std::move(clients), model, ops, options, std::move(partition)));
+  if (options.summation) {
+    RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(options.hyper, model->num_params(), ops));
+    strategy->sgd_.emplace(std::move(sgd));
+  }
   if (strategy->staging_) {
     RINGSIDE_ASSIGN_OR_RETURN(strategy->host_grads_,
                               HostArray<float>::Create(ops, model->num_params()));
@@ -105,7 +109,8 @@ PsStrategy::PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model*
       model_(model),
       ops_(ops),
       options_(options),
-      staging_(options.stage_through_host || ops->kind() != DeviceKind::kCpu || !partition.identity()),
+      staging_(options.stage_through_host || options.summation || ops->kind() != DeviceKind::kCpu ||
+               !partition.identity()),
       partition_(std::move(partition)) {
   for (const auto& c : clients_) {
     slices_.push_back(Slice{c->layout().offset(), c->layout().size()});
@@ -161,9 +166,19 @@ bool PsStrategy::WaitStaged(int s, int64_t k) {
 void PsStrategy::CopyChunkToDevice(int s, int64_t k) {
   const Slice c = ChunkOf(slices_[s].size, clients_[s]->layout().chunk_floats(), k);
   // The chunk's pieces (one where the PS order is the model's) to their model offsets.
-  partition_.ForEachModelPart(PsRange{slices_[s].offset + c.offset, c.size}, [this](const PsPiece& part) {
-    ops_->CopyToDeviceAsync(model_->params() + part.model_offset, host_params_.data() + part.ps_offset,
+  // Summation: the chunk is the step's mean gradient; SGD steps its parameters with it
+  // (element-wise, so piece by piece equals the whole model at once), in stream order
+  // after the copy.
+  float* target = options_.summation ? model_->grads() : model_->params();
+  partition_.ForEachModelPart(PsRange{slices_[s].offset + c.offset, c.size}, [&](const PsPiece& part) {
+    ops_->CopyToDeviceAsync(target + part.model_offset, host_params_.data() + part.ps_offset,
                             static_cast<size_t>(part.size) * sizeof(float));
+    if (sgd_.has_value()) {
+      const int64_t t0 = NowUs();
+      sgd_->StepRange(part.model_offset, part.size, model_->params() + part.model_offset,
+                      model_->grads() + part.model_offset);
+      sgd_us_ += NowUs() - t0;
+    }
   });
   on_device_[s][k] = true;
 }
@@ -482,14 +497,18 @@ absl::Status PsStrategy::FinishStep(const HookTimes& hook_times, StepMetrics* m,
   // themselves run on, behind the next step's data and forward.
   m->set_push_ms(hook_times.backward_us / 1e3);
   m->set_wait_ms(0);
-  m->set_pull_ms((hook_times.forward_us + settle_us_) / 1e3);
+  // Summation: the SGD steps ran inside those waits (CopyChunkToDevice); they are the
+  // update's, not communication.
+  m->set_pull_ms(std::max<int64_t>(0, hook_times.forward_us + settle_us_ - sgd_us_) / 1e3);
   m->set_comm_ms(m->push_ms() + m->pull_ms());
+  if (sgd_.has_value()) m->set_update_ms(sgd_us_ / 1e3);
   if (trace != nullptr) Trace(trace);
   spans_.clear();
   settles_.clear();
   m->set_bytes_sent(settled_sent_);
   m->set_bytes_received(settled_received_);
   settle_us_ = 0;
+  sgd_us_ = 0;
   settled_sent_ = 0;
   settled_received_ = 0;
   ++step_;
@@ -544,6 +563,7 @@ absl::StatusOr<EvalResult> PsStrategy::ReduceEval(const EvalResult& local) {
 
 absl::StatusOr<std::vector<float>> PsStrategy::SaveOptimizerState() {
   RINGSIDE_RETURN_IF_ERROR(Settle());
+  if (sgd_.has_value()) return sgd_->SaveState();
   if (!options_.has_momentum) return std::vector<float>();
   // Pulled in the PS order, returned in the model's.
   std::vector<float> ps_state(model_->num_params());
@@ -557,6 +577,7 @@ absl::StatusOr<std::vector<float>> PsStrategy::SaveOptimizerState() {
 }
 
 absl::Status PsStrategy::LoadOptimizerState(absl::Span<const float> state) {
+  if (sgd_.has_value()) return sgd_->LoadState(state);
   const int64_t expected = options_.has_momentum ? model_->num_params() : 0;
   if (static_cast<int64_t>(state.size()) != expected) {
     return absl::InvalidArgumentError(absl::StrCat("optimizer state has ", state.size(),

@@ -1,7 +1,10 @@
 // The parameter-server StepStrategy: during backward, each shard's gradient chunks are
 // pushed as soon as backward announces them (one sender per shard, all shards in
 // parallel); the updated parameter chunks stream back into the model. The optimizer
-// runs on the shards, not here.
+// runs on the shards, not here -- except against summation servers
+// (PsStrategyOptions::summation), which send back the step's mean gradient instead:
+// each chunk that comes back is then stepped here, with the same SGD the shards run,
+// as forward asks for it.
 //
 // On a GPU model the shards stay on the CPU and the senders work on two page-locked
 // host mirrors of the model's buffers ("staging"): each range backward announces is
@@ -15,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -25,6 +29,7 @@
 #include "common/model.h"
 #include "common/ops.h"
 #include "common/ps_placement.h"
+#include "common/sgd.h"
 #include "common/task_thread.h"
 #include "common/trainer.h"
 #include "ps_worker/shard_client.h"
@@ -47,6 +52,12 @@ struct PsStrategyOptions {
   // then hold the PS order: each announced gradient range is copied to its PS
   // positions, each chunk that comes back to its model positions.
   PsPlacement placement = PsPlacement::kBalanced;
+  // Summation servers (RunConfig.ps_mode "summation"): the chunks that come back hold
+  // the mean gradient, and the strategy steps SGD with `hyper` on each (staging through
+  // the host mirrors: the mean arrives in the parameter mirror and is copied into
+  // model->grads(), which backward overwrites next). The optimizer state lives here.
+  bool summation = false;
+  SgdHyper hyper;
 };
 
 // Not thread-safe (the training thread calls it); owns its sender threads (one
@@ -59,7 +70,8 @@ class PsStrategy final : public StepStrategy {
   // model's tensors (FailedPrecondition naming the shard otherwise). `model` and `ops`
   // (the model's backend) are borrowed and must outlive the strategy. Staging
   // (ops->kind() != kCpu, options.stage_through_host, or a placement whose PS order is
-  // not the model's) allocates two host mirrors of num_params floats each.
+  // not the model's, or summation) allocates two host mirrors of num_params floats
+  // each. InvalidArgument for bad options.hyper with summation.
   static absl::StatusOr<std::unique_ptr<PsStrategy>> Create(
       std::vector<std::unique_ptr<ShardClient>> clients, Model* model, Ops* ops,
       const PsStrategyOptions& options);
@@ -101,7 +113,8 @@ class PsStrategy final : public StepStrategy {
   // params_arrive_late, once every chunk is back). Records the exposed phases of this
   // step: push_ms (hook_times.backward_us, the hooks during backward), pull_ms (waiting
   // for updated chunks: hook_times.forward_us in this step's forward for the last
-  // update, plus any settle) and the bytes of the push-pulls completed during the step.
+  // update, plus any settle; summation: less the SGD steps run meanwhile, booked as
+  // update_ms) and the bytes of the push-pulls completed during the step.
   // Trace: the settles as "wait for parameters" on the training track, and each
   // settled push-pull per shard (a lane "push-pull shard S", with its "push" nested;
   // args step, shard, bytes); LocalStep drew backward's hook calls as "push".
@@ -114,9 +127,11 @@ class PsStrategy final : public StepStrategy {
                           TraceWriter* trace) override;
   // Sums the counts over all workers through a barrier on shard 0.
   absl::StatusOr<EvalResult> ReduceEval(const EvalResult& local) override;
-  // Pulls the shards' momentum (call on the worker that writes checkpoints).
+  // Pulls the shards' momentum (call on the worker that writes checkpoints); with
+  // summation servers, this worker's own.
   absl::StatusOr<std::vector<float>> SaveOptimizerState() override;
-  // Kept until Start, where worker 0 pushes it to the shards.
+  // Kept until Start, where worker 0 pushes it to the shards; with summation servers,
+  // loaded into this worker's optimizer.
   absl::Status LoadOptimizerState(absl::Span<const float> state) override;
   absl::Status AfterCheckpoint() override;
 
@@ -131,7 +146,8 @@ class PsStrategy final : public StepStrategy {
   // announced and the event after their copy to the mirror has completed. False when
   // cancelled or when the event reports a device failure (kept in event_error_).
   bool WaitStaged(int s, int64_t k);
-  // Enqueues the copy of chunk k of shard s from the parameter mirror to the model.
+  // Enqueues the copy of chunk k of shard s from the parameter mirror to the model
+  // (summation: to model->grads(), and the SGD step of those parameters with it).
   void CopyChunkToDevice(int s, int64_t k);
   // Enqueues the copies of every chunk that came back and is not on the device yet;
   // how many.
@@ -185,6 +201,7 @@ class PsStrategy final : public StepStrategy {
   int64_t barriers_ = 0;      // Names successive barriers.
   int64_t joined_step_ = -1;  // Elastic PS: the step rejoined at (Start), or -1.
   std::vector<float> restored_state_;  // Model order.
+  std::optional<Sgd> sgd_;             // Summation servers: the optimizer, model order.
   const PsPartition partition_;        // Where the shards hold the tensors.
   std::vector<Slice> slices_;          // Per shard, PS offsets.
 
@@ -212,6 +229,7 @@ class PsStrategy final : public StepStrategy {
   bool started_ = false;       // Senders of this step are running.
   bool in_flight_ = false;     // Senders started and not yet settled.
   int64_t settle_us_ = 0;      // Time spent in SettleParams since the last record.
+  int64_t sgd_us_ = 0;         // Summation: time in SGD steps since the last record.
   int64_t settled_sent_ = 0;   // Bytes of the push-pulls settled since the last record.
   int64_t settled_received_ = 0;
   absl::Status deferred_;      // A settled failure, for the next FinishStep.

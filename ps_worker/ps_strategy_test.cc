@@ -99,6 +99,8 @@ absl::StatusOr<std::vector<float>> RunWorker(const RunConfig& config, int worker
   so.has_momentum = true;
   so.params_arrive_late = mode.params_arrive_late;
   so.stage_through_host = mode.stage_through_host;
+  so.summation = config.ps_mode() == kPsModeSummation;
+  so.hyper = SgdHyperFor(config);
   RINGSIDE_ASSIGN_OR_RETURN(
       std::unique_ptr<PsStrategy> strategy,
       PsStrategy::Create(std::move(clients), replica.model.get(), replica.ops.get(), so));
@@ -235,6 +237,46 @@ TEST_P(PsStagingTest, StagingThroughHostGivesTheDirectPathsParameters) {
 INSTANTIATE_TEST_SUITE_P(ShardsLate, PsStagingTest,
                          ::testing::Combine(::testing::Values(1, 2), ::testing::Bool()));
 
+// Summation servers (ps_mode "summation"): the shards sum and serve the mean; every
+// worker steps the same SGD on it. The floats are those the optimizer shards compute
+// (the same ordered sum, the same SGD pass over each chunk's range), so the runs agree
+// to the bit, and every worker ends with the same parameters. (workers, shards)
+class PsSummationTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(PsSummationTest, SummationServersGiveTheOptimizerShardsParameters) {
+  const auto [workers, num_shards] = GetParam();
+  const RunConfig optimizer = JobConfig(workers, num_shards, /*prefetch=*/true);
+  RunConfig summation = optimizer;
+  summation.set_ps_mode(kPsModeSummation);
+  const auto want = RunJob(optimizer, WorkerMode());
+  const auto got = RunJob(summation, WorkerMode());
+  const std::vector<float> reference = RunReference(workers);
+  ASSERT_FALSE(reference.empty());
+  for (int w = 0; w < workers; ++w) {
+    ASSERT_TRUE(want[w].ok()) << "optimizer worker " << w << ": " << want[w].status();
+    ASSERT_TRUE(got[w].ok()) << "summation worker " << w << ": " << got[w].status();
+    EXPECT_EQ(*got[w], *want[w]) << "worker " << w;
+    EXPECT_EQ(*got[w], *got[0]) << "worker " << w;
+    EXPECT_LT(MaxRelativeDifference(*got[w], reference), 1e-5) << "worker " << w;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorkersShards, PsSummationTest,
+                         ::testing::Combine(::testing::Values(1, 3), ::testing::Values(1, 2)));
+
+// A summation server refuses SSP and ASP (the shard's own check, behind the
+// configuration's).
+TEST(PsSummationTest, ASummationShardNeedsBsp) {
+  RunConfig config = JobConfig(2, 1, true);
+  config.set_ps_mode(kPsModeSummation);
+  config.set_ps_sync("asp");
+  absl::StatusOr<HostedShard> h = HostShard(config, 0, "127.0.0.1:0", kTimeout, "");
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(h.status().message().find("--ps_mode=summation needs --ps_sync=bsp"), std::string::npos)
+      << h.status();
+}
+
 // GPU workers (stage through pinned host chunks) against CPU workers, same job
 // otherwise. (shards, params_arrive_late).
 class PsGpuTest : public ::testing::TestWithParam<std::tuple<int, bool>> {
@@ -261,6 +303,25 @@ TEST_P(PsGpuTest, GpuWorkersMatchCpuWorkers) {
     // The bound between the GPU and the CPU (GEMMs sum in another order).
     EXPECT_LT(MaxRelativeDifference(*got[w], *want[w]), 1e-4) << "worker " << w;
     EXPECT_EQ(*got[w], *got[0]) << "worker " << w;  // All pulled the same floats.
+  }
+}
+
+// The same against summation servers: each GPU worker steps SGD on the device.
+TEST_P(PsGpuTest, GpuWorkersMatchCpuWorkersAgainstSummationServers) {
+  const auto [num_shards, late] = GetParam();
+  RunConfig cpu = JobConfig(2, num_shards, /*prefetch=*/true);
+  cpu.set_ps_mode(kPsModeSummation);
+  RunConfig gpu = cpu;
+  gpu.set_device("cuda");
+  WorkerMode mode;
+  mode.params_arrive_late = late;
+  const auto want = RunJob(cpu, mode);
+  const auto got = RunJob(gpu, mode);
+  for (int w = 0; w < cpu.world_size(); ++w) {
+    ASSERT_TRUE(want[w].ok()) << "cpu worker " << w << ": " << want[w].status();
+    ASSERT_TRUE(got[w].ok()) << "gpu worker " << w << ": " << got[w].status();
+    EXPECT_LT(MaxRelativeDifference(*got[w], *want[w]), 1e-4) << "worker " << w;
+    EXPECT_EQ(*got[w], *got[0]) << "worker " << w;
   }
 }
 

@@ -101,6 +101,8 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
   // the worker may run it.
   sopts.params_arrive_late = sync.mode == SyncMode::kBsp;
   RINGSIDE_ASSIGN_OR_RETURN(sopts.placement, ParsePsPlacement(config.ps_placement()));
+  sopts.summation = config.ps_mode() == kPsModeSummation;
+  sopts.hyper = SgdHyperFor(config);
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<PsStrategy> strategy,
                             PsStrategy::Create(std::move(*clients), replica.model.get(),
                                                replica.ops.get(), sopts));
@@ -112,9 +114,11 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
                       absl::StrFormat("%.0f%%", 100.0 * c->layout().size() / replica.model->num_params()));
     }
     absl::FPrintF(stderr,
-                  "ps: %d workers, %d shard(s)%s, %s, model %s (%d parameters, %.1f MB) in "
+                  "ps: %d workers, %d %s%s, %s, model %s (%d parameters, %.1f MB) in "
                   "%d-KiB chunks, placement %s (shards hold %s)\n",
-                  config.world_size(), num_shards, config.ps_colocated() ? " in worker 0" : "",
+                  config.world_size(), num_shards,
+                  sopts.summation ? "summation server(s)" : "shard(s)",
+                  config.ps_colocated() ? " in worker 0" : "",
                   SyncPolicyText(sync),
                   config.model(), replica.model->num_params(),
                   replica.model->num_params() * 4 / 1e6, config.ps_chunk_bytes() / 1024,

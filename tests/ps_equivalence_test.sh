@@ -7,7 +7,9 @@
 # (inside worker 0); over the TCP data plane bit for bit as over gRPC at 1, 2 and 4
 # workers; under the whole-tensor placements (round-robin, greedy) within 1e-6 of
 # balanced, a round-robin run stopped and resumed bit for bit as the straight one, too
-# many shards for the tensors refused in one line; and agrees with DDP. Every shard's per-step metrics count
+# many shards for the tensors refused in one line; against summation servers bit for
+# bit as the optimizer shards (resumed too), SSP with them refused in one line; and
+# agrees with DDP. Every shard's per-step metrics count
 # N * model bytes / S in and out (the master bottleneck is measured). A PS run stopped
 # after 10 steps and resumed to 20 ends bit for bit where the straight run does.
 set -uo pipefail
@@ -153,6 +155,42 @@ rc=$?
 [ "$(wc -l <"$T/rr7.log")" -eq 1 ] && grep -q "^ringside: error: .*deals 6 whole tensors: 7 shards would leave one without a tensor" "$T/rr7.log" \
   || { fail "7 shards for 6 tensors: not one error line"; cat "$T/rr7.log"; }
 [ ! -e "$T/rr7" ] || fail "7 shards for 6 tensors: $T/rr7 was created"
+
+# Summation servers (--ps_mode=summation; issue 35): the shards only sum and serve the
+# mean gradient, every worker steps SGD itself. The same ordered sums and the same SGD
+# pass over each chunk: the checkpoint (parameters and momentum) is the optimizer
+# shards' to the bit, hence within 1e-6 of one process at the global batch; the
+# shards' byte counts are the same. A run stopped after 10 steps and resumed to 20
+# (worker 0's own momentum saved and restored) ends bit for bit where the straight
+# one does.
+if ps ps4x2sum 4 2 --ps_mode=summation; then
+  $PY "$COMPARE" 1e-6 "$T/big4/checkpoint.bin" "$T/ps4x2sum/checkpoint.bin" \
+    || fail "summation: the checkpoint differs from one process at batch $((4 * B)) by more than 1e-6"
+  same_floats "$T/ps4x2/checkpoint.bin" "$T/ps4x2sum/checkpoint.bin" \
+    || fail "summation: the parameters or momentum differ from the optimizer shards'"
+  grep -q 'ps: 4 workers, 2 summation server(s)' "$T/ps4x2sum.log" || fail "summation: worker 0 did not say so"
+  shard_bytes ps4x2sum 4 2
+fi
+sum=(train --strategy=ps --workers=4 --ps_shards=2 --batch=$B --timeout_s=30 --ps_mode=summation)
+if timeout 120 "$RINGSIDE" "${sum[@]}" "${DEVICE_ARGS[@]}" "${common[@]/--steps=20/--steps=10}" \
+    --out="$T/sum_half" >"$T/sum_half1.log" 2>&1; then
+  if timeout 120 "$RINGSIDE" "${sum[@]}" "${DEVICE_ARGS[@]}" "${common[@]}" --resume --out="$T/sum_half" \
+      >"$T/sum_half2.log" 2>&1; then
+    cmp -s "$T/sum_half/checkpoint.bin" "$T/ps4x2sum/checkpoint.bin" \
+      || fail "summation resumed: the checkpoint differs from the straight run's"
+  else
+    fail "summation resumed half exited $?"; tail -3 "$T/sum_half2.log"
+  fi
+else
+  fail "summation first half exited $?"; tail -3 "$T/sum_half1.log"
+fi
+# Summation under SSP: refused in one line before any process starts.
+timeout 60 "$RINGSIDE" train --strategy=ps --workers=2 --ps_shards=2 --ps_mode=summation --ps_sync=ssp:1 \
+  --batch=$B "${common[@]}" --out="$T/sumssp" >"$T/sumssp.log" 2>&1
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -lt 124 ] || fail "summation with ssp: exit status $rc"
+[ "$(wc -l <"$T/sumssp.log")" -eq 1 ] && grep -q "^ringside: error: --ps_mode=summation needs --ps_sync=bsp, got ssp" "$T/sumssp.log" \
+  || { fail "summation with ssp: not one error line"; cat "$T/sumssp.log"; }
 
 # Resume: 2 workers, 2 shards, stopped after 10 steps and resumed to 20, end with the
 # checkpoint of the straight 20-step run, byte for byte.

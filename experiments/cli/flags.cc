@@ -194,6 +194,12 @@ ABSL_FLAG(std::string, ps_placement, ringside::kPsPlacementBalanced,
           "TensorFlow places variables) or tensor_greedy (whole tensors, largest first, onto "
           "the least-loaded shard)");
 
+ABSL_FLAG(std::string, ps_mode, ringside::kPsModeOptimizer,
+          "ps: what the servers do: optimizer (sum the gradients, run SGD, serve the "
+          "parameters) or summation (only sum, as BytePS's summation servers: every "
+          "worker pulls the mean gradient and runs SGD itself; bsp only; --ps_shards "
+          "servers)");
+
 // Elastic PS (issue 23).
 ABSL_FLAG(int32_t, ps_min_workers, 0,
           "ps, bsp: go on without a lost or hung worker while at least this many workers "
@@ -242,6 +248,7 @@ JobFlags ReadJobFlags() {
   f.ps_sync = absl::GetFlag(FLAGS_ps_sync);
   f.ps_transport = absl::GetFlag(FLAGS_ps_transport);
   f.ps_placement = absl::GetFlag(FLAGS_ps_placement);
+  f.ps_mode = absl::GetFlag(FLAGS_ps_mode);
   f.ps_colocated = absl::GetFlag(FLAGS_ps_colocated);
   f.shard = absl::GetFlag(FLAGS_shard);
   f.worker_id = absl::GetFlag(FLAGS_worker_id);

@@ -54,6 +54,7 @@ ABSL_DECLARE_FLAG(int32_t, ps_shards);
 ABSL_DECLARE_FLAG(std::string, ps_sync);
 ABSL_DECLARE_FLAG(std::string, ps_transport);
 ABSL_DECLARE_FLAG(std::string, ps_placement);
+ABSL_DECLARE_FLAG(std::string, ps_mode);
 ABSL_DECLARE_FLAG(bool, ps_colocated);
 ABSL_DECLARE_FLAG(int32_t, ps_chunk_kb);
 ABSL_DECLARE_FLAG(std::string, ps_servers);

@@ -75,6 +75,8 @@ RunConfig BaseConfig(const JobFlags& f, JobStrategy strategy) {
     }
     // Likewise unset for the default placement.
     if (!f.ps_placement.empty() && f.ps_placement != kPsPlacementBalanced) c.set_ps_placement(f.ps_placement);
+    // And for the default mode.
+    if (!f.ps_mode.empty() && f.ps_mode != kPsModeOptimizer) c.set_ps_mode(f.ps_mode);
   }
   c.set_bugs(CanonicalBugs(f.bug));
   // Numerical safety (issue 23); ValidateRunConfig checks the value. The default is
@@ -231,6 +233,9 @@ absl::Status SetTrainJob(const JobFlags& f, JobSpec* job) {
   }
   if (!f.ps_placement.empty() && f.ps_placement != kPsPlacementBalanced) {
     return absl::InvalidArgumentError("--ps_placement needs --strategy=ps");
+  }
+  if (!f.ps_mode.empty() && f.ps_mode != kPsModeOptimizer) {
+    return absl::InvalidArgumentError("--ps_mode needs --strategy=ps");
   }
   if (job->strategy != JobStrategy::kDp && f.dp_interpreter_lock) {
     return absl::InvalidArgumentError("--dp_interpreter_lock needs --strategy=dp");

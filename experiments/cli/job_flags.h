@@ -53,7 +53,7 @@ struct JobFlags {
   bool overlap = false;
   int32_t timeout_s = 0;
   int32_t ps_shards = 0, ps_chunk_kb = 0, ps_min_workers = 0;
-  std::string ps_sync, ps_transport, ps_placement;
+  std::string ps_sync, ps_transport, ps_placement, ps_mode;
   bool ps_colocated = false;
   // One PS process (ps-server, ps-worker, a launched PS job's processes).
   int32_t shard = 0, worker_id = 0;

@@ -88,6 +88,31 @@ TEST(JobFlagsTest, BadFlagsAreUsageErrorsNamingTheFlag) {
        "--network is not supported with --strategy=dp: DataParallel is one process "
        "(threads), with no nodes to emulate; use --strategy=ddp or ps"},
       {"single", [](JobFlags* f) { f->ps_min_workers = 1; }, "--ps_min_workers needs --strategy=ps"},
+      // Summation servers (issue 35).
+      {"ps", [](JobFlags* f) { f->ps_mode = "sum"; },
+       "unknown --ps_mode 'sum' (expected optimizer or summation)"},
+      {"ps",
+       [](JobFlags* f) {
+         f->ps_mode = "summation";
+         f->ps_sync = "ssp:2";
+       },
+       "--ps_mode=summation needs --ps_sync=bsp, got ssp (every worker applies the same "
+       "summed gradient each step)"},
+      {"ps",
+       [](JobFlags* f) {
+         f->ps_mode = "summation";
+         f->workers = 2;
+         f->ps_min_workers = 1;
+       },
+       "--ps_mode=summation does not take --ps_min_workers (summation servers hold no "
+       "parameters a rejoining worker could pull)"},
+      {"ps",
+       [](JobFlags* f) {
+         f->ps_mode = "summation";
+         f->ps_shards = 0;
+       },
+       "--ps_shards must be >= 1, got 0"},
+      {"ddp", [](JobFlags* f) { f->ps_mode = "summation"; }, "--ps_mode needs --strategy=ps"},
       {"single", [](JobFlags* f) { f->batch = 0; }, "--batch must be >= 1, got 0"},
       {"single", [](JobFlags* f) { f->cluster = "gige-cpu"; },
        "--cluster shapes the links between a job's nodes: --strategy=single has none (ps or ddp)"},

@@ -35,7 +35,7 @@ struct SimulateFlags {
   double model_mb = 0, step_ms = 0, bucket_mb = 0;
   absl::Duration link_latency;
   bool colocated = false, wire_only = false;
-  std::string ps_transport, ps_placement;
+  std::string ps_transport, ps_placement, ps_mode;
 };
 
 SimulateFlags ReadSimulateFlags(const CommandArgs& args) {
@@ -64,6 +64,7 @@ SimulateFlags ReadSimulateFlags(const CommandArgs& args) {
   f.slow_node = absl::GetFlag(FLAGS_simulate_slow_node);
   f.ps_transport = absl::GetFlag(FLAGS_ps_transport);
   f.ps_placement = absl::GetFlag(FLAGS_ps_placement);
+  f.ps_mode = absl::GetFlag(FLAGS_ps_mode);
   return f;
 }
 
@@ -101,6 +102,15 @@ absl::StatusOr<double> BucketCapFromFlags(const SimulateFlags& f) {
   return mb * (1 << 20);
 }
 
+// --ps_mode: whether the PS rows are summation servers.
+absl::StatusOr<bool> SummationFromFlags(const SimulateFlags& f) {
+  if (f.ps_mode != kPsModeOptimizer && f.ps_mode != kPsModeSummation) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --ps_mode '", f.ps_mode, "' (expected optimizer or summation)"));
+  }
+  return f.ps_mode == kPsModeSummation;
+}
+
 // The command line of --cluster mode; every error is the command line's.
 absl::StatusOr<ClusterSimulateOptions> ClusterOptionsFromFlags(const SimulateFlags& f) {
   for (const char* flag : {"simulate_node_cpus", "simulate_slow_node"}) {
@@ -117,6 +127,7 @@ absl::StatusOr<ClusterSimulateOptions> ClusterOptionsFromFlags(const SimulateFla
   }
   ClusterSimulateOptions o;
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_placement, ParsePsPlacement(f.ps_placement));
+  RINGSIDE_ASSIGN_OR_RETURN(o.ps_summation, SummationFromFlags(f));
   RINGSIDE_ASSIGN_OR_RETURN(o.cluster, LoadClusterProfile(f.cluster));
   o.batch = f.batch;
   if (o.batch < 0) return absl::InvalidArgumentError(absl::StrCat("--batch must be >= 1 (got ", o.batch, ")"));
@@ -161,6 +172,7 @@ absl::StatusOr<SimulateOptions> CalibrationOptionsFromFlags(const SimulateFlags&
   }
   o.ps_tcp = f.ps_transport == kPsTransportTcp;
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_placement, ParsePsPlacement(f.ps_placement));
+  RINGSIDE_ASSIGN_OR_RETURN(o.ps_summation, SummationFromFlags(f));
   if (Given(f, "simulate_model")) o.model = f.model;
   if (Given(f, "simulate_batch")) o.batch = f.batch;
   o.model_bytes = f.model_mb * 1e6;

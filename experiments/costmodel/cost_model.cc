@@ -664,7 +664,8 @@ Prediction PsPrediction(const Calibration& c, const Scenario& s, const PsLinks& 
   // Under BSP a shard sums N pushes into its accumulator (with one worker it steps on
   // the pushed gradient directly), then steps SGD once on its slice.
   const double aggregate_s = n > 1 ? c.reduce_s_per_byte * n * load.slice : 0;
-  p.update_s = c.update_s_per_byte * load.slice + aggregate_s;
+  // Summation servers: the worker steps the whole model once its mean is back.
+  p.update_s = c.update_s_per_byte * (s.ps_summation ? m : load.slice) + aggregate_s;
   p.step_s = p.compute_s + p.comm_s + p.update_s;
   p.busiest_node_bytes_in = p.busiest_node_bytes_out = load.busiest_bytes;
   const char* wire_name = load.intra_s > std::max(load.worker_s, load.server_s) ? "intra-node"
@@ -962,7 +963,9 @@ absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
   }
   Scenario ps = base;
   ps.strategy = Strategy::kPs;
+  ps.ps_summation = options.ps_summation;
   UseRingsidePsSchedule(&ps);
+  const char* mode = options.ps_summation ? " summation" : "";
 
   // Each curve: a label and how to make its scenario for N workers.
   std::vector<std::pair<std::string, std::function<Scenario(int)>>> specs;
@@ -970,7 +973,7 @@ absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
     if (shards < 0) return absl::InvalidArgumentError(absl::StrCat("shards = ", shards));
     const bool colocated = options.shards_colocated;
     specs.emplace_back(absl::StrCat("PS S=", shards == kShardsPerWorker ? "N" : absl::StrCat(shards),
-                                    colocated ? " colocated" : ""),
+                                    colocated ? " colocated" : "", mode),
                        [ps, shards, colocated, &options](int n) {
                          Scenario s = ps;
                          s.workers = n;
@@ -984,7 +987,7 @@ absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
                        });
   }
   if (options.colocated) {
-    specs.emplace_back("PS S=N colocated", [ps](int n) {
+    specs.emplace_back(absl::StrCat("PS S=N colocated", mode), [ps](int n) {
       Scenario s = ps;
       s.workers = n;
       s.shards = n;

@@ -162,6 +162,10 @@ struct Scenario {
   // (common/ps_placement.h) deals whole tensors; its link carries N x that share each
   // way and it sums and steps that share. 0: an even cut, 1 / S.
   double busiest_shard_fraction = 0;
+  // PS: summation servers (`--ps_mode=summation`, BytePS): the servers only sum (the
+  // busiest one its slice of N gradients), and every worker steps SGD on all of M
+  // itself. The bytes are the optimizer shards': gradients up, the mean down.
+  bool ps_summation = false;
   // PS: chunk size of the tensor streams. A shard can send a chunk back only once all
   // N workers pushed it, so the last pushed chunk's reply never overlaps the push: the
   // transfer takes T (1 + min(chunk, M/S) / (M/S)) for a one-way bottleneck time T. 0:
@@ -212,7 +216,8 @@ struct Prediction {
   // what backward hid).
   double comm_s = 0;
   // DDP: the rank's SGD on M. PS: the busiest shard node's aggregation of N gradients
-  // plus its SGD on its slice.
+  // plus its SGD on its slice (summation servers: the aggregation plus the worker's SGD
+  // on M).
   double update_s = 0;
   double step_s = 0;
   // Communication if nothing overlapped (DDP: all buckets back to back; PS: the
@@ -317,6 +322,9 @@ struct SweepOptions {
   // each S. Balanced, or no tensors: an even cut.
   PsPlacement ps_placement = PsPlacement::kBalanced;
   std::vector<double> tensor_bytes;
+  // PS curves of summation servers (Scenario::ps_summation; " summation" appended to
+  // their labels).
+  bool ps_summation = false;
   // Emulated nodes, as in Scenario: each node's CPU share (0: none) and one node at a
   // fraction of it (1: none slower).
   double node_cpus = 0;

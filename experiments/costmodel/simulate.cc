@@ -161,6 +161,7 @@ absl::Status PrintOneLink(const SimulateOptions& options, double model_bytes, do
   sweep.colocated = options.colocated;
   sweep.ps_placement = options.ps_placement;
   sweep.tensor_bytes = tensor_bytes;
+  sweep.ps_summation = options.ps_summation;
   sweep.bucket_cap_bytes = options.bucket_cap_bytes;
   sweep.node_cpus = node_cpus;
   sweep.slow_node_fraction = options.slow_node_fraction;
@@ -411,6 +412,7 @@ absl::StatusOr<SweepOptions> ClusterSweep(const ClusterSimulateOptions& o, doubl
   sweep.bucket_cap_bytes = o.bucket_cap_bytes;
   sweep.ps_placement = o.ps_placement;
   sweep.tensor_bytes = o.model.layer_bytes;
+  sweep.ps_summation = o.ps_summation;
   if (o.ps_placement != PsPlacement::kBalanced && o.model.layer_bytes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("simulate: --ps_placement=", PsPlacementName(o.ps_placement),
                                                    " deals whole tensors: give the model's layers (a preset, a "

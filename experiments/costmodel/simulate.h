@@ -50,6 +50,8 @@ struct SimulateOptions {
   // Where the PS rows' tensors live (--ps_placement): the calibration's model's tensors
   // (Model::TensorRanges) dealt so; the busiest standalone shard bounds each row.
   PsPlacement ps_placement = PsPlacement::kBalanced;
+  // The PS rows are summation servers (--ps_mode=summation; Scenario::ps_summation).
+  bool ps_summation = false;
 };
 
 // Writes what the calibration was measured with, the tables and "crossover: ..." lines
@@ -105,6 +107,7 @@ struct ClusterSimulateOptions {
   // model's layers (a layer's weight and bias as one tensor: the layer list of a preset)
   // and the busiest standalone shard bounds each row; refused without layers.
   PsPlacement ps_placement = PsPlacement::kBalanced;
+  bool ps_summation = false;  // As in SimulateOptions.
 };
 
 // One device's step for `options`: step_s when given, else TargetStepSeconds of the

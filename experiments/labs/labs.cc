@@ -39,6 +39,13 @@ absl::Span<const Lab> Labs() {
        "DDP and BSP slow down (by 30% or more) to the slow node's pace, and their records "
        "name it as the rank everyone waited for",
        CheckSlowNode},
+      {8, "ps-designs", "Parameter-server designs: whole tensors, balanced slices, summation servers",
+       "Why did distributed TensorFlow's PS fall behind the ring on VGG-16, and how do BytePS's "
+       "summation servers beat the ring?",
+       "whole tensors dealt round-robin put 70% or more of the servers' bytes on one server and slow "
+       "the step by 1.5x or more against balanced slices; 4 summation servers communicate at most "
+       "1/1.2 of the ring's time per step, 2 of them longer than 4",
+       CheckPsDesigns},
   };
   return kLabs;
 }

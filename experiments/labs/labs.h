@@ -46,6 +46,7 @@ absl::StatusOr<LabVerdict> CheckBucketSize(const LabContext& lab);
 absl::StatusOr<LabVerdict> CheckOverlap(const LabContext& lab);
 absl::StatusOr<LabVerdict> CheckStaleness(const LabContext& lab);
 absl::StatusOr<LabVerdict> CheckSlowNode(const LabContext& lab);
+absl::StatusOr<LabVerdict> CheckPsDesigns(const LabContext& lab);
 
 }  // namespace ringside
 

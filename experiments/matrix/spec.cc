@@ -250,6 +250,23 @@ absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s
                                                      absl::StripPrefix(placement.message(), "--")));
     }
   }
+  if (s.ps_chunk_kb() != 0 && (s.kind() != "ps" || s.ps_chunk_kb() < 1 || s.ps_chunk_kb() > 65536)) {
+    return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),
+                                                   ": ps_chunk_kb is for ps, in [1, 65536], got ", s.ps_chunk_kb()));
+  }
+  if (!s.ps_mode().empty()) {
+    if (s.kind() != "ps") {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": ps_mode is for ps"));
+    }
+    if (s.ps_mode() != kPsModeOptimizer && s.ps_mode() != kPsModeSummation) {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": unknown ps_mode '",
+                                                     s.ps_mode(), "' (expected optimizer or summation)"));
+    }
+    if (s.ps_mode() == kPsModeSummation && !s.ps_sync().empty() && s.ps_sync() != "bsp") {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),
+                                                     ": ps_mode summation needs ps_sync bsp, got ", s.ps_sync()));
+    }
+  }
   return CheckStrategyDevice(spec, s);
 }
 
@@ -450,7 +467,8 @@ std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s) {
     for (char& c : sync) {
       if (c == ':') c = '_';
     }
-    return absl::StrCat("ps-s", s.ps_shard_per_worker() ? "n" : absl::StrCat(std::max(1, s.ps_shards())), "-", sync,
+    return absl::StrCat(s.ps_mode() == kPsModeSummation ? "ps-sum-s" : "ps-s",
+                        s.ps_shard_per_worker() ? "n" : absl::StrCat(std::max(1, s.ps_shards())), "-", sync,
                         s.ps_colocated() ? "-coloc" : "", s.ranks_per_node() > 1 ? absl::StrCat("-k", s.ranks_per_node()) : "",
                         s.ps_transport() == kPsTransportTcp ? "-tcp" : "", PlacementSuffix(s.ps_placement()), gpu);
   }
@@ -560,6 +578,8 @@ std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& c
     if (s.ps_colocated()) a.push_back("--ps_colocated");
     if (!s.ps_transport().empty()) a.push_back(absl::StrCat("--ps_transport=", s.ps_transport()));
     if (!s.ps_placement().empty()) a.push_back(absl::StrCat("--ps_placement=", s.ps_placement()));
+    if (!s.ps_mode().empty()) a.push_back(absl::StrCat("--ps_mode=", s.ps_mode()));
+    if (s.ps_chunk_kb() > 0) a.push_back(absl::StrCat("--ps_chunk_kb=", s.ps_chunk_kb()));
   } else if (s.kind() == "ddp") {
     a.push_back(absl::StrCat("--workers=", cell.workers));
     a.push_back(absl::StrCat("--backend=", StrategyBackend(spec, s)));

@@ -18,7 +18,8 @@ std::string SpecPath(const std::string& name) {
 }
 
 TEST(SpecTest, EveryShippedSpecLoads) {
-  for (const char* name : {"demo.textproto", "quick.textproto", "validate.textproto", "gpu.textproto"}) {
+  for (const char* name : {"demo.textproto", "quick.textproto", "validate.textproto", "gpu.textproto",
+                           "placement.textproto", "summation.textproto"}) {
     absl::StatusOr<ExperimentSpec> spec = LoadSpec(SpecPath(name));
     EXPECT_TRUE(spec.ok()) << name << ": " << spec.status();
   }
@@ -176,6 +177,38 @@ TEST(SpecTest, PsTransportReachesTheCellsAndIsChecked) {
   EXPECT_EQ(error("kind: \"ps\" ps_transport: \"rdma\""),
             "s: strategy ps-s1-bsp: unknown ps_transport 'rdma' (expected grpc or tcp)");
   EXPECT_EQ(error("kind: \"ddp\" ps_transport: \"tcp\""), "s: strategy ddp: ps_transport is for ps");
+}
+
+// Summation servers (issue 35) and the chunk size reach the cells' command lines and
+// labels; summation under SSP, an unknown mode and a chunk size outside [1, 65536] or
+// on DDP are refused naming the strategy.
+TEST(SpecTest, PsModeAndChunkSizeReachTheCellsAndAreChecked) {
+  absl::StatusOr<ExperimentSpec> spec = ParseSpec(
+      "strategies { kind: \"ps\" ps_shards: 4 ps_mode: \"summation\" ps_chunk_kb: 256 } workers: 4 "
+      "model: \"mlp:4-2\" batch_per_worker: 8 steps: 3",
+      "s");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const std::vector<Cell> cells = ExpandCells(*spec);
+  ASSERT_EQ(cells.size(), 1u);
+  EXPECT_EQ(cells[0].label, "ps-sum-s4-bsp");
+  const std::string args = absl::StrJoin(CellTrainArgs(*spec, cells[0], "OUT"), " ");
+  EXPECT_NE(args.find("--ps_mode=summation"), std::string::npos) << args;
+  EXPECT_NE(args.find("--ps_chunk_kb=256"), std::string::npos) << args;
+  const auto error = [](const std::string& strategy) {
+    return std::string(
+        ParseSpec(absl::StrCat("strategies { ", strategy, " } workers: 2 model: \"mlp:4-2\" batch_per_worker: 8"),
+                  "s")
+            .status()
+            .message());
+  };
+  EXPECT_EQ(error("kind: \"ps\" ps_mode: \"sum\""),
+            "s: strategy ps-s1-bsp: unknown ps_mode 'sum' (expected optimizer or summation)");
+  EXPECT_EQ(error("kind: \"ps\" ps_mode: \"summation\" ps_sync: \"asp\""),
+            "s: strategy ps-sum-s1-asp: ps_mode summation needs ps_sync bsp, got asp");
+  EXPECT_EQ(error("kind: \"ddp\" ps_mode: \"summation\""), "s: strategy ddp: ps_mode is for ps");
+  EXPECT_EQ(error("kind: \"ps\" ps_chunk_kb: 70000"),
+            "s: strategy ps-s1-bsp: ps_chunk_kb is for ps, in [1, 65536], got 70000");
+  EXPECT_EQ(error("kind: \"ddp\" ps_chunk_kb: 64"), "s: strategy ddp: ps_chunk_kb is for ps, in [1, 65536], got 64");
 }
 
 // A dp cell is `train --strategy=dp --workers=N` on one process: no network, node CPU

@@ -341,6 +341,7 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
     r.set_ps_sync(cell.strategy.ps_sync().empty() ? "bsp" : cell.strategy.ps_sync());
     r.set_ps_transport(cell.strategy.ps_transport().empty() ? kPsTransportGrpc : cell.strategy.ps_transport());
     r.set_ps_placement(cell.strategy.ps_placement().empty() ? kPsPlacementBalanced : cell.strategy.ps_placement());
+    r.set_ps_mode(cell.strategy.ps_mode().empty() ? kPsModeOptimizer : cell.strategy.ps_mode());
     std::vector<std::vector<StepMetrics>> shards;
     for (int s = 0; fs::exists(metrics_file(OutputOwner::kShard, s)); ++s) {
       shards.push_back(Steady(ReadMetrics(metrics_file(OutputOwner::kShard, s))));

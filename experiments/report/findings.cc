@@ -214,6 +214,18 @@ std::string StrategyParagraph(const std::vector<const ReportPoint*>& v, const Fi
                               bytes / 1e6, wire_ms, master * 8 / 1e9, 100 * wire_ms / last->step_ms,
                               one_master ? "; more shards (or a faster master link) relieve it" : "");
       }
+      // Pattern against transport: the busiest link's bytes at its rate is what the
+      // pattern costs on these links whatever carries it; the rest of the step's
+      // communication is the transport's and the schedule's.
+      if (wire_ms > 0 && comm > 0) {
+        const double pattern = std::min(wire_ms, comm);
+        absl::StrAppendFormat(&out, ". Of its %.0f ms of communication and waiting the pattern explains %.0f ms "
+                              "(%.0f%%: its busiest link's bytes at the link's rate); the other %.0f ms are the "
+                              "%s data plane's and the schedule's (per-call latency, the last chunk's reply, "
+                              "the CPU the transfers take)",
+                              comm, pattern, 100 * pattern / comm, comm - pattern,
+                              last->ps_transport == "tcp" ? "TCP" : "gRPC");
+      }
     } else {
       // The bytes tell which all-reduce ran: `auto` runs recursive doubling for buckets
       // under kAutoRecursiveDoublingBelowBytes (ddp_ring/allreduce_algorithm.h).
@@ -377,6 +389,38 @@ std::string HotShardParagraph(const std::vector<std::string>& order, const Point
   return absl::StrCat("Where the parameter server's traffic lands:\n\n", absl::StrJoin(lines, "\n"), "\n\n");
 }
 
+// Summation servers (BytePS) beside a ring at the same worker count: the communication
+// and waiting per step of each, their ratio, and what the pattern predicts from bytes
+// alone: k dedicated servers move max(1, n/k) x M / B through the busiest link, the ring
+// 2(n-1)/n x M / B. "" without such a pair.
+std::string SummationParagraph(const std::vector<std::string>& order, const PointsByLabel& by_label) {
+  std::vector<std::string> lines;
+  for (const std::string& label : order) {
+    for (const ReportPoint* p : by_label.at(label)) {
+      if (p->kind != "ps" || p->ps_mode != "summation" || p->shard_bytes.empty()) continue;
+      const int n = p->workers;
+      const int k = static_cast<int>(p->shard_bytes.size());
+      for (const std::string& other : order) {
+        for (const ReportPoint* r : by_label.at(other)) {
+          if (r->kind != "ddp" || r->workers != n || n < 2) continue;
+          const double mine = p->comm_ms + p->wait_ms;
+          const double ring = r->comm_ms + r->wait_ms;
+          if (!(ring > 0)) continue;
+          const double pattern = std::max(1.0, double(n) / k) / (2.0 * (n - 1) / n);
+          lines.push_back(absl::StrFormat(
+              "- %s x%d (k = %d summation servers) communicates and waits %.1f ms per step, %.2f of %s's %.1f ms "
+              "(%.0f%% less); the bytes alone predict %.2f (max(1, n/k) x M through the busiest link against the "
+              "ring's 2(n-1)/n x M)",
+              Name(*p), n, k, mine, mine / ring, Name(*r), ring, 100 * (1 - mine / ring), pattern));
+        }
+      }
+    }
+  }
+  if (lines.empty()) return "";
+  return absl::StrCat("Summation servers against the ring (BytePS: the servers only sum; every worker runs SGD):\n\n",
+                      absl::StrJoin(lines, "\n"), "\n\n");
+}
+
 }  // namespace
 
 std::string Findings(const std::vector<ReportPoint>& points, const FindingsContext& context) {
@@ -394,6 +438,7 @@ std::string Findings(const std::vector<ReportPoint>& points, const FindingsConte
   }
   absl::StrAppend(&out, LateParagraph(order, by_label));
   absl::StrAppend(&out, HotShardParagraph(order, by_label));
+  absl::StrAppend(&out, SummationParagraph(order, by_label));
   const ReportPoint* single = SinglePoint(points);
   absl::StrAppend(&out, ComputeSlowdownParagraph(order, by_label, single));
   absl::StrAppend(&out, PredictionMissParagraph(order, by_label, single, context));

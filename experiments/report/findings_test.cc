@@ -291,6 +291,42 @@ TEST(FindingsTest, TheHottestShardOfAPlacementIsNamed) {
   EXPECT_EQ(FindHottestShard(points[0]).shard, -1);
 }
 
+// Summation servers beside the ring: 4 workers, k = 4, 1000 ms of communication and
+// waiting against the ring's 1500: 0.67 of it, where the bytes predict 1 / 1.5.
+TEST(FindingsTest, SummationServersAreSetAgainstTheRing) {
+  std::vector<ReportPoint> points = WithSpeedups(
+      {Point("single", 1, 1000, 1.0, 0), Point("ps-sum", 4, 2000, 1.0, 1.0), Point("ring", 4, 1800, 1.0, 1.0)});
+  points[1].kind = "ps";
+  points[1].ps_mode = "summation";
+  points[1].shard_bytes = {25e6, 25e6, 25e6, 25e6};
+  points[1].comm_ms = 950;
+  points[1].wait_ms = 50;
+  points[2].kind = "ddp";
+  points[2].comm_ms = 1500;
+  points[2].wait_ms = 0;
+  const std::string f = Findings(points, FindingsContext{});
+  EXPECT_THAT(f, HasSubstr("- **ps-sum** x4 (k = 4 summation servers) communicates and waits 1000.0 ms per step, "
+                           "0.67 of **ring**'s 1500.0 ms (33% less); the bytes alone predict 0.67"));
+  points[1].ps_mode = "optimizer";
+  EXPECT_THAT(Findings(points, FindingsContext{}), Not(HasSubstr("Summation servers against the ring")));
+}
+
+// On emulated links a PS cell's communication is split into what the pattern explains
+// (10 MB through its busiest link at 50 MB/s: 200 ms) and the rest (100 ms), which is
+// its data plane's and the schedule's.
+TEST(FindingsTest, APsCellsCommunicationIsSplitIntoPatternAndTransport) {
+  ReportPoint ps = Point("ps-tcp", 4, 1500, 100, 280, 20);
+  ps.kind = "ps";
+  ps.ps_transport = "tcp";
+  ps.busiest_bytes_in = ps.busiest_bytes_out = 10e6;
+  FindingsContext c;
+  c.num_params = 2500000;  // M = 10 MB: a shard per worker.
+  c.link_bytes_per_s = 50e6;
+  const std::string f = Findings(WithSpeedups({Point("single", 1, 1000, 100, 0), ps}), c);
+  EXPECT_THAT(f, HasSubstr("Of its 300 ms of communication and waiting the pattern explains 200 ms (67%: its "
+                           "busiest link's bytes at the link's rate); the other 100 ms are the TCP data plane's"));
+}
+
 TEST(FindingsTest, NoMultiWorkerCell) {
   EXPECT_EQ(Findings(WithSpeedups({Point("single", 1, 1000, 1.0, 0)}), FindingsContext{}),
             "No multi-worker cell finished.\n");

@@ -198,6 +198,8 @@ std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<cons
     if (p->ok_repeats == 0) {
       p->device = r->device();  // An ok repeat's, where one is.
       p->ps_placement = r->ps_placement();
+      p->ps_mode = r->ps_mode();
+      p->ps_transport = r->ps_transport();
     }
     ++p->ok_repeats;
     for (int s = 0; s < r->shard_bytes_size(); ++s) v[absl::StrCat("shard", s)].push_back(r->shard_bytes(s));
@@ -215,8 +217,15 @@ std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<cons
     if (auto it = single_by_round.find(r->repeat()); it != single_by_round.end()) {
       const SingleRound& single = it->second;
       if (const double forward = ForwardPace(*r, single); forward > 0) {
-        v["paired"].push_back(r->samples_per_sec() * forward / single.sps);
-        v["paced_step"].push_back(r->median_step_ms() / forward);
+        // Only the CPU's part of the step follows the host's pace: data, forward,
+        // backward (with what the transfers took of it) and the update. What the step
+        // waited beyond them is the links', shaped for the cluster whatever the host
+        // did: a link-bound cell keeps it as measured.
+        const double step = r->median_step_ms();
+        const double cpu = std::min(step, r->data_ms() + r->compute_ms() + r->update_ms());
+        const double paced_step = step - cpu + cpu / forward;
+        v["paired"].push_back(paced_step > 0 ? r->samples_per_sec() * step / paced_step / single.sps : 0);
+        v["paced_step"].push_back(paced_step);
         v["paced_compute"].push_back(r->compute_ms() / forward);
       } else {
         v["paired"].push_back(PairedThroughput(*r, pace) / single.paired_sps);
@@ -405,6 +414,7 @@ void SetStrategyScenario(const ReportPoint& p, const StrategySpec& strategy, int
     s->shards = strategy.ps_shard_per_worker() ? p.workers : std::max(1, strategy.ps_shards());
     s->colocated = strategy.ps_colocated();
     s->ps_tcp = strategy.ps_transport() == kPsTransportTcp;
+    s->ps_summation = strategy.ps_mode() == kPsModeSummation;
     if (s->colocated) s->colocated_hosts = 1;  // --ps_colocated: every shard in worker 0.
     if (!s->colocated && ranks_per_node > 1) {
       // Nodes filled shard 0, worker 0, shard 1, worker 1, ...: while shards and
@@ -416,9 +426,10 @@ void SetStrategyScenario(const ReportPoint& p, const StrategySpec& strategy, int
         s->ranks_per_node = ranks_per_node;
       }
     }
-    // The spec has no chunk size: ringside's PS as it runs by default, the same
-    // schedule `simulate` predicts with.
+    // ringside's PS as it runs, the same schedule `simulate` predicts with, at the
+    // spec's chunk size where it gives one.
     UseRingsidePsSchedule(s);
+    if (strategy.ps_chunk_kb() > 0) s->chunk_bytes = strategy.ps_chunk_kb() * 1024.0;
   } else {
     const std::string& a = strategy.allreduce();
     s->strategy = a == "halving-doubling"     ? Strategy::kHalvingDoubling

@@ -66,6 +66,10 @@ struct ReportPoint {
   // without shard records).
   std::string ps_placement;
   std::vector<double> shard_bytes;
+  // PS: "optimizer" or "summation" (CellResult.ps_mode; empty in older results), and
+  // "grpc" or "tcp" (CellResult.ps_transport).
+  std::string ps_mode;
+  std::string ps_transport;
 };
 
 // PS: the shard carrying the most of `p`'s traffic and its share of all the shards'

@@ -205,9 +205,12 @@ TEST(BuildPointsTest, TheHostsPaceAroundACellIsTheMedianOfThreeProbes) {
 // Cells with a forward pass are read at the host's pace during them: the single computed
 // its forward in 400 ms at 1000 samples/s (its probe read d = 8, a noisy one); DDP at 4
 // nodes ran while the host was a quarter slower (forward 500 ms, 2400 samples/s on the
-// host, probe d = 5). In the cluster's time DDP is 2400 x 500 / (1000 x 400) = 3x, the
-// probes notwithstanding; its step (1000 ms on the host) is 800 ms at the single's pace,
-// and its compute likewise. A cell without a dilation keeps the host's reading.
+// host, probe d = 5). Its step of 1000 ms is 900 ms of compute, which runs at the
+// host's pace (720 ms at the single's), and 100 ms the step waited on the links, which
+// were shaped for the cluster (kept): 820 ms at the single's pace. In the cluster's
+// time DDP is 2400 x 1000 / 820 / 1000 = 2.93x, the probes notwithstanding (a
+// compute-bound cell: 2400 x 500 / (1000 x 400) = 3x). A cell without a dilation keeps
+// the host's reading.
 TEST(BuildPointsTest, OnAClusterEachCellIsReadAtItsOwnForwardPace) {
   CellResult single = Result("single", "single", 1, 0, "cpu", false, 0);
   single.set_samples_per_sec(1000);
@@ -223,10 +226,10 @@ TEST(BuildPointsTest, OnAClusterEachCellIsReadAtItsOwnForwardPace) {
   ddp.set_compute_ms(900);
   std::vector<ReportPoint> points = BuildPoints({single, ddp});
   ASSERT_EQ(points.size(), 2u);
-  EXPECT_NEAR(points[1].speedup, 3, 1e-9);
-  EXPECT_NEAR(points[1].paced_step_ms, 800, 1e-9);
+  EXPECT_NEAR(points[1].speedup, 2400.0 * 1000 / 820 / 1000, 1e-9);
+  EXPECT_NEAR(points[1].paced_step_ms, 820, 1e-9);
   EXPECT_NEAR(points[1].paced_compute_ms, 720, 1e-9);
-  EXPECT_NEAR(StepForModel(points[1]), 800, 1e-9);
+  EXPECT_NEAR(StepForModel(points[1]), 820, 1e-9);
   EXPECT_NEAR(ComputeAtSinglePace(points[1]), 720, 1e-9);
   EXPECT_NEAR(points[0].paced_step_ms, 1024, 1e-9);  // The single at its own pace.
   // A PS cell's forward shares its node with the arriving parameters: its probes' d,

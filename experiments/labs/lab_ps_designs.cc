@@ -1,0 +1,94 @@
+// Lab 8: two parameter-server designs the field moved to, on emulated nodes whose links
+// bound the step. A model whose first weight holds 92% of the bytes, 4 workers, 4
+// servers: whole tensors dealt round-robin (TensorFlow's placement) put that weight on
+// one server, which then carries most of the traffic, against byte-balanced slices.
+// Then summation servers (BytePS: the servers only sum, every worker runs SGD) at k = 2
+// and k = 4 against the ring, which moves what BytePS moves at k = 0.
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "experiments/labs/labs.h"
+#include "experiments/netem/cpu_share.h"
+
+namespace ringside {
+namespace {
+
+constexpr int kWorkers = 4;
+constexpr int kSteps = 10;
+constexpr int kWarmup = 3;
+constexpr int kBatch = 64;
+// 870,090 parameters (3.5 MB); the 784 x 1024 weight is 802,816 of them (92%).
+constexpr char kModel[] = "mlp:784-1024-64-10";
+// Nine processes (4 workers, up to 4 servers, or 4 ranks) at this share fit the 2
+// cores; the servers mostly wait on their links.
+constexpr double kNodeCpus = 0.2;
+
+struct DesignRun {
+  double step_ms = 0;     // Worker / rank 0's median step after warm-up.
+  double comm_ms = 0;     // Its communication and waiting, likewise.
+  double hot_share = 0;   // PS: the busiest server's share of the servers' bytes.
+};
+
+// `links`: LabClusterLinks's, the same for every job of the check.
+absl::StatusOr<DesignRun> Run(const LabContext& lab, const std::string& name, const std::string& links,
+                              const std::vector<std::string>& strategy, int servers) {
+  std::vector<std::string> args = With({"train"}, strategy);
+  args = With(args, {absl::StrFormat("--workers=%d", kWorkers), absl::StrFormat("--steps=%d", kSteps),
+                     absl::StrFormat("--batch=%d", kBatch), absl::StrCat("--model=", kModel),
+                     absl::StrCat("--node_cpus=", LabNodeCpus(lab, kNodeCpus)), absl::StrCat("--network=", links)});
+  std::vector<std::string> common = LabCommonFlags(kWorkers * kBatch * kSteps);
+  RINGSIDE_ASSIGN_OR_RETURN(LabJob job, RunLabJob(lab, name, With(args, common), absl::Seconds(240)));
+  RINGSIDE_ASSIGN_OR_RETURN(std::vector<StepMetrics> w0, JobMetrics(job, OutputOwner::kRank, 0));
+  DesignRun r;
+  r.step_ms = MedianAfter(w0, kWarmup, [](const StepMetrics& m) { return m.step_ms(); });
+  r.comm_ms = MedianAfter(w0, kWarmup, [](const StepMetrics& m) { return m.comm_ms() + m.wait_ms(); });
+  double total = 0, hottest = 0;
+  for (int s = 0; s < servers; ++s) {
+    RINGSIDE_ASSIGN_OR_RETURN(std::vector<StepMetrics> m, JobMetrics(job, OutputOwner::kShard, s));
+    const double bytes =
+        MedianAfter(m, kWarmup, [](const StepMetrics& x) { return 1.0 * x.bytes_received() + x.bytes_sent(); });
+    total += bytes;
+    hottest = std::max(hottest, bytes);
+  }
+  r.hot_share = total > 0 ? hottest / total : 0;
+  absl::FPrintF(lab.out, "    median step %.0f ms, communicating or waiting %.0f ms", r.step_ms, r.comm_ms);
+  if (servers > 1) absl::FPrintF(lab.out, "; the busiest server carried %.0f%% of the servers' bytes", 100 * r.hot_share);
+  absl::FPrintF(lab.out, "\n");
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<LabVerdict> CheckPsDesigns(const LabContext& lab) {
+  if (absl::Status s = CheckCpuSharePrivileges(); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("lab 8 runs on emulated nodes, which needs root: ", s.message()));
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(std::string links, LabClusterLinks(lab, kModel, kBatch, LabNodeCpus(lab, kNodeCpus)));
+  const std::vector<std::string> ps4 = {"--strategy=ps", "--ps_shards=4", "--ps_chunk_kb=256"};
+  RINGSIDE_ASSIGN_OR_RETURN(DesignRun balanced, Run(lab, "ps-balanced", links, ps4, 4));
+  RINGSIDE_ASSIGN_OR_RETURN(DesignRun rr, Run(lab, "ps-round-robin", links,
+                                              With(ps4, {"--ps_placement=tensor_round_robin"}), 4));
+  RINGSIDE_ASSIGN_OR_RETURN(DesignRun ring, Run(lab, "ring", links, {"--strategy=ddp", "--allreduce=ring"}, 0));
+  RINGSIDE_ASSIGN_OR_RETURN(DesignRun sum2, Run(lab, "summation-k2", links,
+                                                {"--strategy=ps", "--ps_shards=2", "--ps_chunk_kb=256",
+                                                 "--ps_mode=summation"},
+                                                2));
+  RINGSIDE_ASSIGN_OR_RETURN(DesignRun sum4, Run(lab, "summation-k4", links, With(ps4, {"--ps_mode=summation"}), 4));
+  LabVerdict v;
+  // Round-robin: one server carries the big weight's share of every worker's bytes,
+  // and the step waits for its link. k = 4 dedicated summation servers move M through
+  // each link where the ring moves 1.5 M; k = 2 move 2 M through each server's.
+  v.shown = rr.hot_share >= 0.7 && rr.step_ms >= 1.5 * balanced.step_ms && sum4.comm_ms * 1.2 <= ring.comm_ms &&
+            sum2.comm_ms > sum4.comm_ms;
+  v.effect = absl::StrFormat(
+      "round-robin put %.0f%% of the servers' bytes on one server: step %.1fx the balanced slices'; "
+      "summation servers communicated %.0f ms a step at k = 4 and %.0f ms at k = 2, the ring (BytePS's "
+      "k = 0) %.0f ms: k = 4 takes %.2f of the ring's",
+      100 * rr.hot_share, rr.step_ms / std::max(balanced.step_ms, 1e-9), sum4.comm_ms, sum2.comm_ms, ring.comm_ms,
+      sum4.comm_ms / std::max(ring.comm_ms, 1e-9));
+  return v;
+}
+
+}  // namespace ringside
