@@ -63,6 +63,11 @@ absl::Status SetNonBlockingNoDelay(int fd) {
   return absl::OkStatus();
 }
 
+absl::Status CapSendBuffer(int fd, int bytes) {
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)) < 0) return Errno("setsockopt(SO_SNDBUF)");
+  return absl::OkStatus();
+}
+
 absl::Status WriteAll(int fd, const void* data, size_t n, absl::Time deadline) {
   // One piece of WriteAllVectored's loop (its non-blocking sends keep the deadline on a
   // blocking socket too).

@@ -50,6 +50,11 @@ absl::StatusOr<bool> WaitFor(int fd, short events, absl::Time deadline);
 // Makes a connected or listening TCP socket non-blocking, with Nagle off.
 absl::Status SetNonBlockingNoDelay(int fd);
 
+// Caps the kernel's send buffer of a connected TCP socket at about `bytes` of data
+// (SO_SNDBUF; the kernel's own auto-tuning is then off for it). Connections that share
+// a link then interleave: none can queue more than this ahead of the others.
+absl::Status CapSendBuffer(int fd, int bytes);
+
 // Writes or reads exactly `n` bytes of a non-blocking socket before `deadline`.
 // DeadlineExceeded on time-out; Unavailable if the connection closes or breaks.
 absl::Status WriteAll(int fd, const void* data, size_t n, absl::Time deadline);

@@ -62,7 +62,9 @@ class TcpDataServer::Connection {
       : shard_(shard), fd_(fd), token_(token), stopping_(stopping), peer_(PeerOf(fd)) {}
 
   void Run() {
-    absl::Status s = Hello();
+    // The replies to every worker share this shard's link: keep them abreast.
+    absl::Status s = CapSendBuffer(fd_, static_cast<int>(kPsSendBufferChunks * shard_->chunk_floats() * sizeof(float)));
+    if (s.ok()) s = Hello();
     while (s.ok()) {
       absl::StatusOr<FrameHeader> header = NextRequest();
       if (!header.ok()) {

@@ -80,6 +80,18 @@ struct ChunkRef {
 static_assert(sizeof(ChunkRef) == 16, "the chunk reference is 16 bytes");
 
 // Longest error message and token either end accepts.
+// Each data connection's kernel send buffer holds about this many chunks
+// (CapSendBuffer), at both ends. A worker pushes to every shard at once and a shard
+// answers every worker at once, over one link each; a shard answers a chunk only once
+// every worker pushed it. With the kernel's auto-tuned buffers (megabytes) one
+// connection's slice queues ahead of the others' and the worker's pacing
+// (PsStrategy::WaitTurn) cannot keep the pushes abreast; the bytes standing in the
+// queues also delay the last replies. Measured on emulated 38 Mbit/s links, 4 workers,
+// 4 summation servers, a 3.5 MB model (docs/benchmarks.md): the pushes of one step
+// reached a server up to 0.5 s apart and the step took 1.8x M / B; with the pacing and
+// one chunk of buffer, 16-KiB chunks, 50 ms apart and 1.26x M / B.
+inline constexpr int kPsSendBufferChunks = 1;
+
 inline constexpr size_t kMaxPsErrorBytes = 4096;
 inline constexpr size_t kMaxPsTokenBytes = 4096;
 

@@ -120,6 +120,7 @@ PsStrategy::PsStrategy(std::vector<std::unique_ptr<ShardClient>> clients, Model*
   absl::MutexLock l(&mu_);
   remaining_.resize(clients_.size());
   busy_.resize(clients_.size());
+  granted_.assign(clients_.size(), 0);
   grad_events_.resize(clients_.size());
   arrived_.resize(clients_.size());
   sender_done_.assign(clients_.size(), false);
@@ -161,6 +162,26 @@ bool PsStrategy::WaitStaged(int s, int64_t k) {
     event_error_ = Annotate(status, "copying gradients to the host for the push");
   }
   return false;
+}
+
+bool PsStrategy::WaitTurn(int s, int64_t k) {
+  absl::MutexLock l(&mu_);
+  const int64_t position = clients_[s]->num_chunks() - 1 - k;  // Pushed in descending order.
+  auto my_turn = [this, s, position]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (cancelled_) return true;
+    for (size_t o = 0; o < clients_.size(); ++o) {
+      if (static_cast<int>(o) == s || sender_done_[o]) continue;
+      const int64_t chunks = clients_[o]->num_chunks();
+      const int64_t granted = granted_[o];
+      if (granted >= position || granted >= chunks) continue;  // Abreast, or through.
+      // Behind: it holds the link back only if its next chunk is ready to go.
+      if (remaining_[o][chunks - 1 - granted] == 0) return false;
+    }
+    return true;
+  };
+  mu_.Await(absl::Condition(&my_turn));
+  granted_[s] = position + 1;
+  return !cancelled_;
 }
 
 void PsStrategy::CopyChunkToDevice(int s, int64_t k) {
@@ -225,6 +246,7 @@ void PsStrategy::StartPushPull() {
       remaining_[s].resize(chunks);
       for (int64_t k = 0; k < chunks; ++k) remaining_[s][k] = ChunkOf(slices_[s].size, cf, k).size;
       busy_[s] = remaining_[s];
+      granted_[s] = 0;
       arrived_[s].assign(chunks, false);
       sender_done_[s] = false;
       grad_events_[s].assign(chunks, nullptr);
@@ -254,7 +276,8 @@ void PsStrategy::StartPushPull() {
       absl::Status result = clients_[s]->PushPull(
           step, grads + slice.offset, params + slice.offset,
           [this, shard](int64_t k) {
-            return staging_ ? WaitStaged(shard, k) : WaitForZero(&remaining_, shard, k);
+            const bool ready = staging_ ? WaitStaged(shard, k) : WaitForZero(&remaining_, shard, k);
+            return ready && WaitTurn(shard, k);
           },
           [this, shard](int64_t k) {
             return staging_ ? WaitStaged(shard, k) : WaitForZero(&busy_, shard, k);

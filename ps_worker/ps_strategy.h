@@ -146,6 +146,14 @@ class PsStrategy final : public StepStrategy {
   // announced and the event after their copy to the mirror has completed. False when
   // cancelled or when the event reports a device failure (kept in event_error_).
   bool WaitStaged(int s, int64_t k);
+  // The senders' pacing, after chunk k of shard s is ready: blocks while another
+  // shard's sender is more than one chunk behind this one (in the order each pushes
+  // its chunks) with its next chunk ready too, so that the pushes to every shard go out
+  // abreast over the worker's one link instead of one shard's whole slice ahead of the
+  // others' (every shard answers a chunk only once each worker pushed it: a shard
+  // whose chunks come last answers nobody until then). A sender waiting for gradients
+  // holds nobody back. False when cancelled.
+  bool WaitTurn(int s, int64_t k);
   // Enqueues the copy of chunk k of shard s from the parameter mirror to the model
   // (summation: to model->grads(), and the SGD step of those parameters with it).
   void CopyChunkToDevice(int s, int64_t k);
@@ -222,6 +230,8 @@ class PsStrategy final : public StepStrategy {
   // push-pull returned (all back, or failed).
   std::vector<std::vector<bool>> arrived_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> sender_done_ ABSL_GUARDED_BY(mu_);
+  // granted_[s]: chunks shard s's sender has been let push this step (WaitTurn).
+  std::vector<int64_t> granted_ ABSL_GUARDED_BY(mu_);
   // The shards whose push-pull failed, in the order the failures ended their calls:
   // Settle reports the first (the cause; a later one is often its consequence).
   std::vector<int> failure_order_ ABSL_GUARDED_BY(mu_);

@@ -41,6 +41,11 @@ absl::StatusOr<std::unique_ptr<TcpShardChannel>> TcpShardChannel::Connect(
     return absl::Status(fd.status().code(), absl::StrCat(name, ": data connection: ",
                                                          fd.status().message()));
   }
+  if (absl::Status capped = CapSendBuffer(fd->get(), static_cast<int>(kPsSendBufferChunks * layout->chunk_floats() *
+                                                                           sizeof(float)));
+      !capped.ok()) {
+    return absl::Status(capped.code(), absl::StrCat(name, ": data connection: ", capped.message()));
+  }
   std::unique_ptr<TcpShardChannel> channel(
       new TcpShardChannel(std::move(*fd), layout, std::move(name), timeout));
   // Protocol step 1: hello and token; the shard answers kPsOk or kPsError.

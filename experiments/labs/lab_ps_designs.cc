@@ -35,10 +35,11 @@ absl::StatusOr<DesignRun> Run(const LabContext& lab, const std::string& name, co
                               const std::vector<std::string>& strategy, int servers) {
   std::vector<std::string> args = With({"train"}, strategy);
   args = With(args, {absl::StrFormat("--workers=%d", kWorkers), absl::StrFormat("--steps=%d", kSteps),
-                     absl::StrFormat("--batch=%d", kBatch), absl::StrCat("--model=", kModel),
-                     absl::StrCat("--node_cpus=", LabNodeCpus(lab, kNodeCpus)), absl::StrCat("--network=", links)});
-  std::vector<std::string> common = LabCommonFlags(kWorkers * kBatch * kSteps);
-  RINGSIDE_ASSIGN_OR_RETURN(LabJob job, RunLabJob(lab, name, With(args, common), absl::Seconds(240)));
+                     absl::StrFormat("--batch=%d", kBatch), absl::StrCat("--node_cpus=", LabNodeCpus(lab, kNodeCpus)),
+                     absl::StrCat("--network=", links)});
+  // The lab's own model after the common flags (the last --model counts).
+  args = With(With(args, LabCommonFlags(kWorkers * kBatch * kSteps)), {absl::StrCat("--model=", kModel)});
+  RINGSIDE_ASSIGN_OR_RETURN(LabJob job, RunLabJob(lab, name, args, absl::Seconds(240)));
   RINGSIDE_ASSIGN_OR_RETURN(std::vector<StepMetrics> w0, JobMetrics(job, OutputOwner::kRank, 0));
   DesignRun r;
   r.step_ms = MedianAfter(w0, kWarmup, [](const StepMetrics& m) { return m.step_ms(); });
@@ -66,14 +67,17 @@ absl::StatusOr<LabVerdict> CheckPsDesigns(const LabContext& lab) {
         absl::StrCat("lab 8 runs on emulated nodes, which needs root: ", s.message()));
   }
   RINGSIDE_ASSIGN_OR_RETURN(std::string links, LabClusterLinks(lab, kModel, kBatch, LabNodeCpus(lab, kNodeCpus)));
-  const std::vector<std::string> ps4 = {"--strategy=ps", "--ps_shards=4", "--ps_chunk_kb=256"};
+  // On the TCP data plane in 16-KiB chunks: a server answers a chunk once every worker
+  // pushed it, so its slice (870 KB at 4 servers) must span many chunks for the replies
+  // to overlap the pushes.
+  const std::vector<std::string> ps4 = {"--strategy=ps", "--ps_shards=4", "--ps_chunk_kb=16", "--ps_transport=tcp"};
   RINGSIDE_ASSIGN_OR_RETURN(DesignRun balanced, Run(lab, "ps-balanced", links, ps4, 4));
   RINGSIDE_ASSIGN_OR_RETURN(DesignRun rr, Run(lab, "ps-round-robin", links,
                                               With(ps4, {"--ps_placement=tensor_round_robin"}), 4));
   RINGSIDE_ASSIGN_OR_RETURN(DesignRun ring, Run(lab, "ring", links, {"--strategy=ddp", "--allreduce=ring"}, 0));
   RINGSIDE_ASSIGN_OR_RETURN(DesignRun sum2, Run(lab, "summation-k2", links,
-                                                {"--strategy=ps", "--ps_shards=2", "--ps_chunk_kb=256",
-                                                 "--ps_mode=summation"},
+                                                {"--strategy=ps", "--ps_shards=2", "--ps_chunk_kb=16",
+                                                 "--ps_transport=tcp", "--ps_mode=summation"},
                                                 2));
   RINGSIDE_ASSIGN_OR_RETURN(DesignRun sum4, Run(lab, "summation-k4", links, With(ps4, {"--ps_mode=summation"}), 4));
   LabVerdict v;

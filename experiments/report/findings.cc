@@ -390,9 +390,10 @@ std::string HotShardParagraph(const std::vector<std::string>& order, const Point
 }
 
 // Summation servers (BytePS) beside a ring at the same worker count: the communication
-// and waiting per step of each, their ratio, and what the pattern predicts from bytes
-// alone: k dedicated servers move max(1, n/k) x M / B through the busiest link, the ring
-// 2(n-1)/n x M / B. "" without such a pair.
+// and waiting per step of each (in the cluster's time where both ran on a dilation:
+// each cell's links were shaped for its own d), their ratio, and what the pattern
+// predicts from bytes alone: k dedicated servers move max(1, n/k) x M / B through the
+// busiest link, the ring 2(n-1)/n x M / B. "" without such a pair.
 std::string SummationParagraph(const std::vector<std::string>& order, const PointsByLabel& by_label) {
   std::vector<std::string> lines;
   for (const std::string& label : order) {
@@ -403,15 +404,17 @@ std::string SummationParagraph(const std::vector<std::string>& order, const Poin
       for (const std::string& other : order) {
         for (const ReportPoint* r : by_label.at(other)) {
           if (r->kind != "ddp" || r->workers != n || n < 2) continue;
-          const double mine = p->comm_ms + p->wait_ms;
-          const double ring = r->comm_ms + r->wait_ms;
+          const bool cluster = p->cluster_comm_ms > 0 && r->cluster_comm_ms > 0;
+          const double mine = cluster ? p->cluster_comm_ms : p->comm_ms + p->wait_ms;
+          const double ring = cluster ? r->cluster_comm_ms : r->comm_ms + r->wait_ms;
           if (!(ring > 0)) continue;
           const double pattern = std::max(1.0, double(n) / k) / (2.0 * (n - 1) / n);
           lines.push_back(absl::StrFormat(
-              "- %s x%d (k = %d summation servers) communicates and waits %.1f ms per step, %.2f of %s's %.1f ms "
+              "- %s x%d (k = %d summation servers) communicates and waits %.1f ms per step%s, %.2f of %s's %.1f ms "
               "(%.0f%% less); the bytes alone predict %.2f (max(1, n/k) x M through the busiest link against the "
               "ring's 2(n-1)/n x M)",
-              Name(*p), n, k, mine, mine / ring, Name(*r), ring, 100 * (1 - mine / ring), pattern));
+              Name(*p), n, k, mine, cluster ? " in the cluster's time" : "", mine / ring, Name(*r), ring,
+              100 * (1 - mine / ring), pattern));
         }
       }
     }

@@ -307,6 +307,11 @@ TEST(FindingsTest, SummationServersAreSetAgainstTheRing) {
   const std::string f = Findings(points, FindingsContext{});
   EXPECT_THAT(f, HasSubstr("- **ps-sum** x4 (k = 4 summation servers) communicates and waits 1000.0 ms per step, "
                            "0.67 of **ring**'s 1500.0 ms (33% less); the bytes alone predict 0.67"));
+  // On a dilation each cell's communication counts in the cluster's time.
+  points[1].cluster_comm_ms = 70;
+  points[2].cluster_comm_ms = 100;
+  EXPECT_THAT(Findings(points, FindingsContext{}),
+              HasSubstr("communicates and waits 70.0 ms per step in the cluster's time, 0.70 of **ring**'s 100.0 ms"));
   points[1].ps_mode = "optimizer";
   EXPECT_THAT(Findings(points, FindingsContext{}), Not(HasSubstr("Summation servers against the ring")));
 }

@@ -182,7 +182,7 @@ double OwnBaseline(const std::map<std::pair<std::string, int>, std::vector<const
 std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<const CellResult*>& cells,
                                                           const std::map<int, SingleRound>& single_by_round,
                                                           const std::map<std::string, double>& pace,
-                                                          ReportPoint* p) {
+                                                          double reference_d, ReportPoint* p) {
   std::map<std::string, std::vector<double>> v;
   for (const CellResult* r : cells) {
     p->cells.push_back(r->cell());
@@ -213,14 +213,29 @@ std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<cons
     v["in"].push_back(r->busiest_bytes_in());
     v["out"].push_back(r->busiest_bytes_out());
     v["acc"].push_back(r->test_accuracy());
+    if (r->dilation() > 0) v["cluster_comm"].push_back((r->comm_ms() + r->wait_ms()) / r->dilation());
+    // For the cost model, whose links are the reference d's: the step's link part at
+    // that d, its CPU part at the single's pace (DDP, by the forward pass) or as
+    // measured (the others).
+    if (reference_d > 0 && r->dilation() > 0 && !r->network().empty()) {
+      const double step = r->median_step_ms();
+      const double cpu = std::min(step, r->data_ms() + r->compute_ms() + r->update_ms());
+      double cpu_pace = 1;
+      if (auto it = single_by_round.find(r->repeat()); it != single_by_round.end()) {
+        if (const double forward = ForwardPace(*r, it->second); forward > 0) cpu_pace = forward;
+      }
+      v["model_step"].push_back((step - cpu) * reference_d / r->dilation() + cpu / cpu_pace);
+    }
     v["wall"].push_back(r->wall_s());
     if (auto it = single_by_round.find(r->repeat()); it != single_by_round.end()) {
       const SingleRound& single = it->second;
       if (const double forward = ForwardPace(*r, single); forward > 0) {
         // Only the CPU's part of the step follows the host's pace: data, forward,
-        // backward (with what the transfers took of it) and the update. What the step
-        // waited beyond them is the links', shaped for the cluster whatever the host
-        // did: a link-bound cell keeps it as measured.
+        // backward (with what the transfers took of it) and the update; it is divided
+        // by the pace. What the step waited beyond them is the links', shaped for the
+        // cluster: kept as measured, on the reading that the cell's links were shaped
+        // for the pace the single ran at (probes are too noisy to convert by; the
+        // guard, MeasureLinkPaceDrift, disowns a run where that reading fails).
         const double step = r->median_step_ms();
         const double cpu = std::min(step, r->data_ms() + r->compute_ms() + r->update_ms());
         const double paced_step = step - cpu + cpu / forward;
@@ -265,6 +280,12 @@ void SetPointMeasures(std::map<std::string, std::vector<double>>& v, double base
     p->paced_step_ms = Median(v["paced_step"]);
     p->paced_compute_ms = Median(v["paced_compute"]);
   }
+  if (!v["model_step"].empty() && v["model_step"].size() == v["sps"].size()) {
+    p->model_step_ms = Median(v["model_step"]);
+  }
+  if (!v["cluster_comm"].empty() && v["cluster_comm"].size() == v["sps"].size()) {
+    p->cluster_comm_ms = Median(v["cluster_comm"]);
+  }
   p->data_ms = Median(v["data"]);
   p->comm_ms = Median(v["comm"]);
   p->wait_ms = Median(v["wait"]);
@@ -290,6 +311,7 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
   const std::map<std::string, double> pace = HostPaceDilations(results);
   const SingleBaselines single = SingleThroughput(results, pace);
   const double base_single = single.median;
+  const double reference_d = MedianLinkDilation(results);
   std::vector<ReportPoint> points;
   for (const std::string& label : order) {
     const double base_own = OwnBaseline(groups, label);
@@ -300,7 +322,7 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
       p.label = label;
       p.kind = cells[0]->kind();
       p.workers = key.second;
-      std::map<std::string, std::vector<double>> v = CollectRepeats(cells, single.by_round, pace, &p);
+      std::map<std::string, std::vector<double>> v = CollectRepeats(cells, single.by_round, pace, reference_d, &p);
       SetPointMeasures(v, base, base_single, &p);
       SetLatePoint(cells, &p);
       points.push_back(p);
@@ -321,7 +343,20 @@ HottestShard FindHottestShard(const ReportPoint& p) {
   return hot;
 }
 
-double StepForModel(const ReportPoint& p) { return p.paced_step_ms > 0 ? p.paced_step_ms : p.step_ms; }
+double StepForModel(const ReportPoint& p) {
+  if (p.model_step_ms > 0) return p.model_step_ms;
+  return p.paced_step_ms > 0 ? p.paced_step_ms : p.step_ms;
+}
+
+double MedianLinkDilation(const std::vector<CellResult>& results) {
+  std::vector<double> d;
+  for (const CellResult& r : results) {
+    if (r.dilation() > 0 && !r.network().empty()) d.push_back(r.dilation());
+  }
+  if (d.empty()) return 0;
+  std::sort(d.begin(), d.end());
+  return d[d.size() / 2];
+}
 
 double ComputeAtSinglePace(const ReportPoint& p) {
   return p.paced_compute_ms > 0 ? p.paced_compute_ms : p.compute_ms;

@@ -44,6 +44,17 @@ struct ReportPoint {
   // without forward_ms). StepForModel / ComputeAtSinglePace pick them.
   double paced_step_ms = 0;
   double paced_compute_ms = 0;
+  // Cells that ran on a cluster's dilation: communication and waiting per step in the
+  // cluster's time, each repeat's over the d its links were shaped for (links run at
+  // the cluster's rate / d, so this is what the cluster would wait), the median; 0
+  // where a repeat has no dilation. Communication alone: no compute pace enters it.
+  double cluster_comm_ms = 0;
+  // Cells whose links were shaped for a d: the step as the cost model should see it,
+  // its link part converted to the matrix's reference d (MedianLinkDilation, whose
+  // links the predictions use) and its CPU part at the single's pace where the cell
+  // has a forward pace (DDP); the median over the repeats; 0 otherwise. StepForModel
+  // picks it first.
+  double model_step_ms = 0;
   double predicted_step_ms = 0;    // Cost model (0: no calibration or no prediction).
   double predicted_comm_cpu_ms = 0;  // Of it, the CPU the transfers take from compute (Prediction.comm_cpu_s).
   // Where the first repeat computed ("cpu", "cuda:0"; CellResult.device), whether any
@@ -132,10 +143,15 @@ absl::StatusOr<std::vector<CellResult>> ReadCellResults(const std::string& dir);
 // median of three consecutive probes).
 std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results);
 
-// The step (compute) the cost model is checked against: at the single process's pace
-// where the point was read so (paced_*), else as measured.
+// The step (compute) the cost model is checked against: model_step_ms where the cells
+// ran on links shaped for a d, else at the single process's pace where the point was
+// read so (paced_*), else as measured.
 double StepForModel(const ReportPoint& p);
 double ComputeAtSinglePace(const ReportPoint& p);
+
+// The d of the matrix's median cell with links (the upper median), whose links the
+// report's predictions use (report.h MedianCellDilation); 0 when no cell has links.
+double MedianLinkDilation(const std::vector<CellResult>& results);
 
 // Cluster runs: how far the host's pace during each DDP cell (its forward pass over the
 // single cells' forward per unit of d, the median over the rounds of their forward over

@@ -224,6 +224,8 @@ TEST(BuildPointsTest, OnAClusterEachCellIsReadAtItsOwnForwardPace) {
   ddp.set_forward_ms(500);
   ddp.set_median_step_ms(1000);
   ddp.set_compute_ms(900);
+  ddp.set_comm_ms(80);
+  ddp.set_wait_ms(20);
   std::vector<ReportPoint> points = BuildPoints({single, ddp});
   ASSERT_EQ(points.size(), 2u);
   EXPECT_NEAR(points[1].speedup, 2400.0 * 1000 / 820 / 1000, 1e-9);
@@ -232,6 +234,26 @@ TEST(BuildPointsTest, OnAClusterEachCellIsReadAtItsOwnForwardPace) {
   EXPECT_NEAR(StepForModel(points[1]), 820, 1e-9);
   EXPECT_NEAR(ComputeAtSinglePace(points[1]), 720, 1e-9);
   EXPECT_NEAR(points[0].paced_step_ms, 1024, 1e-9);  // The single at its own pace.
+  // Its 100 ms of communication and waiting on links shaped for d = 5: 20 ms at the
+  // cluster.
+  EXPECT_NEAR(points[1].cluster_comm_ms, 20, 1e-9);
+  // With links (a network on record), the cost model sees the link part at the
+  // matrix's reference d, the median cell's (here the DDP cell's own, 5): 820 again.
+  // A second DDP cell at d = 10 (its links twice as slow), the reference d = 10 (the
+  // upper median of 5 and 10): the first's 100 ms of links count 200, the second's as
+  // measured.
+  CellResult with_links = ddp;
+  with_links.set_network("bw=100mbit");
+  CellResult slower = with_links;
+  slower.set_label("ddp2");
+  slower.set_cell("ddp2-n4-r0");
+  slower.set_dilation(10);
+  points = BuildPoints({single, with_links, slower});
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_NEAR(points[1].model_step_ms, 200 + 720, 1e-9);
+  EXPECT_NEAR(points[2].model_step_ms, 100 + 720, 1e-9);
+  EXPECT_NEAR(StepForModel(points[1]), 920, 1e-9);
+  EXPECT_NEAR(MedianLinkDilation({single, with_links, slower}), 10, 1e-9);
   // A PS cell's forward shares its node with the arriving parameters: its probes' d,
   // 2400 x 5 / (1000 x 8), whatever its forward.
   CellResult ps = ddp;

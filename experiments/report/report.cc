@@ -59,6 +59,7 @@ DilationRecord MedianCellDilation(const DilationRecord& first, const std::vector
   }
   std::sort(by_d.begin(), by_d.end());
   if (!(first.factor() > 0) || by_d.empty() || by_d.front().first == by_d.back().first) return first;
+  // The cell MedianLinkDilation names (points.h), whose d the points' model steps use.
   const auto& [d, links] = by_d[by_d.size() / 2];
   DilationRecord median = first;
   const double scale = d / first.factor();
