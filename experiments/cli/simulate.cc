@@ -36,6 +36,7 @@ struct SimulateFlags {
   absl::Duration link_latency;
   bool colocated = false, wire_only = false;
   std::string ps_transport, ps_placement, ps_mode;
+  int ps_chunk_kb = 0;
 };
 
 SimulateFlags ReadSimulateFlags(const CommandArgs& args) {
@@ -65,6 +66,7 @@ SimulateFlags ReadSimulateFlags(const CommandArgs& args) {
   f.ps_transport = absl::GetFlag(FLAGS_ps_transport);
   f.ps_placement = absl::GetFlag(FLAGS_ps_placement);
   f.ps_mode = absl::GetFlag(FLAGS_ps_mode);
+  f.ps_chunk_kb = absl::GetFlag(FLAGS_ps_chunk_kb);
   return f;
 }
 
@@ -102,6 +104,15 @@ absl::StatusOr<double> BucketCapFromFlags(const SimulateFlags& f) {
   return mb * (1 << 20);
 }
 
+// --ps_chunk_kb: the PS streams' chunk size in bytes; 0 (ringside's default) unless given.
+absl::StatusOr<double> ChunkBytesFromFlags(const SimulateFlags& f) {
+  if (!Given(f, "ps_chunk_kb")) return 0.0;
+  if (f.ps_chunk_kb < 1 || f.ps_chunk_kb > 65536) {
+    return absl::InvalidArgumentError(absl::StrCat("--ps_chunk_kb must be in [1, 65536], got ", f.ps_chunk_kb));
+  }
+  return f.ps_chunk_kb * 1024.0;
+}
+
 // --ps_mode: whether the PS rows are summation servers.
 absl::StatusOr<bool> SummationFromFlags(const SimulateFlags& f) {
   if (f.ps_mode != kPsModeOptimizer && f.ps_mode != kPsModeSummation) {
@@ -128,6 +139,7 @@ absl::StatusOr<ClusterSimulateOptions> ClusterOptionsFromFlags(const SimulateFla
   ClusterSimulateOptions o;
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_placement, ParsePsPlacement(f.ps_placement));
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_summation, SummationFromFlags(f));
+  RINGSIDE_ASSIGN_OR_RETURN(o.ps_chunk_bytes, ChunkBytesFromFlags(f));
   RINGSIDE_ASSIGN_OR_RETURN(o.cluster, LoadClusterProfile(f.cluster));
   o.batch = f.batch;
   if (o.batch < 0) return absl::InvalidArgumentError(absl::StrCat("--batch must be >= 1 (got ", o.batch, ")"));
@@ -173,6 +185,7 @@ absl::StatusOr<SimulateOptions> CalibrationOptionsFromFlags(const SimulateFlags&
   o.ps_tcp = f.ps_transport == kPsTransportTcp;
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_placement, ParsePsPlacement(f.ps_placement));
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_summation, SummationFromFlags(f));
+  RINGSIDE_ASSIGN_OR_RETURN(o.ps_chunk_bytes, ChunkBytesFromFlags(f));
   if (Given(f, "simulate_model")) o.model = f.model;
   if (Given(f, "simulate_batch")) o.batch = f.batch;
   o.model_bytes = f.model_mb * 1e6;

@@ -92,6 +92,16 @@ TEST(SimulateCli, PsPlacementDealsTheModelsLayers) {
       << "a calibration without its model has no tensors to deal";
 }
 
+// --ps_mode=summation and --ps_chunk_kb reach the PS rows; an unknown mode and a chunk
+// size outside [1, 65536] are usage errors.
+TEST(SimulateCli, PsModeAndChunkSize) {
+  EXPECT_EQ(Simulate({"--cluster=gige-cpu", "--model=mlp:784-2560-256-10", "--batch=64", "--shards=N",
+                      "--ps_mode=summation", "--ps_chunk_kb=64", "--workers=4,16"}),
+            0);
+  EXPECT_EQ(Simulate({"--cluster=gige-cpu", "--model_mb=10", "--step_ms=8", "--ps_mode=sum"}), 2);
+  EXPECT_EQ(Simulate({"--cluster=gige-cpu", "--model_mb=10", "--step_ms=8", "--ps_chunk_kb=0"}), 2);
+}
+
 TEST(SimulateCli, ProfileWithAMissingFieldIsAUsageError) {
   const std::string path = std::string(getenv("TEST_TMPDIR")) + "/no_nic.textproto";
   FILE* f = fopen(path.c_str(), "w");

@@ -875,16 +875,16 @@ double UsedBytesPerSecond(const Prediction& prediction) {
          prediction.comm_total_s;
 }
 
-void UseRingsidePsSchedule(Scenario* scenario) {
+void UseRingsidePsSchedule(Scenario* scenario, double chunk_bytes) {
   scenario->ps_overlap = true;  // ps_strategy pushes chunks from backward's hooks.
-  scenario->chunk_bytes = kDefaultPsChunkBytes;
+  scenario->chunk_bytes = chunk_bytes > 0 ? chunk_bytes : kDefaultPsChunkBytes;
 }
 
-std::string DescribeRingsidePsSchedule() {
+std::string DescribeRingsidePsSchedule(double chunk_bytes) {
   return absl::StrFormat(
       "PS pushes overlap backward (as ringside's PS worker does; %.0f KiB chunks, the last "
       "chunk's reply after every push)",
-      kDefaultPsChunkBytes / 1024.0);
+      (chunk_bytes > 0 ? chunk_bytes : kDefaultPsChunkBytes) / 1024.0);
 }
 
 std::vector<double> DdpBucketBytes(const std::vector<double>& layer_bytes, double model_bytes,
@@ -964,7 +964,7 @@ absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
   Scenario ps = base;
   ps.strategy = Strategy::kPs;
   ps.ps_summation = options.ps_summation;
-  UseRingsidePsSchedule(&ps);
+  UseRingsidePsSchedule(&ps, options.ps_chunk_bytes);
   const char* mode = options.ps_summation ? " summation" : "";
 
   // Each curve: a label and how to make its scenario for N workers.

@@ -241,14 +241,15 @@ struct Prediction {
 double UsedBytesPerSecond(const Prediction& prediction);
 
 // How ringside's own PS worker runs a step (ps_worker/ps_strategy.h): it pushes each
-// chunk as backward announces its gradients, on streams of kDefaultPsChunkBytes chunks.
-// Sets scenario->ps_overlap and chunk_bytes to that. `report` and `simulate` both
+// chunk as backward announces its gradients, on streams of `chunk_bytes` chunks (0:
+// kDefaultPsChunkBytes, `--ps_chunk_kb`'s default). Sets scenario->ps_overlap and
+// chunk_bytes to that. `report` and `simulate` both
 // predict ringside's PS with it, so the two give a cell the same step time; Scenario's
 // own defaults (no overlap, perfect pipelining) are the textbook's bound.
-void UseRingsidePsSchedule(Scenario* scenario);
+void UseRingsidePsSchedule(Scenario* scenario, double chunk_bytes = 0);
 // One phrase for headers: "PS pushes overlap backward (1 MiB chunks; the last chunk's
 // reply does not)".
-std::string DescribeRingsidePsSchedule();
+std::string DescribeRingsidePsSchedule(double chunk_bytes = 0);
 
 // DDP's buckets in launch order (reverse layer order, ddp_ring/reducer.h ComputeBuckets):
 // `layer_bytes` in layer order (empty: layers unknown, the model cut into pieces
@@ -325,6 +326,7 @@ struct SweepOptions {
   // PS curves of summation servers (Scenario::ps_summation; " summation" appended to
   // their labels).
   bool ps_summation = false;
+  double ps_chunk_bytes = 0;  // The PS streams' chunk size (0: the default).
   // Emulated nodes, as in Scenario: each node's CPU share (0: none) and one node at a
   // fraction of it (1: none slower).
   double node_cpus = 0;

@@ -162,6 +162,7 @@ absl::Status PrintOneLink(const SimulateOptions& options, double model_bytes, do
   sweep.ps_placement = options.ps_placement;
   sweep.tensor_bytes = tensor_bytes;
   sweep.ps_summation = options.ps_summation;
+  sweep.ps_chunk_bytes = options.ps_chunk_bytes;
   sweep.bucket_cap_bytes = options.bucket_cap_bytes;
   sweep.node_cpus = node_cpus;
   sweep.slow_node_fraction = options.slow_node_fraction;
@@ -302,7 +303,8 @@ absl::Status RunSimulate(const SimulateOptions& options, FILE* out) {
     }
     tensors = *std::move(t);
   }
-  absl::FPrintF(out, "%s; %s%s\n\n", DescribeRingsidePsSchedule(), DescribeShards(options.shards_colocated),
+  absl::FPrintF(out, "%s; %s%s\n\n", DescribeRingsidePsSchedule(options.ps_chunk_bytes),
+                DescribeShards(options.shards_colocated),
                 DescribePlacement(options.ps_placement, tensors, options.shards));
   const std::vector<double> links =
       options.link_bytes_per_s.empty() ? std::vector<double>{0} : options.link_bytes_per_s;
@@ -413,6 +415,7 @@ absl::StatusOr<SweepOptions> ClusterSweep(const ClusterSimulateOptions& o, doubl
   sweep.ps_placement = o.ps_placement;
   sweep.tensor_bytes = o.model.layer_bytes;
   sweep.ps_summation = o.ps_summation;
+  sweep.ps_chunk_bytes = o.ps_chunk_bytes;
   if (o.ps_placement != PsPlacement::kBalanced && o.model.layer_bytes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("simulate: --ps_placement=", PsPlacementName(o.ps_placement),
                                                    " deals whole tensors: give the model's layers (a preset, a "
@@ -446,7 +449,7 @@ absl::Status RunClusterSimulate(const ClusterSimulateOptions& o, FILE* out) {
                 "node by node, %d a node; no update or summing cost outside the step\n",
                 latency * 1e6, o.link_latency_s >= 0 ? " (--link_latency)" : "",
                 std::max(1, cl.devices_per_node));
-  absl::FPrintF(out, "%s; %s; DDP overlap %s, buckets of %s%s\n\n", DescribeRingsidePsSchedule(),
+  absl::FPrintF(out, "%s; %s; DDP overlap %s, buckets of %s%s\n\n", DescribeRingsidePsSchedule(o.ps_chunk_bytes),
                 DescribeShards(o.shards_colocated), o.overlap ? "on" : "off",
                 o.model.layer_bytes.empty() ? "the model cut regardless of layers" : "whole layers",
                 DescribePlacement(o.ps_placement, o.model.layer_bytes, o.shards));

@@ -52,6 +52,8 @@ struct SimulateOptions {
   PsPlacement ps_placement = PsPlacement::kBalanced;
   // The PS rows are summation servers (--ps_mode=summation; Scenario::ps_summation).
   bool ps_summation = false;
+  // The PS streams' chunk size (--ps_chunk_kb); 0: ringside's default.
+  double ps_chunk_bytes = 0;
 };
 
 // Writes what the calibration was measured with, the tables and "crossover: ..." lines
@@ -108,6 +110,7 @@ struct ClusterSimulateOptions {
   // and the busiest standalone shard bounds each row; refused without layers.
   PsPlacement ps_placement = PsPlacement::kBalanced;
   bool ps_summation = false;  // As in SimulateOptions.
+  double ps_chunk_bytes = 0;  // As in SimulateOptions.
 };
 
 // One device's step for `options`: step_s when given, else TargetStepSeconds of the

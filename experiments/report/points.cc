@@ -463,8 +463,7 @@ void SetStrategyScenario(const ReportPoint& p, const StrategySpec& strategy, int
     }
     // ringside's PS as it runs, the same schedule `simulate` predicts with, at the
     // spec's chunk size where it gives one.
-    UseRingsidePsSchedule(s);
-    if (strategy.ps_chunk_kb() > 0) s->chunk_bytes = strategy.ps_chunk_kb() * 1024.0;
+    UseRingsidePsSchedule(s, strategy.ps_chunk_kb() * 1024.0);
   } else {
     const std::string& a = strategy.allreduce();
     s->strategy = a == "halving-doubling"     ? Strategy::kHalvingDoubling
