@@ -62,6 +62,23 @@ a, b = floats(sys.argv[1]), floats(sys.argv[2])
 sys.exit(0 if a and a == b else 1)
 PY
 }
+# resumed_equals NAME STRAIGHT WHAT ARGS...: 4 workers x 2 shards with ARGS, stopped
+# after 10 steps and resumed to 20 in $T/NAME, end bit for bit where the straight
+# 20-step run $T/STRAIGHT does.
+resumed_equals() {
+  local name=$1 straight=$2 what=$3; shift 3
+  local run=(train --strategy=ps --workers=4 --ps_shards=2 --batch=$B --timeout_s=30 "$@") rc
+  timeout 120 "$RINGSIDE" "${run[@]}" "${DEVICE_ARGS[@]}" "${common[@]/--steps=20/--steps=10}" \
+    --out="$T/$name" >"$T/${name}1.log" 2>&1
+  rc=$?
+  if [ "$rc" -ne 0 ]; then fail "$what first half exited $rc"; tail -3 "$T/${name}1.log"; return; fi
+  timeout 120 "$RINGSIDE" "${run[@]}" "${DEVICE_ARGS[@]}" "${common[@]}" --resume --out="$T/$name" \
+    >"$T/${name}2.log" 2>&1
+  rc=$?
+  if [ "$rc" -ne 0 ]; then fail "$what resumed half exited $rc"; tail -3 "$T/${name}2.log"; return; fi
+  cmp -s "$T/$name/checkpoint.bin" "$T/$straight/checkpoint.bin" \
+    || fail "$what resumed: the checkpoint differs from the straight run's"
+}
 shard_bytes() {  # shard_bytes NAME N S
   $PY "$CHECK_BYTES" "$2" "$NUM_PARAMS" "$3" --steps=20 "$T/$1"/metrics.shard*.jsonl \
     || fail "$1: shard byte counts"
@@ -134,19 +151,7 @@ if ps ps4x3greedy 4 3 --ps_placement=tensor_greedy; then
   grep -q 'placement tensor_greedy (shards hold 96% / 3% / 1%)' "$T/ps4x3greedy.log" \
     || fail "tensor_greedy: worker 0 did not report the shards' shares"
 fi
-rr=(train --strategy=ps --workers=4 --ps_shards=2 --batch=$B --timeout_s=30 --ps_placement=tensor_round_robin)
-if timeout 120 "$RINGSIDE" "${rr[@]}" "${DEVICE_ARGS[@]}" "${common[@]/--steps=20/--steps=10}" \
-    --out="$T/rr_half" >"$T/rr_half1.log" 2>&1; then
-  if timeout 120 "$RINGSIDE" "${rr[@]}" "${DEVICE_ARGS[@]}" "${common[@]}" --resume --out="$T/rr_half" \
-      >"$T/rr_half2.log" 2>&1; then
-    cmp -s "$T/rr_half/checkpoint.bin" "$T/ps4x2rr/checkpoint.bin" \
-      || fail "tensor_round_robin resumed: the checkpoint differs from the straight run's"
-  else
-    fail "tensor_round_robin resumed half exited $?"; tail -3 "$T/rr_half2.log"
-  fi
-else
-  fail "tensor_round_robin first half exited $?"; tail -3 "$T/rr_half1.log"
-fi
+resumed_equals rr_half ps4x2rr "tensor_round_robin" --ps_placement=tensor_round_robin
 # More shards than tensors: refused in one line before any process starts.
 timeout 60 "$RINGSIDE" train --strategy=ps --workers=2 --ps_shards=7 --batch=$B --timeout_s=10 \
   --ps_placement=tensor_round_robin "${common[@]}" --out="$T/rr7" >"$T/rr7.log" 2>&1
@@ -171,19 +176,7 @@ if ps ps4x2sum 4 2 --ps_mode=summation; then
   grep -q 'ps: 4 workers, 2 summation server(s)' "$T/ps4x2sum.log" || fail "summation: worker 0 did not say so"
   shard_bytes ps4x2sum 4 2
 fi
-sum=(train --strategy=ps --workers=4 --ps_shards=2 --batch=$B --timeout_s=30 --ps_mode=summation)
-if timeout 120 "$RINGSIDE" "${sum[@]}" "${DEVICE_ARGS[@]}" "${common[@]/--steps=20/--steps=10}" \
-    --out="$T/sum_half" >"$T/sum_half1.log" 2>&1; then
-  if timeout 120 "$RINGSIDE" "${sum[@]}" "${DEVICE_ARGS[@]}" "${common[@]}" --resume --out="$T/sum_half" \
-      >"$T/sum_half2.log" 2>&1; then
-    cmp -s "$T/sum_half/checkpoint.bin" "$T/ps4x2sum/checkpoint.bin" \
-      || fail "summation resumed: the checkpoint differs from the straight run's"
-  else
-    fail "summation resumed half exited $?"; tail -3 "$T/sum_half2.log"
-  fi
-else
-  fail "summation first half exited $?"; tail -3 "$T/sum_half1.log"
-fi
+resumed_equals sum_half ps4x2sum "summation" --ps_mode=summation
 # Summation under SSP: refused in one line before any process starts.
 timeout 60 "$RINGSIDE" train --strategy=ps --workers=2 --ps_shards=2 --ps_mode=summation --ps_sync=ssp:1 \
   --batch=$B "${common[@]}" --out="$T/sumssp" >"$T/sumssp.log" 2>&1
