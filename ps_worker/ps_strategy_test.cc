@@ -287,9 +287,10 @@ class PsGpuTest : public ::testing::TestWithParam<std::tuple<int, bool>> {
   }
 };
 
-TEST_P(PsGpuTest, GpuWorkersMatchCpuWorkers) {
-  const auto [num_shards, late] = GetParam();
-  RunConfig cpu = JobConfig(2, num_shards, /*prefetch=*/true);
+// The job `cpu` (2 workers) on CPU workers and on GPU workers, whose final parameters
+// agree within the bound between the GPU and the CPU (GEMMs sum in another
+// order), every GPU worker holding the same floats.
+void ExpectGpuWorkersMatchCpuWorkers(const RunConfig& cpu, bool late) {
   RunConfig gpu = cpu;
   gpu.set_device("cuda");
   WorkerMode mode;
@@ -300,10 +301,14 @@ TEST_P(PsGpuTest, GpuWorkersMatchCpuWorkers) {
     ASSERT_TRUE(want[w].ok()) << "cpu worker " << w << ": " << want[w].status();
     ASSERT_TRUE(got[w].ok()) << "gpu worker " << w << ": " << got[w].status();
     ASSERT_EQ(got[w]->size(), want[w]->size());
-    // The bound between the GPU and the CPU (GEMMs sum in another order).
     EXPECT_LT(MaxRelativeDifference(*got[w], *want[w]), 1e-4) << "worker " << w;
     EXPECT_EQ(*got[w], *got[0]) << "worker " << w;  // All pulled the same floats.
   }
+}
+
+TEST_P(PsGpuTest, GpuWorkersMatchCpuWorkers) {
+  const auto [num_shards, late] = GetParam();
+  ExpectGpuWorkersMatchCpuWorkers(JobConfig(2, num_shards, /*prefetch=*/true), late);
 }
 
 // The same against summation servers: each GPU worker steps SGD on the device.
@@ -311,18 +316,7 @@ TEST_P(PsGpuTest, GpuWorkersMatchCpuWorkersAgainstSummationServers) {
   const auto [num_shards, late] = GetParam();
   RunConfig cpu = JobConfig(2, num_shards, /*prefetch=*/true);
   cpu.set_ps_mode(kPsModeSummation);
-  RunConfig gpu = cpu;
-  gpu.set_device("cuda");
-  WorkerMode mode;
-  mode.params_arrive_late = late;
-  const auto want = RunJob(cpu, mode);
-  const auto got = RunJob(gpu, mode);
-  for (int w = 0; w < cpu.world_size(); ++w) {
-    ASSERT_TRUE(want[w].ok()) << "cpu worker " << w << ": " << want[w].status();
-    ASSERT_TRUE(got[w].ok()) << "gpu worker " << w << ": " << got[w].status();
-    EXPECT_LT(MaxRelativeDifference(*got[w], *want[w]), 1e-4) << "worker " << w;
-    EXPECT_EQ(*got[w], *got[0]) << "worker " << w;
-  }
+  ExpectGpuWorkersMatchCpuWorkers(cpu, late);
 }
 
 INSTANTIATE_TEST_SUITE_P(ShardsLate, PsGpuTest,
