@@ -201,10 +201,7 @@ absl::Status ValidatePsPlacement(const RunConfig& c) {
 // What the PS's servers do: run the optimizer, or only sum (BSP, every worker kept).
 absl::Status ValidatePsMode(const RunConfig& c) {
   const std::string& m = c.ps_mode();
-  if (!m.empty() && m != kPsModeOptimizer && m != kPsModeSummation) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown --ps_mode '", m, "' (expected optimizer or summation)"));
-  }
+  RINGSIDE_RETURN_IF_ERROR(CheckPsModeName(m));
   if (m != kPsModeSummation) return absl::OkStatus();
   if (c.strategy() != "ps") return absl::InvalidArgumentError("--ps_mode needs --strategy=ps");
   if (!c.ps_sync().empty() && c.ps_sync() != "bsp") {
@@ -235,6 +232,11 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   RINGSIDE_RETURN_IF_ERROR(ValidatePsPlacement(c));
   RINGSIDE_RETURN_IF_ERROR(ValidatePsMode(c));
   return ValidateElastic(c);
+}
+
+absl::Status CheckPsModeName(absl::string_view mode) {
+  if (mode.empty() || mode == kPsModeOptimizer || mode == kPsModeSummation) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("unknown --ps_mode '", mode, "' (expected optimizer or summation)"));
 }
 
 SgdHyper SgdHyperFor(const RunConfig& c) {

@@ -26,6 +26,9 @@ inline constexpr char kPsTransportTcp[] = "tcp";
 // or only sum the gradients (summation servers, as BytePS).
 inline constexpr char kPsModeOptimizer[] = "optimizer";
 inline constexpr char kPsModeSummation[] = "summation";
+// OK for "", kPsModeOptimizer or kPsModeSummation; else InvalidArgument "unknown
+// --ps_mode 'X' (expected optimizer or summation)". The one check of the names.
+absl::Status CheckPsModeName(absl::string_view mode);
 // Samples per forward pass when evaluating.
 inline constexpr int kDefaultEvalBatch = 1000;
 

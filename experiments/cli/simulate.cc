@@ -115,10 +115,7 @@ absl::StatusOr<double> ChunkBytesFromFlags(const SimulateFlags& f) {
 
 // --ps_mode: whether the PS rows are summation servers.
 absl::StatusOr<bool> SummationFromFlags(const SimulateFlags& f) {
-  if (f.ps_mode != kPsModeOptimizer && f.ps_mode != kPsModeSummation) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown --ps_mode '", f.ps_mode, "' (expected optimizer or summation)"));
-  }
+  RINGSIDE_RETURN_IF_ERROR(CheckPsModeName(f.ps_mode));
   return f.ps_mode == kPsModeSummation;
 }
 

@@ -205,6 +205,12 @@ absl::Status CheckGpuCellsCanRun(const ExperimentSpec& spec, bool built_with_cud
 namespace {
 
 // One strategy of the spec: its kind, and the fields that apply to it.
+// InvalidArgument "strategy L: FIELD is for ps" unless `s` is a PS strategy.
+absl::Status PsOnly(const ExperimentSpec& spec, const StrategySpec& s, const char* field) {
+  if (s.kind() == "ps") return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": ", field, " is for ps"));
+}
+
 absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s) {
   RINGSIDE_RETURN_IF_ERROR(ParseJobStrategy(s.kind()).status());
   if (s.dp_interpreter_lock() && s.kind() != "dp") {
@@ -233,34 +239,31 @@ absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s
     RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
   }
   if (!s.ps_transport().empty()) {
-    if (s.kind() != "ps") {
-      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": ps_transport is for ps"));
-    }
+    RINGSIDE_RETURN_IF_ERROR(PsOnly(spec, s, "ps_transport"));
     if (s.ps_transport() != kPsTransportGrpc && s.ps_transport() != kPsTransportTcp) {
       return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": unknown ps_transport '",
                                                      s.ps_transport(), "' (expected grpc or tcp)"));
     }
   }
   if (!s.ps_placement().empty()) {
-    if (s.kind() != "ps") {
-      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": ps_placement is for ps"));
-    }
+    RINGSIDE_RETURN_IF_ERROR(PsOnly(spec, s, "ps_placement"));
     if (absl::Status placement = ParsePsPlacement(s.ps_placement()).status(); !placement.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": ",
                                                      absl::StripPrefix(placement.message(), "--")));
     }
   }
-  if (s.ps_chunk_kb() != 0 && (s.kind() != "ps" || s.ps_chunk_kb() < 1 || s.ps_chunk_kb() > 65536)) {
-    return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),
-                                                   ": ps_chunk_kb is for ps, in [1, 65536], got ", s.ps_chunk_kb()));
+  if (s.ps_chunk_kb() != 0) {
+    RINGSIDE_RETURN_IF_ERROR(PsOnly(spec, s, "ps_chunk_kb"));
+    if (s.ps_chunk_kb() < 1 || s.ps_chunk_kb() > 65536) {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),
+                                                     ": ps_chunk_kb must be in [1, 65536], got ", s.ps_chunk_kb()));
+    }
   }
   if (!s.ps_mode().empty()) {
-    if (s.kind() != "ps") {
-      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": ps_mode is for ps"));
-    }
-    if (s.ps_mode() != kPsModeOptimizer && s.ps_mode() != kPsModeSummation) {
-      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": unknown ps_mode '",
-                                                     s.ps_mode(), "' (expected optimizer or summation)"));
+    RINGSIDE_RETURN_IF_ERROR(PsOnly(spec, s, "ps_mode"));
+    if (absl::Status mode = CheckPsModeName(s.ps_mode()); !mode.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": unknown ",
+                                                     absl::StripPrefix(mode.message(), "unknown --")));
     }
     if (s.ps_mode() == kPsModeSummation && !s.ps_sync().empty() && s.ps_sync() != "bsp") {
       return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),

@@ -17,6 +17,14 @@ std::string SpecPath(const std::string& name) {
   return absl::StrCat(root != nullptr ? root : ".", "/ringside/experiments/matrix/specs/", name);
 }
 
+// The error of a spec "s" with one strategy `strategy` (its fields), 2 workers.
+std::string StrategyError(const std::string& strategy) {
+  return std::string(
+      ParseSpec(absl::StrCat("strategies { ", strategy, " } workers: 2 model: \"mlp:4-2\" batch_per_worker: 8"), "s")
+          .status()
+          .message());
+}
+
 TEST(SpecTest, EveryShippedSpecLoads) {
   for (const char* name : {"demo.textproto", "quick.textproto", "validate.textproto", "gpu.textproto",
                            "placement.textproto", "summation.textproto"}) {
@@ -167,16 +175,9 @@ TEST(SpecTest, PsTransportReachesTheCellsAndIsChecked) {
   EXPECT_EQ(cells[1].label, "ps-s1-bsp");
   EXPECT_NE(absl::StrJoin(CellTrainArgs(*spec, cells[0], "OUT"), " ").find("--ps_transport=tcp"), std::string::npos);
   EXPECT_EQ(absl::StrJoin(CellTrainArgs(*spec, cells[1], "OUT"), " ").find("--ps_transport"), std::string::npos);
-  const auto error = [](const std::string& strategy) {
-    return std::string(
-        ParseSpec(absl::StrCat("strategies { ", strategy, " } workers: 2 model: \"mlp:4-2\" batch_per_worker: 8"),
-                  "s")
-            .status()
-            .message());
-  };
-  EXPECT_EQ(error("kind: \"ps\" ps_transport: \"rdma\""),
+  EXPECT_EQ(StrategyError("kind: \"ps\" ps_transport: \"rdma\""),
             "s: strategy ps-s1-bsp: unknown ps_transport 'rdma' (expected grpc or tcp)");
-  EXPECT_EQ(error("kind: \"ddp\" ps_transport: \"tcp\""), "s: strategy ddp: ps_transport is for ps");
+  EXPECT_EQ(StrategyError("kind: \"ddp\" ps_transport: \"tcp\""), "s: strategy ddp: ps_transport is for ps");
 }
 
 // Summation servers (issue 35) and the chunk size reach the cells' command lines and
@@ -194,21 +195,14 @@ TEST(SpecTest, PsModeAndChunkSizeReachTheCellsAndAreChecked) {
   const std::string args = absl::StrJoin(CellTrainArgs(*spec, cells[0], "OUT"), " ");
   EXPECT_NE(args.find("--ps_mode=summation"), std::string::npos) << args;
   EXPECT_NE(args.find("--ps_chunk_kb=256"), std::string::npos) << args;
-  const auto error = [](const std::string& strategy) {
-    return std::string(
-        ParseSpec(absl::StrCat("strategies { ", strategy, " } workers: 2 model: \"mlp:4-2\" batch_per_worker: 8"),
-                  "s")
-            .status()
-            .message());
-  };
-  EXPECT_EQ(error("kind: \"ps\" ps_mode: \"sum\""),
+  EXPECT_EQ(StrategyError("kind: \"ps\" ps_mode: \"sum\""),
             "s: strategy ps-s1-bsp: unknown ps_mode 'sum' (expected optimizer or summation)");
-  EXPECT_EQ(error("kind: \"ps\" ps_mode: \"summation\" ps_sync: \"asp\""),
+  EXPECT_EQ(StrategyError("kind: \"ps\" ps_mode: \"summation\" ps_sync: \"asp\""),
             "s: strategy ps-sum-s1-asp: ps_mode summation needs ps_sync bsp, got asp");
-  EXPECT_EQ(error("kind: \"ddp\" ps_mode: \"summation\""), "s: strategy ddp: ps_mode is for ps");
-  EXPECT_EQ(error("kind: \"ps\" ps_chunk_kb: 70000"),
-            "s: strategy ps-s1-bsp: ps_chunk_kb is for ps, in [1, 65536], got 70000");
-  EXPECT_EQ(error("kind: \"ddp\" ps_chunk_kb: 64"), "s: strategy ddp: ps_chunk_kb is for ps, in [1, 65536], got 64");
+  EXPECT_EQ(StrategyError("kind: \"ddp\" ps_mode: \"summation\""), "s: strategy ddp: ps_mode is for ps");
+  EXPECT_EQ(StrategyError("kind: \"ps\" ps_chunk_kb: 70000"),
+            "s: strategy ps-s1-bsp: ps_chunk_kb must be in [1, 65536], got 70000");
+  EXPECT_EQ(StrategyError("kind: \"ddp\" ps_chunk_kb: 64"), "s: strategy ddp: ps_chunk_kb is for ps");
 }
 
 // A dp cell is `train --strategy=dp --workers=N` on one process: no network, node CPU
