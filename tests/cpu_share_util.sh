@@ -11,6 +11,6 @@ if [ "$(id -u)" -ne 0 ] || [ -z "$ROOT" ]; then
   skip "needs root and a cgroup cpu controller (uid $(id -u), cpu root '${ROOT}')"
 fi
 ours() { ls "$ROOT" | grep -E '^rs[0-9a-f]+_[0-9]+_n[0-9]+$' | sort; }
-# new_since BEFORE: ours that BEFORE (an earlier `ours`) did not list. A cgroup an
-# earlier test's ending process removes meanwhile is not this test's leftover.
-new_since() { comm -13 <(printf '%s\n' "$1" | sed '/^$/d') <(ours); }
+# new_since BEFORE: ours that BEFORE (an earlier `ours`) did not list (test_lib.sh's
+# `added`).
+new_since() { added "$1" "$(ours)"; }

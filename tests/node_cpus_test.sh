@@ -21,7 +21,7 @@ check_bad() {  # NAME REGEX ARGS...
   [ "$rc" -eq 1 ] || fail "$name: exit $rc, expected 1: $(cat "$T/$name.out")"
   [ "$(wc -l <"$T/$name.out")" -eq 1 ] || fail "$name: not one line: $(cat "$T/$name.out")"
   grep -qE "^ringside: error: .*$regex" "$T/$name.out" || fail "$name: $(cat "$T/$name.out")"
-  [ "$(ours)" = "$before" ] || fail "$name: cgroups were created: $(ours)"
+  [ -z "$(new_since "$before")" ] || fail "$name: cgroups were created: $(ours)"
   echo "ok   $name: $(cat "$T/$name.out")"
 }
 check_bad zero 'needs more than 0 CPUs' --strategy=ddp --workers=2 --node_cpus=0
@@ -58,7 +58,7 @@ wait "$(cat "$T/ddp.pid")"; rc=$?
 while read -r g quota period; do
   [ "$((quota * 2))" -eq "$period" ] || fail "ddp: $g quota $quota of period $period is not 0.5 CPU"
 done <"$T/ddp.groups"
-[ "$(ours)" = "$before" ] || fail "ddp: cgroups left after a normal end: $(ours)"
+[ -z "$(new_since "$before")" ] || fail "ddp: cgroups left after a normal end: $(ours)"
 echo "ok   ddp: $(tr '\n' ';' <"$T/ddp.groups") removed after the run"
 
 # 2b. With emulated links too: each rank in its cgroup AND its network namespace (the
@@ -68,7 +68,7 @@ if ip netns add "rs_probe_$$" 2>/dev/null && ip netns del "rs_probe_$$"; then
   wait "$(cat "$T/both.pid")"; rc=$?
   [ "$rc" -eq 0 ] || fail "links+cpu: exit $rc: $(tail -3 "$T/both.out")"
   [ "$(wc -l <"$T/both.groups")" -eq 2 ] || fail "links+cpu: expected 2 node cgroups: $(cat "$T/both.groups")"
-  [ "$(ours)" = "$before" ] || fail "links+cpu: cgroups left: $(ours)"
+  [ -z "$(new_since "$before")" ] || fail "links+cpu: cgroups left: $(ours)"
   echo "ok   links+cpu: $(tr '\n' ';' <"$T/both.groups") removed after the run"
 else
   skip_part "links+cpu: network namespaces unavailable here (needs root and iproute2)"
@@ -79,13 +79,13 @@ watch_job ps 3 --strategy=ps --workers=2 --ps_shards=1 --node_cpus=auto --steps=
 wait "$(cat "$T/ps.pid")"; rc=$?
 [ "$rc" -eq 0 ] || fail "ps: exit $rc: $(tail -3 "$T/ps.out")"
 [ "$(wc -l <"$T/ps.groups")" -eq 3 ] || fail "ps: expected 3 node cgroups: $(cat "$T/ps.groups")"
-[ "$(ours)" = "$before" ] || fail "ps: cgroups left: $(ours)"
+[ -z "$(new_since "$before")" ] || fail "ps: cgroups left: $(ours)"
 echo "ok   ps: $(tr '\n' ';' <"$T/ps.groups") removed after the run"
 
 # 4. A failed job (the ranks cannot read the dataset): nothing left.
 timeout 60 "$RINGSIDE" train --strategy=ddp --workers=2 --node_cpus=0.5 --steps=3 \
   --dataset="$T/no-such-dir" >"$T/failed.out" 2>&1 && fail "failed: exit 0"
-[ "$(ours)" = "$before" ] || fail "failed: cgroups left: $(ours)"
+[ -z "$(new_since "$before")" ] || fail "failed: cgroups left: $(ours)"
 echo "ok   failed job: exit non-zero, nothing left"
 
 # 5. SIGINT to the launcher mid-run: it stops the ranks and removes the cgroups.
@@ -93,8 +93,8 @@ watch_job sigint 2 --strategy=ddp --workers=2 --node_cpus=0.5 --steps=100000
 pid=$(cat "$T/sigint.pid")
 kill -INT "$(pgrep -P "$pid" | head -1)" 2>/dev/null
 wait "$pid"
-for _ in $(seq 100); do [ "$(ours)" = "$before" ] && break; sleep 0.1; done
-[ "$(ours)" = "$before" ] || fail "sigint: cgroups left: $(ours)"
+for _ in $(seq 100); do [ -z "$(new_since "$before")" ] && break; sleep 0.1; done
+[ -z "$(new_since "$before")" ] || fail "sigint: cgroups left: $(ours)"
 echo "ok   SIGINT: nothing left"
 
 # 6. SIGKILL to the launcher: its cgroups stay (nobody can clean up), and the next
@@ -104,10 +104,10 @@ pid=$(cat "$T/sigkill.pid")
 launcher=$(pgrep -P "$pid" | head -1)
 pkill -KILL -P "$launcher"; kill -KILL "$launcher"; wait "$pid" 2>/dev/null
 left=$(ours)
-[ "$left" != "$before" ] || fail "sigkill: expected leftovers of the killed launcher"
+[ -n "$(added "$before" "$left")" ] || fail "sigkill: expected leftovers of the killed launcher"
 timeout 60 "$RINGSIDE" train --strategy=ddp --workers=2 --node_cpus=0.5 --steps=3 "${data[@]}" \
   >"$T/next.out" 2>&1 || fail "next start: $(tail -2 "$T/next.out")"
-[ "$(ours)" = "$before" ] || fail "sigkill: the next start left $(ours) (had $left)"
+[ -z "$(new_since "$before")" ] || fail "sigkill: the next start left $(ours) (had $left)"
 echo "ok   SIGKILL: $(tr '\n' ' ' <<<"$left")removed by the next start"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }

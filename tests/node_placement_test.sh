@@ -12,7 +12,6 @@ failures=0
 source "$(dirname "$0")/test_lib.sh"  # fail, skip, free_port, expect_error
 
 source "$(dirname "$0")/cpu_share_util.sh"  # ROOT, ours; skips without root.
-netns_ours() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^rs[0-9a-f]+_' | sort; }
 before=$(ours)
 nets_before=$(netns_ours)
 data=(--dataset=synthetic:train=60000,test=100 --model=mlp:784-128-10 --threads=1 --batch=32)
@@ -25,8 +24,8 @@ check_bad() {  # NAME REGEX VERB ARGS...
   [ "$rc" -eq 1 ] || fail "$name: exit $rc, expected 1: $(cat "$T/$name.out")"
   [ "$(wc -l <"$T/$name.out")" -eq 1 ] || fail "$name: not one line: $(cat "$T/$name.out")"
   grep -qE "^ringside: error: .*$regex" "$T/$name.out" || fail "$name: $(cat "$T/$name.out")"
-  [ "$(ours)" = "$before" ] || fail "$name: cgroups were created: $(ours)"
-  [ "$(netns_ours)" = "$nets_before" ] || fail "$name: namespaces were created: $(netns_ours)"
+  [ -z "$(new_since "$before")" ] || fail "$name: cgroups were created: $(ours)"
+  [ -z "$(added "$nets_before" "$(netns_ours)")" ] || fail "$name: namespaces were created: $(netns_ours)"
   echo "ok   $name: $(cat "$T/$name.out")"
 }
 tr=(train --steps=3 "${data[@]}")
@@ -74,7 +73,7 @@ finish() {  # NAME NGROUPS: waits for the job; checks exit 0, NGROUPS groups, no
   wait "$(cat "$T/$name.pid")"; rc=$?
   [ "$rc" -eq 0 ] || fail "$name: exit $rc: $(tail -3 "$T/$name.out")"
   [ "$(wc -l <"$T/$name.groups")" -eq "$ngroups" ] || fail "$name: expected $ngroups node cgroups: $(cat "$T/$name.groups")"
-  [ "$(ours)" = "$before" ] || fail "$name: cgroups left after the run: $(ours)"
+  [ -z "$(new_since "$before")" ] || fail "$name: cgroups left after the run: $(ours)"
 }
 
 # 2. DDP, 4 ranks, 2 per node at 0.5 CPU: two cgroups of two processes each.
@@ -124,21 +123,21 @@ echo "ok   single on a node: $g $quota/$period, removed after the run"
 # 5b. Single: a failure and SIGINT leave nothing; after SIGKILL the next start cleans up.
 timeout 60 "$RINGSIDE" train --strategy=single --node_cpus=0.5 --steps=3 --dataset="$T/no-such-dir" \
   --model=mlp:784-128-10 >"$T/single_failed.out" 2>&1 && fail "single failed: exit 0"
-[ "$(ours)" = "$before" ] || fail "single failed: cgroups left: $(ours)"
+[ -z "$(new_since "$before")" ] || fail "single failed: cgroups left: $(ours)"
 watch_job single_int 1 train "${data[@]}" --strategy=single --node_cpus=0.5 --steps=100000
 pid=$(cat "$T/single_int.pid")
 kill -INT "$(pgrep -P "$pid" | head -1)" 2>/dev/null
 wait "$pid"
-for _ in $(seq 100); do [ "$(ours)" = "$before" ] && break; sleep 0.1; done
-[ "$(ours)" = "$before" ] || fail "single SIGINT: cgroups left: $(ours)"
+for _ in $(seq 100); do [ -z "$(new_since "$before")" ] && break; sleep 0.1; done
+[ -z "$(new_since "$before")" ] || fail "single SIGINT: cgroups left: $(ours)"
 watch_job single_kill 1 train "${data[@]}" --strategy=single --node_cpus=0.5 --steps=100000
 pid=$(cat "$T/single_kill.pid")
 launcher=$(pgrep -P "$pid" | head -1)
 pkill -KILL -P "$launcher"; kill -KILL "$launcher"; wait "$pid" 2>/dev/null
-[ "$(ours)" != "$before" ] || fail "single SIGKILL: expected leftovers of the killed launcher"
+[ -n "$(new_since "$before")" ] || fail "single SIGKILL: expected leftovers of the killed launcher"
 timeout 60 "$RINGSIDE" train --strategy=single --node_cpus=0.5 --steps=3 "${data[@]}" >"$T/single_next.out" 2>&1 ||
   fail "single next start: $(tail -2 "$T/single_next.out")"
-[ "$(ours)" = "$before" ] || fail "single SIGKILL: the next start left $(ours)"
+[ -z "$(new_since "$before")" ] || fail "single SIGKILL: the next start left $(ours)"
 echo "ok   single: failure, SIGINT and SIGKILL (next start) leave nothing"
 
 # 6. `ringside launch` with the same flags: 4 processes, 2 per node, a slow node.
@@ -167,7 +166,7 @@ if ip netns add "rs_probe_$$" 2>/dev/null && ip netns del "rs_probe_$$"; then
     --standalone -- sh -c 'echo "rank $RANK at $RINGSIDE_HOSTNAME master $MASTER_ADDR"; sleep 1'
   finish launch_net 1
   [ "$(grep -c 'at 10\..* master 10\.' "$T/launch_net.out")" -eq 2 ] || fail "launch_net: $(cat "$T/launch_net.out")"
-  [ "$(netns_ours)" = "$nets_before" ] || fail "namespaces left: $(netns_ours)"
+  [ -z "$(added "$nets_before" "$(netns_ours)")" ] || fail "namespaces left: $(netns_ours)"
   echo "ok   links: DDP and PS with 2 per node trained; launch gave node addresses"
 else
   skip_part "links: network namespaces unavailable here (needs root and iproute2)"

@@ -44,6 +44,13 @@ free_port() {
     'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'
 }
 
+# netns_ours: the network namespaces ringside's emulated nodes made (rs<pid>_...).
+# added BEFORE NOW: the lines of NOW that BEFORE (an earlier listing) did not hold. Tests
+# of leftovers compare with it, not with equality: a run removes the leftovers of a
+# launcher that died earlier (another test's), which is not this test's doing.
+netns_ours() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^rs[0-9a-f]+_' | sort; }
+added() { comm -13 <(printf '%s\n' "$1" | sed '/^$/d' | sort) <(printf '%s\n' "$2" | sed '/^$/d' | sort); }
+
 # now: seconds since the epoch, with nanoseconds; elapsed_since T0: seconds since T0.
 now() { date +%s.%N; }
 elapsed_since() { echo "$(now) - $1" | bc; }
