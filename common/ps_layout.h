@@ -4,6 +4,10 @@
 //
 //   dedicated shards:  ranks 0..S-1 host shard 0..S-1, ranks S..S+N-1 are workers 0..N-1
 //   colocated:         ranks 0..N-1 are workers 0..N-1; worker 0 also hosts every shard
+//   worker summers:    as dedicated shards (S of them, S >= 0), and worker w also hosts
+//                      shard S + w: S + N shards in all (BytePS's summation service
+//                      beside each worker, `--ps_worker_summers`); the slices follow
+//                      BytePS's optimum (ShardWeights)
 //
 // Everything that places, starts, names or finds a PS process asks this class: the
 // local job's plan and its --ps_servers, a launched rank's role, the shards'
@@ -11,6 +15,7 @@
 #ifndef RINGSIDE_COMMON_PS_LAYOUT_H_
 #define RINGSIDE_COMMON_PS_LAYOUT_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "common/ringside.pb.h"
@@ -22,14 +27,20 @@ namespace ringside {
 class PsLayout {
  public:
   PsLayout() = default;
-  PsLayout(int shards, int workers, bool colocated)
-      : shards_(shards), workers_(workers), colocated_(colocated) {}
-  // The layout a RunConfig names (ps_shards, world_size = workers, ps_colocated).
+  PsLayout(int shards, int workers, bool colocated, bool worker_summers = false)
+      : shards_(shards), workers_(workers), colocated_(colocated), worker_summers_(worker_summers) {}
+  // The layout a RunConfig names (ps_shards, world_size = workers, ps_colocated,
+  // ps_worker_summers).
   static PsLayout Of(const RunConfig& config);
 
-  int shards() const { return shards_; }
+  // Every shard of the job: the dedicated ones, and one per worker with worker summers.
+  int shards() const { return shards_ + (worker_summers_ ? workers_ : 0); }
+  // The shards --ps_shards names: hosted by processes of their own (or, colocated, by
+  // worker 0).
+  int dedicated_shards() const { return shards_; }
   int workers() const { return workers_; }
   bool colocated() const { return colocated_; }
+  bool worker_summers() const { return worker_summers_; }
 
   // Processes that host shards and nothing else: S, or 0 when colocated.
   int shard_processes() const { return colocated_ ? 0 : shards_; }
@@ -42,16 +53,30 @@ class PsLayout {
   int WorkerOf(int rank) const { return rank - shard_processes(); }
   // The process of worker `worker`.
   int RankOfWorker(int worker) const { return shard_processes() + worker; }
-  // The process that hosts shard `shard`: that shard's own, or worker 0's when colocated.
-  int RankHostingShard(int shard) const { return colocated_ ? RankOfWorker(0) : shard; }
+  // The process that hosts shard `shard`: that shard's own, worker 0's when colocated,
+  // worker w's for shard S + w with worker summers.
+  int RankHostingShard(int shard) const {
+    if (colocated_) return RankOfWorker(0);
+    return shard < shards_ ? shard : RankOfWorker(shard - shards_);
+  }
   // The shards process `rank` hosts, ascending: {rank} for a dedicated shard, all of
-  // them for worker 0 when colocated, none otherwise.
+  // them for worker 0 when colocated, {S + w} for worker w with worker summers, none
+  // otherwise.
   std::vector<int> ShardsHostedBy(int rank) const;
-  // Whether worker `worker` hosts the shards in its own process (colocated worker 0).
-  bool WorkerHostsShards(int worker) const { return colocated_ && worker == 0; }
+  // Whether worker `worker` hosts shards in its own process (colocated worker 0, or
+  // every worker with worker summers).
+  bool WorkerHostsShards(int worker) const { return (colocated_ && worker == 0) || worker_summers_; }
+
+  // The relative sizes of the shards' slices, shard order (common/ps_placement.h cuts
+  // the balanced slices by them): all 1, or with worker summers BytePS's optimum for n
+  // workers and k = S servers (Jiang et al., OSDI'20, section 4.1): 2(n - 1) for each
+  // server, n - k for each worker's summer, out of n^2 + kn - 2k. Every weight is > 0
+  // when k < n (the caller checks; at k >= n the optimum leaves the workers nothing).
+  std::vector<int64_t> ShardWeights() const;
 
   bool operator==(const PsLayout& o) const {
-    return shards_ == o.shards_ && workers_ == o.workers_ && colocated_ == o.colocated_;
+    return shards_ == o.shards_ && workers_ == o.workers_ && colocated_ == o.colocated_ &&
+           worker_summers_ == o.worker_summers_;
   }
   bool operator!=(const PsLayout& o) const { return !(*this == o); }
 
@@ -59,6 +84,7 @@ class PsLayout {
   int shards_ = 1;
   int workers_ = 1;
   bool colocated_ = false;
+  bool worker_summers_ = false;
 };
 
 }  // namespace ringside

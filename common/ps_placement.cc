@@ -56,19 +56,8 @@ absl::StatusOr<PsPartition> PsPartition::Create(const std::vector<int64_t>& tens
   p.num_params_ = std::accumulate(tensor_sizes.begin(), tensor_sizes.end(), int64_t{0});
   const int n = static_cast<int>(tensor_sizes.size());
   if (placement == PsPlacement::kBalanced) {
-    if (num_shards > p.num_params_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(num_shards, " shards for ", p.num_params_, " parameters: a shard would hold none"));
-    }
     // Shard s: [floor(s P / S), floor((s + 1) P / S)) (ps_server/sharding.h ShardSlice).
-    for (int s = 0; s < num_shards; ++s) {
-      const int64_t lo = p.num_params_ * s / num_shards;
-      const int64_t hi = p.num_params_ * (s + 1) / num_shards;
-      p.shards_.push_back({lo, hi - lo});
-    }
-    p.pieces_ = {{0, 0, p.num_params_}};
-    p.by_model_ = p.pieces_;
-    return p;
+    return Weighted(tensor_sizes, std::vector<int64_t>(num_shards, 1));
   }
   if (num_shards > n) {
     return absl::InvalidArgumentError(absl::StrCat("--ps_placement=", PsPlacementName(placement), " deals ", n,
@@ -115,6 +104,38 @@ absl::StatusOr<PsPartition> PsPartition::Create(const std::vector<int64_t>& tens
   p.by_model_ = p.pieces_;
   std::sort(p.by_model_.begin(), p.by_model_.end(),
             [](const PsPiece& a, const PsPiece& b) { return a.model_offset < b.model_offset; });
+  return p;
+}
+
+absl::StatusOr<PsPartition> PsPartition::Weighted(const std::vector<int64_t>& tensor_sizes,
+                                                  const std::vector<int64_t>& weights) {
+  if (tensor_sizes.empty()) return absl::InvalidArgumentError("a PS placement needs the model's tensors");
+  if (weights.empty()) return absl::InvalidArgumentError("--ps_shards must be >= 1, got 0");
+  for (int64_t size : tensor_sizes) {
+    if (size <= 0) return absl::InvalidArgumentError(absl::StrCat("a tensor of ", size, " floats"));
+  }
+  int64_t total = 0;
+  for (int64_t w : weights) {
+    if (w <= 0) return absl::InvalidArgumentError(absl::StrCat("a shard of weight ", w));
+    total += w;
+  }
+  PsPartition p;
+  p.num_params_ = std::accumulate(tensor_sizes.begin(), tensor_sizes.end(), int64_t{0});
+  // P x W fits in 64 bits for any model that fits in memory and any weights a layout
+  // gives (W = n^2 + kn - 2k).
+  int64_t before = 0;
+  for (size_t s = 0; s < weights.size(); ++s) {
+    const int64_t lo = p.num_params_ * before / total;
+    before += weights[s];
+    const int64_t hi = p.num_params_ * before / total;
+    if (hi == lo) {
+      return absl::InvalidArgumentError(absl::StrCat(weights.size(), " shards for ", p.num_params_,
+                                                     " parameters: a shard would hold none"));
+    }
+    p.shards_.push_back({lo, hi - lo});
+  }
+  p.pieces_ = {{0, 0, p.num_params_}};
+  p.by_model_ = p.pieces_;
   return p;
 }
 

@@ -66,6 +66,12 @@ class PsPartition {
   // without a tensor (more shards than tensors), each one line.
   static absl::StatusOr<PsPartition> Create(const std::vector<int64_t>& tensor_sizes, int num_shards,
                                             PsPlacement placement);
+  // Balanced slices of relative sizes `weights` (one per shard, each > 0; PsLayout::
+  // ShardWeights): shard s gets [floor(P W_s / W), floor(P W_{s+1} / W)) of the P floats,
+  // W_s the weights before s and W their sum; all 1 is Create(.., num_shards, kBalanced).
+  // InvalidArgument for no tensors, a size or weight <= 0, or a shard left empty.
+  static absl::StatusOr<PsPartition> Weighted(const std::vector<int64_t>& tensor_sizes,
+                                              const std::vector<int64_t>& weights);
 
   PsPlacement placement() const { return placement_; }
   int num_shards() const { return static_cast<int>(shards_.size()); }

@@ -111,6 +111,26 @@ TEST(PsPlacementTest, BusiestShareAllowsIdleShards) {
   EXPECT_EQ(BusiestShare({}, 4, PsPlacement::kTensorGreedy), 0);
 }
 
+// Weighted balanced slices (worker summers, BytePS's optimum at n = 4, k = 2: weights
+// 6, 6, 2, 2, 2, 2 of 20): cuts at floor(708 x 6 / 20) = 212, 424, 495, 566, 637.
+TEST(PsPlacementTest, WeightedCutsByTheWeights) {
+  const PsPartition p = *PsPartition::Weighted(kTensors, {6, 6, 2, 2, 2, 2});
+  EXPECT_TRUE(p.identity());
+  EXPECT_EQ(Sizes(p), (std::vector<int64_t>{212, 212, 71, 71, 71, 71}));
+  EXPECT_EQ(p.shard(3).offset, 495);
+  // Equal weights are the balanced cut.
+  const PsPartition equal = *PsPartition::Weighted(kTensors, {1, 1, 1});
+  const PsPartition balanced = *PsPartition::Create(kTensors, 3, PsPlacement::kBalanced);
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_EQ(equal.shard(s).offset, balanced.shard(s).offset);
+    EXPECT_EQ(equal.shard(s).size, balanced.shard(s).size);
+  }
+  EXPECT_EQ(PsPartition::Weighted(kTensors, {3, 0}).status().message(), "a shard of weight 0");
+  EXPECT_EQ(PsPartition::Weighted({2}, {1, 1, 1}).status().message(),
+            "3 shards for 2 parameters: a shard would hold none");
+  EXPECT_EQ(PsPartition::Weighted({}, {1}).status().message(), "a PS placement needs the model's tensors");
+}
+
 TEST(PsPlacementTest, BadLayoutsAreRefusedInOneLine) {
   EXPECT_EQ(PsPartition::Create({}, 1, PsPlacement::kBalanced).status().message(),
             "a PS placement needs the model's tensors");

@@ -198,11 +198,34 @@ absl::Status ValidatePsPlacement(const RunConfig& c) {
   return absl::OkStatus();
 }
 
+// A summation server beside each worker (BytePS's colocated summation service): in
+// summation mode, beside k < n dedicated servers, with byte slices by BytePS's optimum.
+absl::Status ValidateWorkerSummers(const RunConfig& c) {
+  if (!c.ps_worker_summers()) return absl::OkStatus();
+  if (c.ps_mode() != kPsModeSummation) {
+    return absl::InvalidArgumentError("--ps_worker_summers needs --ps_mode=summation");
+  }
+  if (c.ps_colocated()) {
+    return absl::InvalidArgumentError(
+        "--ps_worker_summers and --ps_colocated place the servers two ways: pick one");
+  }
+  if (c.ps_shards() < 0 || c.ps_shards() >= c.world_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ps_worker_summers takes --ps_shards from 0 to --workers - 1 = ", c.world_size() - 1, ", got ",
+        c.ps_shards(), " (from k = n dedicated servers on, BytePS's optimum leaves the workers' summers nothing)"));
+  }
+  if (!c.ps_placement().empty() && c.ps_placement() != kPsPlacementBalanced) {
+    return absl::InvalidArgumentError(absl::StrCat("--ps_worker_summers cuts byte slices by BytePS's optimum: it takes "
+                                                   "--ps_placement=balanced, got ", c.ps_placement()));
+  }
+  return absl::OkStatus();
+}
+
 // What the PS's servers do: run the optimizer, or only sum (BSP, every worker kept).
 absl::Status ValidatePsMode(const RunConfig& c) {
   const std::string& m = c.ps_mode();
   RINGSIDE_RETURN_IF_ERROR(CheckPsModeName(m));
-  if (m != kPsModeSummation) return absl::OkStatus();
+  if (m != kPsModeSummation) return ValidateWorkerSummers(c);
   if (c.strategy() != "ps") return absl::InvalidArgumentError("--ps_mode needs --strategy=ps");
   if (!c.ps_sync().empty() && c.ps_sync() != "bsp") {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -214,7 +237,7 @@ absl::Status ValidatePsMode(const RunConfig& c) {
         "--ps_mode=summation does not take --ps_min_workers (summation servers hold no "
         "parameters a rejoining worker could pull)");
   }
-  return absl::OkStatus();
+  return ValidateWorkerSummers(c);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/output_files.h"
+#include "common/ps_layout.h"
 #include "common/rpc_security.h"
 #include "common/status_macros.h"
 
@@ -26,7 +27,7 @@ absl::StatusOr<PsShardOptions> ShardOptionsFor(const RunConfig& config, int shar
                                              absl::Duration timeout) {
   PsShardOptions o;
   o.shard = shard;
-  o.num_shards = config.ps_shards();
+  o.num_shards = PsLayout::Of(config).shards();
   o.num_workers = config.world_size();
   RINGSIDE_ASSIGN_OR_RETURN(o.sync, SyncPolicyOf(config));
   o.chunk_bytes = config.ps_chunk_bytes();
@@ -37,7 +38,8 @@ absl::StatusOr<PsShardOptions> ShardOptionsFor(const RunConfig& config, int shar
   o.timeout = timeout;
   if (o.num_shards < 1 || shard < 0 || shard >= o.num_shards) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--shard=", shard, " is outside [0, --ps_shards=", o.num_shards, ")"));
+        absl::StrCat("--shard=", shard, " is outside [0, ", o.num_shards, ") (--ps_shards=", config.ps_shards(),
+                     config.ps_worker_summers() ? " and a summer in each worker" : "", ")"));
   }
   return o;
 }
@@ -80,7 +82,7 @@ absl::Status RunPsServer(const PsServerRoleOptions& o) {
                             HostShard(o.config, o.shard, o.address, o.timeout, o.out_dir,
                                       o.resume, o.security));
   absl::FPrintF(stderr, "ps: shard %d of %d listening on port %d (%s, %d workers)\n", o.shard,
-                o.config.ps_shards(), hosted.server->port(),
+                PsLayout::Of(o.config).shards(), hosted.server->port(),
                 SyncPolicyText(hosted.server->shard()->options().sync), o.config.world_size());
   if (!o.security.authenticated()) {
     WarnUnauthenticated(absl::StrCat("shard ", o.shard), o.address);

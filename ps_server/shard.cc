@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/ops_factory.h"
+#include "common/ps_layout.h"
 #include "common/ps_placement.h"
 #include "common/sgd.h"
 #include "common/status_macros.h"
@@ -167,7 +168,19 @@ absl::Status Shard::Layout(const ps::RegisterRequest& r) {
   RINGSIDE_RETURN_IF_ERROR(ValidateSharding(num_params, options_.num_shards));
   RINGSIDE_ASSIGN_OR_RETURN(const PsPlacement placement, ParsePsPlacement(options_.config.ps_placement()));
   const std::vector<int64_t> tensors(r.tensor_sizes().begin(), r.tensor_sizes().end());
-  if (placement == PsPlacement::kBalanced && tensors.empty()) {
+  const PsLayout layout = PsLayout::Of(options_.config);
+  if (placement == PsPlacement::kBalanced && layout.worker_summers()) {
+    // BytePS's optimum between the servers and the workers' summers.
+    RINGSIDE_ASSIGN_OR_RETURN(
+        const PsPartition partition,
+        PsPartition::Weighted(tensors.empty() ? std::vector<int64_t>{num_params} : tensors, layout.ShardWeights()));
+    if (partition.num_shards() != options_.num_shards) {
+      return absl::InvalidArgumentError(absl::StrCat("the job's layout has ", partition.num_shards(),
+                                                     " shards, this shard was told ", options_.num_shards));
+    }
+    const PsRange mine = partition.shard(options_.shard);
+    slice_ = Slice{mine.offset, mine.size};
+  } else if (placement == PsPlacement::kBalanced && tensors.empty()) {
     slice_ = ShardSlice(num_params, options_.shard, options_.num_shards);
   } else {
     if (std::accumulate(tensors.begin(), tensors.end(), int64_t{0}) != num_params) {

@@ -63,8 +63,14 @@ absl::StatusOr<std::unique_ptr<PsStrategy>> PsStrategy::Create(
     const PsStrategyOptions& options) {
   std::vector<int64_t> tensors;
   for (const ParamRange& t : model->TensorRanges()) tensors.push_back(t.size);
+  const bool weighted = options.placement == PsPlacement::kBalanced && !options.shard_weights.empty();
+  if (weighted && options.shard_weights.size() != clients.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(options.shard_weights.size(), " shard weights for ",
+                                                   clients.size(), " shards"));
+  }
   RINGSIDE_ASSIGN_OR_RETURN(PsPartition partition,
-                            PsPartition::Create(tensors, static_cast<int>(clients.size()), options.placement));
+                            weighted ? PsPartition::Weighted(tensors, options.shard_weights)
+                                     : PsPartition::Create(tensors, static_cast<int>(clients.size()), options.placement));
   for (size_t s = 0; s < clients.size(); ++s) {
     const PsRange want = partition.shard(static_cast<int>(s));
     if (clients[s]->layout().offset() != want.offset || clients[s]->layout().size() != want.size) {

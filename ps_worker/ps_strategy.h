@@ -52,6 +52,9 @@ struct PsStrategyOptions {
   // then hold the PS order: each announced gradient range is copied to its PS
   // positions, each chunk that comes back to its model positions.
   PsPlacement placement = PsPlacement::kBalanced;
+  // The balanced slices' relative sizes, one per shard (PsLayout::ShardWeights; worker
+  // summers cut by BytePS's optimum). Empty: equal.
+  std::vector<int64_t> shard_weights;
   // Summation servers (RunConfig.ps_mode "summation"): the chunks that come back hold
   // the mean gradient, and the strategy steps SGD with `hyper` on each (staging through
   // the host mirrors: the mean arrives in the parameter mirror and is copied into

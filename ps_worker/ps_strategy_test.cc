@@ -67,7 +67,7 @@ struct Shards {
 
 Shards HostShards(const RunConfig& config) {
   Shards shards;
-  for (int s = 0; s < config.ps_shards(); ++s) {
+  for (int s = 0; s < PsLayout::Of(config).shards(); ++s) {
     absl::StatusOr<HostedShard> h = HostShard(config, s, "127.0.0.1:0", kTimeout, "");
     EXPECT_TRUE(h.ok()) << h.status();
     if (!h.ok()) break;
@@ -100,6 +100,7 @@ absl::StatusOr<std::vector<float>> RunWorker(const RunConfig& config, int worker
   so.params_arrive_late = mode.params_arrive_late;
   so.stage_through_host = mode.stage_through_host;
   so.summation = config.ps_mode() == kPsModeSummation;
+  if (config.ps_worker_summers()) so.shard_weights = PsLayout::Of(config).ShardWeights();
   so.hyper = SgdHyperFor(config);
   RINGSIDE_ASSIGN_OR_RETURN(
       std::unique_ptr<PsStrategy> strategy,
@@ -125,7 +126,7 @@ std::vector<absl::StatusOr<std::vector<float>>> RunJob(const RunConfig& config,
                                                        const WorkerMode& mode) {
   const int workers = config.world_size();
   Shards shards = HostShards(config);
-  EXPECT_EQ(static_cast<int>(shards.hosted.size()), config.ps_shards());
+  EXPECT_EQ(static_cast<int>(shards.hosted.size()), PsLayout::Of(config).shards());
   std::vector<absl::StatusOr<std::vector<float>>> params(workers, std::vector<float>());
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w) {
@@ -263,6 +264,34 @@ TEST_P(PsSummationTest, SummationServersGiveTheOptimizerShardsParameters) {
 
 INSTANTIATE_TEST_SUITE_P(WorkersShards, PsSummationTest,
                          ::testing::Combine(::testing::Values(1, 3), ::testing::Values(1, 2)));
+
+// A summer in each worker beside k dedicated servers (BytePS's optimum cuts slices of
+// other sizes): every float gets the same ordered sum and SGD, but the SGD's vector
+// loop rounds a slice's unaligned head and tail its own way, so the parameters equal the
+// optimizer shards' within 1e-6 (not to the bit), and every worker holds the same
+// floats. (Here every summer is hosted by the test; a worker hosting its own is
+// tests/ps_equivalence_test.sh's.) k = 0, 1, 2 at 3 workers.
+class PsWorkerSummersTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(PsWorkerSummersTest, WorkerSummersGiveTheOptimizerShardsParameters) {
+  const int k = GetParam();
+  const RunConfig optimizer = JobConfig(3, 1, /*prefetch=*/true);
+  RunConfig summers = optimizer;
+  summers.set_ps_mode(kPsModeSummation);
+  summers.set_ps_shards(k);
+  summers.set_ps_worker_summers(true);
+  ASSERT_TRUE(ValidateRunConfig(summers).ok()) << ValidateRunConfig(summers);
+  const auto want = RunJob(optimizer, WorkerMode());
+  const auto got = RunJob(summers, WorkerMode());
+  for (int w = 0; w < 3; ++w) {
+    ASSERT_TRUE(want[w].ok()) << "optimizer worker " << w << ": " << want[w].status();
+    ASSERT_TRUE(got[w].ok()) << "summers worker " << w << ": " << got[w].status();
+    EXPECT_LT(MaxRelativeDifference(*got[w], *want[w]), 1e-6) << "worker " << w;
+    EXPECT_EQ(*got[w], *got[0]) << "worker " << w;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Servers, PsWorkerSummersTest, ::testing::Values(0, 1, 2));
 
 // A summation server refuses SSP and ASP (the shard's own check, behind the
 // configuration's).

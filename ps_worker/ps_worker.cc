@@ -65,27 +65,30 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
   // The caller checked the configuration (ValidateRunConfig, once, where the job was
   // described); the shards compare it at registration.
   RINGSIDE_ASSIGN_OR_RETURN(const SyncPolicy sync, SyncPolicyOf(config));
+  const PsLayout layout = PsLayout::Of(config);
   const int num_shards = static_cast<int>(o.servers.size());
-  if (num_shards != config.ps_shards()) {
+  if (num_shards != layout.shards()) {
     return absl::InvalidArgumentError(absl::StrCat(me, ": --ps_servers lists ", num_shards,
-                                                   " addresses for --ps_shards=", config.ps_shards()));
+                                                   " addresses for ", layout.shards(), " shards (--ps_shards=",
+                                                   config.ps_shards(),
+                                                   layout.worker_summers() ? " and a summer in each worker)" : ")"));
   }
-  // Colocated: worker 0 is the master (every shard lives in this process, and this
-  // worker reaches them through in-process channels). Otherwise: channels to the shards.
+  // The shards this worker hosts (colocated worker 0, the master: every shard; with
+  // worker summers, its own summer) live in this process and are reached through
+  // in-process channels; the others through channels to their addresses.
   std::vector<HostedShard> hosted;
   std::vector<std::shared_ptr<grpc::Channel>> channels;
-  if (PsLayout::Of(config).WorkerHostsShards(o.worker_id)) {
-    for (int s = 0; s < num_shards; ++s) {
-      absl::StatusOr<HostedShard> h = HostShard(config, s, o.servers[s], o.timeout, o.run.out_dir,
-                                                  o.run.resume, o.security);
-      if (!h.ok()) return Annotate(h.status(), me);
-      channels.push_back(h->server->InProcessChannel());
-      hosted.push_back(std::move(*h));
+  const int my_rank = layout.RankOfWorker(o.worker_id);
+  for (int s = 0; s < num_shards; ++s) {
+    if (layout.RankHostingShard(s) != my_rank) {
+      channels.push_back(NewPsChannel(o.servers[s], o.security, o.timeout));
+      continue;
     }
-  } else {
-    for (const std::string& server : o.servers) {
-      channels.push_back(NewPsChannel(server, o.security, o.timeout));
-    }
+    absl::StatusOr<HostedShard> h = HostShard(config, s, o.servers[s], o.timeout, o.run.out_dir,
+                                              o.run.resume, o.security);
+    if (!h.ok()) return Annotate(h.status(), me);
+    channels.push_back(h->server->InProcessChannel());
+    hosted.push_back(std::move(*h));
   }
 
   RINGSIDE_ASSIGN_OR_RETURN(Replica replica, NewReplica(config));
@@ -102,6 +105,7 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
   sopts.params_arrive_late = sync.mode == SyncMode::kBsp;
   RINGSIDE_ASSIGN_OR_RETURN(sopts.placement, ParsePsPlacement(config.ps_placement()));
   sopts.summation = config.ps_mode() == kPsModeSummation;
+  if (layout.worker_summers()) sopts.shard_weights = layout.ShardWeights();
   sopts.hyper = SgdHyperFor(config);
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<PsStrategy> strategy,
                             PsStrategy::Create(std::move(*clients), replica.model.get(),
@@ -118,7 +122,10 @@ absl::StatusOr<TrainResult> RunPsWorker(const PsWorkerOptions& o) {
                   "%d-KiB chunks, placement %s (shards hold %s)\n",
                   config.world_size(), num_shards,
                   sopts.summation ? "summation server(s)" : "shard(s)",
-                  config.ps_colocated() ? " in worker 0" : "",
+                  config.ps_colocated() ? " in worker 0"
+                  : layout.worker_summers()
+                      ? absl::StrFormat(" (%d dedicated, one in each worker)", layout.dedicated_shards())
+                      : "",
                   SyncPolicyText(sync),
                   config.model(), replica.model->num_params(),
                   replica.model->num_params() * 4 / 1e6, config.ps_chunk_bytes() / 1024,

@@ -177,6 +177,31 @@ if ps ps4x2sum 4 2 --ps_mode=summation; then
   shard_bytes ps4x2sum 4 2
 fi
 resumed_equals sum_half ps4x2sum "summation" --ps_mode=summation
+# A summer in each worker (--ps_worker_summers, BytePS's colocated summation service)
+# beside k dedicated servers, slices by BytePS's optimum (k = 1 of n = 4: 6/18 on the
+# server, 3/18 in each worker), each worker hosting its own summer, over the TCP data
+# plane: within 1e-6 of one process at the global batch (other slices round the SGD's
+# unaligned ends their own way, so not to the bit); k = 0 at 2 workers likewise.
+if ps ps4x1w 4 1 --ps_mode=summation --ps_worker_summers --ps_transport=tcp; then
+  $PY "$COMPARE" 1e-6 "$T/big4/checkpoint.bin" "$T/ps4x1w/checkpoint.bin" \
+    || fail "worker summers: the checkpoint differs from one process at batch $((4 * B)) by more than 1e-6"
+  grep -q 'ps: 4 workers, 5 summation server(s) (1 dedicated, one in each worker).*shards hold 33% / 17% / 17% / 17% / 17%' \
+    "$T/ps4x1w.log" || fail "worker summers: worker 0 did not report the layout: $(grep '^ps:' "$T/ps4x1w.log")"
+  for s in 0 1 2 3 4; do
+    [ "$(wc -l <"$T/ps4x1w/metrics.shard$s.jsonl")" -eq 20 ] || fail "worker summers: shard $s's records"
+  done
+fi
+if ps ps2x0w 2 0 --ps_mode=summation --ps_worker_summers; then
+  $PY "$COMPARE" 1e-6 "$T/big2/checkpoint.bin" "$T/ps2x0w/checkpoint.bin" \
+    || fail "worker summers at k = 0: the checkpoint differs from one process at batch $((2 * B)) by more than 1e-6"
+fi
+# k = n: BytePS's optimum leaves the summers nothing; refused in one line.
+timeout 60 "$RINGSIDE" train --strategy=ps --workers=2 --ps_shards=2 --ps_mode=summation --ps_worker_summers \
+  --batch=$B "${common[@]}" --out="$T/sumkn" >"$T/sumkn.log" 2>&1
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -lt 124 ] || fail "worker summers at k = n: exit status $rc"
+[ "$(wc -l <"$T/sumkn.log")" -eq 1 ] && grep -q "^ringside: error: --ps_worker_summers takes --ps_shards from 0 to --workers - 1 = 1, got 2" "$T/sumkn.log" \
+  || { fail "worker summers at k = n: not one error line"; cat "$T/sumkn.log"; }
 # Summation under SSP: refused in one line before any process starts.
 timeout 60 "$RINGSIDE" train --strategy=ps --workers=2 --ps_shards=2 --ps_mode=summation --ps_sync=ssp:1 \
   --batch=$B "${common[@]}" --out="$T/sumssp" >"$T/sumssp.log" 2>&1

@@ -24,7 +24,7 @@ namespace {
   /* Numerical safety (issue 23). */ "nan_policy "
 // What a job's RunOptions add.
 #define RINGSIDE_RUN_OPTION_FLAGS "out resume checkpoint_every keep_checkpoints eval_batch "
-#define RINGSIDE_PS_FLAGS "workers ps_shards ps_sync ps_chunk_kb ps_colocated ps_transport ps_placement ps_mode timeout_s " \
+#define RINGSIDE_PS_FLAGS "workers ps_shards ps_sync ps_chunk_kb ps_colocated ps_worker_summers ps_transport ps_placement ps_mode timeout_s " \
   RINGSIDE_SECURITY_FLAGS /* Elastic PS (issue 23). */ "ps_min_workers "
 #define RINGSIDE_DDP_FLAGS "backend bucket_cap_mb first_bucket_mb overlap allreduce "
 
@@ -128,11 +128,11 @@ absl::Span<const Command> Commands() {
        "                    [--wire_only] [--node_cpus=C [--slow_node=R:F]]   (emulated nodes of C CPUs)\n"
        "                    [--ps_transport=grpc|tcp]   (the PS rows on that path; default grpc)\n"
        "  either: [--ps_placement=balanced|tensor_round_robin|tensor_greedy]   (the PS rows' tensors)\n"
-       "          [--ps_mode=optimizer|summation]   (summation: BytePS's summation servers)\n"
+       "          [--ps_mode=optimizer|summation [--ps_worker_summers]]   (BytePS's summation servers)\n"
        "          [--ps_chunk_kb=K]   (the PS streams' chunk size; default 1024)\n",
        "cluster calibration model=simulate_model batch=simulate_batch model_mb layers_mb step_ms "
        "workers=simulate_workers max_workers shards=simulate_shards colocated links link_latency "
-       "bucket_mb wire_only node_cpus=simulate_node_cpus slow_node=simulate_slow_node ps_transport ps_placement ps_mode ps_chunk_kb",
+       "bucket_mb wire_only node_cpus=simulate_node_cpus slow_node=simulate_slow_node ps_transport ps_placement ps_mode ps_worker_summers ps_chunk_kb",
        "", "", 0, 0, false, CheckSimulate, RunSimulateVerb},
       {"bench",
        "the measurements of docs/benchmarks.md:",

@@ -87,6 +87,10 @@ ABSL_FLAG(std::string, slow_node, "",
 ABSL_FLAG(int32_t, ps_shards, 1, "ps: server shards, each owning a contiguous slice of the parameters");
 ABSL_FLAG(std::string, ps_sync, "bsp", "ps: bsp, ssp:K (bounded staleness K) or asp");
 ABSL_FLAG(bool, ps_colocated, false, "ps: run every shard inside worker 0 (a DP-style master)");
+ABSL_FLAG(bool, ps_worker_summers, false,
+          "ps, --ps_mode=summation: every worker also hosts a summation server, as BytePS colocates "
+          "them, beside the --ps_shards dedicated ones (0 to --workers - 1); the slices follow "
+          "BytePS's optimum");
 ABSL_FLAG(int32_t, ps_chunk_kb, static_cast<int32_t>(ringside::kDefaultPsChunkBytes / 1024), "ps: chunk size of the tensor streams in KiB");
 ABSL_FLAG(std::string, ps_servers, "",
           "ps roles: host:port of shard 0,1,... (ps-worker; set by train --strategy=ps)");
@@ -250,6 +254,7 @@ JobFlags ReadJobFlags() {
   f.ps_placement = absl::GetFlag(FLAGS_ps_placement);
   f.ps_mode = absl::GetFlag(FLAGS_ps_mode);
   f.ps_colocated = absl::GetFlag(FLAGS_ps_colocated);
+  f.ps_worker_summers = absl::GetFlag(FLAGS_ps_worker_summers);
   f.shard = absl::GetFlag(FLAGS_shard);
   f.worker_id = absl::GetFlag(FLAGS_worker_id);
   f.listen = absl::GetFlag(FLAGS_listen);

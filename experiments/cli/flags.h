@@ -56,6 +56,7 @@ ABSL_DECLARE_FLAG(std::string, ps_transport);
 ABSL_DECLARE_FLAG(std::string, ps_placement);
 ABSL_DECLARE_FLAG(std::string, ps_mode);
 ABSL_DECLARE_FLAG(bool, ps_colocated);
+ABSL_DECLARE_FLAG(bool, ps_worker_summers);
 ABSL_DECLARE_FLAG(int32_t, ps_chunk_kb);
 ABSL_DECLARE_FLAG(std::string, ps_servers);
 ABSL_DECLARE_FLAG(int32_t, worker_id);

@@ -129,17 +129,21 @@ absl::Status CheckPlacementFits(const RunConfig& config) {
   if (!model.ok()) return absl::OkStatus();
   std::vector<int64_t> tensors;
   for (const ParamRange& t : (*model)->TensorRanges()) tensors.push_back(t.size);
-  return PsPartition::Create(tensors, config.ps_shards(), placement).status();
+  return PsPartition::Create(tensors, PsLayout::Of(config).shards(), placement).status();
 }
 
 absl::Status SetPsJob(const JobFlags& f, JobSpec* job) {
   if (f.workers < 1) return absl::InvalidArgumentError(absl::StrFormat("--workers must be >= 1, got %d", f.workers));
-  if (f.ps_shards < 1) return absl::InvalidArgumentError(absl::StrFormat("--ps_shards must be >= 1, got %d", f.ps_shards));
+  // With a summer in each worker the dedicated servers may be none (BytePS's k = 0).
+  const int min_shards = f.ps_worker_summers ? 0 : 1;
+  if (f.ps_shards < min_shards) {
+    return absl::InvalidArgumentError(absl::StrFormat("--ps_shards must be >= %d, got %d", min_shards, f.ps_shards));
+  }
   RINGSIDE_ASSIGN_OR_RETURN(job->sync, ParseSyncPolicy(f.ps_sync));
   if (f.ps_chunk_kb < 1 || f.ps_chunk_kb > 65536) {
     return absl::InvalidArgumentError(absl::StrFormat("--ps_chunk_kb must be in [1, 65536], got %d", f.ps_chunk_kb));
   }
-  job->ps = PsLayout(f.ps_shards, f.workers, f.ps_colocated);
+  job->ps = PsLayout(f.ps_shards, f.workers, f.ps_colocated, f.ps_worker_summers);
   WriteTypedFields(*job, &job->run.config);
   RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(job->run.config));
   // (Partial TLS flags are refused for what they are, by LoadRpcSecurity.)
@@ -160,14 +164,17 @@ absl::Status SetPsProcess(const JobFlags& f, JobVerb verb, JobSpec* job) {
   if (verb == JobVerb::kPsServer) {
     job->ps_process.shard = f.shard;
     job->ps_process.listen = f.listen;
-    return CheckIndexFlag("shard", f.shard, "ps_shards", ps.shards());
+    // The workers host their own summers: a ps-server hosts a dedicated shard.
+    return CheckIndexFlag("shard", f.shard, "ps_shards", ps.dedicated_shards());
   }
   RINGSIDE_RETURN_IF_ERROR(CheckIndexFlag("worker_id", f.worker_id, "workers", ps.workers()));
   job->ps_process.worker_id = f.worker_id;
   RINGSIDE_ASSIGN_OR_RETURN(job->ps_process.servers, ParseServerList(f.ps_servers));
   if (static_cast<int>(job->ps_process.servers.size()) != ps.shards()) {
-    return absl::InvalidArgumentError(absl::StrFormat("--ps_servers lists %d addresses for --ps_shards=%d",
-                                                      job->ps_process.servers.size(), ps.shards()));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--ps_servers lists %d addresses for --ps_shards=%d%s", job->ps_process.servers.size(),
+                        ps.dedicated_shards(),
+                        ps.worker_summers() ? absl::StrFormat(" and %d workers' summers", ps.workers()) : ""));
   }
   return absl::OkStatus();
 }
@@ -237,6 +244,7 @@ absl::Status SetTrainJob(const JobFlags& f, JobSpec* job) {
   if (!f.ps_mode.empty() && f.ps_mode != kPsModeOptimizer) {
     return absl::InvalidArgumentError("--ps_mode needs --strategy=ps");
   }
+  if (f.ps_worker_summers) return absl::InvalidArgumentError("--ps_worker_summers needs --strategy=ps");
   if (job->strategy != JobStrategy::kDp && f.dp_interpreter_lock) {
     return absl::InvalidArgumentError("--dp_interpreter_lock needs --strategy=dp");
   }

@@ -55,6 +55,7 @@ struct JobFlags {
   int32_t ps_shards = 0, ps_chunk_kb = 0, ps_min_workers = 0;
   std::string ps_sync, ps_transport, ps_placement, ps_mode;
   bool ps_colocated = false;
+  bool ps_worker_summers = false;
   // One PS process (ps-server, ps-worker, a launched PS job's processes).
   int32_t shard = 0, worker_id = 0;
   std::string listen, ps_servers;

@@ -59,6 +59,21 @@ TEST(JobFlagsTest, APsJobIsTyped) {
   EXPECT_EQ(job->run.config.ps_shards(), 2);
 }
 
+// BytePS's layout: a summer in each worker beside k = 0 dedicated servers.
+TEST(JobFlagsTest, WorkerSummersAreTyped) {
+  JobFlags f = Defaults("ps");
+  f.workers = 3;
+  f.ps_shards = 0;
+  f.ps_mode = "summation";
+  f.ps_worker_summers = true;
+  absl::StatusOr<JobSpec> job = ParseJobSpec(f, JobVerb::kTrain, true);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->ps, PsLayout(0, 3, false, true));
+  EXPECT_EQ(job->ps.shards(), 3);
+  EXPECT_EQ(job->run.config.ps_shards(), 0);
+  EXPECT_TRUE(job->run.config.ps_worker_summers());
+}
+
 TEST(JobFlagsTest, ADdpJobIsTyped) {
   JobFlags f = Defaults("ddp");
   f.allreduce = "ring";
@@ -113,6 +128,43 @@ TEST(JobFlagsTest, BadFlagsAreUsageErrorsNamingTheFlag) {
        },
        "--ps_shards must be >= 1, got 0"},
       {"ddp", [](JobFlags* f) { f->ps_mode = "summation"; }, "--ps_mode needs --strategy=ps"},
+      // Summers in the workers (BytePS's colocated summation service).
+      {"ps", [](JobFlags* f) { f->ps_worker_summers = true; }, "--ps_worker_summers needs --ps_mode=summation"},
+      {"ps",
+       [](JobFlags* f) {
+         f->ps_mode = "summation";
+         f->ps_worker_summers = true;
+         f->workers = 2;
+         f->ps_shards = 2;
+       },
+       "--ps_worker_summers takes --ps_shards from 0 to --workers - 1 = 1, got 2 (from k = n dedicated "
+       "servers on, BytePS's optimum leaves the workers' summers nothing)"},
+      {"ps",
+       [](JobFlags* f) {
+         f->ps_mode = "summation";
+         f->ps_worker_summers = true;
+         f->workers = 2;
+         f->ps_shards = -1;
+       },
+       "--ps_shards must be >= 0, got -1"},
+      {"ps",
+       [](JobFlags* f) {
+         f->ps_mode = "summation";
+         f->ps_worker_summers = true;
+         f->workers = 2;
+         f->ps_colocated = true;
+       },
+       "--ps_worker_summers and --ps_colocated place the servers two ways: pick one"},
+      {"ps",
+       [](JobFlags* f) {
+         f->ps_mode = "summation";
+         f->ps_worker_summers = true;
+         f->workers = 3;
+         f->ps_placement = "tensor_greedy";
+       },
+       "--ps_worker_summers cuts byte slices by BytePS's optimum: it takes --ps_placement=balanced, got "
+       "tensor_greedy"},
+      {"ddp", [](JobFlags* f) { f->ps_worker_summers = true; }, "--ps_worker_summers needs --strategy=ps"},
       {"single", [](JobFlags* f) { f->batch = 0; }, "--batch must be >= 1, got 0"},
       {"single", [](JobFlags* f) { f->cluster = "gige-cpu"; },
        "--cluster shapes the links between a job's nodes: --strategy=single has none (ps or ddp)"},

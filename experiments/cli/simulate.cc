@@ -34,7 +34,7 @@ struct SimulateFlags {
   int batch = 0, max_workers = 0;
   double model_mb = 0, step_ms = 0, bucket_mb = 0;
   absl::Duration link_latency;
-  bool colocated = false, wire_only = false;
+  bool colocated = false, wire_only = false, worker_summers = false;
   std::string ps_transport, ps_placement, ps_mode;
   int ps_chunk_kb = 0;
 };
@@ -66,6 +66,7 @@ SimulateFlags ReadSimulateFlags(const CommandArgs& args) {
   f.ps_transport = absl::GetFlag(FLAGS_ps_transport);
   f.ps_placement = absl::GetFlag(FLAGS_ps_placement);
   f.ps_mode = absl::GetFlag(FLAGS_ps_mode);
+  f.worker_summers = absl::GetFlag(FLAGS_ps_worker_summers);
   f.ps_chunk_kb = absl::GetFlag(FLAGS_ps_chunk_kb);
   return f;
 }
@@ -113,10 +114,17 @@ absl::StatusOr<double> ChunkBytesFromFlags(const SimulateFlags& f) {
   return f.ps_chunk_kb * 1024.0;
 }
 
-// --ps_mode: whether the PS rows are summation servers.
+// --ps_mode: whether the PS rows are summation servers; --ps_worker_summers needs them.
 absl::StatusOr<bool> SummationFromFlags(const SimulateFlags& f) {
   RINGSIDE_RETURN_IF_ERROR(CheckPsModeName(f.ps_mode));
-  return f.ps_mode == kPsModeSummation;
+  const bool summation = f.ps_mode == kPsModeSummation;
+  if (f.worker_summers && !summation) {
+    return absl::InvalidArgumentError("--ps_worker_summers needs --ps_mode=summation");
+  }
+  if (f.worker_summers && f.colocated) {
+    return absl::InvalidArgumentError("--ps_worker_summers and --colocated place the servers two ways: pick one");
+  }
+  return summation;
 }
 
 // The command line of --cluster mode; every error is the command line's.
@@ -136,6 +144,7 @@ absl::StatusOr<ClusterSimulateOptions> ClusterOptionsFromFlags(const SimulateFla
   ClusterSimulateOptions o;
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_placement, ParsePsPlacement(f.ps_placement));
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_summation, SummationFromFlags(f));
+  o.worker_summers = f.worker_summers;
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_chunk_bytes, ChunkBytesFromFlags(f));
   RINGSIDE_ASSIGN_OR_RETURN(o.cluster, LoadClusterProfile(f.cluster));
   o.batch = f.batch;
@@ -151,7 +160,7 @@ absl::StatusOr<ClusterSimulateOptions> ClusterOptionsFromFlags(const SimulateFla
   }
   o.step_s = step_ms / 1e3;
   RINGSIDE_ASSIGN_OR_RETURN(o.workers, WorkersFromFlags(f));
-  RINGSIDE_ASSIGN_OR_RETURN(o.shards, ParseShardList(f.shards));
+  RINGSIDE_ASSIGN_OR_RETURN(o.shards, ParseShardList(f.shards, /*zero_allowed=*/f.worker_summers));
   o.shards_colocated = f.colocated;
   RINGSIDE_ASSIGN_OR_RETURN(o.link_latency_s, LinkLatencyFromFlags(f));
   if (Given(f, "links")) {
@@ -182,13 +191,14 @@ absl::StatusOr<SimulateOptions> CalibrationOptionsFromFlags(const SimulateFlags&
   o.ps_tcp = f.ps_transport == kPsTransportTcp;
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_placement, ParsePsPlacement(f.ps_placement));
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_summation, SummationFromFlags(f));
+  o.worker_summers = f.worker_summers;
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_chunk_bytes, ChunkBytesFromFlags(f));
   if (Given(f, "simulate_model")) o.model = f.model;
   if (Given(f, "simulate_batch")) o.batch = f.batch;
   o.model_bytes = f.model_mb * 1e6;
   RINGSIDE_ASSIGN_OR_RETURN(o.link_bytes_per_s, ParseBandwidthList(f.links));
   RINGSIDE_ASSIGN_OR_RETURN(o.workers, WorkersFromFlags(f));
-  RINGSIDE_ASSIGN_OR_RETURN(o.shards, ParseShardList(f.shards));
+  RINGSIDE_ASSIGN_OR_RETURN(o.shards, ParseShardList(f.shards, /*zero_allowed=*/f.worker_summers));
   o.shards_colocated = f.colocated;
   o.colocated = false;  // --shards=N --colocated is that curve.
   RINGSIDE_ASSIGN_OR_RETURN(o.link_latency_s, LinkLatencyFromFlags(f));

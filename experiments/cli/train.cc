@@ -56,7 +56,7 @@ absl::Status ShapeLinksForCluster(const JobSpec& job, const NodePlan& plan, Loca
 absl::StatusOr<NodePlan> JobPlan(const JobSpec& job, const LocalJobOptions& local) {
   const EmulationSpec& e = local.emulation;
   if (job.strategy == JobStrategy::kPs) {
-    return PlanPsNodes(job.ps.shards(), job.ps.workers(), job.ps.colocated(), e.ranks_per_node, e.slow_node);
+    return PlanPsNodes(job.ps, e.ranks_per_node, e.slow_node);
   }
   return PlanDdpNodes(job.workers, e.ranks_per_node, e.slow_node);
 }
@@ -79,7 +79,7 @@ absl::Status SetClusterRanksPerNode(const CommandArgs& args, const JobSpec& job,
     what = absl::StrFormat("the %d workers of --workers=%d", processes, job.ps.workers());
   } else {
     what = absl::StrFormat("the %d processes of --ps_shards=%d and --workers=%d", processes,
-                           job.ps.shards(), job.ps.workers());
+                           job.ps.dedicated_shards(), job.ps.workers());
   }
   const int requested = args.flags_given.count("ranks_per_node") > 0 ? local->emulation.ranks_per_node : 0;
   absl::StatusOr<int> k = ClusterRanksPerNode(profile, processes, what, requested, "--ranks_per_node");
@@ -108,7 +108,7 @@ absl::Status RunPsRank(const JobSpec& job) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s started %d processes; a PS job of --workers=%d%s needs %d", env.launcher,
         env.world_size, ps.workers(),
-        ps.colocated() ? " (colocated shards)" : absl::StrFormat(" and --ps_shards=%d", ps.shards()),
+        ps.colocated() ? " (colocated shards)" : absl::StrFormat(" and --ps_shards=%d", ps.dedicated_shards()),
         ps.num_processes()));
   }
   std::vector<std::string> servers = job.ps_process.servers;

@@ -305,7 +305,16 @@ absl::Status ValidateScenario(const Scenario& s) {
   if (s.workers < 1) {
     return absl::InvalidArgumentError(absl::StrCat("workers = ", s.workers, ", need >= 1"));
   }
-  if (s.strategy == Strategy::kPs && s.shards < 1) {
+  if (s.strategy == Strategy::kPs && s.worker_summers) {
+    if (!s.ps_summation || s.colocated || s.ranks_per_node != 1 || s.busiest_shard_fraction > 0) {
+      return absl::InvalidArgumentError(
+          "worker_summers: summation servers (ps_summation), not colocated, one worker a node, balanced slices");
+    }
+    if (s.shards < 0 || s.shards >= s.workers) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("worker_summers with shards = ", s.shards, ": need 0 <= shards < workers = ", s.workers));
+    }
+  } else if (s.strategy == Strategy::kPs && s.shards < 1) {
     return absl::InvalidArgumentError(absl::StrCat("shards = ", s.shards, ", need >= 1"));
   }
   if (s.colocated_hosts < 0) {
@@ -640,6 +649,31 @@ absl::StatusOr<PsLoad> ColocatedPsLoad(const Scenario& s, const PsLinks& links) 
   return load;
 }
 
+// BytePS's summation servers with a summer in each worker (one worker a node): k
+// dedicated servers hold x = 2(n-1)M/D each, each worker's summer y = (n-k)M/D, D =
+// n^2 + kn - 2k (PsLayout::ShardWeights). A worker's link carries its pushes to the
+// others' parts, M - y, and its summer's replies to the n - 1 others, (n-1) y: M +
+// (n-2) y each way; a server's, n x each way.
+absl::StatusOr<PsLoad> WorkerSummersPsLoad(const Scenario& s, const PsLinks& links) {
+  const double n = s.workers, k = s.shards, m = s.model_bytes;
+  const double d = n * n + k * n - 2 * k;
+  const double x = 2 * (n - 1) * m / d, y = (n - k) * m / d;
+  PsLoad load;
+  const double worker_bytes = m + (n - 2) * y;
+  absl::StatusOr<double> t = TimeOn(links.worker, worker_bytes, "push-pull");
+  if (!t.ok()) return t.status();
+  load.worker_s = *t;
+  t = TimeOn(links.server, k > 0 ? n * x : 0, "push-pull (server side)");
+  if (!t.ok()) return t.status();
+  load.server_s = *t;
+  load.busiest_bytes = std::max(worker_bytes, k > 0 ? n * x : 0.0);
+  load.slice = k > 0 ? x : y;  // x >= y for n >= 2.
+  load.calls = k + n;          // A worker calls every shard; a server serves n.
+  load.every_node_hosts = k == 0;
+  load.one_node = s.workers == 1 && s.shards == 0;
+  return load;
+}
+
 // The PS step given its busiest nodes' `load`: latency of the calls, the one-way time
 // (its last chunk unpipelined; overlapped with backward under ps_overlap), the shards'
 // aggregation and update, and the bottleneck.
@@ -654,7 +688,8 @@ Prediction PsPrediction(const Calibration& c, const Scenario& s, const PsLinks& 
   Prediction p;
   p.compute_s = c.compute_s;
   const double one_way_s = std::max({load.worker_s, load.server_s, load.intra_s});
-  const double slice_bytes = m / shards;
+  // The busiest part's bytes (with worker summers the parts differ; load.slice).
+  const double slice_bytes = s.worker_summers ? load.slice : m / shards;
   const double unpipelined =
       s.chunk_bytes > 0 && slice_bytes > 0 ? std::min(s.chunk_bytes, slice_bytes) / slice_bytes : 0;
   p.comm_s = s.ps_overlap
@@ -687,7 +722,9 @@ absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
       Effective(path, s.link_bytes_per_s, s.link_latency_s, s.path_limits, /*wire_trips=*/2),
       Effective(path, server_wire, s.link_latency_s, s.path_limits, /*wire_trips=*/2),
       IntraNodeLink(path, s, /*wire_trips=*/2)};
-  absl::StatusOr<PsLoad> load = s.colocated ? ColocatedPsLoad(s, links) : StandalonePsLoad(s, links);
+  absl::StatusOr<PsLoad> load = s.worker_summers ? WorkerSummersPsLoad(s, links)
+                                : s.colocated    ? ColocatedPsLoad(s, links)
+                                                 : StandalonePsLoad(s, links);
   if (!load.ok()) return load.status();
   return PsPrediction(c, s, links, *load);
 }
@@ -964,6 +1001,9 @@ absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
   Scenario ps = base;
   ps.strategy = Strategy::kPs;
   ps.ps_summation = options.ps_summation;
+  if (options.worker_summers && (!options.ps_summation || options.shards_colocated)) {
+    return absl::InvalidArgumentError("worker summers are summation servers (--ps_mode=summation), not colocated");
+  }
   UseRingsidePsSchedule(&ps, options.ps_chunk_bytes);
   const char* mode = options.ps_summation ? " summation" : "";
 
@@ -972,13 +1012,15 @@ absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
   for (int shards : options.shards) {
     if (shards < 0) return absl::InvalidArgumentError(absl::StrCat("shards = ", shards));
     const bool colocated = options.shards_colocated;
+    const bool summers = options.worker_summers;
     specs.emplace_back(absl::StrCat("PS S=", shards == kShardsPerWorker ? "N" : absl::StrCat(shards),
-                                    colocated ? " colocated" : "", mode),
-                       [ps, shards, colocated, &options](int n) {
+                                    colocated ? " colocated" : "", summers ? " + summers" : "", mode),
+                       [ps, shards, colocated, summers, &options](int n) {
                          Scenario s = ps;
                          s.workers = n;
                          s.shards = shards == kShardsPerWorker ? n : shards;
                          s.colocated = colocated;
+                         s.worker_summers = summers && s.shards < n;
                          if (!colocated && options.ps_placement != PsPlacement::kBalanced) {
                            s.busiest_shard_fraction =
                                BusiestShare(options.tensor_bytes, s.shards, options.ps_placement);

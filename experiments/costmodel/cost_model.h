@@ -166,6 +166,11 @@ struct Scenario {
   // busiest one its slice of N gradients), and every worker steps SGD on all of M
   // itself. The bytes are the optimizer shards': gradients up, the mean down.
   bool ps_summation = false;
+  // PS summation: every worker also hosts a summer (`--ps_worker_summers`), beside
+  // `shards` = k dedicated servers (0 allowed, k < N), slices by BytePS's optimum
+  // (common/ps_layout.h): each server's link carries N x 2(N-1)M/D each way, each
+  // worker's M + (N-2)(N-k)M/D, D = N^2 + kN - 2k; one worker a node.
+  bool worker_summers = false;
   // PS: chunk size of the tensor streams. A shard can send a chunk back only once all
   // N workers pushed it, so the last pushed chunk's reply never overlaps the push: the
   // transfer takes T (1 + min(chunk, M/S) / (M/S)) for a one-way bottleneck time T. 0:
@@ -326,6 +331,10 @@ struct SweepOptions {
   // PS curves of summation servers (Scenario::ps_summation; " summation" appended to
   // their labels).
   bool ps_summation = false;
+  // With ps_summation: a summer in each worker beside each curve's S dedicated servers
+  // (Scenario::worker_summers; " + summers" in the label); at N <= S the servers alone,
+  // where BytePS's optimum leaves the workers nothing.
+  bool worker_summers = false;
   double ps_chunk_bytes = 0;  // The PS streams' chunk size (0: the default).
   // Emulated nodes, as in Scenario: each node's CPU share (0: none) and one node at a
   // fraction of it (1: none slower).

@@ -225,6 +225,38 @@ TEST(PredictPs, SummationServersLeaveTheUpdateToTheWorker) {
   EXPECT_NEAR(summation.busiest_node_bytes_in, optimizer.busiest_node_bytes_in, 1e-3);
 }
 
+// BytePS with a summer in each worker (Jiang et al., OSDI'20): the busiest link moves
+// 2n(n-1)M / (n^2 + kn - 2k) each way, the ring's 2(n-1)/n M at k = 0 and toward M as
+// k -> n; servers and workers balance exactly at the optimum.
+TEST(PredictPs, WorkerSummersFollowBytePsOptimum) {
+  for (int n = 2; n <= 16; ++n) {
+    for (int k = 0; k < n; ++k) {
+      Scenario s = Make(Strategy::kPs, n, 1e8);
+      s.ps_summation = true;
+      s.worker_summers = true;
+      s.shards = k;
+      const Prediction p = MustPredict(WireOnlyCalibration(), s);
+      const double want = 2.0 * n * (n - 1) * 1e8 / ((n * n + k * n - 2.0 * k) * 1e8);
+      EXPECT_NEAR(p.comm_s, want, 1e-9) << "n " << n << " k " << k;
+      EXPECT_NEAR(p.busiest_node_bytes_in, want * 1e8, 1e-3) << "n " << n << " k " << k;
+    }
+  }
+  // n = 4, k = 0: the ring's 1.5 M / B; k = 2: 1.2 M / B, servers and workers alike.
+  Scenario s = Make(Strategy::kPs, 4, 1e8);
+  s.ps_summation = true;
+  s.worker_summers = true;
+  s.shards = 0;
+  EXPECT_NEAR(MustPredict(WireOnlyCalibration(), s).comm_s, 1.5, kTol);
+  s.shards = 2;
+  EXPECT_NEAR(MustPredict(WireOnlyCalibration(), s).comm_s, 1.2, 1e-12);
+  // Refused: k >= n, or without summation.
+  s.shards = 4;
+  EXPECT_FALSE(Predict(WireOnlyCalibration(), s).ok());
+  s.shards = 2;
+  s.ps_summation = false;
+  EXPECT_FALSE(Predict(WireOnlyCalibration(), s).ok());
+}
+
 TEST(PredictPs, ShardsSplitTheServerLoad) {
   Scenario s = Make(Strategy::kPs, 4, 1e8);
   s.shards = 2;

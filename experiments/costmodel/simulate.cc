@@ -162,6 +162,7 @@ absl::Status PrintOneLink(const SimulateOptions& options, double model_bytes, do
   sweep.ps_placement = options.ps_placement;
   sweep.tensor_bytes = tensor_bytes;
   sweep.ps_summation = options.ps_summation;
+  sweep.worker_summers = options.worker_summers;
   sweep.ps_chunk_bytes = options.ps_chunk_bytes;
   sweep.bucket_cap_bytes = options.bucket_cap_bytes;
   sweep.node_cpus = node_cpus;
@@ -415,6 +416,7 @@ absl::StatusOr<SweepOptions> ClusterSweep(const ClusterSimulateOptions& o, doubl
   sweep.ps_placement = o.ps_placement;
   sweep.tensor_bytes = o.model.layer_bytes;
   sweep.ps_summation = o.ps_summation;
+  sweep.worker_summers = o.worker_summers;
   sweep.ps_chunk_bytes = o.ps_chunk_bytes;
   if (o.ps_placement != PsPlacement::kBalanced && o.model.layer_bytes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("simulate: --ps_placement=", PsPlacementName(o.ps_placement),
@@ -477,16 +479,18 @@ absl::StatusOr<std::vector<int>> ParseWorkerList(absl::string_view text) {
   return list;
 }
 
-absl::StatusOr<std::vector<int>> ParseShardList(absl::string_view text) {
-  absl::StatusOr<std::vector<int>> list = ParseList<int>(text, "shard count", [](absl::string_view w, int* v) {
+absl::StatusOr<std::vector<int>> ParseShardList(absl::string_view text, bool zero_allowed) {
+  const int least = zero_allowed ? 0 : 1;
+  absl::StatusOr<std::vector<int>> list = ParseList<int>(text, "shard count", [least](absl::string_view w, int* v) {
     if (w == "N" || w == "n") {
       *v = kShardsPerWorker;
       return true;
     }
-    return absl::SimpleAtoi(w, v) && *v >= 1;
+    return absl::SimpleAtoi(w, v) && *v >= least;
   });
   if (!list.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--shards: ", list.status().message(), " (need counts >= 1 or N)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shards: ", list.status().message(), " (need counts >= ", least, " or N)"));
   }
   return list;
 }

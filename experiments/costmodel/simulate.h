@@ -50,8 +50,10 @@ struct SimulateOptions {
   // Where the PS rows' tensors live (--ps_placement): the calibration's model's tensors
   // (Model::TensorRanges) dealt so; the busiest standalone shard bounds each row.
   PsPlacement ps_placement = PsPlacement::kBalanced;
-  // The PS rows are summation servers (--ps_mode=summation; Scenario::ps_summation).
+  // The PS rows are summation servers (--ps_mode=summation; Scenario::ps_summation),
+  // with a summer in each worker too (--ps_worker_summers; SweepOptions).
   bool ps_summation = false;
+  bool worker_summers = false;
   // The PS streams' chunk size (--ps_chunk_kb); 0: ringside's default.
   double ps_chunk_bytes = 0;
 };
@@ -110,6 +112,7 @@ struct ClusterSimulateOptions {
   // and the busiest standalone shard bounds each row; refused without layers.
   PsPlacement ps_placement = PsPlacement::kBalanced;
   bool ps_summation = false;  // As in SimulateOptions.
+  bool worker_summers = false;  // As in SimulateOptions.
   double ps_chunk_bytes = 0;  // As in SimulateOptions.
 };
 
@@ -141,8 +144,9 @@ absl::Status RunClusterSimulate(const ClusterSimulateOptions& options, FILE* out
 // "8,32,100": worker counts >= 1, any order kept. InvalidArgument, one line, for an
 // empty list, 0, a negative or a non-number.
 absl::StatusOr<std::vector<int>> ParseWorkerList(absl::string_view text);
-// "1,2,N": shard counts >= 1, "N" for kShardsPerWorker. InvalidArgument as above.
-absl::StatusOr<std::vector<int>> ParseShardList(absl::string_view text);
+// "1,2,N": shard counts >= 1 (>= 0 with `zero_allowed`: servers beside the workers'
+// summers), "N" for kShardsPerWorker. InvalidArgument as above.
+absl::StatusOr<std::vector<int>> ParseShardList(absl::string_view text, bool zero_allowed = false);
 // "102.8,16.8,4.1": sizes > 0 (MB). InvalidArgument as above.
 absl::StatusOr<std::vector<double>> ParseSizeList(absl::string_view text);
 

@@ -76,8 +76,9 @@ void WriteTypedFields(const JobSpec& spec, RunConfig* config) {
       break;
     case JobStrategy::kPs:
       config->set_world_size(spec.ps.workers());
-      config->set_ps_shards(spec.ps.shards());
+      config->set_ps_shards(spec.ps.dedicated_shards());
       config->set_ps_colocated(spec.ps.colocated());
+      config->set_ps_worker_summers(spec.ps.worker_summers());
       config->set_ps_sync(SyncModeName(spec.sync.mode));
       config->set_ps_staleness(spec.sync.staleness);
       break;

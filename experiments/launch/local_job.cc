@@ -45,8 +45,7 @@ absl::StatusOr<int> PickDistinctFreePort(std::set<int>* taken) {
 
 absl::Status LaunchLocalPsJob(const PsLayout& layout, const LocalJobOptions& options) {
   const EmulationSpec& e = options.emulation;
-  RINGSIDE_ASSIGN_OR_RETURN(NodePlan plan, PlanPsNodes(layout.shards(), layout.workers(), layout.colocated(),
-                                                       e.ranks_per_node, e.slow_node));
+  RINGSIDE_ASSIGN_OR_RETURN(NodePlan plan, PlanPsNodes(layout, e.ranks_per_node, e.slow_node));
   RINGSIDE_ASSIGN_OR_RETURN(LaunchOptions lo, SelfLaunch(layout.num_processes(), options));
   lo.labels = plan.labels;
   ScopedSignalCatcher signals;  // An interrupt must not skip the nodes' teardown.

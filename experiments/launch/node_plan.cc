@@ -78,9 +78,9 @@ absl::StatusOr<NodePlan> PlanDdpNodes(int world, int ranks_per_node, const SlowN
   return plan;
 }
 
-absl::StatusOr<NodePlan> PlanPsNodes(int shards, int workers, bool colocated, int ranks_per_node,
-                                     const SlowNodeSpec& slow) {
-  if (shards < 1 || workers < 1) {
+absl::StatusOr<NodePlan> PlanPsNodes(const PsLayout& layout, int ranks_per_node, const SlowNodeSpec& slow) {
+  const int shards = layout.dedicated_shards(), workers = layout.workers();
+  if (shards < (layout.worker_summers() ? 0 : 1) || workers < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a PS job needs --ps_shards >= 1 and --workers >= 1, got ", shards, " and ", workers));
   }
@@ -89,7 +89,6 @@ absl::StatusOr<NodePlan> PlanPsNodes(int shards, int workers, bool colocated, in
                                                    ": there is no worker ", slow.rank,
                                                    " (workers 0 to ", workers - 1, ")"));
   }
-  const PsLayout layout(shards, workers, colocated);
   std::vector<std::string> labels;
   for (int r = 0; r < layout.num_processes(); ++r) {
     labels.push_back(layout.IsShardProcess(r) ? absl::StrCat("shard ", r)
@@ -103,10 +102,12 @@ absl::StatusOr<NodePlan> PlanPsNodes(int shards, int workers, bool colocated, in
   }
   absl::StatusOr<NodePlan> plan =
       Place(order, std::move(labels), ranks_per_node,
-            colocated ? "workers" : absl::StrCat("processes (", shards, " shards + ", workers,
-                                                 " workers)"));
+            layout.shard_processes() == 0
+                ? "workers"
+                : absl::StrCat("processes (", shards, " shards + ", workers, " workers)"));
   if (!plan.ok()) return plan;
   plan->roles.assign(plan->num_nodes(), "worker");
+  // The servers' nodes (not the workers' beside their own summers).
   for (int s = 0; s < shards; ++s) plan->roles[plan->node_of[layout.RankHostingShard(s)]] = "master";
   MarkSlow(slow, layout.RankOfWorker(slow.rank), &*plan);
   return plan;

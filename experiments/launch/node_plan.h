@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/ps_layout.h"
 #include "experiments/netem/cpu_share.h"  // SlowNodeSpec, ParseSlowNode.
 
 namespace ringside {
@@ -41,14 +42,14 @@ struct NodePlan {
 // slow rank outside [0, world).
 absl::StatusOr<NodePlan> PlanDdpNodes(int world, int ranks_per_node, const SlowNodeSpec& slow);
 
-// PS: `shards` shard processes (local ranks 0..S-1) and `workers` workers (S..S+N-1),
-// or, `colocated`, only the workers (worker 0 hosts every shard). The processes are put
-// on nodes in the order shard 0, worker 0, shard 1, worker 1, ... (paired while both
-// remain, then the rest), K per node: with S == N and K == 2, shard i and worker i
-// share node i. InvalidArgument (one line) for shards/workers < 1, K < 1, processes %
-// K != 0, or a slow worker outside [0, workers).
-absl::StatusOr<NodePlan> PlanPsNodes(int shards, int workers, bool colocated, int ranks_per_node,
-                                     const SlowNodeSpec& slow);
+// PS (common/ps_layout.h): S shard processes (local ranks 0..S-1) and N workers
+// (S..S+N-1), or, colocated, only the workers (worker 0 hosts every shard); workers'
+// summers live in their workers. The processes are put on nodes in the order shard 0,
+// worker 0, shard 1, worker 1, ... (paired while both remain, then the rest), K per
+// node: with S == N and K == 2, shard i and worker i share node i. InvalidArgument (one
+// line) for S < 1 (0 with worker summers) or N < 1, K < 1, processes % K != 0, or a
+// slow worker outside [0, N).
+absl::StatusOr<NodePlan> PlanPsNodes(const PsLayout& layout, int ranks_per_node, const SlowNodeSpec& slow);
 
 }  // namespace ringside
 

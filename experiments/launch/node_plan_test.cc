@@ -75,7 +75,7 @@ TEST(PlanDdpNodesTest, RefusesBadPlacements) {
 
 TEST(PlanPsNodesTest, PairsShardAndWorkerOnANode) {
   // Local ranks: shards 0..3, workers 4..7.
-  absl::StatusOr<NodePlan> p = PlanPsNodes(4, 4, false, 2, {});
+  absl::StatusOr<NodePlan> p = PlanPsNodes(PsLayout(4, 4, false), 2, {});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->num_nodes(), 4);
   EXPECT_THAT(p->node_of, ElementsAre(0, 1, 2, 3, 0, 1, 2, 3));
@@ -87,7 +87,7 @@ TEST(PlanPsNodesTest, PairsShardAndWorkerOnANode) {
 
 TEST(PlanPsNodesTest, OneProcessPerNodeInPlacementOrder) {
   // 1 shard, 2 workers: order shard 0, worker 0, worker 1.
-  absl::StatusOr<NodePlan> p = PlanPsNodes(1, 2, false, 1, {});
+  absl::StatusOr<NodePlan> p = PlanPsNodes(PsLayout(1, 2, false), 1, {});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_THAT(p->node_of, ElementsAre(0, 1, 2));
   EXPECT_THAT(p->roles, ElementsAre("master", "worker", "worker"));
@@ -95,21 +95,21 @@ TEST(PlanPsNodesTest, OneProcessPerNodeInPlacementOrder) {
 
 TEST(PlanPsNodesTest, PairsThenTheRest) {
   // 1 shard, 3 workers, K=2: {shard 0, worker 0}, {worker 1, worker 2}.
-  absl::StatusOr<NodePlan> p = PlanPsNodes(1, 3, false, 2, {true, 2, 0.5});
+  absl::StatusOr<NodePlan> p = PlanPsNodes(PsLayout(1, 3, false), 2, {true, 2, 0.5});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_THAT(p->node_of, ElementsAre(0, 0, 1, 1));
   EXPECT_THAT(p->roles, ElementsAre("master", "worker"));
   EXPECT_EQ(p->slow_node, 1);
   EXPECT_EQ(p->slow_label, "worker 2");
   // 3 shards, 1 worker, K=2: {shard 0, worker 0}, {shard 1, shard 2}.
-  p = PlanPsNodes(3, 1, false, 2, {});
+  p = PlanPsNodes(PsLayout(3, 1, false), 2, {});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_THAT(p->node_of, ElementsAre(0, 1, 1, 0));
   EXPECT_THAT(p->roles, ElementsAre("master", "master"));
 }
 
 TEST(PlanPsNodesTest, ColocatedPlacesOnlyWorkers) {
-  absl::StatusOr<NodePlan> p = PlanPsNodes(2, 4, true, 2, {true, 1, 0.5});
+  absl::StatusOr<NodePlan> p = PlanPsNodes(PsLayout(2, 4, true), 2, {true, 1, 0.5});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_THAT(p->node_of, ElementsAre(0, 0, 1, 1));
   EXPECT_THAT(p->roles, ElementsAre("master", "worker"));
@@ -117,14 +117,27 @@ TEST(PlanPsNodesTest, ColocatedPlacesOnlyWorkers) {
   EXPECT_EQ(p->slow_label, "worker 1");
 }
 
+// Worker summers live in their workers: the nodes are the dedicated servers' and the
+// workers', and only the servers' nodes are "master" (k = 0: none).
+TEST(PlanPsNodesTest, WorkerSummersAddNoProcesses) {
+  absl::StatusOr<NodePlan> p = PlanPsNodes(PsLayout(1, 3, false, true), 1, {});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_THAT(p->node_of, ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(p->roles, ElementsAre("master", "worker", "worker", "worker"));
+  p = PlanPsNodes(PsLayout(0, 2, false, true), 1, {});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_THAT(p->node_of, ElementsAre(0, 1));
+  EXPECT_THAT(p->roles, ElementsAre("worker", "worker"));
+}
+
 TEST(PlanPsNodesTest, RefusesBadPlacements) {
-  absl::StatusOr<NodePlan> p = PlanPsNodes(1, 2, false, 2, {});
+  absl::StatusOr<NodePlan> p = PlanPsNodes(PsLayout(1, 2, false), 2, {});
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(p.status().message(), "1 shards + 2 workers")) << p.status();
-  p = PlanPsNodes(2, 2, false, 2, {true, 2, 0.5});
+  p = PlanPsNodes(PsLayout(2, 2, false), 2, {true, 2, 0.5});
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(p.status().message(), "no worker 2")) << p.status();
-  EXPECT_EQ(PlanPsNodes(0, 2, false, 1, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanPsNodes(PsLayout(0, 2, false), 1, {}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -40,6 +40,12 @@ constexpr int kMaxRepeats = 1000;
 constexpr int64_t kMaxCells = 10000;         // Strategies x worker counts x repeats.
 constexpr int64_t kMaxGlobalBatch = 1 << 24;  // Samples per step, all workers together.
 
+// A PS strategy's dedicated shards in each cell: ps_shards, 1 when unset; with
+// ps_worker_summers 0 is k = 0 (only the workers' summers).
+int CellShards(const StrategySpec& s) {
+  return s.ps_worker_summers() ? s.ps_shards() : std::max(1, s.ps_shards());
+}
+
 // A cell's directory name from its label: anything but [A-Za-z0-9._-] becomes '_'.
 std::string SafeLabel(const std::string& label) {
   std::string safe = label;
@@ -270,6 +276,27 @@ absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s
                                                      ": ps_mode summation needs ps_sync bsp, got ", s.ps_sync()));
     }
   }
+  if (s.ps_worker_summers()) {
+    const std::string label = StrategyLabel(spec, s);
+    if (s.ps_mode() != kPsModeSummation) {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", label, ": ps_worker_summers needs ps_mode summation"));
+    }
+    if (s.ps_colocated() || s.ps_shard_per_worker()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "strategy ", label, ": ps_worker_summers places the servers itself (drop ps_colocated, ps_shard_per_worker)"));
+    }
+    if (!s.ps_placement().empty() && s.ps_placement() != kPsPlacementBalanced) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("strategy ", label, ": ps_worker_summers cuts balanced slices (drop ps_placement)"));
+    }
+    for (int n : spec.workers()) {
+      if (s.ps_shards() >= n) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "strategy ", label, ": ps_worker_summers needs ps_shards below every worker count, got ps_shards ",
+            s.ps_shards(), " at ", n, " workers (at k >= n BytePS's optimum leaves the workers' summers nothing)"));
+      }
+    }
+  }
   return CheckStrategyDevice(spec, s);
 }
 
@@ -373,7 +400,8 @@ std::string DescribeEmulationShort(const ExperimentSpec& spec, double node_cpus,
 
 int CellProcesses(const Cell& cell) {
   if (cell.strategy.kind() != "ps") return cell.workers;
-  return PsLayout(cell.shards, cell.workers, cell.strategy.ps_colocated()).num_processes();
+  return PsLayout(cell.shards, cell.workers, cell.strategy.ps_colocated(), cell.strategy.ps_worker_summers())
+      .num_processes();
 }
 
 int CellNodes(const Cell& cell) {
@@ -471,7 +499,8 @@ std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s) {
       if (c == ':') c = '_';
     }
     return absl::StrCat(s.ps_mode() == kPsModeSummation ? "ps-sum-s" : "ps-s",
-                        s.ps_shard_per_worker() ? "n" : absl::StrCat(std::max(1, s.ps_shards())), "-", sync,
+                        s.ps_shard_per_worker() ? "n" : absl::StrCat(CellShards(s)),
+                        s.ps_worker_summers() ? "w" : "", "-", sync,
                         s.ps_colocated() ? "-coloc" : "", s.ranks_per_node() > 1 ? absl::StrCat("-k", s.ranks_per_node()) : "",
                         s.ps_transport() == kPsTransportTcp ? "-tcp" : "", PlacementSuffix(s.ps_placement()), gpu);
   }
@@ -525,7 +554,7 @@ std::vector<Cell> ExpandCells(const ExperimentSpec& spec) {
         c.repeat = r;
         c.global_batch = spec.global_batch() > 0 ? spec.global_batch() : spec.batch_per_worker() * n;
         c.batch_per_worker = spec.global_batch() > 0 ? spec.global_batch() / n : spec.batch_per_worker();
-        if (s.kind() == "ps") c.shards = s.ps_shard_per_worker() ? n : std::max(1, s.ps_shards());
+        if (s.kind() == "ps") c.shards = s.ps_shard_per_worker() ? n : CellShards(s);
         c.ranks_per_node = std::max(1, s.ranks_per_node());
         c.nodes = CellNodes(c);
         c.id = absl::StrCat(SafeLabel(c.label), "-n", n, "-r", r);
@@ -579,6 +608,7 @@ std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& c
     a.push_back(absl::StrCat("--ps_shards=", cell.shards));
     a.push_back(absl::StrCat("--ps_sync=", s.ps_sync().empty() ? "bsp" : s.ps_sync()));
     if (s.ps_colocated()) a.push_back("--ps_colocated");
+    if (s.ps_worker_summers()) a.push_back("--ps_worker_summers");
     if (!s.ps_transport().empty()) a.push_back(absl::StrCat("--ps_transport=", s.ps_transport()));
     if (!s.ps_placement().empty()) a.push_back(absl::StrCat("--ps_placement=", s.ps_placement()));
     if (!s.ps_mode().empty()) a.push_back(absl::StrCat("--ps_mode=", s.ps_mode()));

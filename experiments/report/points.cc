@@ -446,7 +446,10 @@ Calibration ScaleToOwnSingle(const Calibration& measured, const ExperimentSpec& 
 void SetStrategyScenario(const ReportPoint& p, const StrategySpec& strategy, int ranks_per_node, Scenario* s) {
   if (p.kind == "ps") {
     s->strategy = Strategy::kPs;
-    s->shards = strategy.ps_shard_per_worker() ? p.workers : std::max(1, strategy.ps_shards());
+    s->worker_summers = strategy.ps_worker_summers();
+    s->shards = strategy.ps_shard_per_worker() ? p.workers
+                : s->worker_summers            ? strategy.ps_shards()
+                                               : std::max(1, strategy.ps_shards());
     s->colocated = strategy.ps_colocated();
     s->ps_tcp = strategy.ps_transport() == kPsTransportTcp;
     s->ps_summation = strategy.ps_mode() == kPsModeSummation;
