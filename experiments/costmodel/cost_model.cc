@@ -1010,7 +1010,7 @@ absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
   // Each curve: a label and how to make its scenario for N workers.
   std::vector<std::pair<std::string, std::function<Scenario(int)>>> specs;
   for (int shards : options.shards) {
-    if (shards < 0) return absl::InvalidArgumentError(absl::StrCat("shards = ", shards));
+    if (shards < 0 && shards != kShardsPerWorker) return absl::InvalidArgumentError(absl::StrCat("shards = ", shards));
     const bool colocated = options.shards_colocated;
     const bool summers = options.worker_summers;
     specs.emplace_back(absl::StrCat("PS S=", shards == kShardsPerWorker ? "N" : absl::StrCat(shards),

@@ -297,8 +297,8 @@ double Speedup(const Calibration& calibration, const Scenario& scenario,
 std::vector<int> PowersOfTwo(int max_workers);
 
 // In SweepOptions::shards: S = N, one shard per worker (standalone: one server node per
-// worker).
-inline constexpr int kShardsPerWorker = 0;
+// worker). Not 0, which with worker summers is k = 0 (only the workers' summers).
+inline constexpr int kShardsPerWorker = -1;
 
 // A sweep over N of the standard strategies for one link.
 struct SweepOptions {

@@ -21,7 +21,7 @@ constexpr int kWarmup = 3;
 constexpr int kBatch = 64;
 // 870,090 parameters (3.5 MB); the 784 x 1024 weight is 802,816 of them (92%).
 constexpr char kModel[] = "mlp:784-1024-64-10";
-// Nine processes (4 workers, up to 4 servers, or 4 ranks) at this share fit the 2
+// Up to eight processes (4 workers and up to 4 servers, or 4 ranks) at this share fit the 2
 // cores; the servers mostly wait on their links.
 constexpr double kNodeCpus = 0.2;
 

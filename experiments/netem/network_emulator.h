@@ -22,6 +22,13 @@
 
 namespace ringside {
 
+// The share of a shaped link's rate that carries TCP payload. tc counts every segment
+// whole: the Ethernet header (14 bytes), IP (20) and TCP with timestamps (32), GSO
+// packets counted segment by segment; on the veths' 1500-byte MTU a full segment carries
+// 1448 bytes of payload in 1514. (The cost model's link for a measured cell is the
+// shaped rate times this; the reverse direction's pure ACKs are not counted.)
+inline constexpr double kShapedTcpPayloadShare = 1448.0 / 1514.0;
+
 // One node's link to the switch. Both limits apply in each direction separately:
 // node -> switch (upload) and switch -> node (download).
 struct LinkSpec {

@@ -484,8 +484,9 @@ ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& sp
   absl::StatusOr<NetworkProfile> profile = ParseNetworkProfile(spec.network());
   double link = 0, master_link = 0, intra_link = 0;
   if (profile.ok() && profile->enabled) {
-    link = profile->link.bits_per_sec / 8;
-    master_link = LinkForRole(*profile, "master").bits_per_sec / 8;
+    // What the cells' TCP moved: the shaped rate less the headers tc counts.
+    link = profile->link.bits_per_sec / 8 * kShapedTcpPayloadShare;
+    master_link = LinkForRole(*profile, "master").bits_per_sec / 8 * kShapedTcpPayloadShare;
     intra_link = profile->loopback.bits_per_sec / 8;  // 0: unshaped (lo.bw absent).
   }
   // The cells as compare resolved them (a cluster's devices per node included): each
