@@ -172,14 +172,17 @@ bool PsStrategy::WaitStaged(int s, int64_t k) {
 
 bool PsStrategy::WaitTurn(int s, int64_t k) {
   absl::MutexLock l(&mu_);
-  const int64_t position = clients_[s]->num_chunks() - 1 - k;  // Pushed in descending order.
-  auto my_turn = [this, s, position]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  const int64_t mine = clients_[s]->num_chunks();
+  const int64_t position = mine - 1 - k;  // Pushed in descending order.
+  auto my_turn = [this, s, mine, position]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (cancelled_) return true;
     for (size_t o = 0; o < clients_.size(); ++o) {
       if (static_cast<int>(o) == s || sender_done_[o]) continue;
       const int64_t chunks = clients_[o]->num_chunks();
       const int64_t granted = granted_[o];
-      if (granted >= position || granted >= chunks) continue;  // Abreast, or through.
+      // Abreast (granted / chunks >= position / mine: as far through its slice), or
+      // through.
+      if (granted * mine >= position * chunks || granted >= chunks) continue;
       // Behind: it holds the link back only if its next chunk is ready to go.
       if (remaining_[o][chunks - 1 - granted] == 0) return false;
     }

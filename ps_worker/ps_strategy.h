@@ -150,12 +150,15 @@ class PsStrategy final : public StepStrategy {
   // cancelled or when the event reports a device failure (kept in event_error_).
   bool WaitStaged(int s, int64_t k);
   // The senders' pacing, after chunk k of shard s is ready: blocks while another
-  // shard's sender is more than one chunk behind this one (in the order each pushes
-  // its chunks) with its next chunk ready too, so that the pushes to every shard go out
-  // abreast over the worker's one link instead of one shard's whole slice ahead of the
-  // others' (every shard answers a chunk only once each worker pushed it: a shard
-  // whose chunks come last answers nobody until then). A sender waiting for gradients
-  // holds nobody back. False when cancelled.
+  // shard's sender is behind this one, by the share of its own chunks pushed (in the
+  // order each pushes them; with equal slices, more than one chunk behind), with its
+  // next chunk ready too, so that the pushes to every shard go out abreast over the
+  // worker's one link instead of one shard's whole slice ahead of the others' (every
+  // shard answers a chunk only once each worker pushed it: a shard whose chunks come
+  // last answers nobody until then), and slices of other sizes (worker summers,
+  // whole-tensor placements) each take their share of the link throughout. A sender
+  // waiting for gradients holds nobody back; the ready sender furthest behind never
+  // waits. False when cancelled.
   bool WaitTurn(int s, int64_t k);
   // Enqueues the copy of chunk k of shard s from the parameter mirror to the model
   // (summation: to model->grads(), and the SGD step of those parameters with it).
