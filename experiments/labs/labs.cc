@@ -43,8 +43,9 @@ absl::Span<const Lab> Labs() {
        "Why did distributed TensorFlow's PS fall behind the ring on VGG-16, and how do BytePS's "
        "summation servers beat the ring?",
        "whole tensors dealt round-robin put 70% or more of the servers' bytes on one server and slow "
-       "the step by 1.5x or more against balanced slices; 4 summation servers communicate at most "
-       "1/1.2 of the ring's time per step, 2 of them longer than 4",
+       "the step by 1.5x or more against balanced slices; summation servers at k = 0 (a summer in each "
+       "worker) communicate within a quarter of the ring's time per step, at k = 4 at most 1/1.2 of it, "
+       "at k = 2 (with summers) in between",
        CheckPsDesigns},
   };
   return kLabs;
