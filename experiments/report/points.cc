@@ -160,6 +160,27 @@ double ForwardPace(const CellResult& r, const SingleRound& single) {
   return r.forward_ms() / single.forward_ms;
 }
 
+// The single process's throughput in the cluster's time, the baseline of the cells
+// that are not read by their forward pass (ForwardPace): the single cells' global batch
+// over the profile's step (`target_step_ms`), as samples/s per unit of d, so that a cell's
+// speedup is its host throughput x its own d over it. 0 (unknown: no profile step, or no
+// ok single cell with its batch) leaves those cells read by the probes around them.
+struct ProbeBaseline {
+  double single_sps_per_d = 0;
+};
+
+ProbeBaseline SingleAtTheProfilesStep(const std::vector<CellResult>& results, double target_step_ms) {
+  ProbeBaseline out;
+  if (!(target_step_ms > 0)) return out;
+  for (const CellResult& r : results) {
+    if (r.kind() == "single" && r.status() == "ok" && r.global_batch() > 0) {
+      out.single_sps_per_d = r.global_batch() * 1e3 / target_step_ms;
+      break;
+    }
+  }
+  return out;
+}
+
 // The median ok throughput of `label`'s one-worker cells (0: none), from `groups`.
 double OwnBaseline(const std::map<std::pair<std::string, int>, std::vector<const CellResult*>>& groups,
                    const std::string& label) {
@@ -182,7 +203,8 @@ double OwnBaseline(const std::map<std::pair<std::string, int>, std::vector<const
 std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<const CellResult*>& cells,
                                                           const std::map<int, SingleRound>& single_by_round,
                                                           const std::map<std::string, double>& pace,
-                                                          double reference_d, ReportPoint* p) {
+                                                          const ProbeBaseline& probe, double reference_d,
+                                                          ReportPoint* p) {
   std::map<std::string, std::vector<double>> v;
   for (const CellResult* r : cells) {
     p->cells.push_back(r->cell());
@@ -242,6 +264,12 @@ std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<cons
         v["paired"].push_back(paced_step > 0 ? r->samples_per_sec() * step / paced_step / single.sps : 0);
         v["paced_step"].push_back(paced_step);
         v["paced_compute"].push_back(r->compute_ms() / forward);
+      } else if (probe.single_sps_per_d > 0 && r->dilation() > 0) {
+        // Over the single process as the probe just before this cell measured it (the
+        // probe that shaped its links): the single's throughput in the cluster's time
+        // is the profile's step by definition, so in that time the cell's speedup is
+        // its throughput x its own d over it.
+        v["paired"].push_back(r->samples_per_sec() * r->dilation() / probe.single_sps_per_d);
       } else {
         v["paired"].push_back(PairedThroughput(*r, pace) / single.paired_sps);
       }
@@ -301,7 +329,7 @@ void SetPointMeasures(std::map<std::string, std::vector<double>>& v, double base
 
 }  // namespace
 
-std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
+std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results, double target_step_ms) {
   std::vector<std::string> order;
   std::map<std::pair<std::string, int>, std::vector<const CellResult*>> groups;
   for (const CellResult& r : results) {
@@ -310,6 +338,7 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
   }
   const std::map<std::string, double> pace = HostPaceDilations(results);
   const SingleBaselines single = SingleThroughput(results, pace);
+  const ProbeBaseline probe = SingleAtTheProfilesStep(results, target_step_ms);
   const double base_single = single.median;
   const double reference_d = MedianLinkDilation(results);
   std::vector<ReportPoint> points;
@@ -322,7 +351,7 @@ std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results) {
       p.label = label;
       p.kind = cells[0]->kind();
       p.workers = key.second;
-      std::map<std::string, std::vector<double>> v = CollectRepeats(cells, single.by_round, pace, reference_d, &p);
+      std::map<std::string, std::vector<double>> v = CollectRepeats(cells, single.by_round, pace, probe, reference_d, &p);
       SetPointMeasures(v, base, base_single, &p);
       SetLatePoint(cells, &p);
       points.push_back(p);

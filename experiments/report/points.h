@@ -139,9 +139,13 @@ absl::StatusOr<std::vector<CellResult>> ReadCellResults(const std::string& dir);
 // no all-reduce shares), so a speedup is (throughput x own forward) / (the single's x
 // its forward); the host's drift between cells cancels, and what communication takes
 // from backward's CPU stays in. A PS cell, whose next parameters arrive during its
-// forward, and results without forward_ms, over the d probed around each cell (the
-// median of three consecutive probes).
-std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results);
+// forward, over the single process as the probe just before it measured it, where the
+// profile's step is given (`target_step_ms` > 0, DilationRecord.target_step_ms): in the
+// cluster's time the single steps at the profile's step, so the speedup is the cell's
+// throughput x its own d over the single's batch per target step. Without it, and for
+// results without forward_ms, over the d probed around each cell (the median of three
+// consecutive probes) and its round's single read the same way.
+std::vector<ReportPoint> BuildPoints(const std::vector<CellResult>& results, double target_step_ms = 0);
 
 // The step (compute) the cost model is checked against: model_step_ms where the cells
 // ran on links shaped for a d, else at the single process's pace where the point was

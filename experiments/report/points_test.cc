@@ -202,6 +202,44 @@ TEST(BuildPointsTest, TheHostsPaceAroundACellIsTheMedianOfThreeProbes) {
   EXPECT_NEAR(points[1].speedup, 3000 * 5 / 8000.0, 1e-9);
 }
 
+// With the profile's step known, a PS cell is read over the single process as its own
+// probe measured it: that probe read d = 5 and shaped the cell's links for it; in the
+// cluster's time the single (256 samples per 100 ms step) does 2560 samples/s, the PS
+// cell 2400 x 5 = 12000: 4.69x, whatever the round's single cell ran at (its probe read
+// d = 8 and it ran at 1000 samples/s: 8000 in the cluster's time, which would make the
+// PS cell 1.5x). The single stays 1x (its own forward pace); DDP keeps its forward pace.
+TEST(BuildPointsTest, OnAClusterAPsCellIsReadOverItsOwnProbesSingle) {
+  CellResult single = Result("single", "single", 1, 0, "cpu", false, 0);
+  single.set_samples_per_sec(1000);
+  single.set_dilation(8);
+  single.set_forward_ms(400);
+  single.set_global_batch(256);
+  CellResult ps = Result("ps", "ps", 4, 0, "cpu", false, 0);
+  ps.set_samples_per_sec(2400);
+  ps.set_dilation(5);
+  ps.set_forward_ms(700);
+  ps.set_global_batch(1024);
+  CellResult ddp = Result("ddp", "ddp", 4, 0, "cpu", false, 0);
+  ddp.set_samples_per_sec(3000);
+  ddp.set_dilation(5);
+  ddp.set_forward_ms(400);
+  ddp.set_median_step_ms(1000);
+  ddp.set_compute_ms(1000);
+  std::vector<ReportPoint> points = BuildPoints({single, ps, ddp}, 100);
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_NEAR(points[0].speedup, 1, 1e-9);
+  EXPECT_NEAR(points[1].speedup, 2400.0 * 5 / 2560, 1e-9);
+  EXPECT_NEAR(points[2].speedup, 3, 1e-9);  // Compute-bound at the single's forward pace.
+  // Without the profile's step: the probes around it (own d here, no start times).
+  points = BuildPoints({single, ps, ddp});
+  EXPECT_NEAR(points[1].speedup, 2400.0 * 5 / 8000, 1e-9);
+  // A PS cell without a dilation keeps the host's reading.
+  ps.set_dilation(0);
+  single.set_dilation(0);
+  points = BuildPoints({single, ps, ddp}, 100);
+  EXPECT_NEAR(points[1].speedup, 2.4, 1e-9);
+}
+
 // Cells with a forward pass are read at the host's pace during them: the single computed
 // its forward in 400 ms at 1000 samples/s (its probe read d = 8, a noisy one); DDP at 4
 // nodes ran while the host was a quarter slower (forward 500 ms, 2400 samples/s on the

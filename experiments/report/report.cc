@@ -75,8 +75,8 @@ DilationRecord MedianCellDilation(const DilationRecord& first, const std::vector
                       std::any_of(results.begin(), results.end(),
                                   [](const CellResult& r) { return r.forward_ms() > 0; })
                           ? "a DDP cell's time over the host's pace during it, its forward pass against its round's "
-                            "single process's (a phase no all-reduce shares), a PS cell's over the host's pace around "
-                            "it, the median of the d before the previous cell, before it and after it"
+                            "single process's (a phase no all-reduce shares), a PS cell's over the single process at "
+                            "the host step its own probe measured just before it (the one its links were shaped for)"
                           : "each cell's time over the host's pace around it: the median of the d before the "
                             "previous cell, before it and after it")));
   return median;
@@ -201,14 +201,14 @@ absl::StatusOr<ReportData> LoadReportData(const std::string& dir) {
   RINGSIDE_ASSIGN_OR_RETURN(std::vector<CellResult> results, ReadCellResults(dir));
   ReportData data;
   data.name = fs::path(dir).filename().string();
-  data.points = BuildPoints(results);
-  for (const CellResult& r : results) data.num_params = std::max(data.num_params, r.num_params());
   data.spec_text = ReadFile(dir + "/spec.textproto").value_or("");
-  SortPointsBySpec(data.spec_text, &data.points);
-  SetTracePaths(dir, &data.points);
   ExperimentSpec spec;
   const bool spec_ok = google::protobuf::TextFormat::ParseFromString(data.spec_text, &spec);
   const absl::StatusOr<DilationRecord> dilation = CellsDilation(dir, results, spec_ok, &spec);
+  data.points = BuildPoints(results, dilation.ok() ? dilation->target_step_ms() : 0);
+  for (const CellResult& r : results) data.num_params = std::max(data.num_params, r.num_params());
+  SortPointsBySpec(data.spec_text, &data.points);
+  SetTracePaths(dir, &data.points);
   data.network = "loopback (no emulated links)";
   if (spec_ok && !spec.network().empty()) {
     data.network = absl::StrCat("emulated links `", spec.network(),
