@@ -63,9 +63,6 @@ class PsLayout {
   // them for worker 0 when colocated, {S + w} for worker w with worker summers, none
   // otherwise.
   std::vector<int> ShardsHostedBy(int rank) const;
-  // Whether worker `worker` hosts shards in its own process (colocated worker 0, or
-  // every worker with worker summers).
-  bool WorkerHostsShards(int worker) const { return (colocated_ && worker == 0) || worker_summers_; }
 
   // The relative sizes of the shards' slices, shard order (common/ps_placement.h cuts
   // the balanced slices by them): all 1, or with worker summers BytePS's optimum for n

@@ -21,7 +21,7 @@ TEST(PsLayoutTest, DedicatedShardsComeFirstThenTheWorkers) {
   EXPECT_EQ(layout.RankHostingShard(1), 1);
   EXPECT_EQ(layout.ShardsHostedBy(1), std::vector<int>({1}));
   EXPECT_TRUE(layout.ShardsHostedBy(2).empty());
-  EXPECT_FALSE(layout.WorkerHostsShards(0));
+  EXPECT_TRUE(layout.ShardsHostedBy(layout.RankOfWorker(0)).empty());
 }
 
 TEST(PsLayoutTest, ColocatedWorkerZeroHostsEveryShard) {
@@ -35,8 +35,8 @@ TEST(PsLayoutTest, ColocatedWorkerZeroHostsEveryShard) {
   for (int s = 0; s < 3; ++s) EXPECT_EQ(layout.RankHostingShard(s), 0);
   EXPECT_EQ(layout.ShardsHostedBy(0), std::vector<int>({0, 1, 2}));
   EXPECT_TRUE(layout.ShardsHostedBy(1).empty());
-  EXPECT_TRUE(layout.WorkerHostsShards(0));
-  EXPECT_FALSE(layout.WorkerHostsShards(1));
+  EXPECT_FALSE(layout.ShardsHostedBy(layout.RankOfWorker(0)).empty());
+  EXPECT_TRUE(layout.ShardsHostedBy(layout.RankOfWorker(1)).empty());
 }
 
 TEST(PsLayoutTest, WorkerSummersLiveInTheirWorkers) {
@@ -50,7 +50,7 @@ TEST(PsLayoutTest, WorkerSummersLiveInTheirWorkers) {
   EXPECT_EQ(layout.RankHostingShard(3), 3);  // Worker 2's.
   EXPECT_EQ(layout.ShardsHostedBy(0), std::vector<int>({0}));
   EXPECT_EQ(layout.ShardsHostedBy(2), std::vector<int>({2}));
-  for (int w = 0; w < 3; ++w) EXPECT_TRUE(layout.WorkerHostsShards(w));
+  for (int w = 0; w < 3; ++w) EXPECT_EQ(layout.ShardsHostedBy(layout.RankOfWorker(w)), std::vector<int>({1 + w}));
   // k = 0: only the workers' summers.
   const PsLayout none(0, 2, false, true);
   EXPECT_EQ(none.shards(), 2);
