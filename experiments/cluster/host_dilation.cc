@@ -77,12 +77,14 @@ absl::StatusOr<MeasuredDilation> MeasureDilation(const std::string& cluster, con
   if (by_mean && round.step_ms > 0) {
     // The compute's part of the step, at the mean's pace.
     round.compute_ms *= round.mean_step_ms / round.step_ms;
+    round.forward_ms *= round.mean_step_ms / round.step_ms;
     round.step_ms = round.mean_step_ms;
   }
   RINGSIDE_ASSIGN_OR_RETURN(double target_s, TargetStepSeconds(m.profile, model, batch, host->gemm_flops));
   RINGSIDE_ASSIGN_OR_RETURN(m.dilation, ComputeDilation(m.profile, round.step_ms / 1e3, target_s, node_cpus,
                                                         /*can_delay=*/false));
   m.host_compute_s = round.compute_ms / 1e3;
+  m.host_forward_s = round.forward_ms / 1e3;
   return m;
 }
 

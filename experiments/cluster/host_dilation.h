@@ -19,6 +19,7 @@ struct MeasuredDilation {
   ClusterProfile profile;
   Dilation dilation;           // host_step_s: forward + backward + update, median.
   double host_compute_s = 0;   // Its forward + backward part.
+  double host_forward_s = 0;   // Its forward part.
 };
 
 // Loads `cluster` (profile.h LoadClusterProfile), measures one step of `model` at

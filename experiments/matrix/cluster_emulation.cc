@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,7 @@ absl::StatusOr<DilationRecord> MeasureDilationRecord(const ExperimentSpec& spec,
   r.set_factor(d.factor);
   r.set_host_step_ms(d.host_step_s * 1e3);
   r.set_host_compute_ms(m.host_compute_s * 1e3);
+  r.set_host_forward_ms(m.host_forward_s * 1e3);
   r.set_target_step_ms(d.target_step_s * 1e3);
   r.set_node_cpus(node_cpus);
   r.set_devices_per_node(d.devices_per_node);
@@ -124,6 +126,11 @@ absl::StatusOr<DilationRecord> MeasureDilationRecord(const ExperimentSpec& spec,
   r.set_measured_at(absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
   if (progress != nullptr) absl::FPrintF(progress, "compare: %s\n", r.description());
   return r;
+}
+
+std::optional<double> CellPaceOff(const CellResult& r, const DilationRecord& probe) {
+  if (r.kind() != "ddp" || !(r.forward_ms() > 0) || !(probe.host_forward_ms() > 0)) return std::nullopt;
+  return r.forward_ms() / probe.host_forward_ms() - 1;
 }
 
 absl::Status WriteDilation(const DilationRecord& record, const std::string& out_dir) {

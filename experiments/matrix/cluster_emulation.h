@@ -10,6 +10,7 @@
 #define RINGSIDE_EXPERIMENTS_MATRIX_CLUSTER_EMULATION_H_
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,24 @@ absl::StatusOr<DilationRecord> ResolveDilation(const ExperimentSpec& spec, doubl
 // repeats, and a link-bound cell's speedup moves with it) and each cell's time can be
 // read in the cluster's time (host time / d; report/points.cc, HostPaceDilations).
 absl::StatusOr<DilationRecord> MeasureDilationRecord(const ExperimentSpec& spec, double node_cpus, FILE* progress);
+
+// How far a cell's host pace strayed from the pace its links were shaped for: past this
+// fraction compare runs a DDP cell again (CellPaceOff), and the report disowns a run in
+// which more than a quarter of its DDP cells strayed (report.h) or whose single process
+// computed this far from the probe (HostHeldCluster).
+inline constexpr double kPaceDriftFraction = 0.15;
+// Compare runs a DDP cell whose pace strayed again, at most this many runs in all: each
+// run costs a probe and the cell; two retries bring most strayed cells back (a shared
+// VM's pace moves for seconds to minutes, not for good).
+inline constexpr int kMaxPaceAttempts = 3;
+
+// A DDP cell's forward pass over the forward of the probe that shaped its links, less 1
+// (`r`.forward_ms / `probe`.host_forward_ms - 1): how far the host's pace during the cell
+// strayed from the one its links were shaped for. DDP's all-reduce runs during backward,
+// so its forward shares the node with nothing, as the probe's single process did. None
+// where either forward is unknown or `r` is not a DDP cell (a PS worker's next
+// parameters arrive during its forward; the single process is the probe's twin).
+std::optional<double> CellPaceOff(const CellResult& r, const DilationRecord& probe);
 
 // DIR/dilation.textproto: written atomically / read back (NotFound when absent).
 absl::Status WriteDilation(const DilationRecord& record, const std::string& out_dir);

@@ -285,4 +285,27 @@ TEST(DilationRecordTest, AResumedMatrixKeepsItsLinks) {
 }
 
 }  // namespace
+// A DDP cell's pace against its probe's: the probe's single process computed its forward
+// in 100 ms; a DDP rank's 130 ms says the host ran 30% slower than the links were shaped
+// for. A PS cell, or a forward unknown on either side, has no reading.
+TEST(CellPaceOffTest, DdpForwardOverTheProbesLessOne) {
+  DilationRecord probe;
+  probe.set_host_forward_ms(100);
+  CellResult ddp;
+  ddp.set_kind("ddp");
+  ddp.set_forward_ms(130);
+  ASSERT_TRUE(CellPaceOff(ddp, probe).has_value());
+  EXPECT_NEAR(*CellPaceOff(ddp, probe), 0.3, 1e-12);
+  ddp.set_forward_ms(85);
+  EXPECT_NEAR(*CellPaceOff(ddp, probe), -0.15, 1e-12);
+  CellResult ps = ddp;
+  ps.set_kind("ps");
+  EXPECT_FALSE(CellPaceOff(ps, probe).has_value());
+  ddp.set_forward_ms(0);
+  EXPECT_FALSE(CellPaceOff(ddp, probe).has_value());
+  ddp.set_forward_ms(130);
+  probe.set_host_forward_ms(0);  // A record written before the forward was kept.
+  EXPECT_FALSE(CellPaceOff(ddp, probe).has_value());
+}
+
 }  // namespace ringside

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -256,11 +257,12 @@ struct CellRunContext {
 };
 
 // Runs `cell`, the `k`-th of `total` in run order, in `dir` (emptied first) and writes
-// its result there (kCellResultFile); blocks until the job ends. Counts it in the tally
-// (not when interrupted) and reports it on the progress. Cancelled when the matrix is
-// interrupted (nothing written); else the result, or the error writing it.
+// its result there (kCellResultFile), with its `attempt` and pace (CellPaceOff) where it
+// ran on a cluster; blocks until the job ends. Counts it in the tally (not when
+// interrupted) and reports it on the progress. Cancelled when the matrix is interrupted
+// (nothing written); else the result, or the error writing it.
 absl::StatusOr<CellResult> RunCellJob(const CellRunContext& ctx, const Cell& cell, size_t k, size_t total,
-                                      const std::string& dir, const DilationRecord& cell_dilation) {
+                                      const std::string& dir, const DilationRecord& cell_dilation, int attempt) {
   CompareTally& tally = *ctx.tally;
   std::error_code error;
   fs::remove_all(dir, error);  // A cell interrupted earlier starts over.
@@ -281,6 +283,10 @@ absl::StatusOr<CellResult> RunCellJob(const CellRunContext& ctx, const Cell& cel
   ++tally.ran;
   CellResult r = SummarizeRun(ctx.spec, cell, dir, outcome, wall, cell_dilation);
   r.set_started_unix_ms(absl::ToUnixMillis(t0));
+  if (!ctx.spec.cluster().empty()) {
+    r.set_pace_attempts(attempt);
+    if (const std::optional<double> off = CellPaceOff(r, cell_dilation); off.has_value()) r.set_pace_off(*off);
+  }
   if (r.status() != "ok") {
     ++tally.failed;
     ctx.progress->Failed(cell.id, r.reason());
@@ -353,7 +359,29 @@ absl::Status RunCompare(const CompareOptions& o) {
       spec.set_network(cell_dilation.network());
     }
     dilation_fresh = false;
-    absl::StatusOr<CellResult> r = RunCellJob(ctx, cell, k, cells.size(), dir, cell_dilation);
+    absl::StatusOr<CellResult> r = RunCellJob(ctx, cell, k, cells.size(), dir, cell_dilation, 1);
+    // A DDP cell whose forward strayed from its probe's ran on links shaped for another
+    // pace than its own: run again on a fresh probe, kMaxPaceAttempts in all, the last
+    // run kept (it says how many it took and how far it strayed).
+    for (int attempt = 2; r.ok() && r->status() == "ok" && r->has_pace_off() && std::fabs(r->pace_off()) > kPaceDriftFraction &&
+                          attempt <= kMaxPaceAttempts;
+         ++attempt) {
+      if (o.progress != nullptr) {
+        absl::FPrintF(o.progress,
+                      "compare: cell %s computed its forward pass %+.0f%% off its probe's (%.1f against %.1f ms): "
+                      "its links ran %s for the cluster; running it again on a fresh probe (attempt %d of %d)\n",
+                      cell.id, 100 * r->pace_off(), r->forward_ms(), cell_dilation.host_forward_ms(),
+                      r->pace_off() > 0 ? "fast" : "slow", attempt, kMaxPaceAttempts);
+      }
+      absl::StatusOr<DilationRecord> d = MeasureDilationRecord(spec, plan.node_cpus, o.progress);
+      if (!d.ok()) {
+        r = absl::Status(d.status().code(), absl::StrCat("cell ", cell.id, ": ", d.status().message()));
+        break;
+      }
+      cell_dilation = *d;
+      spec.set_network(cell_dilation.network());
+      r = RunCellJob(ctx, cell, k, cells.size(), dir, cell_dilation, attempt);
+    }
     if (!r.ok()) {
       status = r.status();
       break;

@@ -405,12 +405,13 @@ LinkPaceDrift MeasureLinkPaceDrift(const std::vector<CellResult>& results, doubl
     if (d != pace.end() && d->second > 0) per_d.push_back(r.forward_ms() / d->second);
   }
   const double forward_per_d = Median(per_d);
-  if (!(forward_per_d > 0)) return drift;
   for (const CellResult& r : results) {
     if (r.kind() != "ddp" || r.status() != "ok" || !(r.forward_ms() > 0) || !(r.dilation() > 0)) continue;
+    if (!r.has_pace_off() && !(forward_per_d > 0)) continue;
     ++drift.cells;
     // The d the cell computed at, against the d its links were shaped for.
-    const double off = std::fabs(r.forward_ms() / forward_per_d / r.dilation() - 1);
+    const double off = r.has_pace_off() ? std::fabs(r.pace_off())
+                                        : std::fabs(r.forward_ms() / forward_per_d / r.dilation() - 1);
     if (off > fraction) ++drift.strayed;
     if (off > drift.worst) {
       drift.worst = off;

@@ -157,10 +157,12 @@ double ComputeAtSinglePace(const ReportPoint& p);
 // report's predictions use (report.h MedianCellDilation); 0 when no cell has links.
 double MedianLinkDilation(const std::vector<CellResult>& results);
 
-// Cluster runs: how far the host's pace during each DDP cell (its forward pass over the
-// single cells' forward per unit of d, the median over the rounds of their forward over
-// the d probed around them) strayed from the d its links were shaped for. A cell past `fraction` computed at a pace its links did not follow: its
-// communication is relatively that much too fast or slow for the cluster.
+// Cluster runs: how far the host's pace during each DDP cell strayed from the d its
+// links were shaped for: its forward pass over its own probe's where compare recorded
+// it (CellResult.pace_off, the run compare kept after its retries), else over the single
+// cells' forward per unit of d (the median over the rounds of their forward over the d
+// probed around them). A cell past `fraction` computed at a pace its links did not
+// follow: its communication is relatively that much too fast or slow for the cluster.
 struct LinkPaceDrift {
   int cells = 0;          // DDP cells with a dilation and a forward pace.
   int strayed = 0;        // Of them, past the fraction.

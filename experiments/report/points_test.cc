@@ -374,6 +374,36 @@ TEST(LinkPaceDriftTest, CountsCellsWhosePaceLeftTheirLinks) {
   EXPECT_EQ(LinkPaceSentence(cells), "");
 }
 
+// Where compare recorded a DDP cell's pace against its own probe (CellResult.pace_off),
+// the guard reads that: the singles' forward per d says ddp-n2 strayed by 30%, but
+// compare ran it again and kept a run 4% off its probe; ddp-n4 was kept 20% off.
+TEST(LinkPaceDriftTest, APaceCompareRecordedIsTheOneRead) {
+  std::vector<CellResult> cells;
+  const auto add = [&cells](const char* kind, int workers, double forward, double d) {
+    CellResult r = Result(kind, kind, workers, 0, "cpu", false, 0);
+    r.set_cell(absl::StrCat(kind, "-n", workers));
+    r.set_forward_ms(forward);
+    r.set_dilation(d);
+    cells.push_back(r);
+  };
+  add("single", 1, 100, 10);
+  add("ddp", 2, 130, 10);
+  cells.back().set_pace_off(0.04);
+  add("ddp", 4, 100, 10);
+  cells.back().set_pace_off(-0.2);
+  const LinkPaceDrift drift = MeasureLinkPaceDrift(cells, 0.15);
+  EXPECT_EQ(drift.cells, 2);
+  EXPECT_EQ(drift.strayed, 1);
+  EXPECT_NEAR(drift.worst, 0.2, 1e-9);
+  EXPECT_EQ(drift.worst_cell, "ddp-n4");
+  cells[1].set_pace_attempts(3);
+  const std::string said = LinkPaceSentence(cells);
+  EXPECT_NE(said.find("1 of 2 DDP cells computed more than 15%"), std::string::npos) << said;
+  EXPECT_NE(said.find("compare ran 1 of them again, 2 runs in all"), std::string::npos) << said;
+  cells.erase(cells.begin());  // No single cell: the recorded paces still count.
+  EXPECT_EQ(MeasureLinkPaceDrift(cells, 0.15).cells, 2);
+}
+
 TEST(BuildPointsTest, LateRanksNamedByMostRepeats) {
   std::vector<CellResult> cells;
   for (int repeat = 0; repeat < 3; ++repeat) {

@@ -85,16 +85,29 @@ DilationRecord MedianCellDilation(const DilationRecord& first, const std::vector
 std::string LinkPaceSentence(const std::vector<CellResult>& results) {
   const LinkPaceDrift drift = MeasureLinkPaceDrift(results, kHostDriftFraction);
   if (drift.cells == 0) return "";
+  // Cells compare ran again because their pace strayed from their probe's (compare.cc).
+  int rerun = 0, extra_runs = 0;
+  for (const CellResult& r : results) {
+    if (r.pace_attempts() > 1) {
+      ++rerun;
+      extra_runs += r.pace_attempts() - 1;
+    }
+  }
+  const std::string retried =
+      rerun == 0 ? ""
+                 : absl::StrFormat(" (compare ran %d of them again, %d run%s in all, on a fresh probe each: their "
+                                   "first run's pace had strayed)",
+                                   rerun, extra_runs, extra_runs == 1 ? "" : "s");
   if (drift.strayed == 0) {
     return absl::StrFormat(
-        " Every DDP cell computed within %.0f%% of the pace its links were shaped for (the farthest, %s, %.0f%%).",
-        100 * kHostDriftFraction, drift.worst_cell, 100 * drift.worst);
+        " Every DDP cell computed within %.0f%% of the pace its links were shaped for (the farthest, %s, %.0f%%)%s.",
+        100 * kHostDriftFraction, drift.worst_cell, 100 * drift.worst, retried);
   }
   const std::string what = absl::StrFormat(
       "%d of %d DDP cells computed more than %.0f%% from the pace their links were shaped for (the farthest, %s, "
       "%.0f%%): the host's pace moved between a cell's probe and its run, so those cells' links ran that much "
-      "fast or slow for the cluster",
-      drift.strayed, drift.cells, 100 * kHostDriftFraction, drift.worst_cell, 100 * drift.worst);
+      "fast or slow for the cluster%s",
+      drift.strayed, drift.cells, 100 * kHostDriftFraction, drift.worst_cell, 100 * drift.worst, retried);
   if (drift.strayed * kMaxStrayedCellsDenominator > drift.cells) {
     return absl::StrCat(" **The host did not hold the profile while the cells ran: ", what,
                         ". These speedups are not the cluster's. Run it again on a quieter host.**");

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "experiments/matrix/cluster_emulation.h"
 #include "experiments/matrix/experiment.pb.h"
 #include "experiments/report/points.h"
 
@@ -25,7 +26,7 @@ namespace ringside {
 
 // The single process's compute may drift this far from the host step measured when a
 // cluster's dilation was set before the report says the host did not hold the profile.
-inline constexpr double kHostDriftFraction = 0.15;
+inline constexpr double kHostDriftFraction = kPaceDriftFraction;
 
 // The record that stands for a matrix whose cells each measured their own dilation
 // (compare.cc): `first` (DIR/dilation.textproto) with the median cell's d and links,
