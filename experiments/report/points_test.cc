@@ -399,7 +399,7 @@ TEST(LinkPaceDriftTest, APaceCompareRecordedIsTheOneRead) {
   cells[1].set_pace_attempts(3);
   const std::string said = LinkPaceSentence(cells);
   EXPECT_NE(said.find("1 of 2 DDP cells computed more than 15%"), std::string::npos) << said;
-  EXPECT_NE(said.find("compare ran 1 of them again, 2 runs in all"), std::string::npos) << said;
+  EXPECT_NE(said.find("compare ran 1 of them again, 2 more runs, each on a fresh probe: its first run's pace"), std::string::npos) << said;
   cells.erase(cells.begin());  // No single cell: the recorded paces still count.
   EXPECT_EQ(MeasureLinkPaceDrift(cells, 0.15).cells, 2);
 }

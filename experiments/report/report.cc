@@ -95,9 +95,9 @@ std::string LinkPaceSentence(const std::vector<CellResult>& results) {
   }
   const std::string retried =
       rerun == 0 ? ""
-                 : absl::StrFormat(" (compare ran %d of them again, %d run%s in all, on a fresh probe each: their "
+                 : absl::StrFormat(" (compare ran %d of them again, %d more run%s, each on a fresh probe: %s "
                                    "first run's pace had strayed)",
-                                   rerun, extra_runs, extra_runs == 1 ? "" : "s");
+                                   rerun, extra_runs, extra_runs == 1 ? "" : "s", rerun == 1 ? "its" : "their");
   if (drift.strayed == 0) {
     return absl::StrFormat(
         " Every DDP cell computed within %.0f%% of the pace its links were shaped for (the farthest, %s, %.0f%%)%s.",
