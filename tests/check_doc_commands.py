@@ -10,6 +10,8 @@ lists every such command once, each followed by what its output must hold:
   "! exit N"   the exit status must be N (default 0);
   "! root"     the command needs root (emulated nodes): without root it is skipped,
                loudly ("SKIPPED: ...", so the test counts as skipped, not passed).
+A lab check whose output says "effect not judged: WHY" (the host could not hold the
+setting its effect needs) is skipped the same way, whatever it exits with.
   "! host"     every number of the command's quoted output depends on the host (a
                calibration, a benchmark): compared as host figures (below);
   "~ REGEX"    every number of a quoted output line that REGEX finds (re.search)
@@ -54,10 +56,12 @@ import time
 
 TIMEOUT_S = 170
 # How far a host-dependent figure may be from the doc's, either way: the docs' figures
-# come from hosts up to about 2.5x faster than the slowest this suite has run on
-# (2026-11-29: the labs' dilation 12.6 where the docs quote 4.9), and a host twice as
-# slow or fast as either stays inside.
-HOST_FACTOR = 4.0
+# come from Intel Xeon VMs up to about 2.5x faster than the slowest this suite has run
+# on (2026-11-29: the labs' dilation 12.6 where the docs quote 4.9), and an AMD EPYC VM
+# of the same size (2026-11-30) ran the tutorial's single process 6.7x faster than its
+# quote (66735 against 10024 samples/s) and lab 2's phases up to 5.5x faster; a host
+# that much faster or slower than either stays inside.
+HOST_FACTOR = 8.0
 NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][+-]?\d+)?")
 # A number followed by one of these depends on the host's speed.
 HOST_UNIT = re.compile(r"\s?(?:samples/s|steps/s|exec/s|[MG]i?B/s|[MG]bit/s|ms\b|us\b|µs\b|s\b)")
@@ -350,6 +354,12 @@ def main():
         except subprocess.TimeoutExpired as e:
             output, code = "", "timeout after %d s" % TIMEOUT_S
         took = time.time() - start
+        # A lab that says this host could not hold its setting did not conclude: the
+        # command is skipped, loudly, and the target counts as skipped, not passed.
+        not_judged = re.search(r"^effect not judged: .*$", output, re.M)
+        if not_judged:
+            print("SKIPPED: %s: %s" % (c, not_judged.group(0)))
+            continue
         bad = []
         if code != status:
             bad.append("exit %s, expected %d" % (code, status))

@@ -33,9 +33,10 @@ class QuoteTest(unittest.TestCase):
 
     def test_host_figures_within_the_factor_either_way(self):
         out = "median step 200 ms\n"
-        self.assertEqual(c.quote_failures(["median step 60 ms"], out, False), [])  # 3.3x
-        self.assertEqual(c.quote_failures(["median step 700 ms"], out, False), [])  # 3.5x
-        self.assertEqual(len(c.quote_failures(["median step 900 ms"], out, False)), 1)  # 4.5x
+        self.assertEqual(c.quote_failures(["median step 30 ms"], out, False), [])  # 6.7x
+        self.assertEqual(c.quote_failures(["median step 1500 ms"], out, False), [])  # 7.5x
+        self.assertEqual(len(c.quote_failures(["median step 1700 ms"], out, False)), 1)  # 8.5x
+        self.assertEqual(len(c.quote_failures(["median step 20 ms"], out, False)), 1)  # 10x
 
     def test_a_line_the_output_lacks(self):
         bad = c.quote_failures(["effect shown: yes"], "effect shown: NO\n", False)

@@ -43,6 +43,11 @@ absl::Status CheckLab(const Lab& lab, const std::string& out_flag, double node_c
                         absl::StrCat("lab ", lab.number, ": ", verdict.status().message()));
   }
   absl::PrintF("%s\n", verdict->effect);
+  if (!verdict->not_judged.empty()) {
+    absl::PrintF("effect not judged: %s (outputs in %s)\n", verdict->not_judged, context.out_dir);
+    return absl::UnavailableError(absl::StrCat("lab ", lab.number, ": this host could not hold the lab's setting: ",
+                                               verdict->not_judged, "; the effect is not judged"));
+  }
   if (!verdict->shown) {
     absl::PrintF("effect shown: NO\n");
     return absl::FailedPreconditionError(

@@ -20,6 +20,10 @@ namespace ringside {
 struct LabVerdict {
   bool shown = false;
   std::string effect;
+  // Non-empty: this host could not hold the setting the lab's effect needs (why, one
+  // clause); the effect is then not judged, and `lab check` says so instead of
+  // concluding (exit 1, "effect not judged: ..."; the doc checks count it as skipped).
+  std::string not_judged;
 };
 
 struct Lab {
