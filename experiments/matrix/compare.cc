@@ -338,6 +338,15 @@ absl::Status RunCompare(const CompareOptions& o) {
   DilationRecord cell_dilation = plan.dilation;
   bool dilation_fresh = plan.dilation_fresh;
   const CellRunContext ctx{o, spec, limit, &signals, &progress, &tally};
+  // A fresh probe for `cell`: its dilation and the links shaped for it, or the probe's
+  // error naming the cell.
+  const auto reprobe = [&](const Cell& cell) -> absl::Status {
+    absl::StatusOr<DilationRecord> d = MeasureDilationRecord(spec, plan.node_cpus, o.progress);
+    if (!d.ok()) return absl::Status(d.status().code(), absl::StrCat("cell ", cell.id, ": ", d.status().message()));
+    cell_dilation = *d;
+    spec.set_network(cell_dilation.network());
+    return absl::OkStatus();
+  };
   for (size_t k = 0; k < order.size(); ++k) {
     const size_t i = order[k];
     const Cell& cell = cells[i];
@@ -350,21 +359,16 @@ absl::Status RunCompare(const CompareOptions& o) {
     }
     if (!spec.cluster().empty() && !dilation_fresh) {
       if (o.progress != nullptr) absl::FPrintF(o.progress, "compare: measuring the host again for cell %s\n", cell.id);
-      absl::StatusOr<DilationRecord> d = MeasureDilationRecord(spec, plan.node_cpus, o.progress);
-      if (!d.ok()) {
-        status = absl::Status(d.status().code(), absl::StrCat("cell ", cell.id, ": ", d.status().message()));
-        break;
-      }
-      cell_dilation = *d;
-      spec.set_network(cell_dilation.network());
+      status = reprobe(cell);
+      if (!status.ok()) break;
     }
     dilation_fresh = false;
     absl::StatusOr<CellResult> r = RunCellJob(ctx, cell, k, cells.size(), dir, cell_dilation, 1);
     // A DDP cell whose forward strayed from its probe's ran on links shaped for another
     // pace than its own: run again on a fresh probe, kMaxPaceAttempts in all, the last
     // run kept (it says how many it took and how far it strayed).
-    for (int attempt = 2; r.ok() && r->status() == "ok" && r->has_pace_off() && std::fabs(r->pace_off()) > kPaceDriftFraction &&
-                          attempt <= kMaxPaceAttempts;
+    for (int attempt = 2; r.ok() && r->status() == "ok" && r->has_pace_off() &&
+                          std::fabs(r->pace_off()) > kPaceDriftFraction && attempt <= kMaxPaceAttempts;
          ++attempt) {
       if (o.progress != nullptr) {
         absl::FPrintF(o.progress,
@@ -373,13 +377,10 @@ absl::Status RunCompare(const CompareOptions& o) {
                       cell.id, 100 * r->pace_off(), r->forward_ms(), cell_dilation.host_forward_ms(),
                       r->pace_off() > 0 ? "fast" : "slow", attempt, kMaxPaceAttempts);
       }
-      absl::StatusOr<DilationRecord> d = MeasureDilationRecord(spec, plan.node_cpus, o.progress);
-      if (!d.ok()) {
-        r = absl::Status(d.status().code(), absl::StrCat("cell ", cell.id, ": ", d.status().message()));
+      if (absl::Status probed = reprobe(cell); !probed.ok()) {
+        r = probed;
         break;
       }
-      cell_dilation = *d;
-      spec.set_network(cell_dilation.network());
       r = RunCellJob(ctx, cell, k, cells.size(), dir, cell_dilation, attempt);
     }
     if (!r.ok()) {
