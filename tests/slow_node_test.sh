@@ -3,7 +3,7 @@
 # for it: with rank / worker 1's node at a quarter of the others' CPU share, under DDP
 # and a BSP parameter server, (almost) every step waits for it; the cell's result names
 # it (late_named, late_ranks) with the share of steps it was last (BSP: at least 90%;
-# DDP: 80%), and the report says
+# DDP: 70%), and the report says
 # so in words. Also the report states the emulation in force. Needs root and a cgroup
 # cpu controller; otherwise SKIPPED, loudly.
 set -uo pipefail
@@ -23,7 +23,7 @@ workers: 2
 model: "mlp:784-256-10"
 dataset: "synthetic:train=60000,test=128"
 batch_per_worker: 256
-steps: 30
+steps: 60
 node_cpus: "auto"
 slow_node: "1:0.25"
 SPEC
@@ -34,12 +34,13 @@ grep -q "compare: emulated cluster on one machine: .* CPU per node .*rank/worker
   fail "compare did not state the emulation: $(head -3 "$T/compare.err")"
 
 # Under BSP the shards see whose push came last: every step. DDP infers it (the late rank
-# waits least in the all-reduce), which scheduling noise on a 2-core machine blurs in a
-# step or two of ten.
+# waits least in the all-reduce), which scheduling noise on a 2-core machine blurs in up
+# to a quarter of the steps (on an AMD EPYC VM: last in 21 of 27 compared steps, 3
+# sigma above chance needs 22 of 27), so 60 steps: 70% of them is 3 sigma above chance.
 for cell in ddp-n2-r0 ps-bsp-n2-r0; do
   r="$T/run/cells/$cell/result.textproto"
   min_share=0.9
-  [ "$cell" = ddp-n2-r0 ] && min_share=0.8
+  [ "$cell" = ddp-n2-r0 ] && min_share=0.7
   [ -f "$r" ] || { fail "$cell: no result"; continue; }
   grep -q 'status: "ok"' "$r" || fail "$cell: $(grep reason "$r")"
   grep -q '^slow_node: "1:0.25"' "$r" || fail "$cell: the result does not record the slow node"
@@ -53,7 +54,7 @@ done
 
 "$RINGSIDE" report "$T/run" >"$T/report.out" 2>&1 || fail "report failed: $(tail -2 "$T/report.out")"
 md="$T/run/report.md"
-grep -Eq '^- \*\*ddp\*\* x2: rank 1 was last in ([89][0-9]|100)% of steps; the others waited a median [0-9.]+ ms per step for it' "$md" ||
+grep -Eq '^- \*\*ddp\*\* x2: rank 1 was last in ([7-9][0-9]|100)% of steps; the others waited a median [0-9.]+ ms per step for it' "$md" ||
   fail "the report does not name rank 1: $(grep -A4 'Late ranks' "$md")"
 grep -Eq '^- \*\*ps-bsp\*\* x2 \(BSP\): worker 1 was last in (9[0-9]|100)% of steps' "$md" ||
   fail "the report does not name worker 1: $(grep -A4 'Late ranks' "$md")"

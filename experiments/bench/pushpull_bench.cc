@@ -3,16 +3,19 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/common.h"
 #include "common/socket_io.h"
 #include "common/status_macros.h"
+#include "common/task_thread.h"
 #include "experiments/bench/cpu_pinning.h"
 #include "experiments/sys/sys.h"
 #include "ps_server/ps_server.h"
@@ -38,6 +41,28 @@ RunConfig BenchConfig(const PushPullBenchOptions& o) {
 
 constexpr absl::Duration kTimeout = absl::Seconds(120);
 
+// Registers worker 0 of 1 with the shard at o.server through `client` (and connects
+// the TCP data plane where the shard has one), then seeds the shard's parameters with
+// `params`: o.bytes / 4 floats of 0.5.
+absl::Status RegisterBenchWorker(const PushPullBenchOptions& o, ShardClient* client,
+                                 std::vector<float>* params) {
+  const RunConfig config = BenchConfig(o);
+  const int64_t n = o.bytes / 4;
+  ps::RegisterRequest request;
+  request.set_worker_id(0);
+  request.set_num_workers(1);
+  *request.mutable_config() = config;
+  request.set_model(config.model());
+  request.set_num_params(n);
+  RINGSIDE_RETURN_IF_ERROR(client->Register(request).status());
+  if (client->layout().data_port() != 0) {
+    RINGSIDE_RETURN_IF_ERROR(client->ConnectDataPlane(HostOf(o.server), o.security.token));
+  }
+  params->assign(n, 0.5f);
+  RINGSIDE_RETURN_IF_ERROR(client->Push(0, ps::PARAMS, params->data()));
+  return client->Pull(0, ps::PARAMS, params->data());
+}
+
 }  // namespace
 
 absl::Status RunPushPullBenchServer(const PushPullBenchOptions& o, const std::string& listen) {
@@ -55,20 +80,9 @@ absl::StatusOr<PushPullRow> MeasurePushPull(const PushPullBenchOptions& o) {
   const int64_t n = o.bytes / 4;
   ShardClient client(NewPsChannel(o.server, o.security, kTimeout),
                      absl::StrCat("shard 0 at ", o.server), 0, kTimeout);
-  ps::RegisterRequest request;
-  request.set_worker_id(0);
-  request.set_num_workers(1);
-  *request.mutable_config() = config;
-  request.set_model(config.model());
-  request.set_num_params(n);
-  RINGSIDE_RETURN_IF_ERROR(client.Register(request).status());
-  if (client.layout().data_port() != 0) {
-    RINGSIDE_RETURN_IF_ERROR(client.ConnectDataPlane(HostOf(o.server), o.security.token));
-  }
-  std::vector<float> params(n, 0.5f);
+  std::vector<float> params;
+  RINGSIDE_RETURN_IF_ERROR(RegisterBenchWorker(o, &client, &params));
   std::vector<float> grads(n, 1e-3f);
-  RINGSIDE_RETURN_IF_ERROR(client.Push(0, ps::PARAMS, params.data()));
-  RINGSIDE_RETURN_IF_ERROR(client.Pull(0, ps::PARAMS, params.data()));
   // The baseline: the same bytes one way on a plain gRPC client stream in chunks of
   // the same size (ps.proto's Push of ps::Chunk, protobuf's copies included, the
   // call's end awaited), re-sending the initial parameters, which the shard accepts
@@ -195,6 +209,59 @@ absl::StatusOr<std::vector<PushPullRow>> RunPushPullSweep(
     rows.push_back(row);
   }
   return rows;
+}
+
+absl::StatusOr<PushPullLoad> PushPullsBeside(PushPullBenchOptions o,
+                                             const std::function<absl::Status()>& beside) {
+  RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
+  o.server = absl::StrCat("127.0.0.1:", port);
+  RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted, HostShard(BenchConfig(o), 0, o.server, kTimeout, "",
+                                                          /*resuming=*/false, o.security));
+  absl::Status status;
+  PushPullLoad load;
+  {
+    ShardClient client(NewPsChannel(o.server, o.security, kTimeout),
+                       absl::StrCat("shard 0 at ", o.server), 0, kTimeout);
+    std::vector<float> params;
+    status = RegisterBenchWorker(o, &client, &params);
+    if (status.ok()) {
+      std::vector<float> grads(o.bytes / 4, 1e-3f);
+      std::atomic<bool> stop{false};
+      std::atomic<int64_t> done{0};
+      absl::Notification first;  // One push-pull done (or failed): the loop is warm.
+      absl::Status loop_status;  // Written by the loop; read after loop.Wait().
+      TaskThread loop;
+      loop.Run([&]() {
+        for (int64_t step = 0; !stop.load(); ++step) {
+          PushPullTiming timing;
+          absl::Status s = client.PushPull(
+              step, grads.data(), params.data(), [](int64_t) { return true; },
+              [](int64_t) { return true; }, nullptr, &timing);
+          if (!s.ok()) loop_status = s;
+          if (!s.ok() || done.fetch_add(1) == 0) {
+            if (!first.HasBeenNotified()) first.Notify();
+          }
+          if (!s.ok()) return;
+        }
+      });
+      first.WaitForNotification();
+      const int64_t before = done.load();
+      const absl::Time t0 = absl::Now();
+      status = beside();
+      load.seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+      load.push_pulls = done.load() - before;
+      stop.store(true);
+      loop.Wait();
+      if (status.ok()) status = loop_status;
+      // The last call's end, then goodbye: the shard's Wait returns.
+      if (status.ok()) status = client.Shutdown();
+    }
+  }
+  absl::Status served = status.ok() ? hosted.server->Wait() : absl::OkStatus();
+  hosted.server->Shutdown(absl::Seconds(1));
+  if (!status.ok()) return status;
+  if (!served.ok()) return absl::InternalError(absl::StrCat("bench shard: ", served.message()));
+  return load;
 }
 
 }  // namespace ringside

@@ -60,6 +60,23 @@ absl::Status RunPushPullBenchServer(const PushPullBenchOptions& options, const s
 // from the reference SGD's.
 absl::StatusOr<PushPullRow> MeasurePushPull(const PushPullBenchOptions& options);
 
+// One worker's push-pulls against a shard in this process while other work ran beside
+// them (PushPullsBeside).
+struct PushPullLoad {
+  int64_t push_pulls = 0;  // Push-pulls of options.bytes completed while `beside` ran.
+  double seconds = 0;      // How long `beside` ran.
+};
+
+// Hosts shard 0 of 1 in this process on a free loopback port (options.server is
+// ignored), starts one worker's push-pulls of options.bytes against it back to back on
+// a thread of their own, runs `beside` on the calling thread, stops the push-pulls and
+// returns how many completed while `beside` ran. Both ends and `beside` share this
+// process's CPU (calibrate runs it on an emulated node, so that the communication's CPU
+// shows as compute lost; calibrate.cc). Blocks until `beside` returns and the loop
+// stopped; `beside`'s error, else the first push-pull's, else the shard's.
+absl::StatusOr<PushPullLoad> PushPullsBeside(PushPullBenchOptions options,
+                                             const std::function<absl::Status()>& beside);
+
 // The table: a header line, one line per row.
 void PrintPushPullHeader(FILE* out);
 void PrintPushPullRow(const PushPullRow& row, FILE* out);

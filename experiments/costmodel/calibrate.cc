@@ -33,7 +33,6 @@ constexpr double kNominalGemmFlopsPerThread = 40e9;
 constexpr double kNominalLoopbackBytesPerS = 1e9;
 constexpr double kNominalMessageSeconds = 0.3e-3;
 
-constexpr int kPhases = 5;
 constexpr int kAllReduceRanks = 2;
 // The sweeps start where a message costs its latency alone (a few microseconds of
 // transfer), so that the fit's intercept (alpha) rests on sizes that measure it
@@ -53,6 +52,10 @@ constexpr int kLargeAllReduceIters = 5;
 // gamma's buffers: 16 MB each, out of cache.
 constexpr size_t kReduceFloats = 4 << 20;
 constexpr int kReduceRuns = 7;
+// The PS CPU phase's steps (at least; a quarter of the compute phase's where more),
+// after its warm-up ones, per transport.
+constexpr int kPsCpuSteps = 5;
+constexpr int kPsCpuWarmupSteps = 2;
 
 // One line per phase of every round on `out` (nullptr: silent), "calibrate [P/4] ...
 // (round R/N)", and lines of their own (the constants, warnings). A terminal sees the
@@ -60,12 +63,13 @@ constexpr int kReduceRuns = 7;
 // whole at the end, so a log never holds half a line.
 class PhaseProgress {
  public:
-  PhaseProgress(FILE* out, int rounds)
-      : out_(out), terminal_(out != nullptr && IsTerminal(out)), rounds_(rounds) {}
+  // `phases`: how many phases a round has.
+  PhaseProgress(FILE* out, int rounds, int phases)
+      : out_(out), terminal_(out != nullptr && IsTerminal(out)), rounds_(rounds), phases_(phases) {}
 
   void Start(int phase, int round, const std::string& what, double expected_s) {
     start_ = absl::Now();
-    head_ = absl::StrFormat("calibrate [%d/%d] %s (round %d/%d; expect %s)", phase, kPhases, what, round, rounds_,
+    head_ = absl::StrFormat("calibrate [%d/%d] %s (round %d/%d; expect %s)", phase, phases_, what, round, rounds_,
                             expected_s < 1 ? std::string("under 1 s")
                                            : absl::StrFormat("about %.0f s", std::ceil(expected_s)));
     if (terminal_) {
@@ -104,6 +108,7 @@ class PhaseProgress {
   FILE* const out_;
   const bool terminal_;
   const int rounds_;
+  const int phases_;
   absl::Time start_;
   std::string head_;
 };
@@ -245,8 +250,10 @@ double AllReduceCpuPerByte(const AllReduceBenchResult& sweep) {
 
 struct Round {
   double compute_s = 0, backward_s = 0, update_s_per_byte = 0;
+  double step_mean_s = 0;  // Phase 1's mean wall time per step (the PS CPU phase's pace).
   double reduce_s_per_byte = 0;
   double allreduce_cpu_s_per_byte = 0;
+  double push_pull_cpu_s_per_byte = 0, push_pull_tcp_cpu_s_per_byte = 0;
   PathCalibration push_pull, push_pull_tcp, allreduce;
 };
 
@@ -284,6 +291,7 @@ class Rounds {
     r->compute_s = sr.compute_ms / 1e3;
     r->backward_s = std::min(sr.backward_ms, sr.compute_ms) / 1e3;
     r->update_s_per_byte = sr.update_ms / 1e3 / c.model_bytes;
+    r->step_mean_s = sr.mean_step_ms / 1e3;
     progress_->Finish(absl::StrFormat("forward+backward %.3f ms (backward %.3f ms), SGD %.3f ms on M = %s",
                                       sr.compute_ms, sr.backward_ms, sr.update_ms, Megabytes(c.model_bytes)));
     return absl::OkStatus();
@@ -299,9 +307,65 @@ class Rounds {
     progress_->Finish(absl::StrFormat("%.3f ns per byte", r->reduce_s_per_byte * 1e9));
   }
 
-  // Phases 3 and 4: one worker's push-pull against one shard over `transport` (gRPC,
-  // then the TCP data plane), 4 KiB x4 up to the largest message, fitted with this
-  // round's update_s_per_byte (the shard runs SGD), taken at full speed.
+  // Phase 3, on an emulated node only: what the PS's transfers cost the node's CPU, over
+  // gRPC and over the TCP data plane. The model's steps again (kPsCpuSteps), with one
+  // worker's push-pulls of M against a shard, both in this process on the same node,
+  // back to back beside them (PushPullsBeside): the node's quota goes to the compute and
+  // to both ends of the push-pulls, so the pace the steps lost is what the push-pulls
+  // took, cache and scheduler effects included. A push-pull moves M each way through the
+  // worker's end and through the shard's, 4 M in all, so per byte an end sends or
+  // receives:
+  //   cpu = c x (1 - t_alone / t_beside) x seconds / (4 M x push-pulls),
+  // c the CPUs the compute fills (min(threads, node share)), t the steps' mean wall time
+  // (phase 1's, and with the push-pulls beside). 0 where the node's share exceeds the
+  // compute's threads (the compute leaves CPU idle; the transfers need not slow it).
+  // Back to back at loopback speed: what the same bytes cost trickling in at a shaped
+  // link's pace is more (docs/cost_model.md).
+  absl::Status PsCpu(int round, Round* r) {
+    const double cpus = std::min<double>(std::max(1, o_.threads), o_.node_cpus);
+    StepBenchOptions so;
+    so.model = o_.model;
+    so.batch = o_.batch;
+    so.threads = o_.threads;
+    so.warmup = kPsCpuWarmupSteps;
+    so.steps = std::max(kPsCpuSteps, o_.steps / 4);
+    progress_->Start(3, round,
+                     absl::StrFormat("PS CPU: %d + %d steps beside push-pulls of M over gRPC, then TCP%s",
+                                     so.warmup, so.steps, NodeText(o_.node_cpus)),
+                     2 * 2 * (so.warmup + so.steps) * r->step_mean_s);
+    if (o_.node_cpus > std::max(1, o_.threads)) {
+      progress_->Finish("not measured: the node's share exceeds the compute's threads");
+      return absl::OkStatus();
+    }
+    std::string result;
+    for (const char* transport : {kPsTransportGrpc, kPsTransportTcp}) {
+      PushPullBenchOptions po;
+      po.bytes = static_cast<int64_t>(run_->calibration.model_bytes) / 4 * 4;
+      po.transport = transport;
+      absl::StatusOr<StepBenchResult> step;
+      absl::StatusOr<PushPullLoad> load = PushPullsBeside(po, [&]() {
+        step = MeasureStepBench(so);
+        return step.status();
+      });
+      if (!load.ok()) return progress_->Fail("calibrate: PS CPU", load.status());
+      const double beside_s = step->rounds.front().mean_step_ms / 1e3;
+      const double lost = beside_s > 0 ? std::max(0.0, 1.0 - r->step_mean_s / beside_s) : 0;
+      const double moved = 4.0 * static_cast<double>(po.bytes) * static_cast<double>(load->push_pulls);
+      const double cpu = moved > 0 ? cpus * lost * load->seconds / moved : 0;
+      const bool tcp = transport == std::string(kPsTransportTcp);
+      (tcp ? r->push_pull_tcp_cpu_s_per_byte : r->push_pull_cpu_s_per_byte) = cpu;
+      absl::StrAppend(&result, result.empty() ? "" : "; ",
+                      absl::StrFormat("%s %.2f ns per byte an end moves (%d push-pulls in %.1f s, steps %.0f%% slower)",
+                                      tcp ? "TCP" : "gRPC", cpu * 1e9, load->push_pulls, load->seconds,
+                                      100 * (beside_s / std::max(1e-12, r->step_mean_s) - 1)));
+    }
+    progress_->Finish(result);
+    return absl::OkStatus();
+  }
+
+  // Phases 3 and 4 (4 and 5 on a node): one worker's push-pull against one shard over
+  // `transport` (gRPC, then the TCP data plane), 4 KiB x4 up to the largest message,
+  // fitted with this round's update_s_per_byte (the shard runs SGD), taken at full speed.
   absl::Status PushPull(int round, const std::string& transport, Round* r) {
     const bool tcp = transport == kPsTransportTcp;
     const std::vector<int64_t> sizes =
@@ -320,7 +384,7 @@ class Rounds {
                                                 : po.warmup + po.iters;
       expected += TransferSeconds(3.0 * calls, b);
     }
-    progress_->Start(tcp ? 4 : 3, round,
+    progress_->Start(PathPhase() + (tcp ? 1 : 0), round,
                      absl::StrFormat("push-pull over %s: 1 worker, 1 shard, %d sizes %s-%s, %d + %d calls each",
                                      tcp ? "TCP" : "gRPC", sizes.size(), Binary(sizes.front()),
                                      Binary(sizes.back()), po.warmup, po.iters),
@@ -343,7 +407,7 @@ class Rounds {
     return absl::OkStatus();
   }
 
-  // Phase 5: a ring all-reduce sweep of 2 ranks, 4 KiB x2 up to the largest message,
+  // Phase 5 (6 on a node): a ring all-reduce sweep of 2 ranks, 4 KiB x2 up to the largest message,
   // fitted with this round's gamma at full speed. The ring: the algorithm the model
   // extrapolates to N ranks (kAuto would run recursive doubling).
   absl::Status AllReduce(int round, Round* r) {
@@ -360,7 +424,7 @@ class Rounds {
     for (int64_t b : sizes) {
       expected += TransferSeconds(ao.warmup + ItersAt(b, ao.iters, kLargeAllReduceIters), 2.0 * b);
     }
-    progress_->Start(5, round,
+    progress_->Start(PathPhase() + 2, round,
                      absl::StrFormat("all-reduce: %d ranks (threads), ring, %d sizes %s-%s, %d + %d each",
                                      kAllReduceRanks, sizes.size(), Binary(sizes.front()), Binary(sizes.back()),
                                      ao.warmup, ao.iters),
@@ -400,6 +464,9 @@ class Rounds {
   }
 
  private:
+  // The first phase that measures a path: 3, after the PS CPU phase on a node.
+  int PathPhase() const { return o_.node_cpus > 0 ? 4 : 3; }
+
   const CalibrateOptions& o_;
   PhaseProgress* const progress_;
   CalibrationRun* const run_;
@@ -408,19 +475,27 @@ class Rounds {
 // Every constant the median of its rounds, each printed with its spread (and a warning
 // where unsteady), recorded in the measurement. Each round's backward is at most its
 // compute, so the medians keep that order.
-absl::Status KeepMedians(const std::vector<Round>& rounds, PhaseProgress* progress, CalibrationRun* run) {
+// `on_node`: the rounds ran the PS CPU phase (its constants are kept too).
+absl::Status KeepMedians(const std::vector<Round>& rounds, bool on_node, PhaseProgress* progress,
+                         CalibrationRun* run) {
   struct Scalar {
     const char* name;
     double Round::*measured;
     double Calibration::*kept;
   };
-  const Scalar scalars[] = {
+  std::vector<Scalar> scalars = {
       {"compute_s", &Round::compute_s, &Calibration::compute_s},
       {"backward_s", &Round::backward_s, &Calibration::backward_s},
       {"update_s_per_byte", &Round::update_s_per_byte, &Calibration::update_s_per_byte},
       {"reduce_s_per_byte", &Round::reduce_s_per_byte, &Calibration::reduce_s_per_byte},
       {"allreduce_cpu_s_per_byte", &Round::allreduce_cpu_s_per_byte, &Calibration::allreduce_cpu_s_per_byte},
   };
+  if (on_node) {
+    scalars.push_back(
+        {"push_pull_cpu_s_per_byte", &Round::push_pull_cpu_s_per_byte, &Calibration::push_pull_cpu_s_per_byte});
+    scalars.push_back({"push_pull_tcp_cpu_s_per_byte", &Round::push_pull_tcp_cpu_s_per_byte,
+                       &Calibration::push_pull_tcp_cpu_s_per_byte});
+  }
   const std::pair<const char*, PathCalibration Round::*> paths[] = {
       {"push_pull", &Round::push_pull},
       {"push_pull_tcp", &Round::push_pull_tcp},
@@ -551,7 +626,7 @@ absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
   c.batch = o.batch;
   c.threads = o.threads;
   run.measurement.repeats = o.calibration_repeats;
-  PhaseProgress progress(o.progress, o.calibration_repeats);
+  PhaseProgress progress(o.progress, o.calibration_repeats, o.node_cpus > 0 ? 6 : 5);
   // The CPU-bound phases on an emulated node: this process joins a cgroup of that
   // share for them in every round and leaves it before the paths are measured.
   std::unique_ptr<EmulatedCpuShares> node;
@@ -569,13 +644,16 @@ absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
     if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->JoinNode(0));
     RINGSIDE_RETURN_IF_ERROR(phases.Compute(i + 1, &r));
     phases.Gamma(i + 1, &r);
-    if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->LeaveNode());
+    if (node != nullptr) {
+      RINGSIDE_RETURN_IF_ERROR(phases.PsCpu(i + 1, &r));
+      RINGSIDE_RETURN_IF_ERROR(node->LeaveNode());
+    }
     RINGSIDE_RETURN_IF_ERROR(phases.PushPull(i + 1, kPsTransportGrpc, &r));
     RINGSIDE_RETURN_IF_ERROR(phases.PushPull(i + 1, kPsTransportTcp, &r));
     RINGSIDE_RETURN_IF_ERROR(phases.AllReduce(i + 1, &r));
   }
   if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->Teardown());
-  RINGSIDE_RETURN_IF_ERROR(KeepMedians(rounds, &progress, &run));
+  RINGSIDE_RETURN_IF_ERROR(KeepMedians(rounds, node != nullptr, &progress, &run));
   SayIfExtrapolated("push-pull", run.measurement.push_pull_max_bytes, c, &progress);
   progress.Line(absl::StrFormat(
       "calibrate: push-pull over TCP at %.0f%% of gRPC's rate and %.0f%% of the all-reduce path's (per byte "

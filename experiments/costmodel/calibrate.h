@@ -4,11 +4,15 @@
 //   1. compute and backward time per step and SGD time per byte: the step bench
 //      (MeasureStepBench) on the model itself, whose parameter count gives M;
 //   2. gamma (summing gradients): timed in process;
-//   3. gRPC push-pull alpha and bandwidth: a push-pull sweep against a shard hosted in
-//      this process (RunPushPullSweep), fitted;
-//   4. all-reduce alpha and bandwidth: a ring all-reduce sweep of 2 Gloo ranks as
+//   3. on an emulated node only (node_cpus > 0): the PS's communication CPU, the
+//      compute's pace lost to push-pulls running beside it on the node
+//      (PushPullsBeside), over gRPC and the TCP data plane;
+//   then, off the node:
+//   3 / 4. push-pull alpha and bandwidth over gRPC, then over the TCP data plane: a
+//      push-pull sweep against a shard hosted in this process (RunPushPullSweep), fitted;
+//   5 / 6. all-reduce alpha and bandwidth: a ring all-reduce sweep of 2 Gloo ranks as
 //      threads (MeasureAllReduceInProcess), fitted.
-// The four phases run in calibration_repeats rounds (1 2 3 4, 1 2 3 4, ...), so that the
+// The phases run in calibration_repeats rounds (1 2 3 4 5, 1 2 3 4 5, ...), so that the
 // repeats of a constant spread over the whole calibration; each constant is the median
 // of its rounds, and its spread is printed and recorded (calibration_spread.h), with a
 // warning line for a constant whose rounds differ by more than kUnsteadySpread, and one
@@ -35,8 +39,9 @@ struct CalibrateOptions {
   std::string model = "mlp:784-256-256-10";  // Any spec Model::Create takes.
   int batch = 128;          // Per-worker batch the compute time is measured at.
   int threads = 1;          // BLAS threads for the compute measurement.
-  // > 0: measure compute, SGD and gamma on an emulated node of this many CPUs (this
-  // process joins a cgroup with that quota for those phases of every round; root).
+  // > 0: measure compute, SGD, gamma and the PS's communication CPU on an emulated node
+  // of this many CPUs (this process joins a cgroup with that quota for those phases of
+  // every round; root).
   // Recorded in the calibration; the cost model scales from it (cost_model.h
   // Scenario.node_cpus).
   double node_cpus = 0;

@@ -67,6 +67,8 @@ std::string CalibrationToJson(const Calibration& c, const CalibrationMeasurement
   m.set_update_s_per_byte(c.update_s_per_byte);
   m.set_reduce_s_per_byte(c.reduce_s_per_byte);
   if (c.allreduce_cpu_s_per_byte > 0) m.set_allreduce_cpu_s_per_byte(c.allreduce_cpu_s_per_byte);
+  if (c.push_pull_cpu_s_per_byte > 0) m.set_push_pull_cpu_s_per_byte(c.push_pull_cpu_s_per_byte);
+  if (c.push_pull_tcp_cpu_s_per_byte > 0) m.set_push_pull_tcp_cpu_s_per_byte(c.push_pull_tcp_cpu_s_per_byte);
   m.set_model_bytes(c.model_bytes);
   m.set_push_pull_per_call_s(c.push_pull_per_call_s);
   *m.mutable_push_pull() = ToMessage(c.push_pull);
@@ -121,6 +123,8 @@ absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json,
   c.update_s_per_byte = m.update_s_per_byte();
   c.reduce_s_per_byte = m.reduce_s_per_byte();
   c.allreduce_cpu_s_per_byte = m.allreduce_cpu_s_per_byte();
+  c.push_pull_cpu_s_per_byte = m.push_pull_cpu_s_per_byte();
+  c.push_pull_tcp_cpu_s_per_byte = m.push_pull_tcp_cpu_s_per_byte();
   c.model_bytes = m.model_bytes();
   c.push_pull_per_call_s = m.push_pull_per_call_s();
   absl::StatusOr<PathCalibration> path = FromMessage(m.push_pull(), "push_pull", true);

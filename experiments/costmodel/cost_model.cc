@@ -566,6 +566,12 @@ struct PsLoad {
   double busiest_bytes = 0;  // Through the busiest node's link, each direction.
   double slice = 0;          // Parameter bytes the busiest shard-hosting node updates.
   double calls = 1;          // Push-pull calls the busiest node issues plus serves.
+  // Bytes the PS's ends on a node send plus receive per step (every call goes through
+  // an end, a shard beside its worker too): the busiest node that computes (its
+  // workers' ends and the ends of the shards it hosts), and the busiest standalone
+  // server node (its shards' ends; 0: none).
+  double compute_node_end_bytes = 0;
+  double server_node_end_bytes = 0;
   bool every_node_hosts = false;
   bool one_node = false;
 };
@@ -599,6 +605,10 @@ absl::StatusOr<PsLoad> StandalonePsLoad(const Scenario& s, const PsLinks& links)
   load.busiest_bytes = std::max(worker_bytes, server_bytes);
   load.slice = fraction * m;
   load.calls = std::max(shards, n);  // A worker issues S calls; a server node serves N.
+  // A worker's end pushes M and pulls M; a server's takes its share from every worker
+  // and sends it back.
+  load.compute_node_end_bytes = std::min(s.ranks_per_node, n) * 2 * m;
+  load.server_node_end_bytes = 2 * n * fraction * m;
   return load;
 }
 
@@ -629,6 +639,9 @@ absl::StatusOr<PsLoad> ColocatedPsLoad(const Scenario& s, const PsLinks& links) 
     double f_node = 0;
     for (int r = lo; r < hi; ++r) f_node += held(r);
     const double nic_bytes = w * (1 - f_node) * m + (n - w) * f_node * m;
+    // Its workers' ends push and pull M each; its shards' ends take F M from every
+    // worker and send it back.
+    load.compute_node_end_bytes = std::max(load.compute_node_end_bytes, w * 2 * m + 2 * n * f_node * m);
     const bool hosting = lo < hosts;
     absl::StatusOr<double> t = TimeOn(hosting ? links.server : links.worker, nic_bytes,
                                       hosting ? "push-pull (server side)" : "push-pull");
@@ -668,6 +681,10 @@ absl::StatusOr<PsLoad> WorkerSummersPsLoad(const Scenario& s, const PsLinks& lin
   load.server_s = *t;
   load.busiest_bytes = std::max(worker_bytes, k > 0 ? n * x : 0.0);
   load.slice = k > 0 ? x : y;  // x >= y for n >= 2.
+  // A worker's end pushes and pulls M; its summer's takes y from each of the n workers
+  // and sends it back; a server's, x from each.
+  load.compute_node_end_bytes = 2 * m + 2 * n * y;
+  load.server_node_end_bytes = k > 0 ? 2 * n * x : 0;
   load.calls = k + n;          // A worker calls every shard; a server serves n.
   load.every_node_hosts = k == 0;
   load.one_node = s.workers == 1 && s.shards == 0;
@@ -685,15 +702,31 @@ Prediction PsPrediction(const Calibration& c, const Scenario& s, const PsLinks& 
   // A job on one node with its shards inside: every call stays on the intra-node path.
   const double alpha = (load.one_node && per_node > 1) ? links.intra.alpha_s : links.worker.alpha_s;
   const double latency_s = alpha + (load.calls - 1) * c.push_pull_per_call_s;
+  // Communication's CPU on emulated nodes (a node's share at most its compute's
+  // threads: the compute fills it): the ends on a computing node take what they cost
+  // from its compute, wall time cpu / share; a standalone server node cannot serve its
+  // bytes faster than its share does their CPU.
+  const double kappa = s.ps_tcp && c.push_pull_tcp_cpu_s_per_byte > 0 ? c.push_pull_tcp_cpu_s_per_byte
+                                                                       : c.push_pull_cpu_s_per_byte;
+  double stolen = 0, server_cpu_s = 0;
+  if (s.node_cpus > 0) {
+    if (s.node_cpus / per_node <= std::max(1, c.threads)) {
+      stolen = kappa * load.compute_node_end_bytes / s.node_cpus;
+    }
+    server_cpu_s = kappa * load.server_node_end_bytes / s.node_cpus;
+  }
+  const double server_s = std::max(load.server_s, server_cpu_s);
   Prediction p;
-  p.compute_s = c.compute_s;
-  const double one_way_s = std::max({load.worker_s, load.server_s, load.intra_s});
+  p.comm_cpu_s = stolen;
+  p.compute_s = c.compute_s + stolen;
+  const double backward_s = c.backward_s + stolen;
+  const double one_way_s = std::max({load.worker_s, server_s, load.intra_s});
   // The busiest part's bytes (with worker summers the parts differ; load.slice).
   const double slice_bytes = s.worker_summers ? load.slice : m / shards;
   const double unpipelined =
       s.chunk_bytes > 0 && slice_bytes > 0 ? std::min(s.chunk_bytes, slice_bytes) / slice_bytes : 0;
   p.comm_s = s.ps_overlap
-                 ? latency_s + std::max(0.0, one_way_s - c.backward_s) + one_way_s * unpipelined
+                 ? latency_s + std::max(0.0, one_way_s - backward_s) + one_way_s * unpipelined
                  : latency_s + one_way_s * (1 + unpipelined);
   p.comm_total_s = latency_s + one_way_s * (1 + unpipelined);
   // Under BSP a shard sums N pushes into its accumulator (with one worker it steps on
@@ -703,8 +736,8 @@ Prediction PsPrediction(const Calibration& c, const Scenario& s, const PsLinks& 
   p.update_s = c.update_s_per_byte * (s.ps_summation ? m : load.slice) + aggregate_s;
   p.step_s = p.compute_s + p.comm_s + p.update_s;
   p.busiest_node_bytes_in = p.busiest_node_bytes_out = load.busiest_bytes;
-  const char* wire_name = load.intra_s > std::max(load.worker_s, load.server_s) ? "intra-node"
-                          : (load.server_s > load.worker_s && !load.every_node_hosts) ? "master link"
+  const char* wire_name = load.intra_s > std::max(load.worker_s, server_s) ? "intra-node"
+                          : (server_s > load.worker_s && !load.every_node_hosts) ? "master link"
                                                                                        : "worker link";
   SetBottleneck(&p, latency_s, one_way_s, wire_name, 0);
   return p;
@@ -738,6 +771,8 @@ absl::Status ValidateCalibration(const Calibration& c) {
       {"update_s_per_byte", c.update_s_per_byte},
       {"reduce_s_per_byte", c.reduce_s_per_byte},
       {"allreduce_cpu_s_per_byte", c.allreduce_cpu_s_per_byte},
+      {"push_pull_cpu_s_per_byte", c.push_pull_cpu_s_per_byte},
+      {"push_pull_tcp_cpu_s_per_byte", c.push_pull_tcp_cpu_s_per_byte},
       {"model_bytes", c.model_bytes},
       {"node_cpus", c.node_cpus},
       {"push_pull_per_call_s", c.push_pull_per_call_s},

@@ -45,6 +45,14 @@ struct Calibration {
   // the compute already fills, the transfers that overlap backward take this CPU from
   // it (PredictAllReduce). 0: not measured (files from before it was).
   double allreduce_cpu_s_per_byte = 0;
+  // The CPU one end of a PS push-pull (a worker's or a shard's) costs per byte it
+  // sends or receives, measured on the emulated node beside the model's compute
+  // (calibrate's PS CPU phase: the compute's pace lost to push-pulls beside it), over
+  // gRPC and over the TCP data plane. On a node share the compute fills, the ends on a
+  // node take it from that node's compute (PredictPs). 0: not measured (calibrated off
+  // a node, or files from before it was); the TCP one 0: the gRPC one stands for it.
+  double push_pull_cpu_s_per_byte = 0;
+  double push_pull_tcp_cpu_s_per_byte = 0;
   // One worker <-> one shard combined push-pull, transfer only: time for a model of M
   // bytes = alpha + M / bytes_per_s (both directions pipelined on a full-duplex link).
   PathCalibration push_pull;

@@ -463,6 +463,55 @@ TEST(EmulatedNodes, RingTransfersTakeTheirCpuFromBackward) {
   EXPECT_EQ(MustPredict(c, s).comm_cpu_s, 0);
 }
 
+// The PS's ends on an emulated node take their CPU from it (push_pull_cpu_s_per_byte,
+// per byte an end sends or receives; wall time cpu / share). N = 2, M = 10 MB, 1 GB/s,
+// compute 10 ms, 0.1 ns per byte, nodes of 0.5 CPU, no overlap, perfect pipelining.
+// One master: a worker's end moves 2 M (4 ms of its node's wall time: compute 14 ms);
+// the master's end 2 N M = 40 MB, 8 ms, under its link's N M / B = 20 ms: step 34 ms.
+// At 1 ns per byte the master's CPU, 80 ms, bounds its serving: 10 + 40 + 80 ms.
+TEST(EmulatedNodes, PsEndsTakeTheirCpuFromTheirNode) {
+  Calibration c;
+  c.compute_s = 0.010;
+  c.backward_s = 0.006;
+  c.push_pull = {0, 1e9};
+  c.allreduce = {0, 1e9};
+  c.push_pull_cpu_s_per_byte = 1e-10;
+  c.threads = 1;
+  c.node_cpus = 0.5;
+  Scenario s = Make(Strategy::kPs, 2, 1e7);
+  s.node_cpus = 0.5;
+  Prediction p = MustPredict(c, s);
+  EXPECT_NEAR(p.comm_cpu_s, 0.004, kTol);
+  EXPECT_NEAR(p.compute_s, 0.014, kTol);
+  EXPECT_NEAR(p.step_s, 0.034, kTol);
+  c.push_pull_cpu_s_per_byte = 1e-9;
+  p = MustPredict(c, s);
+  EXPECT_NEAR(p.comm_cpu_s, 0.040, kTol);
+  EXPECT_NEAR(p.step_s, 0.010 + 0.040 + 0.080, kTol);
+
+  // A shard per worker, each beside its worker: a node's worker end moves 2 M, its
+  // shard's end takes M / 2 from each of 2 workers and sends it back, 2 M: 4 M, 8 ms at
+  // 0.1 ns per byte. Its link carries M each way (its worker's push to the other shard,
+  // its shard's reply to the other worker): 10 ms.
+  c.push_pull_cpu_s_per_byte = 1e-10;
+  s.shards = 2;
+  s.colocated = true;
+  p = MustPredict(c, s);
+  EXPECT_NEAR(p.comm_cpu_s, 0.008, kTol);
+  EXPECT_NEAR(p.step_s, 0.018 + 0.010, kTol);
+  // Over the TCP data plane its own constant where measured, else gRPC's.
+  s.ps_tcp = true;
+  EXPECT_NEAR(MustPredict(c, s).comm_cpu_s, 0.008, kTol);
+  c.push_pull_tcp_cpu_s_per_byte = 0.5e-10;
+  EXPECT_NEAR(MustPredict(c, s).comm_cpu_s, 0.004, kTol);
+
+  // Not taken: without a share, or on a share larger than the compute's one thread.
+  s.node_cpus = 0;
+  EXPECT_EQ(MustPredict(c, s).comm_cpu_s, 0);
+  s.node_cpus = 2;
+  EXPECT_EQ(MustPredict(c, s).comm_cpu_s, 0);
+}
+
 // Under BSP and DDP every step waits for the slow node's compute: F = 0.5 doubles it.
 TEST(EmulatedNodes, SlowNodeBoundsTheStep) {
   const Calibration c = WireOnlyCalibration();

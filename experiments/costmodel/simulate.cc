@@ -278,12 +278,16 @@ absl::Status RunSimulate(const SimulateOptions& options, FILE* out) {
   }
   absl::FPrintF(out,
                 "calibration: compute %.3f ms/step (backward %.3f ms) on %s, update %.3f "
-                "ns/byte, reduce %.3f ns/byte%s\n",
+                "ns/byte, reduce %.3f ns/byte%s%s\n",
                 c.compute_s * 1e3, c.backward_s * 1e3,
                 c.node_cpus > 0 ? absl::StrFormat("a node of %g CPU", c.node_cpus) : std::string("the machine's cores"),
                 c.update_s_per_byte * 1e9, c.reduce_s_per_byte * 1e9,
                 c.allreduce_cpu_s_per_byte > 0
                     ? absl::StrFormat(", ring CPU %.3f ns per byte sent", c.allreduce_cpu_s_per_byte * 1e9)
+                    : std::string(),
+                c.push_pull_cpu_s_per_byte > 0
+                    ? absl::StrFormat(", PS CPU %.3f ns per byte an end moves on the node (TCP %.3f)",
+                                      c.push_pull_cpu_s_per_byte * 1e9, c.push_pull_tcp_cpu_s_per_byte * 1e9)
                     : std::string());
   absl::FPrintF(out,
                 "  push-pull: %s over gRPC, %s over TCP%s, +%.1f us per further call at a node; all-reduce: %s; "
