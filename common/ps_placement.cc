@@ -56,7 +56,7 @@ absl::StatusOr<PsPartition> PsPartition::Create(const std::vector<int64_t>& tens
   p.num_params_ = std::accumulate(tensor_sizes.begin(), tensor_sizes.end(), int64_t{0});
   const int n = static_cast<int>(tensor_sizes.size());
   if (placement == PsPlacement::kBalanced) {
-    // Shard s: [floor(s P / S), floor((s + 1) P / S)) (ps_server/sharding.h ShardSlice).
+    // Shard s: [floor(s P / S), floor((s + 1) P / S)): the even weighted cut.
     return Weighted(tensor_sizes, std::vector<int64_t>(num_shards, 1));
   }
   if (num_shards > n) {

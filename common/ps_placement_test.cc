@@ -6,6 +6,8 @@
 #include <numeric>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace ringside {
@@ -21,6 +23,46 @@ std::vector<int64_t> Sizes(const PsPartition& p) {
   return out;
 }
 
+// The even cut (equal weights; what a balanced job without summers uses): shard s of S
+// over P floats is [floor(s P / S), floor((s + 1) P / S)): the S slices tile [0, P) in
+// order and differ by at most one float, whatever P and S, up to P x S beyond 32 bits.
+PsPartition EvenCut(int64_t num_params, int num_shards) {
+  absl::StatusOr<PsPartition> p = PsPartition::Weighted({num_params}, std::vector<int64_t>(num_shards, 1));
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *std::move(p);
+}
+
+void ExpectBalancedTiling(int64_t num_params, int num_shards) {
+  SCOPED_TRACE(absl::StrCat("P=", num_params, " S=", num_shards));
+  const PsPartition p = EvenCut(num_params, num_shards);
+  ASSERT_EQ(p.num_shards(), num_shards);
+  const int64_t floor_size = num_params / num_shards;
+  const int64_t ceil_size = (num_params + num_shards - 1) / num_shards;
+  int64_t next = 0;
+  for (int s = 0; s < num_shards; ++s) {
+    const PsRange slice = p.shard(s);
+    EXPECT_EQ(slice.offset, next) << "shard " << s << " is not contiguous with shard " << s - 1;
+    EXPECT_GE(slice.size, std::max<int64_t>(1, floor_size)) << "shard " << s;
+    EXPECT_LE(slice.size, ceil_size) << "shard " << s;
+    next = slice.offset + slice.size;
+  }
+  EXPECT_EQ(next, num_params);
+}
+
+TEST(PsPlacementTest, EvenCutTilesTheParametersContiguouslyAndBalanced) {
+  // Tiny, prime, divisible by many shard counts or by none, and P x S past 32 bits.
+  for (int64_t p : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{7}, int64_t{10}, int64_t{16}, int64_t{100},
+                    int64_t{1001}, int64_t{(1 << 20) + 3}, int64_t{1} << 40}) {
+    for (int s = 1; s <= 17 && s <= p; ++s) ExpectBalancedTiling(p, s);
+    if (p <= 1001) ExpectBalancedTiling(p, static_cast<int>(p));
+    if (p >= 65535) ExpectBalancedTiling(p, 65535);
+  }
+  // P = 10, S = 3: [0, 3) [3, 6) [6, 10).
+  const PsPartition p = EvenCut(10, 3);
+  EXPECT_EQ(Sizes(p), (std::vector<int64_t>{3, 3, 4}));
+  EXPECT_EQ(p.shard(2).offset, 6);
+}
+
 TEST(PsPlacementTest, NamesParseAndBadOnesAreRefused) {
   EXPECT_EQ(*ParsePsPlacement(""), PsPlacement::kBalanced);
   EXPECT_EQ(*ParsePsPlacement("balanced"), PsPlacement::kBalanced);
@@ -31,7 +73,7 @@ TEST(PsPlacementTest, NamesParseAndBadOnesAreRefused) {
   EXPECT_STREQ(PsPlacementName(PsPlacement::kTensorGreedy), "tensor_greedy");
 }
 
-// Balanced: the byte-balanced cut of the model order (sharding.h ShardSlice), the
+// Balanced: the byte-balanced cut of the model order (EvenCut above), the
 // identity order.
 TEST(PsPlacementTest, BalancedCutsTheModelOrderEvenly) {
   const PsPartition p = *PsPartition::Create(kTensors, 3, PsPlacement::kBalanced);

@@ -168,30 +168,27 @@ absl::Status Shard::Layout(const ps::RegisterRequest& r) {
   RINGSIDE_RETURN_IF_ERROR(ValidateSharding(num_params, options_.num_shards));
   RINGSIDE_ASSIGN_OR_RETURN(const PsPlacement placement, ParsePsPlacement(options_.config.ps_placement()));
   const std::vector<int64_t> tensors(r.tensor_sizes().begin(), r.tensor_sizes().end());
-  const PsLayout layout = PsLayout::Of(options_.config);
-  if (placement == PsPlacement::kBalanced && layout.worker_summers()) {
-    // BytePS's optimum between the servers and the workers' summers.
-    RINGSIDE_ASSIGN_OR_RETURN(
-        const PsPartition partition,
-        PsPartition::Weighted(tensors.empty() ? std::vector<int64_t>{num_params} : tensors, layout.ShardWeights()));
-    if (partition.num_shards() != options_.num_shards) {
-      return absl::InvalidArgumentError(absl::StrCat("the job's layout has ", partition.num_shards(),
-                                                     " shards, this shard was told ", options_.num_shards));
-    }
-    const PsRange mine = partition.shard(options_.shard);
-    slice_ = Slice{mine.offset, mine.size};
-  } else if (placement == PsPlacement::kBalanced && tensors.empty()) {
-    slice_ = ShardSlice(num_params, options_.shard, options_.num_shards);
-  } else {
-    if (std::accumulate(tensors.begin(), tensors.end(), int64_t{0}) != num_params) {
-      return absl::InvalidArgumentError(absl::StrCat("the registration's tensors do not add up to its ",
-                                                     num_params, " parameters"));
-    }
-    RINGSIDE_ASSIGN_OR_RETURN(const PsPartition partition,
-                              PsPartition::Create(tensors, options_.num_shards, placement));
-    const PsRange mine = partition.shard(options_.shard);
-    slice_ = Slice{mine.offset, mine.size};
+  if (!tensors.empty() && std::accumulate(tensors.begin(), tensors.end(), int64_t{0}) != num_params) {
+    return absl::InvalidArgumentError(absl::StrCat("the registration's tensors do not add up to its ",
+                                                   num_params, " parameters"));
   }
+  // Balanced: cuts by byte weights, even, or by BytePS's optimum between the servers and
+  // the workers' summers (PsLayout::ShardWeights); a whole-tensor placement deals the
+  // registration's tensors.
+  const PsLayout layout = PsLayout::Of(options_.config);
+  const std::vector<int64_t> weights =
+      layout.worker_summers() ? layout.ShardWeights() : std::vector<int64_t>(options_.num_shards, 1);
+  RINGSIDE_ASSIGN_OR_RETURN(
+      const PsPartition partition,
+      placement == PsPlacement::kBalanced
+          ? PsPartition::Weighted(tensors.empty() ? std::vector<int64_t>{num_params} : tensors, weights)
+          : PsPartition::Create(tensors, options_.num_shards, placement));
+  if (partition.num_shards() != options_.num_shards) {
+    return absl::InvalidArgumentError(absl::StrCat("the job's layout has ", partition.num_shards(),
+                                                   " shards, this shard was told ", options_.num_shards));
+  }
+  const PsRange mine = partition.shard(options_.shard);
+  slice_ = Slice{mine.offset, mine.size};
   num_params_ = num_params;
   tensor_sizes_ = tensors;
   params_.assign(slice_.size, 0.0f);

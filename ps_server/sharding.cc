@@ -6,13 +6,6 @@
 
 namespace ringside {
 
-Slice ShardSlice(int64_t num_params, int shard, int num_shards) {
-  // No overflow: parameter counts stay far below 2^47 and shard counts below 2^16.
-  const int64_t begin = num_params * shard / num_shards;
-  const int64_t end = num_params * (shard + 1) / num_shards;
-  return Slice{begin, end - begin};
-}
-
 absl::Status ValidateSharding(int64_t num_params, int num_shards) {
   if (num_shards < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--ps_shards must be >= 1, got ", num_shards));

@@ -17,11 +17,6 @@ struct Slice {
   int64_t size = 0;
 };
 
-// Shard `shard` of `num_shards` over `num_params` floats: [floor(s*P/S),
-// floor((s+1)*P/S)). Byte-balanced: slice sizes differ by at most one float, whatever
-// P, S and the layer boundaries. Requires 0 <= shard < num_shards <= num_params.
-Slice ShardSlice(int64_t num_params, int shard, int num_shards);
-
 // InvalidArgument unless 1 <= num_shards <= num_params.
 absl::Status ValidateSharding(int64_t num_params, int num_shards);
 

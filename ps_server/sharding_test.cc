@@ -11,67 +11,6 @@
 namespace ringside {
 namespace {
 
-// Parameter counts worth trying: tiny, prime, divisible by many shard counts or by
-// none, and one large enough that P * s needs 64 bits.
-const std::vector<int64_t>& ParamCounts() {
-  static const auto* counts =
-      new std::vector<int64_t>{1, 2, 3, 7, 10, 16, 100, 1001, (1 << 20) + 3, int64_t{1} << 40};
-  return *counts;
-}
-
-// Checks that the S slices of P floats tile [0, P) in order and are byte-balanced.
-void ExpectBalancedTiling(int64_t num_params, int num_shards) {
-  SCOPED_TRACE(absl::StrCat("P=", num_params, " S=", num_shards));
-  const int64_t floor_size = num_params / num_shards;
-  const int64_t ceil_size = (num_params + num_shards - 1) / num_shards;
-  int64_t next = 0;
-  int64_t total = 0;
-  for (int s = 0; s < num_shards; ++s) {
-    const Slice slice = ShardSlice(num_params, s, num_shards);
-    EXPECT_EQ(slice.offset, next) << "shard " << s << " is not contiguous with shard " << s - 1;
-    EXPECT_GE(slice.size, floor_size) << "shard " << s;
-    EXPECT_LE(slice.size, ceil_size) << "shard " << s;
-    EXPECT_GE(slice.size, 1) << "shard " << s << " is empty";
-    next = slice.offset + slice.size;
-    total += slice.size;
-  }
-  EXPECT_EQ(next, num_params);
-  EXPECT_EQ(total, num_params);
-}
-
-TEST(ShardSliceTest, TilesTheParametersContiguouslyAndBalanced) {
-  for (int64_t p : ParamCounts()) {
-    // S = 1, every small S (divisible or not), and S = P where P is small.
-    for (int s = 1; s <= 17 && s <= p; ++s) ExpectBalancedTiling(p, s);
-    if (p <= 1001) ExpectBalancedTiling(p, static_cast<int>(p));
-    if (p >= 65535) ExpectBalancedTiling(p, 65535);
-  }
-}
-
-TEST(ShardSliceTest, OneShardOwnsEverything) {
-  const Slice slice = ShardSlice(12345, 0, 1);
-  EXPECT_EQ(slice.offset, 0);
-  EXPECT_EQ(slice.size, 12345);
-}
-
-TEST(ShardSliceTest, OneFloatPerShardWhenShardsEqualParams) {
-  for (int s = 0; s < 5; ++s) {
-    const Slice slice = ShardSlice(5, s, 5);
-    EXPECT_EQ(slice.offset, s);
-    EXPECT_EQ(slice.size, 1);
-  }
-}
-
-TEST(ShardSliceTest, MatchesTheDocumentedFormula) {
-  // [floor(s*P/S), floor((s+1)*P/S)) for P = 10, S = 3: [0,3) [3,6) [6,10).
-  EXPECT_EQ(ShardSlice(10, 0, 3).offset, 0);
-  EXPECT_EQ(ShardSlice(10, 0, 3).size, 3);
-  EXPECT_EQ(ShardSlice(10, 1, 3).offset, 3);
-  EXPECT_EQ(ShardSlice(10, 1, 3).size, 3);
-  EXPECT_EQ(ShardSlice(10, 2, 3).offset, 6);
-  EXPECT_EQ(ShardSlice(10, 2, 3).size, 4);
-}
-
 TEST(ValidateShardingTest, AcceptsOneToNumParamsShards) {
   EXPECT_TRUE(ValidateSharding(1, 1).ok());
   EXPECT_TRUE(ValidateSharding(10, 1).ok());

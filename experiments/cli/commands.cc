@@ -192,8 +192,8 @@ absl::Span<const FlagHelpOverride> FlagHelpOverrides() {
       {"calibrate", "steps", "timed training steps in each repeat of the compute phase (0: 30)"},
       {"calibrate", "out", "the calibration file to write, JSON (\"\": calibration.json)"},
       {"calibrate", "node_cpus",
-       "time compute, SGD and gamma on an emulated node of C CPUs (a cgroup; root); the "
-       "file records C, from which simulate scales"},
+       "time compute, SGD, gamma and the PS's transfer CPU on an emulated node of C CPUs (a "
+       "cgroup; root); the file records C, from which simulate scales"},
       // simulate: its shared flags are aliases of simulate_* flags (the command table
       // above), whose own descriptions are simulate's words.
       {"bench", "model", "bench step: the model to time"},

@@ -20,6 +20,7 @@
 #include "common/model.h"
 #include "common/ops_factory.h"
 #include "common/output_files.h"
+#include "common/ps_placement.h"
 #include "common/ringside.pb.h"
 #include "common/status_macros.h"
 #include "experiments/sys/files.h"
@@ -114,8 +115,11 @@ absl::StatusOr<PsExplanation> ExplainPs(const PsExplainOptions& options, int64_t
   const int n = options.workers;
   e.worker_out.assign(n, 0);
   e.worker_in.assign(n, 0);
+  // The balanced cut the shards hold (PsPartition's even weights).
+  RINGSIDE_ASSIGN_OR_RETURN(const PsPartition cut,
+                            PsPartition::Weighted({e.num_params}, std::vector<int64_t>(options.shards, 1)));
   for (int s = 0; s < options.shards; ++s) {
-    const Slice slice = ShardSlice(e.num_params, s, options.shards);
+    const Slice slice{cut.shard(s).offset, cut.shard(s).size};
     PsShardPart part;
     part.shard = s;
     part.offset = slice.offset;

@@ -4,8 +4,8 @@
 //
 // What it mirrors:
 //   slicing: shard s owns floats [floor(s P / S), floor((s + 1) P / S)) of the P flat
-//     parameters (ps_server/sharding.h ShardSlice), streamed as chunks of the slice's
-//     chunk grid (NumChunks / ChunkOf, --ps_chunk_kb);
+//     parameters (PsPartition's balanced cut, common/ps_placement.h), streamed as
+//     chunks of the slice's chunk grid (NumChunks / ChunkOf, --ps_chunk_kb);
 //   the wire: every chunk is one ps.Chunk message (ps.proto) written by WireChunk
 //     (ps_server/wire_chunk.cc): the tags and varints of worker_id, step, kind, offset
 //     and the payload's length, then the payload, 4 bytes per float;
