@@ -163,10 +163,11 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
 
 // A model larger than the sweeps' largest message: each sweep says so in one line.
 TEST(Calibrate, SaysWhenTheSweepsStopBelowTheModel) {
-  CalibrateOptions o = TinyBudget("mlp:784-100-10", 8);  // 79510 parameters: 318 kB.
+  // 1168660 parameters: 4.67 MB, past TinyBudget's 4 MiB sweeps (big enough that the
+  // transfer sets their slope: sweeps of 256 KiB fitted no bandwidth on a busy host).
+  CalibrateOptions o = TinyBudget("mlp:784-1470-10", 8);
   o.steps = 2;
   o.calibration_repeats = 1;
-  o.max_message_bytes = 256 << 10;
   FILE* progress = std::tmpfile();
   ASSERT_NE(progress, nullptr);
   o.progress = progress;
@@ -174,13 +175,13 @@ TEST(Calibrate, SaysWhenTheSweepsStopBelowTheModel) {
   const std::string lines = ReadBack(progress);
   std::fclose(progress);
   ASSERT_TRUE(run.ok()) << run.status() << "\n" << lines;
-  EXPECT_THAT(lines, HasSubstr("calibrate: the push-pull sweep reached 256 KiB, the model is 0.32 MB: "
+  EXPECT_THAT(lines, HasSubstr("calibrate: the push-pull sweep reached 4 MiB, the model is 4.67 MB: "
                                "bandwidth extrapolated"));
-  EXPECT_THAT(lines, HasSubstr("calibrate: the all-reduce sweep reached 256 KiB, the model is 0.32 MB: "
+  EXPECT_THAT(lines, HasSubstr("calibrate: the all-reduce sweep reached 4 MiB, the model is 4.67 MB: "
                                "bandwidth extrapolated"));
   EXPECT_THAT(lines, HasSubstr("compute_s "));
   EXPECT_THAT(lines, HasSubstr("(1 repeat)"));
-  EXPECT_EQ(run->measurement.push_pull_max_bytes, 256 << 10);
+  EXPECT_EQ(run->measurement.push_pull_max_bytes, 4 << 20);
 }
 
 TEST(Calibrate, RefusesBadOptionsAndModelsBeforeMeasuring) {
