@@ -340,7 +340,14 @@ absl::StatusOr<EvalResult> Trainer::EvaluateTest(const RunState& run) {
                             test_step_.Evaluate(indices, options_.eval_batch));
   local.train_loss_sum = run.epoch_loss_sum;
   local.train_count = run.epoch_samples;
-  return strategy_->ReduceEval(local);
+  // The evaluation's sums cross the group (a collective): a failure names the step it
+  // followed, like the step's own.
+  absl::StatusOr<EvalResult> total = strategy_->ReduceEval(local);
+  if (!total.ok()) {
+    return Annotate(total.status(), absl::StrCat("step ", step_, ": evaluation after epoch ",
+                                                 epoch_));
+  }
+  return total;
 }
 
 void Trainer::PrintProgress(const StepMetrics& m, int64_t steps_total, double rate,
