@@ -179,11 +179,8 @@ absl::Status ValidateElastic(const RunConfig& c) {
 // The PS's data plane: gRPC's streams or frames over TCP.
 absl::Status ValidatePsTransport(const RunConfig& c) {
   const std::string& t = c.ps_transport();
-  if (!t.empty() && t != kPsTransportGrpc && t != kPsTransportTcp) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown --ps_transport '", t, "' (expected grpc or tcp)"));
-  }
-  if (t == kPsTransportTcp && c.strategy() != "ps") {
+  RINGSIDE_RETURN_IF_ERROR(ParsePsTransport(t).status());
+  if (!t.empty() && c.strategy() != "ps") {
     return absl::InvalidArgumentError("--ps_transport needs --strategy=ps");
   }
   return absl::OkStatus();
@@ -255,6 +252,28 @@ absl::Status ValidateRunConfig(const RunConfig& c) {
   RINGSIDE_RETURN_IF_ERROR(ValidatePsPlacement(c));
   RINGSIDE_RETURN_IF_ERROR(ValidatePsMode(c));
   return ValidateElastic(c);
+}
+
+absl::string_view PsTransportOf(const RunConfig& config) {
+  return config.ps_transport().empty() ? absl::string_view(kPsTransportDefault)
+                                       : absl::string_view(config.ps_transport());
+}
+
+absl::StatusOr<std::string> ParsePsTransport(absl::string_view name) {
+  if (name.empty()) return std::string(kPsTransportDefault);
+  if (name != kPsTransportGrpc && name != kPsTransportTcp) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --ps_transport '", name, "' (expected grpc or tcp)"));
+  }
+  return std::string(name);
+}
+
+void SetPsTransport(absl::string_view transport, RunConfig* config) {
+  if (transport.empty() || transport == kPsTransportDefault) {
+    config->clear_ps_transport();
+  } else {
+    config->set_ps_transport(std::string(transport));
+  }
 }
 
 absl::Status CheckPsModeName(absl::string_view mode) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/ops.h"
@@ -22,6 +23,20 @@ inline constexpr absl::Duration kDefaultPeerTimeout = absl::Seconds(60);
 // RunConfig.ps_transport's values (--ps_transport): what carries the PS's tensors.
 inline constexpr char kPsTransportGrpc[] = "grpc";
 inline constexpr char kPsTransportTcp[] = "tcp";
+// The PS's data plane where a job names none (RunConfig.ps_transport unset): frames over
+// TCP, which moves a push-pull at the ring's cost per byte (docs/benchmarks.md). gRPC's
+// streams remain for TLS (the TCP data plane is not encrypted).
+inline constexpr char kPsTransportDefault[] = "tcp";
+// The transport a configuration's PS moves its tensors on: ps_transport, or the default
+// where it is unset. Every reader of the field goes through this.
+absl::string_view PsTransportOf(const RunConfig& config);
+// Stores `transport` ("" or a name) in config->ps_transport in canonical form: unset
+// for the default, so that configurations built by different paths compare equal.
+void SetPsTransport(absl::string_view transport, RunConfig* config);
+// A --ps_transport value as the transport it names: "" is the default, "grpc" and
+// "tcp" themselves; else InvalidArgument "unknown --ps_transport 'X' (expected grpc or
+// tcp)". The one check of the names.
+absl::StatusOr<std::string> ParsePsTransport(absl::string_view name);
 // RunConfig.ps_mode's values (--ps_mode): whether the PS's servers run the optimizer
 // or only sum the gradients (summation servers, as BytePS).
 inline constexpr char kPsModeOptimizer[] = "optimizer";

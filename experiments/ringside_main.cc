@@ -6,6 +6,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "experiments/cli/cli.h"
+#include "experiments/sys/crash_report.h"
 #include "experiments/sys/subprocess.h"
 #include "grpc/support/log.h"
 
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   // A child spawned with SpawnOptions::die_with_parent: arm the parent-death signal and
   // become the real program, before anything here touches the environment.
   if (const int rc = ringside::RunParentDeathGuard(argc, argv); rc >= 0) return rc;
+  // A crash prints its stack before the signal ends the process.
+  ringside::InstallCrashReport(argv[0]);
   // Tensor streams allocate and free megabyte buffers all the time: keep them in the
   // heap instead of fresh mmap()s, whose pages the kernel faults in and zeroes again
   // for every chunk (about 10% of a push-pull's CPU time).

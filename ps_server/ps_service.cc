@@ -336,7 +336,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& add
   std::unique_ptr<PsServer> server(new PsServer());
   server->shard_ = std::move(*shard);
   server->security_ = security;
-  if (options.config.ps_transport() == kPsTransportTcp) {
+  if (PsTransportOf(options.config) == kPsTransportTcp) {
     if (server->security_.tls()) {
       return absl::InvalidArgumentError(
           "--ps_transport=tcp does not encrypt its data plane yet: for TLS use "

@@ -38,8 +38,9 @@ using ::testing::HasSubstr;
 constexpr int kWorkers = 2;
 constexpr char kModel[] = "mlp:4-2";
 // The configuration the shard and its workers run.
-// `transport`: RunConfig.ps_transport ("" is gRPC).
-RunConfig JobConfig(const std::string& transport = "") {
+// `transport`: RunConfig.ps_transport (these tests' default: gRPC's streams; "" would
+// be the job default, TCP).
+RunConfig JobConfig(const std::string& transport = kPsTransportGrpc) {
   RunConfig c;
   c.set_model(kModel);
   c.set_lr(0.02f);
@@ -66,7 +67,7 @@ SgdHyper Hyper(float lr, float momentum = 0) {
   return h;
 }
 
-ps::RegisterRequest Registration(int worker, const std::string& transport = "") {
+ps::RegisterRequest Registration(int worker, const std::string& transport = kPsTransportGrpc) {
   ps::RegisterRequest r;
   r.set_worker_id(worker);
   r.set_num_workers(kWorkers);
@@ -366,7 +367,7 @@ class PsServiceTest : public ::testing::Test {
 
   std::unique_ptr<PsServer> server_;
   std::string address_;
-  std::string transport_;  // RunConfig.ps_transport of the job ("": gRPC).
+  std::string transport_ = kPsTransportGrpc;  // RunConfig.ps_transport of the job.
 };
 
 TEST_F(PsServiceTest, StartRejectsBadOptions) {

@@ -120,15 +120,15 @@ else
   fail "ddp with 2 ranks exited $?"; tail -5 "$T/ddp2.log"
 fi
 
-# The data plane on TCP (--ps_transport=tcp; issue 35) moves the same floats in the
-# same order: its checkpoints are the gRPC runs', byte for byte, at 1, 2 and 4 workers,
-# and each shard's byte counts hold.
+# The two data planes (--ps_transport; issue 35) move the same floats in the same
+# order: the gRPC runs' checkpoints are the TCP runs' (the default, above), byte for
+# byte, at 1, 2 and 4 workers, and each shard's byte counts hold.
 for N in 1 2 4; do
   if [ "$N" -eq 1 ]; then ps ps1x2 1 2 || continue; fi
-  ps "ps${N}x2tcp" "$N" 2 --ps_transport=tcp || continue
-  same_floats "$T/ps${N}x2/checkpoint.bin" "$T/ps${N}x2tcp/checkpoint.bin" \
-    || fail "--ps_transport=tcp with $N worker(s): the parameters or momentum differ from gRPC's"
-  shard_bytes "ps${N}x2tcp" "$N" 2
+  ps "ps${N}x2grpc" "$N" 2 --ps_transport=grpc || continue
+  same_floats "$T/ps${N}x2/checkpoint.bin" "$T/ps${N}x2grpc/checkpoint.bin" \
+    || fail "--ps_transport=grpc with $N worker(s): the parameters or momentum differ from TCP's"
+  shard_bytes "ps${N}x2grpc" "$N" 2
 done
 
 # Placement (--ps_placement; issue 35): whole tensors dealt to the shards change where

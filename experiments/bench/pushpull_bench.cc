@@ -35,7 +35,7 @@ RunConfig BenchConfig(const PushPullBenchOptions& o) {
   c.set_ps_shards(1);
   c.set_ps_sync("bsp");
   c.set_ps_chunk_bytes(o.chunk_bytes);
-  if (o.transport != kPsTransportGrpc) c.set_ps_transport(o.transport);
+  SetPsTransport(o.transport, &c);
   return c;
 }
 

@@ -40,8 +40,8 @@ struct PushPullBenchOptions {
   // The security the shard listens with and the worker connects with; empty token (the
   // bench verbs set none): unauthenticated.
   RpcSecurity security;
-  // What carries the tensors: RunConfig.ps_transport ("grpc" or "tcp").
-  std::string transport = kPsTransportGrpc;
+  // What carries the tensors: RunConfig.ps_transport ("tcp" or "grpc").
+  std::string transport = kPsTransportDefault;
 };
 
 // One size: the push-pull's median and fastest time, its rate (2 x bytes / median:

@@ -40,11 +40,7 @@ absl::Status RunAllReduce(const CommandArgs& args) {
 absl::Status RunPushPull() {
   PushPullBenchOptions o;
   o.chunk_bytes = int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024;
-  o.transport = absl::GetFlag(FLAGS_ps_transport);
-  if (o.transport != kPsTransportGrpc && o.transport != kPsTransportTcp) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown --ps_transport '", o.transport, "' (expected grpc or tcp)"));
-  }
+  RINGSIDE_ASSIGN_OR_RETURN(o.transport, ParsePsTransport(absl::GetFlag(FLAGS_ps_transport)));
   o.warmup = 3;
   o.iters = absl::GetFlag(FLAGS_repeats) > 1 ? absl::GetFlag(FLAGS_repeats) : 10;
   if (!absl::GetFlag(FLAGS_pin_cpus).empty()) {
@@ -71,7 +67,7 @@ absl::Status RunPushPullServer() {
   o.chunk_bytes = int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024;
   o.bytes = absl::GetFlag(FLAGS_size_bytes);
   o.server_cpu = absl::GetFlag(FLAGS_pin_cpu);
-  o.transport = absl::GetFlag(FLAGS_ps_transport);
+  RINGSIDE_ASSIGN_OR_RETURN(o.transport, ParsePsTransport(absl::GetFlag(FLAGS_ps_transport)));
   return RunPushPullBenchServer(o, absl::GetFlag(FLAGS_listen));
 }
 

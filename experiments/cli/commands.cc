@@ -126,7 +126,7 @@ absl::Span<const Command> Commands() {
        "  ringside simulate --calibration=calibration.json --links=1gbit,10gbit [--max_workers=1024]\n"
        "                    [--model=SPEC --batch=B]   (refused unless the calibration's)\n"
        "                    [--wire_only] [--node_cpus=C [--slow_node=R:F]]   (emulated nodes of C CPUs)\n"
-       "                    [--ps_transport=grpc|tcp]   (the PS rows on that path; default grpc)\n"
+       "                    [--ps_transport=tcp|grpc]   (the PS rows on that path; default tcp)\n"
        "  either: [--ps_placement=balanced|tensor_round_robin|tensor_greedy]   (the PS rows' tensors)\n"
        "          [--ps_mode=optimizer|summation [--ps_worker_summers]]   (BytePS's summation servers)\n"
        "          [--ps_chunk_kb=K]   (the PS streams' chunk size; default 1024)\n",
@@ -140,7 +140,7 @@ absl::Span<const Command> Commands() {
        "                     [--device=cuda[:K] --precision=fp32|tf32|bf16]\n"
        "  ringside bench allreduce --workers=2 [--allreduce=ring|halving-doubling | --backend=nccl]\n"
        "  ringside bench pushpull --sizes_mb=1,4,16,64,256 --repeats=20 [--pin_cpus=0,1]\n"
-       "                         [--ps_transport=grpc|tcp]\n",
+       "                         [--ps_transport=tcp|grpc]\n",
        "model batch threads device precision warmup steps repeats workers backend allreduce timeout_s "
        "gap_us sizes_mb "
        "pin_cpus ps_chunk_kb ps_transport",
@@ -210,7 +210,7 @@ absl::Span<const FlagHelpOverride> FlagHelpOverrides() {
        "before the bench fails"},
       {"bench", "ps_chunk_kb", "bench pushpull: chunk size of the push-pull's tensor streams in KiB"},
       {"bench", "ps_transport",
-       "bench pushpull: what carries the tensors: grpc or tcp (the TCP data plane)"},
+       "bench pushpull: what carries the tensors: tcp (the TCP data plane, the default) or grpc"},
       {"timeline", "out", "the merged timeline's file (\"\": RUN/timeline.json); its viewer beside it (.html)"},
       {"collective", "timeout_s", "seconds a rank may wait on the others before the collective fails"},
       {"explain", "seed", "explain ring: random values from this seed (not given: small integers)"},

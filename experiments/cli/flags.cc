@@ -187,10 +187,10 @@ ABSL_FLAG(std::string, nan_policy, ringside::kNanPolicyStop,
           "and range; the last good checkpoint is kept) or skip_step (discard that "
           "step's update, record it in the metrics, go on)");
 
-ABSL_FLAG(std::string, ps_transport, ringside::kPsTransportGrpc,
-          "ps: what carries the tensors: grpc (the ParameterServer service's streams) or "
-          "tcp (frames over one TCP connection per worker and shard; gRPC keeps the "
-          "control plane; no TLS)");
+ABSL_FLAG(std::string, ps_transport, "",
+          "ps: what carries the tensors: tcp (frames over one TCP connection per worker "
+          "and shard; gRPC keeps the control plane; no TLS) or grpc (the "
+          "ParameterServer service's streams). Default: tcp, or grpc with --tls_*");
 
 ABSL_FLAG(std::string, ps_placement, ringside::kPsPlacementBalanced,
           "ps: where the tensors live: balanced (byte-balanced slices of the flat "

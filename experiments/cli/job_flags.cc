@@ -69,10 +69,10 @@ RunConfig BaseConfig(const JobFlags& f, JobStrategy strategy) {
   if (strategy == JobStrategy::kPs) {
     c.set_ps_chunk_bytes(int64_t{f.ps_chunk_kb} * 1024);
     c.set_ps_min_workers(f.ps_min_workers);  // Elastic PS (issue 23).
-    // Left unset for gRPC, the default, so configurations built elsewhere compare equal.
-    if (!f.ps_transport.empty() && f.ps_transport != kPsTransportGrpc) {
-      c.set_ps_transport(f.ps_transport);
-    }
+    // Unset for the default (TCP), so configurations built elsewhere compare equal;
+    // with --tls_* and no --ps_transport, gRPC's streams, the encrypted data plane.
+    const bool tls = !f.tls_cert.empty() || !f.tls_key.empty() || !f.tls_ca.empty();
+    SetPsTransport(f.ps_transport.empty() && tls ? kPsTransportGrpc : f.ps_transport, &c);
     // Likewise unset for the default placement.
     if (!f.ps_placement.empty() && f.ps_placement != kPsPlacementBalanced) c.set_ps_placement(f.ps_placement);
     // And for the default mode.
@@ -147,7 +147,7 @@ absl::Status SetPsJob(const JobFlags& f, JobSpec* job) {
   WriteTypedFields(*job, &job->run.config);
   RINGSIDE_RETURN_IF_ERROR(ValidateRunConfig(job->run.config));
   // (Partial TLS flags are refused for what they are, by LoadRpcSecurity.)
-  if (job->run.config.ps_transport() == kPsTransportTcp && !f.tls_cert.empty() &&
+  if (PsTransportOf(job->run.config) == kPsTransportTcp && !f.tls_cert.empty() &&
       !f.tls_key.empty() && !f.tls_ca.empty()) {
     return absl::InvalidArgumentError(
         "--ps_transport=tcp does not encrypt its data plane yet: for TLS use "
@@ -235,7 +235,7 @@ absl::Status SetTrainJob(const JobFlags& f, JobSpec* job) {
   if (f.ps_min_workers != 0) {  // Elastic PS (issue 23).
     return absl::InvalidArgumentError("--ps_min_workers needs --strategy=ps");
   }
-  if (!f.ps_transport.empty() && f.ps_transport != kPsTransportGrpc) {
+  if (!f.ps_transport.empty()) {
     return absl::InvalidArgumentError("--ps_transport needs --strategy=ps");
   }
   if (!f.ps_placement.empty() && f.ps_placement != kPsPlacementBalanced) {

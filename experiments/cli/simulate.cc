@@ -184,11 +184,8 @@ absl::StatusOr<SimulateOptions> CalibrationOptionsFromFlags(const SimulateFlags&
     }
   }
   SimulateOptions o;
-  if (f.ps_transport != kPsTransportGrpc && f.ps_transport != kPsTransportTcp) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown --ps_transport '", f.ps_transport, "' (expected grpc or tcp)"));
-  }
-  o.ps_tcp = f.ps_transport == kPsTransportTcp;
+  RINGSIDE_ASSIGN_OR_RETURN(const std::string transport, ParsePsTransport(f.ps_transport));
+  o.ps_tcp = transport == kPsTransportTcp;
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_placement, ParsePsPlacement(f.ps_placement));
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_summation, SummationFromFlags(f));
   o.worker_summers = f.worker_summers;
@@ -231,6 +228,9 @@ absl::Status RunSimulateVerb(const CommandArgs& args) {
   if (!o.ok()) return AsUsageError(o.status());
   // A file that cannot be read or a calibration that does not fit: exit 1.
   RINGSIDE_ASSIGN_OR_RETURN(o->calibration, ReadCalibrationFile(f.calibration));
+  // No --ps_transport: the default's path where the calibration measured it; a
+  // calibration from before the TCP data plane has gRPC's only (the header says which).
+  if (f.ps_transport.empty() && !(o->calibration.push_pull_tcp.bytes_per_s > 0)) o->ps_tcp = false;
   return RunSimulate(*o, stdout);
 }
 

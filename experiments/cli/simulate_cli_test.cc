@@ -65,14 +65,16 @@ std::string WriteCalibration(const std::string& name, bool tcp) {
 }
 
 // --ps_transport picks the PS rows' path: tcp needs a calibration that measured it (a
-// run error otherwise), an unknown transport is a usage error, and a described
-// cluster has no transport to pick.
+// run error otherwise; the default falls back to gRPC's path there), an unknown
+// transport is a usage error, and a described cluster has no transport to pick.
 TEST(SimulateCli, PsTransportPicksTheCalibratedPath) {
   const std::string both = WriteCalibration("both.json", true);
   const std::string grpc_only = WriteCalibration("grpc.json", false);
   ASSERT_FALSE(both.empty());
   EXPECT_EQ(Simulate({"--calibration=" + both, "--ps_transport=tcp", "--max_workers=4"}), 0);
   EXPECT_EQ(Simulate({"--calibration=" + grpc_only, "--max_workers=4"}), 0);
+  EXPECT_EQ(Simulate({"--calibration=" + grpc_only, "--ps_transport=grpc", "--max_workers=4"}), 0);
+  EXPECT_EQ(Simulate({"--calibration=" + both, "--max_workers=4"}), 0);
   EXPECT_EQ(Simulate({"--calibration=" + grpc_only, "--ps_transport=tcp", "--max_workers=4"}), 1);
   EXPECT_EQ(Simulate({"--calibration=" + both, "--ps_transport=udp"}), 2);
   EXPECT_EQ(Simulate({"--cluster=horovod-2017", "--model_mb=528", "--step_ms=489", "--ps_transport=tcp"}), 2);

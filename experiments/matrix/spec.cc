@@ -502,7 +502,7 @@ std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s) {
                         s.ps_shard_per_worker() ? "n" : absl::StrCat(CellShards(s)),
                         s.ps_worker_summers() ? "w" : "", "-", sync,
                         s.ps_colocated() ? "-coloc" : "", s.ranks_per_node() > 1 ? absl::StrCat("-k", s.ranks_per_node()) : "",
-                        s.ps_transport() == kPsTransportTcp ? "-tcp" : "", PlacementSuffix(s.ps_placement()), gpu);
+                        s.ps_transport() == kPsTransportGrpc ? "-grpc" : "", PlacementSuffix(s.ps_placement()), gpu);
   }
   if (s.kind() == "ddp") {
     std::string label = "ddp";

@@ -161,20 +161,23 @@ TEST(SpecTest, CellArgsCarryTheStrategysFlags) {
   }
 }
 
-// A PS strategy's transport reaches its cells' command line and label; only ps takes
-// one, and only grpc or tcp.
+// A PS strategy's transport reaches its cells' command line and label (gRPC's cells
+// are named; TCP is the default); only ps takes one, and only grpc or tcp.
 TEST(SpecTest, PsTransportReachesTheCellsAndIsChecked) {
   absl::StatusOr<ExperimentSpec> spec = ParseSpec(
-      "strategies { kind: \"ps\" ps_transport: \"tcp\" } strategies { kind: \"ps\" } workers: 2 "
+      "strategies { kind: \"ps\" ps_transport: \"grpc\" } strategies { kind: \"ps\" } "
+      "strategies { kind: \"ps\" ps_transport: \"tcp\" ps_shards: 2 } workers: 2 "
       "model: \"mlp:4-2\" batch_per_worker: 8 steps: 3",
       "s");
   ASSERT_TRUE(spec.ok()) << spec.status();
   const std::vector<Cell> cells = ExpandCells(*spec);
-  ASSERT_EQ(cells.size(), 2u);
-  EXPECT_EQ(cells[0].label, "ps-s1-bsp-tcp");
+  ASSERT_EQ(cells.size(), 3u);
+  EXPECT_EQ(cells[0].label, "ps-s1-bsp-grpc");
   EXPECT_EQ(cells[1].label, "ps-s1-bsp");
-  EXPECT_NE(absl::StrJoin(CellTrainArgs(*spec, cells[0], "OUT"), " ").find("--ps_transport=tcp"), std::string::npos);
+  EXPECT_EQ(cells[2].label, "ps-s2-bsp");
+  EXPECT_NE(absl::StrJoin(CellTrainArgs(*spec, cells[0], "OUT"), " ").find("--ps_transport=grpc"), std::string::npos);
   EXPECT_EQ(absl::StrJoin(CellTrainArgs(*spec, cells[1], "OUT"), " ").find("--ps_transport"), std::string::npos);
+  EXPECT_NE(absl::StrJoin(CellTrainArgs(*spec, cells[2], "OUT"), " ").find("--ps_transport=tcp"), std::string::npos);
   EXPECT_EQ(StrategyError("kind: \"ps\" ps_transport: \"rdma\""),
             "s: strategy ps-s1-bsp: unknown ps_transport 'rdma' (expected grpc or tcp)");
   EXPECT_EQ(StrategyError("kind: \"ddp\" ps_transport: \"tcp\""), "s: strategy ddp: ps_transport is for ps");

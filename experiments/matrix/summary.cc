@@ -339,7 +339,7 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
   // e.g. recursive doubling's fold-in ranks). Then who the others waited for.
   if (cell.strategy.kind() == "ps") {
     r.set_ps_sync(cell.strategy.ps_sync().empty() ? "bsp" : cell.strategy.ps_sync());
-    r.set_ps_transport(cell.strategy.ps_transport().empty() ? kPsTransportGrpc : cell.strategy.ps_transport());
+    r.set_ps_transport(ParsePsTransport(cell.strategy.ps_transport()).value_or(kPsTransportDefault));
     r.set_ps_placement(cell.strategy.ps_placement().empty() ? kPsPlacementBalanced : cell.strategy.ps_placement());
     r.set_ps_mode(cell.strategy.ps_mode().empty() ? kPsModeOptimizer : cell.strategy.ps_mode());
     std::vector<std::vector<StepMetrics>> shards;

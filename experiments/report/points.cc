@@ -481,7 +481,7 @@ void SetStrategyScenario(const ReportPoint& p, const StrategySpec& strategy, int
                 : s->worker_summers            ? strategy.ps_shards()
                                                : std::max(1, strategy.ps_shards());
     s->colocated = strategy.ps_colocated();
-    s->ps_tcp = strategy.ps_transport() == kPsTransportTcp;
+    s->ps_tcp = ParsePsTransport(strategy.ps_transport()).value_or(kPsTransportDefault) == kPsTransportTcp;
     s->ps_summation = strategy.ps_mode() == kPsModeSummation;
     if (s->colocated) s->colocated_hosts = 1;  // --ps_colocated: every shard in worker 0.
     if (!s->colocated && ranks_per_node > 1) {

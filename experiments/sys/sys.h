@@ -4,6 +4,7 @@
 //   subprocess.h      spawn with environment, streams, process group; wait with a
 //                     deadline; RunCommand (capture, timeout); exit statuses in words
 //   signal_catcher.h  ScopedSignalCatcher: SIGINT/SIGTERM recorded for a scope
+//   crash_report.h    InstallCrashReport: a crashing process prints its stack
 //   files.h           ReadFile, WriteFileAtomically
 //   process_info.h    SelfExePath, IsTerminal, PickFreePort
 //   median.h          Median, the statistic every report and bench quotes
@@ -11,6 +12,7 @@
 #ifndef RINGSIDE_EXPERIMENTS_SYS_SYS_H_
 #define RINGSIDE_EXPERIMENTS_SYS_SYS_H_
 
+#include "experiments/sys/crash_report.h"
 #include "experiments/sys/files.h"
 #include "experiments/sys/median.h"
 #include "experiments/sys/process_info.h"
