@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "common/ps_placement.h"
 #include "common/ringside.pb.h"
 
 namespace ringside {
@@ -83,6 +85,17 @@ class PsLayout {
   bool colocated_ = false;
   bool worker_summers_ = false;
 };
+
+// The cut of a job's parameters over `num_shards` shards, as RunConfig.ps_placement
+// says: balanced slices of the flat order (of `tensors`, or of one tensor of
+// `num_params` where none are given), cut evenly or, with worker summers, by
+// PsLayout::Of(config).ShardWeights(); or whole tensors dealt to the shards
+// (PsPartition::Create). Every shard and `explain ps` take this one cut.
+// InvalidArgument for an unknown placement, `tensors` that do not add up to
+// `num_params`, a cut PsPartition refuses, or one of another shard count (the
+// summers' weights name the job's).
+absl::StatusOr<PsPartition> JobPartition(const RunConfig& config, int num_shards, int64_t num_params,
+                                         const std::vector<int64_t>& tensors);
 
 }  // namespace ringside
 

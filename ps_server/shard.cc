@@ -1,9 +1,7 @@
 #include "ps_server/shard.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <numeric>
 #include <optional>
 
 #include "absl/base/internal/raw_logging.h"
@@ -13,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/ops_factory.h"
+#include "common/nonfinite.h"
 #include "common/ps_layout.h"
 #include "common/ps_placement.h"
 #include "common/sgd.h"
@@ -166,27 +165,9 @@ absl::Status Shard::Register(const ps::RegisterRequest& r, ps::RegisterResponse*
 absl::Status Shard::Layout(const ps::RegisterRequest& r) {
   const int64_t num_params = r.num_params();
   RINGSIDE_RETURN_IF_ERROR(ValidateSharding(num_params, options_.num_shards));
-  RINGSIDE_ASSIGN_OR_RETURN(const PsPlacement placement, ParsePsPlacement(options_.config.ps_placement()));
   const std::vector<int64_t> tensors(r.tensor_sizes().begin(), r.tensor_sizes().end());
-  if (!tensors.empty() && std::accumulate(tensors.begin(), tensors.end(), int64_t{0}) != num_params) {
-    return absl::InvalidArgumentError(absl::StrCat("the registration's tensors do not add up to its ",
-                                                   num_params, " parameters"));
-  }
-  // Balanced: cuts by byte weights, even, or by BytePS's optimum between the servers and
-  // the workers' summers (PsLayout::ShardWeights); a whole-tensor placement deals the
-  // registration's tensors.
-  const PsLayout layout = PsLayout::Of(options_.config);
-  const std::vector<int64_t> weights =
-      layout.worker_summers() ? layout.ShardWeights() : std::vector<int64_t>(options_.num_shards, 1);
-  RINGSIDE_ASSIGN_OR_RETURN(
-      const PsPartition partition,
-      placement == PsPlacement::kBalanced
-          ? PsPartition::Weighted(tensors.empty() ? std::vector<int64_t>{num_params} : tensors, weights)
-          : PsPartition::Create(tensors, options_.num_shards, placement));
-  if (partition.num_shards() != options_.num_shards) {
-    return absl::InvalidArgumentError(absl::StrCat("the job's layout has ", partition.num_shards(),
-                                                   " shards, this shard was told ", options_.num_shards));
-  }
+  RINGSIDE_ASSIGN_OR_RETURN(const PsPartition partition,
+                            JobPartition(options_.config, options_.num_shards, num_params, tensors));
   const PsRange mine = partition.shard(options_.shard);
   slice_ = Slice{mine.offset, mine.size};
   num_params_ = num_params;
@@ -356,28 +337,6 @@ absl::Status Shard::AcceptInit(const ChunkHeader& h, const float* data, int64_t 
   return absl::OkStatus();
 }
 
-namespace {
-
-// The index of the first non-finite float of x[0, n), or -1. The common case (none)
-// is one branch-free integer pass that vectorises: a float is NaN or infinite iff its
-// exponent bits are all ones, and then (bits & kExp) + 2^23 carries into bit 31. (A
-// float sum such as x * 0 would be a serial dependency chain: several times slower.)
-int64_t FirstNonFinite(const float* x, int64_t n) {
-  constexpr uint32_t kExp = 0x7f800000u;
-  uint32_t any = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, x + i, sizeof(bits));
-    any |= (bits & kExp) + 0x00800000u;
-  }
-  if ((any & 0x80000000u) == 0) return -1;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(x[i])) return i;
-  }
-  return -1;
-}
-
-}  // namespace
 
 absl::Status Shard::AcceptGradient(const ChunkHeader& h, const std::function<void()>& rewind,
                                    BlockSource next, int64_t k, int64_t wire_bytes) {

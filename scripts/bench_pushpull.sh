@@ -108,7 +108,8 @@ for dataset in synthetic:train=40000,test=100 fashion-mnist; do
           --epochs=1 --steps=300 --threads=1 --eval_batch=100 --lr=0.01 --momentum=0.9)
   rm -rf "${T:?}"/*
   "$RINGSIDE" train --strategy=single "${common[@]}" --out="$T/single" >/dev/null 2>&1
-  "$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 "${common[@]}" --out="$T/ps" >/dev/null 2>&1
+  "$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 --ps_transport=grpc "${common[@]}" \
+    --out="$T/ps" >/dev/null 2>&1
   "$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 --ps_transport=tcp "${common[@]}" \
     --out="$T/ps_tcp" >/dev/null 2>&1
   "$RINGSIDE" train --strategy=ps --workers=1 --ps_shards=1 --prefetch=false "${common[@]}" \
@@ -129,8 +130,8 @@ budget = 2 * model_mb / 1e3 / raw * 1e3
 print(f"model {model_mb:.2f} MB; single {single:.3f} ms/step (median, mean of 2 runs; "
       f"data {med(f'{t}/single/metrics.jsonl', 'data_ms'):.3f}); "
       f"budget: 2 transfers at {raw:.2f} GB/s = {budget:.3f} ms")
-for name, run in (("PS 1x1, shard in its own process", "ps"),
-                  ("PS 1x1, own process, --ps_transport=tcp", "ps_tcp"),
+for name, run in (("PS 1x1, shard in its own process, --ps_transport=grpc", "ps"),
+                  ("PS 1x1, own process, --ps_transport=tcp (the default)", "ps_tcp"),
                   ("PS 1x1, own process, --prefetch=false", "ps_noprefetch"),
                   ("PS 1x1, colocated", "colocated")):
     path = f"{t}/{run}/metrics.jsonl"

@@ -17,6 +17,7 @@
 #include "common/status_macros.h"
 #include "common/task_thread.h"
 #include "experiments/bench/cpu_pinning.h"
+#include "experiments/bench/raw_tcp_bench.h"
 #include "experiments/sys/sys.h"
 #include "ps_server/ps_server.h"
 #include "ps_worker/shard_client.h"
@@ -136,13 +137,18 @@ absl::StatusOr<PushPullRow> MeasurePushPull(const PushPullBenchOptions& o) {
 }
 
 void PrintPushPullHeader(FILE* out) {
-  absl::FPrintF(out, "%12s %10s %12s %12s %10s %12s %10s\n", "model bytes", "chunks", "median ms",
-                "min ms", "GB/s", "plain ms", "plain GB/s");
+  absl::FPrintF(out, "%12s %10s %12s %12s %10s %12s %10s %12s %10s\n", "model bytes", "chunks", "median ms",
+                "min ms", "GB/s", "plain ms", "plain GB/s", "raw TCP GB/s", "plain/raw");
 }
 
 void PrintPushPullRow(const PushPullRow& r, FILE* out) {
-  absl::FPrintF(out, "%12d %10d %12.3f %12.3f %10.3f %12.3f %10.3f\n", r.bytes, r.chunks, r.median_ms,
-                r.min_ms, r.gbps, r.plain_ms, r.plain_gbps);
+  absl::FPrintF(out, "%12d %10d %12.3f %12.3f %10.3f %12.3f %10.3f", r.bytes, r.chunks, r.median_ms, r.min_ms,
+                r.gbps, r.plain_ms, r.plain_gbps);
+  if (r.raw_gbps > 0) {
+    absl::FPrintF(out, " %12.3f %9.0f%%\n", r.raw_gbps, 100 * r.plain_gbps / r.raw_gbps);
+  } else {
+    absl::FPrintF(out, " %12s %10s\n", "-", "-");
+  }
   fflush(out);
 }
 
@@ -205,6 +211,14 @@ absl::StatusOr<std::vector<PushPullRow>> RunPushPullSweep(
     o.bytes = bytes;
     RINGSIDE_ASSIGN_OR_RETURN(PushPullRow row, o.server_in_process ? MeasureWithShardHere(o)
                                                                    : MeasureWithShardChild(o));
+    if (o.raw_tcp) {
+      RawTcpBenchOptions ro;
+      ro.bytes = bytes;
+      ro.warmup = 1;
+      ro.iters = o.iters;
+      RINGSIDE_ASSIGN_OR_RETURN(const RawTcpResult raw, MeasureRawTcp(ro));
+      row.raw_gbps = raw.bytes_per_s / 1e9;
+    }
     if (on_row) on_row(row);
     rows.push_back(row);
   }

@@ -42,15 +42,20 @@ struct PushPullBenchOptions {
   RpcSecurity security;
   // What carries the tensors: RunConfig.ps_transport ("tcp" or "grpc").
   std::string transport = kPsTransportDefault;
+  // RunPushPullSweep also measures raw TCP at each size (raw_tcp_bench.h, the same
+  // iterations; its threads wherever the scheduler puts them).
+  bool raw_tcp = false;
 };
 
 // One size: the push-pull's median and fastest time, its rate (2 x bytes / median:
-// the data moves both ways), and the plain one-way stream's median and rate.
+// the data moves both ways), the plain one-way stream's median and rate, and raw TCP's
+// one-way rate measured beside them.
 struct PushPullRow {
   int64_t bytes = 0;
   int64_t chunks = 0;
   double median_ms = 0, min_ms = 0, gbps = 0;
   double plain_ms = 0, plain_gbps = 0;
+  double raw_gbps = 0;  // Raw TCP one way at the same size (0: not measured).
 };
 
 // The shard's half: hosts shard 0 of 1 for one worker on `listen` until the worker

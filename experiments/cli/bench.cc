@@ -43,6 +43,7 @@ absl::Status RunPushPull() {
   RINGSIDE_ASSIGN_OR_RETURN(o.transport, ParsePsTransport(absl::GetFlag(FLAGS_ps_transport)));
   o.warmup = 3;
   o.iters = absl::GetFlag(FLAGS_repeats) > 1 ? absl::GetFlag(FLAGS_repeats) : 10;
+  o.raw_tcp = true;  // Each transport beside raw TCP, in the same run (issue #35).
   if (!absl::GetFlag(FLAGS_pin_cpus).empty()) {
     RINGSIDE_ASSIGN_OR_RETURN(std::vector<int> cpus,
                               ParseCpuList(absl::GetFlag(FLAGS_pin_cpus), 2, "--pin_cpus"));

@@ -47,6 +47,9 @@ constexpr int kAllReduceFactor = 2;
 // (allreduce_bench.cc's rule) after its usual warm-up.
 constexpr int64_t kLargeMessageBytes = int64_t{16} << 20;
 constexpr int kLargePushPullIters = 3;
+// Raw TCP's message (one frame): at loopback rates tens of milliseconds, so the
+// connection's latency is under 1% of it and the rate is the socket's slope.
+constexpr int64_t kRawTcpBytes = int64_t{16} << 20;
 constexpr int kLargeAllReduceIters = 5;
 
 // gamma's buffers: 16 MB each, out of cache.
@@ -255,6 +258,7 @@ struct Round {
   double allreduce_cpu_s_per_byte = 0;
   double push_pull_cpu_s_per_byte = 0, push_pull_tcp_cpu_s_per_byte = 0;
   PathCalibration push_pull, push_pull_tcp, allreduce;
+  double raw_tcp_bytes_per_s = 0;  // Raw TCP one way, measured after the TCP sweep.
 };
 
 // The rounds of a calibration, measured phase by phase. Each round runs the four phases
@@ -403,7 +407,18 @@ class Rounds {
                              path.status());
     }
     (tcp ? r->push_pull_tcp : r->push_pull) = *path;
-    progress_->Finish(PathText(*path) + SweepsNote(sweeps));
+    std::string raw;
+    if (tcp) {
+      // The bare socket under both of the PS's paths and the ring's: one connection,
+      // 16 MiB frames one way, beside the sweep it is compared with.
+      RawTcpBenchOptions ro;
+      ro.bytes = kRawTcpBytes;
+      absl::StatusOr<RawTcpResult> bare = MeasureRawTcp(ro);
+      if (!bare.ok()) return progress_->Fail("calibrate: raw TCP", bare.status());
+      r->raw_tcp_bytes_per_s = bare->bytes_per_s;
+      raw = absl::StrFormat("; raw TCP %.3f GB/s one way", bare->bytes_per_s / 1e9);
+    }
+    progress_->Finish(PathText(*path) + raw + SweepsNote(sweeps));
     return absl::OkStatus();
   }
 
@@ -489,6 +504,7 @@ absl::Status KeepMedians(const std::vector<Round>& rounds, bool on_node, PhasePr
       {"update_s_per_byte", &Round::update_s_per_byte, &Calibration::update_s_per_byte},
       {"reduce_s_per_byte", &Round::reduce_s_per_byte, &Calibration::reduce_s_per_byte},
       {"allreduce_cpu_s_per_byte", &Round::allreduce_cpu_s_per_byte, &Calibration::allreduce_cpu_s_per_byte},
+      {"raw_tcp_bytes_per_s", &Round::raw_tcp_bytes_per_s, &Calibration::raw_tcp_bytes_per_s},
   };
   if (on_node) {
     scalars.push_back(
@@ -660,6 +676,7 @@ absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
       "each way)",
       100 * c.push_pull_tcp.bytes_per_s / c.push_pull.bytes_per_s,
       100 * c.push_pull_tcp.bytes_per_s / c.allreduce.bytes_per_s));
+  progress.Line("calibrate: " + TransportsBesideRawTcp(c));
   SayIfExtrapolated("all-reduce", run.measurement.allreduce_max_bytes, c, &progress);
   RINGSIDE_RETURN_IF_ERROR(ValidateCalibration(c));
   return run;

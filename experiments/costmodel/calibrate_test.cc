@@ -6,8 +6,8 @@
 // bad options and models refused before measuring.
 #include "experiments/costmodel/calibrate.h"
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +77,8 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   // Sending costs CPU, but far less than a microsecond a byte (loopback TCP moves GB/s).
   EXPECT_GT(c->allreduce_cpu_s_per_byte, 0);
   EXPECT_LT(c->allreduce_cpu_s_per_byte, 1e-7);
+  // Raw TCP measured beside the paths (a loopback socket moves more than 10 MB/s).
+  EXPECT_GT(c->raw_tcp_bytes_per_s, 1e7);
   EXPECT_TRUE(ValidateCalibration(*c).ok());
   EXPECT_TRUE(CheckCalibrationFits(*c, "cnn:lenet", 16).ok());
 
@@ -90,6 +92,7 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
       {"update_s_per_byte", c->update_s_per_byte},
       {"reduce_s_per_byte", c->reduce_s_per_byte},
       {"allreduce_cpu_s_per_byte", c->allreduce_cpu_s_per_byte},
+      {"raw_tcp_bytes_per_s", c->raw_tcp_bytes_per_s},
       {"push_pull.alpha_s", c->push_pull.alpha_s},
       {"push_pull.bytes_per_s", c->push_pull.bytes_per_s},
       {"push_pull_tcp.alpha_s", c->push_pull_tcp.alpha_s},
@@ -118,6 +121,7 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   EXPECT_EQ(back->allreduce_cpu_s_per_byte, c->allreduce_cpu_s_per_byte);
   EXPECT_EQ(back->push_pull_tcp.bytes_per_s, c->push_pull_tcp.bytes_per_s);
   EXPECT_EQ(back->push_pull_tcp.alpha_s, c->push_pull_tcp.alpha_s);
+  EXPECT_EQ(back->raw_tcp_bytes_per_s, c->raw_tcp_bytes_per_s);
   EXPECT_EQ(back_m.repeats, 2);
   EXPECT_EQ(back_m.spreads.size(), kept.size());
 
@@ -133,12 +137,22 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
     } else if (absl::StartsWith(line, "  ")) {
       constants.push_back(line);
     } else if (!absl::StartsWith(line, "calibrate: every constant the median of 2 round(s)") &&
-               !absl::StartsWith(line, "calibrate: push-pull over TCP at ")) {
+               !absl::StartsWith(line, "calibrate: push-pull over TCP at ") &&
+               !absl::StartsWith(line, "calibrate: raw TCP ")) {
       // An unsteady constant, or the machine busy with other work before a round.
       EXPECT_THAT(line, StartsWith("calibrate: warning: ")) << lines;
       EXPECT_THAT(line, ::testing::AnyOf(HasSubstr("the median"), HasSubstr("other processes kept")));
     }
   }
+  // The paths beside raw TCP, once, at the end.
+  EXPECT_EQ(std::count_if(split.begin(), split.end(),
+                          [](const std::string& l) {
+                            return absl::StartsWith(l, "calibrate: raw TCP ") &&
+                                   absl::StrContains(l, "; PS push-pull over gRPC ") &&
+                                   absl::StrContains(l, ", over TCP ") && absl::StrContains(l, "; ring all-reduce ");
+                          }),
+            1)
+      << lines;
   ASSERT_EQ(phases.size(), 10u) << lines;
   for (int i = 0; i < 10; ++i) {
     EXPECT_THAT(phases[i], StartsWith("calibrate [" + std::to_string(i % 5 + 1) + "/5] "));

@@ -73,6 +73,7 @@ std::string CalibrationToJson(const Calibration& c, const CalibrationMeasurement
   m.set_push_pull_per_call_s(c.push_pull_per_call_s);
   *m.mutable_push_pull() = ToMessage(c.push_pull);
   if (c.push_pull_tcp.bytes_per_s > 0) *m.mutable_push_pull_tcp() = ToMessage(c.push_pull_tcp);
+  if (c.raw_tcp_bytes_per_s > 0) m.set_raw_tcp_bytes_per_s(c.raw_tcp_bytes_per_s);
   *m.mutable_allreduce() = ToMessage(c.allreduce);
   *m.mutable_halving_doubling() = ToMessage(c.halving_doubling);
   // Unknown provenance stays absent, as in the files written before it was recorded.
@@ -125,6 +126,7 @@ absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json,
   c.allreduce_cpu_s_per_byte = m.allreduce_cpu_s_per_byte();
   c.push_pull_cpu_s_per_byte = m.push_pull_cpu_s_per_byte();
   c.push_pull_tcp_cpu_s_per_byte = m.push_pull_tcp_cpu_s_per_byte();
+  c.raw_tcp_bytes_per_s = m.raw_tcp_bytes_per_s();
   c.model_bytes = m.model_bytes();
   c.push_pull_per_call_s = m.push_pull_per_call_s();
   absl::StatusOr<PathCalibration> path = FromMessage(m.push_pull(), "push_pull", true);

@@ -773,6 +773,7 @@ absl::Status ValidateCalibration(const Calibration& c) {
       {"allreduce_cpu_s_per_byte", c.allreduce_cpu_s_per_byte},
       {"push_pull_cpu_s_per_byte", c.push_pull_cpu_s_per_byte},
       {"push_pull_tcp_cpu_s_per_byte", c.push_pull_tcp_cpu_s_per_byte},
+      {"raw_tcp_bytes_per_s", c.raw_tcp_bytes_per_s},
       {"model_bytes", c.model_bytes},
       {"node_cpus", c.node_cpus},
       {"push_pull_per_call_s", c.push_pull_per_call_s},
@@ -796,6 +797,22 @@ absl::Status ValidateCalibration(const Calibration& c) {
         "calibration: backward_s (%g) exceeds compute_s (%g)", c.backward_s, c.compute_s));
   }
   return absl::OkStatus();
+}
+
+std::string TransportsBesideRawTcp(const Calibration& c) {
+  const double raw = c.raw_tcp_bytes_per_s;
+  if (!(raw > 0)) return "";
+  const auto rate = [raw](double bytes_per_s) {
+    return absl::StrFormat("%.2f GB/s (%.0f%%)", bytes_per_s / 1e9, 100 * bytes_per_s / raw);
+  };
+  std::string out = absl::StrFormat("raw TCP %.2f GB/s one way on loopback", raw / 1e9);
+  if (c.push_pull.bytes_per_s > 0) absl::StrAppend(&out, "; PS push-pull over gRPC ", rate(c.push_pull.bytes_per_s));
+  if (c.push_pull_tcp.bytes_per_s > 0) {
+    absl::StrAppend(&out, c.push_pull.bytes_per_s > 0 ? ", over TCP " : "; PS push-pull over TCP ",
+                    rate(c.push_pull_tcp.bytes_per_s));
+  }
+  if (c.allreduce.bytes_per_s > 0) absl::StrAppend(&out, "; ring all-reduce ", rate(c.allreduce.bytes_per_s));
+  return out;
 }
 
 const char* StrategyName(Strategy strategy) {

@@ -59,6 +59,11 @@ struct Calibration {
   // The same path over the PS's TCP data plane (`--ps_transport=tcp`, ps_server/README.md);
   // bytes_per_s 0: not measured (files from before it was): push_pull stands for it.
   PathCalibration push_pull_tcp;
+  // Raw TCP: one loopback connection moving 16 MiB frames one way (experiments/bench/
+  // raw_tcp_bench.h), measured in the same run as the paths: the rate each path is set
+  // beside (what its transport adds over the bare socket). No prediction uses it. 0:
+  // not measured (files from before it was).
+  double raw_tcp_bytes_per_s = 0;
   // Serial cost of each further push-pull call a node handles in one step (issued or
   // served), beyond the one call that push_pull.alpha_s covers: a worker of a job with S
   // shards issues S calls, a shard of N workers serves N. 0: calls to and at a node
@@ -93,6 +98,12 @@ struct Calibration {
 // OK if every constant is finite and >= 0 and backward_s <= compute_s; otherwise
 // InvalidArgument naming the field.
 absl::Status ValidateCalibration(const Calibration& calibration);
+
+// The calibration's paths set beside raw TCP measured in the same run, per byte each
+// way: "raw TCP 2.10 GB/s one way on loopback; PS push-pull over gRPC 0.77 GB/s (37%),
+// over TCP 1.56 GB/s (74%); ring all-reduce 0.87 GB/s (41%)" (a path not measured is
+// left out). "" where raw TCP was not measured.
+std::string TransportsBesideRawTcp(const Calibration& calibration);
 
 absl::StatusOr<PathCalibration> FitLatencyBandwidth(
     const std::vector<std::pair<double, double>>& samples);

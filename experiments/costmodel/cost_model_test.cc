@@ -986,6 +986,7 @@ TEST(Json, RoundTripIsExact) {
   c.push_pull = {5.123456789e-4, 1.26e9};
   c.allreduce = {1e-4, 1.0 / 7 * 1e9};
   c.halving_doubling = {0, 0};
+  c.raw_tcp_bytes_per_s = 2.5e9;
   c.model = "cnn:lenet";
   c.batch = 96;
   c.threads = 2;
@@ -1002,9 +1003,28 @@ TEST(Json, RoundTripIsExact) {
   EXPECT_EQ(back->allreduce.alpha_s, c.allreduce.alpha_s);
   EXPECT_EQ(back->allreduce.bytes_per_s, c.allreduce.bytes_per_s);
   EXPECT_EQ(back->halving_doubling.bytes_per_s, 0);
+  EXPECT_EQ(back->raw_tcp_bytes_per_s, c.raw_tcp_bytes_per_s);
   EXPECT_EQ(back->model, "cnn:lenet");
   EXPECT_EQ(back->batch, 96);
   EXPECT_EQ(back->threads, 2);
+}
+
+// Each path beside raw TCP, as a share of it; nothing without raw TCP; a path not
+// measured (TCP's, in a file from before it was) is left out.
+TEST(Json, TransportsBesideRawTcp) {
+  Calibration c;
+  c.push_pull = {1e-4, 0.5e9};
+  c.push_pull_tcp = {1e-4, 1.5e9};
+  c.allreduce = {1e-4, 1e9};
+  EXPECT_EQ(TransportsBesideRawTcp(c), "");
+  c.raw_tcp_bytes_per_s = 2e9;
+  EXPECT_EQ(TransportsBesideRawTcp(c),
+            "raw TCP 2.00 GB/s one way on loopback; PS push-pull over gRPC 0.50 GB/s (25%), over TCP 1.50 GB/s "
+            "(75%); ring all-reduce 1.00 GB/s (50%)");
+  c.push_pull_tcp = {};
+  EXPECT_EQ(TransportsBesideRawTcp(c),
+            "raw TCP 2.00 GB/s one way on loopback; PS push-pull over gRPC 0.50 GB/s (25%); ring all-reduce "
+            "1.00 GB/s (50%)");
 }
 
 // A calibration of unknown provenance (a file from before model and batch were

@@ -20,6 +20,7 @@
 #include "common/model.h"
 #include "common/ops_factory.h"
 #include "common/output_files.h"
+#include "common/ps_layout.h"
 #include "common/ps_placement.h"
 #include "common/ringside.pb.h"
 #include "common/status_macros.h"
@@ -115,9 +116,8 @@ absl::StatusOr<PsExplanation> ExplainPs(const PsExplainOptions& options, int64_t
   const int n = options.workers;
   e.worker_out.assign(n, 0);
   e.worker_in.assign(n, 0);
-  // The balanced cut the shards hold (PsPartition's even weights).
-  RINGSIDE_ASSIGN_OR_RETURN(const PsPartition cut,
-                            PsPartition::Weighted({e.num_params}, std::vector<int64_t>(options.shards, 1)));
+  // The cut the shards of a balanced job hold (JobPartition, as every shard takes it).
+  RINGSIDE_ASSIGN_OR_RETURN(const PsPartition cut, JobPartition(RunConfig(), options.shards, e.num_params, {}));
   for (int s = 0; s < options.shards; ++s) {
     const Slice slice{cut.shard(s).offset, cut.shard(s).size};
     PsShardPart part;
@@ -240,7 +240,7 @@ std::vector<FrameBox> PsBoxRow(int count, double y, double height) {
 // A frame of `e`'s boxes as `phase` ("start", "push", "aggregate", "update", "pull")
 // shows them: the shards in a row at the top (boxes 0 .. S-1), the workers in a row at
 // the bottom (boxes S .. S+N-1); no title, caption or arrows.
-Frame PsLayout(const PsExplanation& e, const std::string& phase) {
+Frame PsFrame(const PsExplanation& e, const std::string& phase) {
   const int n = e.options.workers;
   const int shards = e.options.shards;
   Frame f;
@@ -287,7 +287,7 @@ std::vector<Frame> PsFrames(const PsExplanation& e) {
   const std::string totals = absl::StrCat("master (all shards) per step: in ", Size(e.master_in),
                                           ", out ", Size(e.master_out));
   std::vector<Frame> frames;
-  Frame start = PsLayout(e, "start");
+  Frame start = PsFrame(e, "start");
   start.title = absl::StrCat("parameter server: ", n, " workers, ", shards, " shards, ",
                              Commas(e.num_params), " floats");
   start.caption = {
@@ -296,7 +296,7 @@ std::vector<Frame> PsFrames(const PsExplanation& e) {
       "one BSP step: push, aggregate, update, pull"};
   frames.push_back(std::move(start));
 
-  Frame push = PsLayout(e, "push");
+  Frame push = PsFrame(e, "push");
   push.title = "1. push: each worker sends each shard its slice of the gradients";
   push.caption = {totals};
   for (int w = 0; w < n; ++w) {
@@ -307,17 +307,17 @@ std::vector<Frame> PsFrames(const PsExplanation& e) {
   }
   frames.push_back(std::move(push));
 
-  Frame aggregate = PsLayout(e, "aggregate");
+  Frame aggregate = PsFrame(e, "aggregate");
   aggregate.title = absl::StrCat("2. aggregate: each shard sums the ", n, " workers' gradients");
   aggregate.caption = {"BSP: a shard waits for the slowest worker's push before it goes on"};
   frames.push_back(std::move(aggregate));
 
-  Frame update = PsLayout(e, "update");
+  Frame update = PsFrame(e, "update");
   update.title = "3. update: each shard runs SGD on its slice";
   update.caption = {"the averaged gradient, momentum and weight decay, one optimizer per slice"};
   frames.push_back(std::move(update));
 
-  Frame pull = PsLayout(e, "pull");
+  Frame pull = PsFrame(e, "pull");
   pull.title = "4. pull: each worker receives each shard's updated slice";
   pull.caption = {totals, absl::StrCat("the busiest shard moves ", Size(BusiestShardBytes(e)),
                                        " per step (in + out)")};

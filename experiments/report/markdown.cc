@@ -78,6 +78,10 @@ std::string PredictionNote(const ReportData& data) {
                               data.compute_basis.single_ms, data.compute_basis.calibrated_ms)
             : std::string(),
         "; error = (predicted - measured) / measured",
+        data.transports_beside_raw_tcp.empty()
+            ? std::string()
+            : absl::StrCat("; the paths it measured, per byte each way, beside the bare socket in the same run: ",
+                           data.transports_beside_raw_tcp),
         PacedPoints(data.points)
             ? ", measured at the single process's pace where the cells ran on a dilation (the step x the "
               "single's forward pass over the cell's own: the host's drift between cells taken out)."

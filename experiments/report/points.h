@@ -115,6 +115,9 @@ struct ReportData {
   int64_t num_params = 0;
   bool predicted = false;  // calibration.json was there and fits: points carry predictions.
   double calibration_node_cpus = 0;  // The CPU share its compute was measured on (0: none).
+  // The calibration's paths beside raw TCP measured in its run (TransportsBesideRawTcp;
+  // empty: no calibration, or one from before raw TCP was measured).
+  std::string transports_beside_raw_tcp;
   ComputeBasis compute_basis;        // PredictPoints's: compute from the single cells.
   // Why there are no predictions, when there are none (e.g. the calibration was taken
   // with another model); empty: there was no calibration.json.

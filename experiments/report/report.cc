@@ -202,6 +202,7 @@ void AddPrediction(const std::string& dir, const ExperimentSpec& spec, bool spec
       if (node_cpus > 0) resolved.set_node_cpus(absl::StrCat(node_cpus));
       data->compute_basis = PredictPoints(*calibration, resolved, cores, &data->points);
       data->calibration_node_cpus = calibration->node_cpus;
+      data->transports_beside_raw_tcp = TransportsBesideRawTcp(*calibration);
       data->predicted = true;
     }
   }
