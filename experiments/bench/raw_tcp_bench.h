@@ -15,7 +15,7 @@
 namespace ringside {
 
 struct RawTcpBenchOptions {
-  int64_t bytes = int64_t{16} << 20;  // One message (one frame), sent `warmup + iters` times.
+  int64_t bytes = int64_t{16} << 20;  // One message, sent `warmup + iters` times.
   int warmup = 1;
   int iters = 5;
   absl::Duration timeout = absl::Seconds(30);  // Per message; then DeadlineExceeded.
@@ -27,8 +27,10 @@ struct RawTcpResult {
 };
 
 // Sends `bytes` from this thread to a receiver thread over one loopback connection
-// (127.0.0.1, a port the kernel picks), `warmup + iters` times, each message timed from
-// its first byte sent until the receiver's answer (8 bytes) is back. Blocks until done.
+// (127.0.0.1, a port the kernel picks), `warmup + iters` times, each message as frames
+// of up to 1 MiB from one buffer into one buffer (the socket's rate, as iperf3's), timed
+// from its first byte sent until the receiver's answer (8 bytes) is back. Blocks until
+// done.
 // InvalidArgument for bytes < 1 or iters < 1; the socket layer's errors otherwise.
 absl::StatusOr<RawTcpResult> MeasureRawTcp(const RawTcpBenchOptions& options);
 

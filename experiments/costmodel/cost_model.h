@@ -59,7 +59,7 @@ struct Calibration {
   // The same path over the PS's TCP data plane (`--ps_transport=tcp`, ps_server/README.md);
   // bytes_per_s 0: not measured (files from before it was): push_pull stands for it.
   PathCalibration push_pull_tcp;
-  // Raw TCP: one loopback connection moving 16 MiB frames one way (experiments/bench/
+  // Raw TCP: one loopback connection moving 16 MiB one way in 1 MiB frames (experiments/bench/
   // raw_tcp_bench.h), measured in the same run as the paths: the rate each path is set
   // beside (what its transport adds over the bare socket). No prediction uses it. 0:
   // not measured (files from before it was).
