@@ -122,7 +122,7 @@ absl::Status ExplainPsVerb(const std::string& frames) {
   absl::StatusOr<std::string> self = SelfExePath();
   if (!self.ok()) return self.status();
   absl::PrintF(
-      "\nthe real thing: ringside train --strategy=ps --workers=%d --ps_shards=%d "
+      "\nthe real thing: ringside train --strategy=ps --ps_transport=grpc --workers=%d --ps_shards=%d "
       "--model=%s --steps=%d (synthetic data) ...\n",
       options.workers, options.shards, options.model, kPsCheckSteps);
   std::fflush(stdout);

@@ -171,7 +171,7 @@ std::string FormatPsExplanation(const PsExplanation& e) {
       "  1. push: each worker computes its gradients on its own batch and sends each shard its "
       "slice of them\n",
       "       worker w -> shard 0: ", Commas(4 * first.floats), " bytes of floats + ",
-      Commas(first.wire_in / n - 4 * first.floats), " bytes of protobuf framing (",
+      Commas(first.wire_in / n - 4 * first.floats), " bytes of gRPC's protobuf framing (",
       Plural(first.chunks, "chunk message", "chunk messages"),
       ": tags, worker, step, kind, offset, the 8-byte session, the payload's length)\n",
       "  2. aggregate: each shard adds up the ", n,
@@ -353,6 +353,9 @@ absl::StatusOr<std::vector<PsMeasuredStep>> RunPsJob(const std::string& binary,
       "train",
       "--strategy=ps",
       "--ps_sync=bsp",
+      // The framing explained and counted is gRPC's (the TCP data plane, the default,
+      // frames a chunk its own way).
+      "--ps_transport=grpc",
       absl::StrCat("--workers=", options.workers),
       absl::StrCat("--ps_shards=", options.shards),
       absl::StrCat("--model=", options.model),
