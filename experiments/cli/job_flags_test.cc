@@ -3,9 +3,12 @@
 // (exit 1), in the order the command line checks them.
 #include "experiments/cli/job_flags.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/run_config.h"
 #include "experiments/cli/command.h"
@@ -57,6 +60,39 @@ TEST(JobFlagsTest, APsJobIsTyped) {
   EXPECT_EQ(job->run.config.ps_staleness(), 2);
   EXPECT_EQ(job->run.config.world_size(), 3);
   EXPECT_EQ(job->run.config.ps_shards(), 2);
+}
+
+// The PS's transport: TCP's data plane unless named (stored unset, the default), gRPC's
+// where --tls_* asks for encryption and no transport is named; TCP with TLS refused.
+TEST(JobFlagsTest, ThePsTransportIsTcpUnlessTlsOrNamed) {
+  JobFlags f = Defaults("ps");
+  absl::StatusOr<JobSpec> job = ParseJobSpec(f, JobVerb::kTrain, true);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->run.config.ps_transport(), "");
+  EXPECT_EQ(PsTransportOf(job->run.config), kPsTransportTcp);
+  f.ps_transport = kPsTransportGrpc;
+  job = ParseJobSpec(f, JobVerb::kTrain, true);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(PsTransportOf(job->run.config), kPsTransportGrpc);
+
+  // Any readable files do for the parse (the handshake would check them).
+  const std::string pem = absl::StrCat(std::getenv("TEST_TMPDIR"), "/some.pem");
+  FILE* file = std::fopen(pem.c_str(), "w");
+  ASSERT_NE(file, nullptr);
+  std::fputs("-----BEGIN X-----\n", file);
+  std::fclose(file);
+  f.tls_cert = f.tls_key = f.tls_ca = pem;
+  f.ps_transport = "";
+  job = ParseJobSpec(f, JobVerb::kTrain, true);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(PsTransportOf(job->run.config), kPsTransportGrpc);
+  f.ps_transport = kPsTransportTcp;
+  EXPECT_EQ(Error(f, true),
+            "--ps_transport=tcp does not encrypt its data plane yet: for TLS use --ps_transport=grpc");
+
+  f = Defaults("ddp");
+  f.ps_transport = kPsTransportGrpc;
+  EXPECT_EQ(Error(f, true), "--ps_transport needs --strategy=ps");
 }
 
 // BytePS's layout: a summer in each worker beside k = 0 dedicated servers.
