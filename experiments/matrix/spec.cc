@@ -246,7 +246,7 @@ absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s
   }
   if (!s.ps_transport().empty()) {
     RINGSIDE_RETURN_IF_ERROR(PsOnly(spec, s, "ps_transport"));
-    if (s.ps_transport() != kPsTransportGrpc && s.ps_transport() != kPsTransportTcp) {
+    if (!ParsePsTransport(s.ps_transport()).ok()) {  // The one check of the names.
       return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": unknown ps_transport '",
                                                      s.ps_transport(), "' (expected grpc or tcp)"));
     }
