@@ -1030,10 +1030,15 @@ std::vector<int> PowersOfTwo(int max_workers) {
   return out;
 }
 
-absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
-                                                 const SweepOptions& options) {
-  const std::vector<int> workers =
-      options.workers.empty() ? PowersOfTwo(1024) : options.workers;
+namespace {
+
+// One curve of a sweep: its label and how to make its scenario for N workers.
+using CurveSpec = std::pair<std::string, std::function<Scenario(int)>>;
+
+// The scenario every curve of a sweep starts from: the options' model, links, overlap,
+// node shares and ranks per node, and DDP's buckets where the options give layer sizes
+// or a bucket cap. Strategy and workers are left for the curves to set.
+Scenario SweepBaseScenario(const SweepOptions& options) {
   Scenario base;
   base.model_bytes = options.model_bytes;
   base.link_bytes_per_s = options.link_bytes_per_s;
@@ -1050,6 +1055,16 @@ absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
     base.bucket_bytes = DdpBucketBytes(options.layer_bytes, options.model_bytes,
                                        /*first_bucket_bytes=*/0, options.bucket_cap_bytes);
   }
+  return base;
+}
+
+// The sweep's curves in report order: one PS curve per options.shards entry (on
+// ringside's PS schedule), "PS S=N colocated" if options.colocated, then ring and
+// halving-doubling, each built from `base`. The PS curves' functions refer to
+// `options`, which must outlive them. InvalidArgument for worker summers without
+// standalone summation servers, or a shard count below 0 other than kShardsPerWorker.
+absl::StatusOr<std::vector<CurveSpec>> CurveSpecs(const SweepOptions& options,
+                                                  const Scenario& base) {
   Scenario ps = base;
   ps.strategy = Strategy::kPs;
   ps.ps_summation = options.ps_summation;
@@ -1059,8 +1074,7 @@ absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
   UseRingsidePsSchedule(&ps, options.ps_chunk_bytes);
   const char* mode = options.ps_summation ? " summation" : "";
 
-  // Each curve: a label and how to make its scenario for N workers.
-  std::vector<std::pair<std::string, std::function<Scenario(int)>>> specs;
+  std::vector<CurveSpec> specs;
   for (int shards : options.shards) {
     if (shards < 0 && shards != kShardsPerWorker) return absl::InvalidArgumentError(absl::StrCat("shards = ", shards));
     const bool colocated = options.shards_colocated;
@@ -1097,23 +1111,45 @@ absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
       return s;
     });
   }
+  return specs;
+}
+
+// One curve: `label`, and the prediction and speedup of make(n) for each n of
+// `workers`, in order. The first failing prediction's error, prefixed with
+// "<label> at N=<n>: ".
+absl::StatusOr<Curve> PredictCurve(const Calibration& calibration, const std::string& label,
+                                   const std::function<Scenario(int)>& make,
+                                   const std::vector<int>& workers) {
+  Curve curve;
+  curve.label = label;
+  for (int n : workers) {
+    const Scenario s = make(n);
+    absl::StatusOr<Prediction> p = Predict(calibration, s);
+    if (!p.ok()) {
+      return absl::Status(p.status().code(),
+                          absl::StrCat(label, " at N=", n, ": ", p.status().message()));
+    }
+    curve.workers.push_back(n);
+    curve.speedups.push_back(Speedup(calibration, s, *p));
+    curve.predictions.push_back(*std::move(p));
+  }
+  return curve;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Curve>> PredictCurves(const Calibration& calibration,
+                                                 const SweepOptions& options) {
+  const std::vector<int> workers =
+      options.workers.empty() ? PowersOfTwo(1024) : options.workers;
+  absl::StatusOr<std::vector<CurveSpec>> specs = CurveSpecs(options, SweepBaseScenario(options));
+  if (!specs.ok()) return specs.status();
 
   std::vector<Curve> curves;
-  for (const auto& [label, make] : specs) {
-    Curve curve;
-    curve.label = label;
-    for (int n : workers) {
-      const Scenario s = make(n);
-      absl::StatusOr<Prediction> p = Predict(calibration, s);
-      if (!p.ok()) {
-        return absl::Status(p.status().code(),
-                            absl::StrCat(label, " at N=", n, ": ", p.status().message()));
-      }
-      curve.workers.push_back(n);
-      curve.speedups.push_back(Speedup(calibration, s, *p));
-      curve.predictions.push_back(*std::move(p));
-    }
-    curves.push_back(std::move(curve));
+  for (const auto& [label, make] : *specs) {
+    absl::StatusOr<Curve> curve = PredictCurve(calibration, label, make, workers);
+    if (!curve.ok()) return curve.status();
+    curves.push_back(*std::move(curve));
   }
   return curves;
 }

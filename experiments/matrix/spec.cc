@@ -210,40 +210,16 @@ absl::Status CheckGpuCellsCanRun(const ExperimentSpec& spec, bool built_with_cud
 
 namespace {
 
-// One strategy of the spec: its kind, and the fields that apply to it.
 // InvalidArgument "strategy L: FIELD is for ps" unless `s` is a PS strategy.
 absl::Status PsOnly(const ExperimentSpec& spec, const StrategySpec& s, const char* field) {
   if (s.kind() == "ps") return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": ", field, " is for ps"));
 }
 
-absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s) {
-  RINGSIDE_RETURN_IF_ERROR(ParseJobStrategy(s.kind()).status());
-  if (s.dp_interpreter_lock() && s.kind() != "dp") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "strategy ", s.kind(), ": dp_interpreter_lock is for dp"));
-  }
-  if (s.kind() == "dp") {
-    // One process of replica threads, on the CPU (data_parallel.h).
-    if (IsGpuDevice(StrategyDevice(spec, s))) {
-      return absl::InvalidArgumentError("strategy dp: its replicas train on the CPU (device cpu)");
-    }
-    if (s.ranks_per_node() > 1) {
-      return absl::InvalidArgumentError("strategy dp: ranks_per_node does not apply (one process)");
-    }
-  }
-  if (s.ps_shards() < 0) return absl::InvalidArgumentError("ps_shards must be >= 1");
-  if (s.ranks_per_node() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),
-                                                   ": ranks_per_node must be >= 1, got ", s.ranks_per_node()));
-  }
-  if (s.ps_shard_per_worker() && (s.kind() != "ps" || s.ps_shards() > 0 || s.ps_colocated())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "strategy ", StrategyLabel(spec, s), ": ps_shard_per_worker is for ps without ps_shards or ps_colocated"));
-  }
-  if (!s.allreduce().empty()) {
-    RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
-  }
+// The PS-only fields of strategy `s` that are set (ps_transport, ps_placement,
+// ps_chunk_kb, ps_mode), in that order: each only on a PS strategy (PsOnly), each with a
+// known value. InvalidArgument "strategy L: ..." for the first that is not.
+absl::Status CheckPsFields(const ExperimentSpec& spec, const StrategySpec& s) {
   if (!s.ps_transport().empty()) {
     RINGSIDE_RETURN_IF_ERROR(PsOnly(spec, s, "ps_transport"));
     if (!ParsePsTransport(s.ps_transport()).ok()) {  // The one check of the names.
@@ -276,27 +252,69 @@ absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s
                                                      ": ps_mode summation needs ps_sync bsp, got ", s.ps_sync()));
     }
   }
-  if (s.ps_worker_summers()) {
-    const std::string label = StrategyLabel(spec, s);
-    if (s.ps_mode() != kPsModeSummation) {
-      return absl::InvalidArgumentError(absl::StrCat("strategy ", label, ": ps_worker_summers needs ps_mode summation"));
-    }
-    if (s.ps_colocated() || s.ps_shard_per_worker()) {
+  return absl::OkStatus();
+}
+
+// ps_worker_summers of strategy `s`, when set: needs ps_mode summation, places the
+// servers and cuts balanced slices itself (no ps_colocated, ps_shard_per_worker or
+// other ps_placement), and ps_shards below each of the spec's worker counts.
+// InvalidArgument "strategy L: ..." otherwise.
+absl::Status CheckPsWorkerSummers(const ExperimentSpec& spec, const StrategySpec& s) {
+  if (!s.ps_worker_summers()) return absl::OkStatus();
+  const std::string label = StrategyLabel(spec, s);
+  if (s.ps_mode() != kPsModeSummation) {
+    return absl::InvalidArgumentError(absl::StrCat("strategy ", label, ": ps_worker_summers needs ps_mode summation"));
+  }
+  if (s.ps_colocated() || s.ps_shard_per_worker()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strategy ", label, ": ps_worker_summers places the servers itself (drop ps_colocated, ps_shard_per_worker)"));
+  }
+  if (!s.ps_placement().empty() && s.ps_placement() != kPsPlacementBalanced) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("strategy ", label, ": ps_worker_summers cuts balanced slices (drop ps_placement)"));
+  }
+  for (int n : spec.workers()) {
+    if (s.ps_shards() >= n) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "strategy ", label, ": ps_worker_summers places the servers itself (drop ps_colocated, ps_shard_per_worker)"));
-    }
-    if (!s.ps_placement().empty() && s.ps_placement() != kPsPlacementBalanced) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("strategy ", label, ": ps_worker_summers cuts balanced slices (drop ps_placement)"));
-    }
-    for (int n : spec.workers()) {
-      if (s.ps_shards() >= n) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "strategy ", label, ": ps_worker_summers needs ps_shards below every worker count, got ps_shards ",
-            s.ps_shards(), " at ", n, " workers (at k >= n BytePS's optimum leaves the workers' summers nothing)"));
-      }
+          "strategy ", label, ": ps_worker_summers needs ps_shards below every worker count, got ps_shards ",
+          s.ps_shards(), " at ", n, " workers (at k >= n BytePS's optimum leaves the workers' summers nothing)"));
     }
   }
+  return absl::OkStatus();
+}
+
+// One strategy of the spec: its kind, and the fields that apply to it (the PS-only ones
+// through CheckPsFields and CheckPsWorkerSummers, then device and backend). The first
+// failing check's error.
+absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s) {
+  RINGSIDE_RETURN_IF_ERROR(ParseJobStrategy(s.kind()).status());
+  if (s.dp_interpreter_lock() && s.kind() != "dp") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strategy ", s.kind(), ": dp_interpreter_lock is for dp"));
+  }
+  if (s.kind() == "dp") {
+    // One process of replica threads, on the CPU (data_parallel.h).
+    if (IsGpuDevice(StrategyDevice(spec, s))) {
+      return absl::InvalidArgumentError("strategy dp: its replicas train on the CPU (device cpu)");
+    }
+    if (s.ranks_per_node() > 1) {
+      return absl::InvalidArgumentError("strategy dp: ranks_per_node does not apply (one process)");
+    }
+  }
+  if (s.ps_shards() < 0) return absl::InvalidArgumentError("ps_shards must be >= 1");
+  if (s.ranks_per_node() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),
+                                                   ": ranks_per_node must be >= 1, got ", s.ranks_per_node()));
+  }
+  if (s.ps_shard_per_worker() && (s.kind() != "ps" || s.ps_shards() > 0 || s.ps_colocated())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "strategy ", StrategyLabel(spec, s), ": ps_shard_per_worker is for ps without ps_shards or ps_colocated"));
+  }
+  if (!s.allreduce().empty()) {
+    RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
+  }
+  RINGSIDE_RETURN_IF_ERROR(CheckPsFields(spec, s));
+  RINGSIDE_RETURN_IF_ERROR(CheckPsWorkerSummers(spec, s));
   return CheckStrategyDevice(spec, s);
 }
 

@@ -162,6 +162,30 @@ absl::Status RemoveCgroup(const std::string& cgroup) {
 
 std::string FormatCpus(double cpus) { return absl::StrFormat("%g", cpus); }
 
+// Each node's quota per `period` in whole microseconds, index = node. InvalidArgument
+// naming the share for one that is not positive and finite, or whose quota is below
+// the kernel's minimum (kMinQuotaUs).
+absl::StatusOr<std::vector<int64_t>> QuotasFor(const std::vector<double>& node_cpus,
+                                               absl::Duration period) {
+  const int64_t period_us = absl::ToInt64Microseconds(period);
+  std::vector<int64_t> quotas_us;
+  for (double cpus : node_cpus) {
+    if (!(cpus > 0) || !std::isfinite(cpus)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("CPU share per node must be a positive number, got ", cpus));
+    }
+    const int64_t quota_us = std::llround(cpus * static_cast<double>(period_us));
+    if (quota_us < kMinQuotaUs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "CPU share ", FormatCpus(cpus), " x period ", absl::FormatDuration(period),
+          " is a quota below the kernel's minimum of 1ms; use a larger share or period (",
+          absl::FormatDuration(CpuSharePeriodFor(cpus)), ")"));
+    }
+    quotas_us.push_back(quota_us);
+  }
+  return quotas_us;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------
@@ -305,22 +329,8 @@ absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> EmulatedCpuShares::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "CPU share period must be 1ms to 1s, got ", absl::FormatDuration(period)));
   }
-  const int64_t period_us = absl::ToInt64Microseconds(period);
-  std::vector<int64_t> quotas_us;
-  for (double cpus : node_cpus) {
-    if (!(cpus > 0) || !std::isfinite(cpus)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("CPU share per node must be a positive number, got ", cpus));
-    }
-    const int64_t quota_us = std::llround(cpus * static_cast<double>(period_us));
-    if (quota_us < kMinQuotaUs) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "CPU share ", FormatCpus(cpus), " x period ", absl::FormatDuration(period),
-          " is a quota below the kernel's minimum of 1ms; use a larger share or period (",
-          absl::FormatDuration(CpuSharePeriodFor(cpus)), ")"));
-    }
-    quotas_us.push_back(quota_us);
-  }
+  absl::StatusOr<std::vector<int64_t>> quotas_us = QuotasFor(node_cpus, period);
+  if (!quotas_us.ok()) return quotas_us.status();
   const double cpus_per_node = *std::max_element(node_cpus.begin(), node_cpus.end());
   absl::StatusOr<CpuHierarchy> h = ChooseHierarchy();
   if (!h.ok()) return h.status();
@@ -336,46 +346,8 @@ absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> EmulatedCpuShares::Create(
   for (int i = 0; i < nodes; ++i) {
     shares->paths_.push_back(absl::StrCat(h->root, "/", shares->tag_, "_n", i));
   }
-  const bool v2 = h->version == CgroupVersion::kV2;
 
-  auto build = [&]() -> absl::Status {
-    if (v2) {
-      absl::StatusOr<std::string> enabled = ReadFile(h->root + "/cgroup.subtree_control");
-      bool has_cpu = false;
-      if (enabled.ok()) {
-        for (absl::string_view c :
-             absl::StrSplit(*enabled, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
-          has_cpu = has_cpu || c == "cpu";
-        }
-      }
-      if (!has_cpu) {
-        absl::Status s = WriteControl(h->root + "/cgroup.subtree_control", "+cpu");
-        if (!s.ok()) return s;
-      }
-    }
-    for (int i = 0; i < nodes; ++i) {
-      const std::string& path = shares->paths_[i];
-      const int64_t quota_us = quotas_us[i];
-      {
-        absl::MutexLock lock(&shares->mu_);
-        shares->created_.push_back(path);  // Before the mkdir: a half-done one is cleaned too.
-      }
-      if (mkdir(path.c_str(), 0755) != 0) {
-        return absl::InternalError(absl::StrCat("cannot create cgroup ", path, ": ", strerror(errno)));
-      }
-      absl::Status s;
-      if (v2) {
-        s = WriteControl(path + "/cpu.max", absl::StrCat(quota_us, " ", period_us));
-      } else {
-        // The period first: a quota is checked against the period already set.
-        s = WriteControl(path + "/cpu.cfs_period_us", absl::StrCat(period_us));
-        if (s.ok()) s = WriteControl(path + "/cpu.cfs_quota_us", absl::StrCat(quota_us));
-      }
-      if (!s.ok()) return s;
-    }
-    return absl::OkStatus();
-  };
-  absl::Status status = build();
+  absl::Status status = shares->MakeCgroups(h->root, *quotas_us);
   if (!status.ok()) {
     absl::Status cleanup = shares->Teardown();
     if (!cleanup.ok()) {
@@ -385,6 +357,47 @@ absl::StatusOr<std::unique_ptr<EmulatedCpuShares>> EmulatedCpuShares::Create(
     return status;
   }
   return shares;
+}
+
+absl::Status EmulatedCpuShares::MakeCgroups(const std::string& root,
+                                            const std::vector<int64_t>& quotas_us) {
+  const int64_t period_us = absl::ToInt64Microseconds(period_);
+  const bool v2 = version_ == CgroupVersion::kV2;
+  if (v2) {
+    absl::StatusOr<std::string> enabled = ReadFile(root + "/cgroup.subtree_control");
+    bool has_cpu = false;
+    if (enabled.ok()) {
+      for (absl::string_view c :
+           absl::StrSplit(*enabled, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
+        has_cpu = has_cpu || c == "cpu";
+      }
+    }
+    if (!has_cpu) {
+      absl::Status s = WriteControl(root + "/cgroup.subtree_control", "+cpu");
+      if (!s.ok()) return s;
+    }
+  }
+  for (int i = 0; i < num_nodes(); ++i) {
+    const std::string& path = paths_[i];
+    const int64_t quota_us = quotas_us[i];
+    {
+      absl::MutexLock lock(&mu_);
+      created_.push_back(path);  // Before the mkdir: a half-done one is cleaned too.
+    }
+    if (mkdir(path.c_str(), 0755) != 0) {
+      return absl::InternalError(absl::StrCat("cannot create cgroup ", path, ": ", strerror(errno)));
+    }
+    absl::Status s;
+    if (v2) {
+      s = WriteControl(path + "/cpu.max", absl::StrCat(quota_us, " ", period_us));
+    } else {
+      // The period first: a quota is checked against the period already set.
+      s = WriteControl(path + "/cpu.cfs_period_us", absl::StrCat(period_us));
+      if (s.ok()) s = WriteControl(path + "/cpu.cfs_quota_us", absl::StrCat(quota_us));
+    }
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 EmulatedCpuShares::~EmulatedCpuShares() {

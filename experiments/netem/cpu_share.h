@@ -8,6 +8,7 @@
 #ifndef RINGSIDE_EXPERIMENTS_NETEM_CPU_SHARE_H_
 #define RINGSIDE_EXPERIMENTS_NETEM_CPU_SHARE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -163,6 +164,15 @@ class EmulatedCpuShares {
 
  private:
   EmulatedCpuShares() = default;
+
+  // Create's building step, on a fresh object whose fields (paths_, period_, version_)
+  // are set: on v2 enables the cpu controller for the children of `root` (the
+  // hierarchy's mount; "+cpu" written to its cgroup.subtree_control unless there), then
+  // makes each node's cgroup paths_[i], recorded in created_ before its mkdir, with the
+  // quota quotas_us[i] (microseconds) per period_. Stops at the first failure (Internal
+  // naming the file, PermissionDenied where one cannot be opened) and leaves what it
+  // made to Teardown. Blocks for a few file writes.
+  absl::Status MakeCgroups(const std::string& root, const std::vector<int64_t>& quotas_us);
 
   double cpus_per_node_ = 0;
   std::vector<double> node_cpus_;

@@ -324,6 +324,29 @@ std::string MakeTag() {
   return absl::StrFormat("rs%x_%d", static_cast<unsigned>(getpid()), g_network_seq.fetch_add(1));
 }
 
+// Create's checks of its arguments, before anything is probed or made: an enabled
+// profile, 1 to kMaxNodes nodes, and no override for a role that no node has.
+// InvalidArgument naming what is wrong otherwise.
+absl::Status CheckTopology(const NetworkProfile& profile,
+                           const std::vector<std::string>& node_roles) {
+  if (!profile.enabled) {
+    return absl::InvalidArgumentError("network emulation is off in this profile (\"none\")");
+  }
+  if (node_roles.empty() || node_roles.size() > kMaxNodes) {
+    return absl::InvalidArgumentError(absl::StrCat("network emulation needs 1 to ", kMaxNodes,
+                                                   " nodes, got ", node_roles.size()));
+  }
+  const std::set<std::string> roles(node_roles.begin(), node_roles.end());
+  for (const auto& [role, link] : profile.role_overrides) {
+    if (!roles.count(role)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("network profile overrides role \"", role,
+                       "\" but no node has it (roles: ", absl::StrJoin(roles, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------
@@ -478,21 +501,8 @@ absl::StatusOr<std::vector<std::string>> RemoveStaleNetworks() {
 
 absl::StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
     const NetworkProfile& profile, const std::vector<std::string>& node_roles) {
-  if (!profile.enabled) {
-    return absl::InvalidArgumentError("network emulation is off in this profile (\"none\")");
-  }
-  if (node_roles.empty() || node_roles.size() > kMaxNodes) {
-    return absl::InvalidArgumentError(absl::StrCat("network emulation needs 1 to ", kMaxNodes,
-                                                   " nodes, got ", node_roles.size()));
-  }
-  const std::set<std::string> roles(node_roles.begin(), node_roles.end());
-  for (const auto& [role, link] : profile.role_overrides) {
-    if (!roles.count(role)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("network profile overrides role \"", role,
-                       "\" but no node has it (roles: ", absl::StrJoin(roles, ", "), ")"));
-    }
-  }
+  absl::Status checked = CheckTopology(profile, node_roles);
+  if (!checked.ok()) return checked;
   absl::Status privileges = CheckNetworkPrivileges();
   if (!privileges.ok()) return privileges;
 
@@ -509,45 +519,7 @@ absl::StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
     net->addresses_.push_back(FormatAddress(subnet.addr + static_cast<uint32_t>(i) + 1));
   }
 
-  auto build = [&]() -> absl::Status {
-    const std::string& sw = net->switch_namespace_;
-    auto add_namespace = [&](const std::string& name) {
-      {
-        absl::MutexLock lock(&net->mu_);
-        net->created_.push_back(name);  // Before the add: a half-done add is cleaned too.
-      }
-      return RunOk({"ip", "netns", "add", name});
-    };
-    absl::Status s = add_namespace(sw);
-    if (s.ok()) s = RunOk({"ip", "-n", sw, "link", "add", "rsbr", "type", "bridge"});
-    if (s.ok()) s = RunOk({"ip", "-n", sw, "link", "set", "rsbr", "up"});
-    for (size_t i = 0; s.ok() && i < node_roles.size(); ++i) {
-      const std::string& ns = net->node_namespaces_[i];
-      const std::string node_dev = absl::StrCat("rsn", i);
-      const std::string port_dev = absl::StrCat("rsp", i);
-      const LinkSpec link = LinkForRole(profile, node_roles[i]);
-      s = add_namespace(ns);
-      // Created directly across the two namespaces: never visible in the host's.
-      if (s.ok()) {
-        s = RunOk({"ip", "-n", ns, "link", "add", node_dev, "type", "veth", "peer", "name",
-                   port_dev, "netns", sw});
-      }
-      if (s.ok()) s = RunOk({"ip", "-n", ns, "link", "set", "lo", "up"});
-      // The node's processes to each other (one queue, both directions).
-      if (s.ok()) s = ShapeEgress(ns, "lo", profile.loopback);
-      if (s.ok()) {
-        s = RunOk({"ip", "-n", ns, "addr", "add", absl::StrCat(net->addresses_[i], "/24"), "dev",
-                   node_dev});
-      }
-      if (s.ok()) s = RunOk({"ip", "-n", ns, "link", "set", node_dev, "up"});
-      if (s.ok()) s = RunOk({"ip", "-n", sw, "link", "set", port_dev, "master", "rsbr"});
-      if (s.ok()) s = RunOk({"ip", "-n", sw, "link", "set", port_dev, "up"});
-      if (s.ok()) s = ShapeEgress(ns, node_dev, link);  // Upload: node -> switch.
-      if (s.ok()) s = ShapeEgress(sw, port_dev, link);  // Download: switch -> node.
-    }
-    return s;
-  };
-  absl::Status status = build();
+  absl::Status status = net->Build();
   if (!status.ok()) {
     absl::Status cleanup = net->Teardown();
     if (!cleanup.ok()) {
@@ -558,6 +530,46 @@ absl::StatusOr<std::unique_ptr<EmulatedNetwork>> EmulatedNetwork::Create(
     return status;
   }
   return net;
+}
+
+absl::Status EmulatedNetwork::AddNamespace(const std::string& name) {
+  {
+    absl::MutexLock lock(&mu_);
+    created_.push_back(name);  // Before the add: a half-done add is cleaned too.
+  }
+  return RunOk({"ip", "netns", "add", name});
+}
+
+absl::Status EmulatedNetwork::Build() {
+  const std::string& sw = switch_namespace_;
+  absl::Status s = AddNamespace(sw);
+  if (s.ok()) s = RunOk({"ip", "-n", sw, "link", "add", "rsbr", "type", "bridge"});
+  if (s.ok()) s = RunOk({"ip", "-n", sw, "link", "set", "rsbr", "up"});
+  for (size_t i = 0; s.ok() && i < roles_.size(); ++i) {
+    const std::string& ns = node_namespaces_[i];
+    const std::string node_dev = absl::StrCat("rsn", i);
+    const std::string port_dev = absl::StrCat("rsp", i);
+    const LinkSpec link = LinkForRole(profile_, roles_[i]);
+    s = AddNamespace(ns);
+    // Created directly across the two namespaces: never visible in the host's.
+    if (s.ok()) {
+      s = RunOk({"ip", "-n", ns, "link", "add", node_dev, "type", "veth", "peer", "name",
+                 port_dev, "netns", sw});
+    }
+    if (s.ok()) s = RunOk({"ip", "-n", ns, "link", "set", "lo", "up"});
+    // The node's processes to each other (one queue, both directions).
+    if (s.ok()) s = ShapeEgress(ns, "lo", profile_.loopback);
+    if (s.ok()) {
+      s = RunOk({"ip", "-n", ns, "addr", "add", absl::StrCat(addresses_[i], "/24"), "dev",
+                 node_dev});
+    }
+    if (s.ok()) s = RunOk({"ip", "-n", ns, "link", "set", node_dev, "up"});
+    if (s.ok()) s = RunOk({"ip", "-n", sw, "link", "set", port_dev, "master", "rsbr"});
+    if (s.ok()) s = RunOk({"ip", "-n", sw, "link", "set", port_dev, "up"});
+    if (s.ok()) s = ShapeEgress(ns, node_dev, link);  // Upload: node -> switch.
+    if (s.ok()) s = ShapeEgress(sw, port_dev, link);  // Download: switch -> node.
+  }
+  return s;
 }
 
 EmulatedNetwork::~EmulatedNetwork() {

@@ -138,6 +138,16 @@ class EmulatedNetwork {
  private:
   EmulatedNetwork() = default;
 
+  // Create's building step, on a fresh object whose names and addresses are set: the
+  // switch namespace with its bridge "rsbr", then per node its namespace, veth pair,
+  // address, bridge port and the shaping of its lo and of both veth ends (profile_).
+  // Stops at the first failure (FailedPrecondition for a missing qdisc, else the
+  // failing command's error) and leaves what it made to Teardown. Blocks while the ip/tc commands run.
+  absl::Status Build();
+  // Records `name` in created_, then runs `ip netns add` for it (so that a half-done
+  // add is cleaned too). Internal with the command's stderr on failure.
+  absl::Status AddNamespace(const std::string& name);
+
   NetworkProfile profile_;
   std::vector<std::string> roles_;
   std::string tag_;
