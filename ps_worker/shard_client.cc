@@ -93,6 +93,10 @@ struct ShardClient::Call {
   std::unique_ptr<grpc::ClientReaderWriter<WireChunk, WireChunk>> stream;
   int64_t step = 0;
   int64_t chunks = 0;
+  // The slice's chunk grid (layout_.size(), layout_.chunk_floats()), copied when the
+  // call opens: the reader thread reads it here, never layout_.
+  int64_t size = 0;
+  int64_t chunk_floats = 0;
   absl::Mutex mu;
   int64_t received ABSL_GUARDED_BY(mu) = 0;
   bool reader_done ABSL_GUARDED_BY(mu) = false;
@@ -131,88 +135,71 @@ absl::Status ShardClient::FinishPending() {
   return absl::OkStatus();
 }
 
-// PushPull is one function (about 100 lines) because it is one protocol exchange: the
-// sender loop, the reader loop and the deadline share the call's state, and splitting
-// them would spread the ordering rules (push highest first, write only once writable)
-// over several places.
-absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* params,
-                                   const std::function<bool(int64_t)>& wait_ready,
-                                   const std::function<bool(int64_t)>& wait_writable,
-                                   const std::function<void(int64_t)>& arrived,
-                                   PushPullTiming* timing) {
-  if (tcp_ != nullptr) {
-    return tcp_->PushPull(step, grads, params, wait_ready, wait_writable, arrived, timing);
-  }
-  RINGSIDE_RETURN_IF_ERROR(FinishPending());
-  const int64_t chunks = num_chunks();
-  const int64_t size = layout_.size();
-  const int64_t cf = layout_.chunk_floats();
-  auto call = std::make_unique<Call>();
-  Call* c = call.get();
-  c->step = step;
-  c->chunks = chunks;
-  SetDeadline(&c->context, kTransferAllowance);
-  // PushPull on the WireChunk codec (ps_server/wire_chunk.h): gradient chunks go out
-  // from `grads` itself, parameter chunks are copied once, into `params`.
-  c->stream.reset(grpc::internal::ClientReaderWriterFactory<WireChunk, WireChunk>::Create(
-      channel_.get(), push_pull_method_, &c->context));
-
-  // The reader runs beside the writer, on this client's long-lived reader thread: the
-  // server streams updated chunks back while this worker is still pushing (and would
-  // stall if nobody read them).
-  reader_.Run([this, c, step, size, cf, params, wait_writable, arrived, timing] {
-    WireChunk in;
-    while (c->stream->Read(&in)) {
-      const int64_t n = static_cast<int64_t>(in.payload_size() / sizeof(float));
-      const int64_t k = ChunkIndexAt(size, cf, in.offset);
-      {
-        absl::MutexLock l(&c->mu);
-        if (c->received >= c->chunks || in.kind != ps::PARAMS || k < 0 ||
-            in.payload_size() % sizeof(float) != 0 || n != ChunkOf(size, cf, k).size ||
-            in.step != step + 1) {
-          c->read_status = absl::DataLossError(absl::StrCat(
-              name_, ": malformed or extra parameter chunk at offset ", in.offset, " for step ", in.step));
-          c->context.TryCancel();
-          break;
-        }
-      }
-      // An early reply waits until backward no longer reads the chunk's parameters.
-      const bool writable = wait_writable(k);
-      {
-        absl::MutexLock l(&c->mu);
-        if (!writable) {
-          c->read_status = absl::CancelledError(
-              absl::StrCat(name_, ": push-pull of step ", step, " cancelled"));
-          c->context.TryCancel();
-          break;
-        }
-        in.CopyPayloadTo(params + in.offset);
-        // Before the count: PushPull must not return before the last arrival is told.
-        if (arrived) arrived(k);
-        const int64_t now = NowUs();
-        if (c->received++ == 0) timing->first_chunk_us = now;
-        timing->last_chunk_us = now;
-        timing->bytes_received += in.wire_bytes();
+// Reader side of a push-pull call: it runs beside the sender, on this client's
+// long-lived reader thread, because the server streams updated chunks back while this
+// worker is still pushing (and would stall if nobody read them).
+void ShardClient::ReadPushPullReplies(Call* c, float* params,
+                                      const std::function<bool(int64_t)>& wait_writable,
+                                      const std::function<void(int64_t)>& arrived,
+                                      PushPullTiming* timing) const {
+  const int64_t step = c->step;
+  const int64_t size = c->size;
+  const int64_t cf = c->chunk_floats;
+  WireChunk in;
+  while (c->stream->Read(&in)) {
+    const int64_t n = static_cast<int64_t>(in.payload_size() / sizeof(float));
+    const int64_t k = ChunkIndexAt(size, cf, in.offset);
+    {
+      absl::MutexLock l(&c->mu);
+      if (c->received >= c->chunks || in.kind != ps::PARAMS || k < 0 ||
+          in.payload_size() % sizeof(float) != 0 || n != ChunkOf(size, cf, k).size ||
+          in.step != step + 1) {
+        c->read_status = absl::DataLossError(absl::StrCat(
+            name_, ": malformed or extra parameter chunk at offset ", in.offset, " for step ", in.step));
+        c->context.TryCancel();
+        break;
       }
     }
-    absl::MutexLock l(&c->mu);
-    c->reader_done = true;
-  });
+    // An early reply waits until backward no longer reads the chunk's parameters.
+    const bool writable = wait_writable(k);
+    {
+      absl::MutexLock l(&c->mu);
+      if (!writable) {
+        c->read_status = absl::CancelledError(
+            absl::StrCat(name_, ": push-pull of step ", step, " cancelled"));
+        c->context.TryCancel();
+        break;
+      }
+      in.CopyPayloadTo(params + in.offset);
+      // Before the count: PushPull must not return before the last arrival is told.
+      if (arrived) arrived(k);
+      const int64_t now = NowUs();
+      if (c->received++ == 0) timing->first_chunk_us = now;
+      timing->last_chunk_us = now;
+      timing->bytes_received += in.wire_bytes();
+    }
+  }
+  absl::MutexLock l(&c->mu);
+  c->reader_done = true;
+}
 
+bool ShardClient::PushGradientChunks(Call* c, const float* grads,
+                                     const std::function<bool(int64_t)>& wait_ready,
+                                     PushPullTiming* timing) const {
   WireChunk out;
   out.worker_id = worker_id_;
-  out.step = step;
+  out.step = c->step;
   out.kind = ps::GRADIENTS;
   out.session = layout_.session();
   bool write_ok = true;
   bool cancelled = false;
-  for (int64_t k = chunks - 1; k >= 0 && write_ok; --k) {
+  for (int64_t k = c->chunks - 1; k >= 0 && write_ok; --k) {
     if (!wait_ready(k)) {
       cancelled = true;
       c->context.TryCancel();
       break;
     }
-    const Slice chunk = ChunkOf(size, cf, k);
+    const Slice chunk = ChunkOf(c->size, c->chunk_floats, k);
     out.offset = chunk.offset;
     // Borrowed: `grads` stays unchanged until every chunk's reply is back, and the
     // server replies to a chunk only after reading it.
@@ -222,6 +209,38 @@ absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* para
   }
   if (write_ok && !cancelled) c->stream->WritesDone();
   timing->push_done_us = NowUs();
+  return cancelled;
+}
+
+// One protocol exchange: open the call, start the reader (ReadPushPullReplies), push
+// on this thread (PushGradientChunks), then wait for the replies. The ordering rules
+// (push highest first, write only once writable) live in those two helpers.
+absl::Status ShardClient::PushPull(int64_t step, const float* grads, float* params,
+                                   const std::function<bool(int64_t)>& wait_ready,
+                                   const std::function<bool(int64_t)>& wait_writable,
+                                   const std::function<void(int64_t)>& arrived,
+                                   PushPullTiming* timing) {
+  if (tcp_ != nullptr) {
+    return tcp_->PushPull(step, grads, params, wait_ready, wait_writable, arrived, timing);
+  }
+  RINGSIDE_RETURN_IF_ERROR(FinishPending());
+  auto call = std::make_unique<Call>();
+  Call* c = call.get();
+  c->step = step;
+  c->chunks = num_chunks();
+  c->size = layout_.size();
+  c->chunk_floats = layout_.chunk_floats();
+  SetDeadline(&c->context, kTransferAllowance);
+  // PushPull on the WireChunk codec (ps_server/wire_chunk.h): gradient chunks go out
+  // from `grads` itself, parameter chunks are copied once, into `params`.
+  c->stream.reset(grpc::internal::ClientReaderWriterFactory<WireChunk, WireChunk>::Create(
+      channel_.get(), push_pull_method_, &c->context));
+
+  // The task keeps its own copies of the callbacks.
+  reader_.Run([this, c, params, wait_writable, arrived, timing] {
+    ReadPushPullReplies(c, params, wait_writable, arrived, timing);
+  });
+  const bool cancelled = PushGradientChunks(c, grads, wait_ready, timing);
   bool all_back;
   {
     absl::MutexLock l(&c->mu);

@@ -92,6 +92,30 @@ class ShardClient {
   absl::Status Error(const grpc::Status& s, const std::string& what) const;
   void SetDeadline(grpc::ClientContext* context, absl::Duration extra) const;
 
+  struct Call;  // One push-pull call on gRPC (shard_client.cc).
+
+  // PushPull's two sides on gRPC, each on one thread, sharing the open call `c`
+  // (owned by PushPull, then pending_; it outlives both). Each takes c->mu itself
+  // and must be called without it.
+  //
+  // Reader side, on reader_'s thread: reads the updated chunks of step c->step + 1
+  // into `params` (blocking in wait_writable(k) for each before writing it, then
+  // telling arrived(k) with c->mu held), counting them and the timing's chunk times
+  // and bytes received; on a malformed or extra chunk, or wait_writable false, sets
+  // c->read_status and cancels the call. Returns at the stream's end or after such a
+  // cancel, having set c->reader_done.
+  void ReadPushPullReplies(Call* c, float* params,
+                           const std::function<bool(int64_t)>& wait_writable,
+                           const std::function<void(int64_t)>& arrived,
+                           PushPullTiming* timing) const;
+  // Sender side, on the caller's thread: writes the gradient chunks of `grads` in
+  // descending chunk order, blocking in wait_ready(k) before chunk k, then closes the
+  // writes if every write went out and sets timing->push_done_us. Returns true iff
+  // wait_ready refused a chunk: the call is then cancelled and its writes left open.
+  bool PushGradientChunks(Call* c, const float* grads,
+                          const std::function<bool(int64_t)>& wait_ready,
+                          PushPullTiming* timing) const;
+
   std::shared_ptr<grpc::Channel> channel_;
   const grpc::internal::RpcMethod push_pull_method_;
   std::unique_ptr<ps::ParameterServer::Stub> stub_;
@@ -99,7 +123,6 @@ class ShardClient {
   const int worker_id_;
   const absl::Duration timeout_;
   ps::RegisterResponse layout_;
-  struct Call;
   std::unique_ptr<Call> pending_;  // Last push-pull call, until its end is collected.
   std::unique_ptr<TcpShardChannel> tcp_;  // The TCP data plane, once connected.
   TaskThread reader_;              // Reads each push-pull call's replies.
