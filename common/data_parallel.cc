@@ -235,16 +235,17 @@ absl::Status DataParallelStrategy::Run(absl::Span<const int64_t> samples, float 
     for (int r = 1; r < replicas(); ++r) trace->NameTrack(r, absl::StrCat("replica ", r));
     tracks_named_ = true;
   }
-  const int64_t lock_wait0 = lock_ != nullptr ? lock_->wait_us.load() : 0;
+  StepTally tally;
+  tally.lock_wait0 = lock_ != nullptr ? lock_->wait_us.load() : 0;
 
   // 1. Replicate: the master's parameters into every used replica.
-  const int64_t t_rep = NowMicros();
+  tally.t_rep = NowMicros();
   for (int r = 1; r < active; ++r) {
     ReplicaSlot& s = *replicas_[r - 1];
     s.ops->Copy(s.model->params(), master.params(), num_params);
   }
-  const int64_t t_scatter = NowMicros();
-  const int64_t moved = (active - 1) * num_params * static_cast<int64_t>(sizeof(float));
+  tally.t_scatter = NowMicros();
+  tally.moved = (active - 1) * num_params * static_cast<int64_t>(sizeof(float));
 
   // 2. Scatter: each replica's slice, gathered and loaded by the master.
   StepMetrics scratch;
@@ -254,8 +255,25 @@ absl::Status DataParallelStrategy::Run(absl::Span<const int64_t> samples, float 
     s.slice = slice_of(r);
     RINGSIDE_RETURN_IF_ERROR(s.step->Prefetch(s.slice, &scratch, nullptr));
   }
-  const int64_t t_apply = NowMicros();
+  tally.t_apply = NowMicros();
 
+  // 3. Parallel apply and 4. gather.
+  RINGSIDE_RETURN_IF_ERROR(ApplyAndGather(slice_of(0), active, loss_scale, trace, &tally));
+  tally.t_reduce = NowMicros();
+
+  // 5. Reduce: the replicas' gradients into the master's.
+  for (int r = 1; r < active; ++r) {
+    master_ops.Axpy(num_params, 1.0f, replicas_[r - 1]->model->grads(), master.grads());
+  }
+  tally.t_end = NowMicros();
+
+  RecordStep(n, tally, m, trace);
+  return absl::OkStatus();
+}
+
+absl::Status DataParallelStrategy::ApplyAndGather(absl::Span<const int64_t> master_slice,
+                                                  int active, float loss_scale,
+                                                  TraceWriter* trace, StepTally* tally) {
   // 3. Parallel apply: replicas 1..active-1 on their threads, the master here. The
   // master's backward adds onto its gradients (which hold the momentum state, see
   // LocalSgdStrategy); the others overwrite theirs.
@@ -271,26 +289,26 @@ absl::Status DataParallelStrategy::Run(absl::Span<const int64_t> samples, float 
       s->cpu_us = ThreadCpuMicros() - cpu0;
     });
   }
-  StepMetrics own;
+  StepMetrics& own = tally->own;
   HookTimes unused;
   const int64_t master_cpu0 = ThreadCpuMicros();
-  absl::Status status = master_step_.Run(slice_of(0), loss_scale, StepHooks{},
+  absl::Status status = master_step_.Run(master_slice, loss_scale, StepHooks{},
                                          /*announce=*/false, /*accumulate_grads=*/true, &own,
                                          trace, &unused);
-  const int64_t t_wait = NowMicros();
-  int64_t apply_cpu_us = ThreadCpuMicros() - master_cpu0;
+  tally->t_wait = NowMicros();
+  tally->apply_cpu_us = ThreadCpuMicros() - master_cpu0;
   // 4. Gather: every replica's loss and counts (after its thread is done).
-  double loss_sum = static_cast<double>(own.loss()) * own.samples();
-  int64_t correct = own.correct();
+  tally->loss_sum = static_cast<double>(own.loss()) * own.samples();
+  tally->correct = own.correct();
   for (int r = 1; r < active; ++r) {
     ReplicaSlot& s = *replicas_[r - 1];
     s.thread->Wait();
     if (status.ok() && !s.status.ok()) {
       status = Annotate(s.status, absl::StrCat("replica ", r));
     }
-    apply_cpu_us += s.cpu_us;
-    loss_sum += static_cast<double>(s.m.loss()) * s.m.samples();
-    correct += s.m.correct();
+    tally->apply_cpu_us += s.cpu_us;
+    tally->loss_sum += static_cast<double>(s.m.loss()) * s.m.samples();
+    tally->correct += s.m.correct();
     if (trace != nullptr) {
       // LocalStep::Run ran forward then backward from start_us (its batch was loaded).
       const int64_t f = static_cast<int64_t>(s.m.forward_ms() * 1e3);
@@ -299,45 +317,42 @@ absl::Status DataParallelStrategy::Run(absl::Span<const int64_t> samples, float 
       trace->Span("backward", kCatCompute, r, s.start_us + f, b);
     }
   }
-  RINGSIDE_RETURN_IF_ERROR(status);
-  const int64_t t_reduce = NowMicros();
+  return status;
+}
 
-  // 5. Reduce: the replicas' gradients into the master's.
-  for (int r = 1; r < active; ++r) {
-    master_ops.Axpy(num_params, 1.0f, replicas_[r - 1]->model->grads(), master.grads());
-  }
-  const int64_t t_end = NowMicros();
-
+void DataParallelStrategy::RecordStep(int64_t n, const StepTally& tally, StepMetrics* m,
+                                      TraceWriter* trace) const {
   if (trace != nullptr) {
-    trace->Span("replicate", kCatComm, kTrainingTrack, t_rep, t_scatter - t_rep,
-                {{"bytes", static_cast<double>(moved)}});
-    trace->Span("scatter", kCatData, kTrainingTrack, t_scatter, t_apply - t_scatter);
+    trace->Span("replicate", kCatComm, kTrainingTrack, tally.t_rep,
+                tally.t_scatter - tally.t_rep, {{"bytes", static_cast<double>(tally.moved)}});
+    trace->Span("scatter", kCatData, kTrainingTrack, tally.t_scatter,
+                tally.t_apply - tally.t_scatter);
     // The master's own forward and backward spans were drawn by its LocalStep.
-    if (t_reduce > t_wait) {
-      trace->Span("wait for replicas", kCatWait, kTrainingTrack, t_wait, t_reduce - t_wait);
+    if (tally.t_reduce > tally.t_wait) {
+      trace->Span("wait for replicas", kCatWait, kTrainingTrack, tally.t_wait,
+                  tally.t_reduce - tally.t_wait);
     }
-    trace->Span("reduce", kCatComm, kTrainingTrack, t_reduce, t_end - t_reduce,
-                {{"bytes", static_cast<double>(moved)}});
+    trace->Span("reduce", kCatComm, kTrainingTrack, tally.t_reduce,
+                tally.t_end - tally.t_reduce, {{"bytes", static_cast<double>(tally.moved)}});
   }
-  m->set_replicate_ms((t_scatter - t_rep) / 1e3);
-  m->set_scatter_ms((t_apply - t_scatter) / 1e3);
+  m->set_replicate_ms((tally.t_scatter - tally.t_rep) / 1e3);
+  m->set_scatter_ms((tally.t_apply - tally.t_scatter) / 1e3);
   m->set_data_ms(m->scatter_ms());
-  m->set_apply_ms((t_reduce - t_apply) / 1e3);
-  m->set_apply_cpu_ms(apply_cpu_us / 1e3);
-  m->set_forward_ms(own.forward_ms());
-  m->set_backward_ms(own.backward_ms());
-  m->set_reduce_ms((t_end - t_reduce) / 1e3);
+  m->set_apply_ms((tally.t_reduce - tally.t_apply) / 1e3);
+  m->set_apply_cpu_ms(tally.apply_cpu_us / 1e3);
+  m->set_forward_ms(tally.own.forward_ms());
+  m->set_backward_ms(tally.own.backward_ms());
+  m->set_reduce_ms((tally.t_end - tally.t_reduce) / 1e3);
   m->set_comm_ms(m->replicate_ms() + m->reduce_ms());
-  m->set_bytes_sent(moved);
-  m->set_bytes_received(moved);
+  m->set_bytes_sent(tally.moved);
+  m->set_bytes_received(tally.moved);
   m->set_samples(static_cast<int32_t>(n));
-  m->set_correct(static_cast<int32_t>(correct));
-  m->set_loss(static_cast<float>(loss_sum / n));
+  m->set_correct(static_cast<int32_t>(tally.correct));
+  m->set_loss(static_cast<float>(tally.loss_sum / n));
   if (lock_ != nullptr) {
     m->set_emulated(true);
-    m->set_lock_wait_ms((lock_->wait_us.load() - lock_wait0) / 1e3);
+    m->set_lock_wait_ms((lock_->wait_us.load() - tally.lock_wait0) / 1e3);
   }
-  return absl::OkStatus();
 }
 
 absl::Status DataParallelStrategy::FinishStep(const HookTimes& hook_times, StepMetrics* m,

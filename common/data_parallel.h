@@ -133,11 +133,40 @@ class DataParallelStrategy final : public StepStrategy, private StepCompute {
     std::unique_ptr<TaskThread> thread;
   };
 
+  // One step as Run measures it, for RecordStep: the phases' start times (NowMicros)
+  // and the replicas' results as the gather adds them up.
+  struct StepTally {
+    int64_t t_rep = 0;         // 1. replicate.
+    int64_t t_scatter = 0;     // 2. scatter.
+    int64_t t_apply = 0;       // 3. parallel apply.
+    int64_t t_wait = 0;        // The master's own slice done: waiting for the replicas.
+    int64_t t_reduce = 0;      // 5. reduce.
+    int64_t t_end = 0;         // The step's end.
+    int64_t moved = 0;         // Bytes replicate moves, and reduce.
+    int64_t lock_wait0 = 0;    // lock_->wait_us at the step's start (0 without the lock).
+    StepMetrics own;           // The master's LocalStep::Run.
+    // Apply's CPU time, loss (summed over samples) and correct count, added up over
+    // the master and the used replicas.
+    int64_t apply_cpu_us = 0;
+    double loss_sum = 0;
+    int64_t correct = 0;
+  };
+
   DataParallelStrategy(Replica* master, std::unique_ptr<LocalSgdStrategy> sgd,
                        std::shared_ptr<InterpreterLock> lock);
   // Steps 1-5 of the header's list (StepCompute).
   absl::Status Run(absl::Span<const int64_t> samples, float loss_scale, StepMetrics* m,
                    TraceWriter* trace) override;
+  // Steps 3-4: replicas 1..active-1 run their scattered slices on their threads while
+  // the master runs `master_slice` here, into tally's t_wait and the sums after it. Blocks
+  // until every one has finished (even after an error), then returns the first error
+  // (the master's, else the lowest replica's, annotated "replica r").
+  absl::Status ApplyAndGather(absl::Span<const int64_t> master_slice, int active,
+                              float loss_scale, TraceWriter* trace, StepTally* tally);
+  // Fills `m` with the step's phases (a step of `n` samples) and draws the master's
+  // phase spans other than forward and backward on `trace` (may be nullptr).
+  void RecordStep(int64_t n, const StepTally& tally, StepMetrics* m,
+                  TraceWriter* trace) const;
 
   Replica* const master_;
   std::unique_ptr<LocalSgdStrategy> sgd_;  // Steps the master's parameters.

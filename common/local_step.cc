@@ -92,61 +92,39 @@ absl::Status LocalStep::Load(absl::Span<const int64_t> indices) {
   return absl::OkStatus();
 }
 
-absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
-                            const StepHooks& hooks, bool announce, bool accumulate_grads,
-                            StepMetrics* m, TraceWriter* trace, HookTimes* hook_times) {
-  const int64_t t0 = NowMicros();
-  const bool staged = !prefetched_.empty() &&
-                      absl::MakeConstSpan(prefetched_) == indices;
-  prefetched_.clear();
-  if (!staged) RINGSIDE_RETURN_IF_ERROR(Load(indices));
-  const int64_t t1 = NowMicros();
-  const float* x = x_now_;
-  const int32_t* y = y_now_;
-  const int batch = static_cast<int>(indices.size());
-  // Time spent inside the strategy's hooks is the strategy's (waiting for parameters,
-  // update or communication launch), not forward's or backward's: measure it and take
-  // it out, in the step record and in the trace.
-  int64_t wait_us = 0;
-  Intervals waits;
+absl::StatusOr<ForwardResult> LocalStep::TimedForward(int batch, const StepHooks& hooks,
+                                                      HookCalls* waits) {
   ForwardHooks fh;
   if (hooks.forward.params_needed) {
     fh.split_at = hooks.forward.split_at;
-    fh.params_needed = [&hooks, &wait_us, &waits](const ParamRange& range) {
+    fh.params_needed = [&hooks, waits](const ParamRange& range) {
       const int64_t h0 = NowMicros();
       absl::Status s = hooks.forward.params_needed(range);
       const int64_t h1 = NowMicros();
-      wait_us += h1 - h0;
-      if (h1 > h0) waits.emplace_back(h0, h1);
+      waits->us += h1 - h0;
+      if (h1 > h0) waits->spans.emplace_back(h0, h1);
       return s;
     };
   }
-  RINGSIDE_ASSIGN_OR_RETURN(ForwardResult fwd, model_->Forward(x, y, batch, fh));
-  const int64_t t2 = NowMicros();
-  // Numerical safety: the loss is on the host already (Forward read it back).
-  const bool bad_loss = !std::isfinite(fwd.loss_sum);
+  return model_->Forward(x_now_, y_now_, batch, fh);
+}
+
+absl::Status LocalStep::TimedBackward(float loss_scale, const StepHooks& hooks, bool announce,
+                                      bool accumulate_grads, bool bad_loss, HookCalls* calls) {
   const NonFiniteLossSkip skip = hooks.nonfinite_skip;
-  if (bad_loss) {
-    if (!hooks.skip_nonfinite && skip != NonFiniteLossSkip::kPoisonGradients) {
-      return NonFiniteError(absl::StrCat("non-finite loss (", fwd.loss_sum / batch, ")"));
-    }
-    if (hooks.skip_nonfinite) m->set_skipped_nonfinite(true);
-  }
   const bool run_backward = !bad_loss || skip != NonFiniteLossSkip::kSkipBackward;
   // The value every announced gradient range is overwritten with on a skipped step.
   const float fill = skip == NonFiniteLossSkip::kZeroGradients
                          ? 0.0f
                          : std::numeric_limits<float>::quiet_NaN();
-  int64_t hook_us = 0;
-  Intervals calls;
-  auto timed = [&hook_us, &calls](const GradReadyFn& hook) -> GradReadyFn {
+  auto timed = [calls](const GradReadyFn& hook) -> GradReadyFn {
     if (!hook) return nullptr;
-    return [&hook, &hook_us, &calls](const ParamRange& range) {
+    return [&hook, calls](const ParamRange& range) {
       const int64_t h0 = NowMicros();
       hook(range);
       const int64_t h1 = NowMicros();
-      hook_us += h1 - h0;
-      if (h1 > h0) calls.emplace_back(h0, h1);
+      calls->us += h1 - h0;
+      if (h1 > h0) calls->spans.emplace_back(h0, h1);
     };
   };
   const BackwardHooks none;
@@ -167,19 +145,49 @@ absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
     // Ranges nobody announced (an earlier micro-batch) are handed on later: fill them too.
     if (bad_loss && !grads_ready) ops_->Fill(model_->grads(), model_->num_params(), fill);
   }
+  return absl::OkStatus();
+}
+
+absl::Status LocalStep::Run(absl::Span<const int64_t> indices, float loss_scale,
+                            const StepHooks& hooks, bool announce, bool accumulate_grads,
+                            StepMetrics* m, TraceWriter* trace, HookTimes* hook_times) {
+  const int64_t t0 = NowMicros();
+  const bool staged = !prefetched_.empty() &&
+                      absl::MakeConstSpan(prefetched_) == indices;
+  prefetched_.clear();
+  if (!staged) RINGSIDE_RETURN_IF_ERROR(Load(indices));
+  const int64_t t1 = NowMicros();
+  const int batch = static_cast<int>(indices.size());
+  // Time spent inside the strategy's hooks is the strategy's (waiting for parameters,
+  // update or communication launch), not forward's or backward's: measure it and take
+  // it out, in the step record and in the trace.
+  HookCalls waits;
+  RINGSIDE_ASSIGN_OR_RETURN(ForwardResult fwd, TimedForward(batch, hooks, &waits));
+  const int64_t t2 = NowMicros();
+  // Numerical safety: the loss is on the host already (Forward read it back).
+  const bool bad_loss = !std::isfinite(fwd.loss_sum);
+  if (bad_loss) {
+    if (!hooks.skip_nonfinite && hooks.nonfinite_skip != NonFiniteLossSkip::kPoisonGradients) {
+      return NonFiniteError(absl::StrCat("non-finite loss (", fwd.loss_sum / batch, ")"));
+    }
+    if (hooks.skip_nonfinite) m->set_skipped_nonfinite(true);
+  }
+  HookCalls calls;
+  RINGSIDE_RETURN_IF_ERROR(
+      TimedBackward(loss_scale, hooks, announce, accumulate_grads, bad_loss, &calls));
   const int64_t t3 = NowMicros();
-  hook_times->forward_us += wait_us;
-  hook_times->backward_us += hook_us;
+  hook_times->forward_us += waits.us;
+  hook_times->backward_us += calls.us;
   m->set_data_ms((t1 - t0) / 1e3);
-  m->set_forward_ms((t2 - t1 - wait_us) / 1e3);
-  m->set_backward_ms((t3 - t2 - hook_us) / 1e3);
+  m->set_forward_ms((t2 - t1 - waits.us) / 1e3);
+  m->set_backward_ms((t3 - t2 - calls.us) / 1e3);
   m->set_loss(static_cast<float>(fwd.loss_sum / batch));
   m->set_samples(batch);
   m->set_correct(static_cast<int32_t>(fwd.correct));
   if (trace != nullptr) {
     if (!staged) trace->Span("data", kCatData, kTrainingTrack, t0, t1 - t0);
-    DrawCut(trace, "forward", kCatCompute, t1, t2, waits, "wait for parameters", kCatWait);
-    DrawCut(trace, "backward", kCatCompute, t2, t3, calls, hooks.backward_hook_span,
+    DrawCut(trace, "forward", kCatCompute, t1, t2, waits.spans, "wait for parameters", kCatWait);
+    DrawCut(trace, "backward", kCatCompute, t2, t3, calls.spans, hooks.backward_hook_span,
             hooks.backward_hook_cat);
   }
   return absl::OkStatus();

@@ -143,6 +143,21 @@ class LocalStep {
   // y_now_ at the batch as the model must read it.
   absl::Status Load(absl::Span<const int64_t> indices);
 
+  // Time the training thread spent inside one phase's hooks: the total, and each call
+  // that took any as [start, end) in NowMicros(), in call order (the trace's cuts).
+  struct HookCalls {
+    int64_t us = 0;
+    std::vector<std::pair<int64_t, int64_t>> spans;
+  };
+
+  // Run's forward over the loaded batch (`batch` samples), hooks.forward's params_needed
+  // (if any) timed into `waits`. Blocks in those hooks; their error stops it.
+  absl::StatusOr<ForwardResult> TimedForward(int batch, const StepHooks& hooks, HookCalls* waits);
+  // Run's backward, unless the step skips it (`bad_loss`, see NonFiniteLossSkip): the
+  // announcing hooks (none unless `announce`) timed into `calls`, a bad step's ranges filled.
+  absl::Status TimedBackward(float loss_scale, const StepHooks& hooks, bool announce,
+                             bool accumulate_grads, bool bad_loss, HookCalls* calls);
+
   // Host staging memory (page-locked on a GPU, so the copy is asynchronous), two slots
   // used in turn: a slot is overwritten two Loads after it was filled, and each batch
   // is run through a forward in between, whose loss read-back waits for the device and
