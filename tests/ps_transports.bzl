@@ -5,7 +5,9 @@ def ps_transport_sh_tests(name, **kwargs):
 
     Each runs the same script with RINGSIDE_TEST_PS_TRANSPORT set, which
     tests/test_lib.sh turns into --ps_transport=grpc or tcp on every PS job it starts.
-    (NAME_test kept its name from when gRPC was the default.)
+    A part that starts no PS job (DDP, single) is the same on both: it runs in
+    NAME_test only (test_lib.sh's not_ps_part). (NAME_test kept its name from when
+    gRPC was the default.)
 
     Args:
       name: the script's stem (tests/NAME_test.sh).

@@ -148,6 +148,15 @@ if [ -n "${RINGSIDE_TEST_PS_TRANSPORT:-}" ] && [ -n "${RINGSIDE:-}" ]; then
   RINGSIDE=$ps_wrapper
 fi
 
+# not_ps_part NAME: true where a twin's part that starts no PS job (a DDP or single
+# job: the transport changes nothing in it) runs. It runs once, in NAME_test (gRPC, or
+# no transport set); NAME_tcp_test says in one line that it left it to its twin.
+not_ps_part() {
+  [ "${RINGSIDE_TEST_PS_TRANSPORT:-grpc}" = grpc ] && return 0
+  echo "--   $1: no PS job in it; run by the gRPC twin"
+  return 1
+}
+
 # device_records RANKS: the pattern every step record of a job of RANKS ranks matches:
 # the CPU, not emulated; or a GPU, emulated where the ranks outnumber the GPUs.
 device_records() {
