@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "common/ops.h"
 #include "common/ringside.pb.h"
+#include "common/wire_format.h"
 
 namespace ringside {
 
@@ -44,6 +45,10 @@ inline constexpr char kPsModeSummation[] = "summation";
 // OK for "", kPsModeOptimizer or kPsModeSummation; else InvalidArgument "unknown
 // --ps_mode 'X' (expected optimizer or summation)". The one check of the names.
 absl::Status CheckPsModeName(absl::string_view mode);
+// A --compress value (RunConfig.compress) as the format gradients travel in: "" and
+// "none" are kFp32, "fp16" and "bf16" themselves; else InvalidArgument "unknown
+// --compress 'X' (expected none, fp16 or bf16)". The one check of the names.
+absl::StatusOr<WireFormat> ParseCompression(absl::string_view name);
 // Samples per forward pass when evaluating.
 inline constexpr int kDefaultEvalBatch = 1000;
 

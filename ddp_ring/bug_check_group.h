@@ -69,6 +69,9 @@ class BugCheckGroup final : public ProcessGroup {
   std::shared_ptr<Work> AllReduce(float* data, int64_t n, ReduceOp op) override {
     return inner_->AllReduce(data, n, op);
   }
+  std::shared_ptr<Work> AllReduceOnWire(float* data, int64_t n, ReduceOp op, WireFormat format) override {
+    return inner_->AllReduceOnWire(data, n, op, format);
+  }
   std::shared_ptr<Work> Broadcast(float* data, int64_t n, int root) override;
   std::shared_ptr<Work> AllGather(const float* in, int64_t n, float* out) override {
     return inner_->AllGather(in, n, out);

@@ -6,6 +6,7 @@
 // needs world_size > 1 unless it says otherwise, and n > 0.
 //
 //   allreduce_ring.cc                 pipelined ring (ring_schedule.h)
+//   allreduce_ring_compressed.cc      the same ring, 2-byte values on the wire
 //   allreduce_halving_doubling.cc     Rabenseifner, over the direct pairs
 //   allreduce_recursive_doubling.cc   lg P swaps, over the direct pairs
 //   doubling_steps.cc                 the doublings' fold-in, fold-out and exchange
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/wire_format.h"
 #include "ddp_ring/transfer.h"
 
 namespace ringside {
@@ -26,13 +28,15 @@ namespace ringside {
 // Where an algorithm runs: this rank among world_size, the collective's tag (the same
 // on every rank: the n-th collective of a group carries tag n), the transfer and a
 // scratch vector the algorithm may grow (kept between collectives, so that steady
-// state allocates nothing). Borrowed; one collective at a time.
+// state allocates nothing), and one of 2-byte codes for the compressed ring. Borrowed;
+// one collective at a time.
 struct CollectiveContext {
   int rank = 0;
   int world_size = 1;
   uint32_t tag = 0;
   Transfer* transfer = nullptr;
   std::vector<float>* scratch = nullptr;
+  std::vector<uint16_t>* wire_scratch = nullptr;
 };
 
 // Slot prefixes of the algorithms on posted transfers. Gloo's built-in collectives use
@@ -55,6 +59,17 @@ inline constexpr uint8_t kAllToAllSlotPrefix = 0x5a;
 // transfer in flight, and are added into `data`; the all-gather receives straight into
 // `data`. Each rank sends and receives about 2 (w - 1) / w x n floats.
 absl::Status RingAllReduce(const CollectiveContext& c, float* data, int64_t n);
+
+// data [n] = sum over ranks, in place, on RingAllReduce's schedule with every value on
+// the wire in `format` (--compress=fp16|bf16; kFp32 runs RingAllReduce): a rank encodes
+// its running sum just before sending it, decodes what it receives and adds it in
+// float32; the all-gather moves each chunk's final sum as encoded once by the rank that
+// completed it, and every rank ends with the decoded codes, so all ranks end
+// bit-identical. Chunk c's result is thus dec(enc(x[c + w - 1] + dec(enc(... +
+// dec(enc(x[c])))))). Each rank sends and receives about 2 (w - 1) / w x n values of 2
+// bytes: half of RingAllReduce's bytes. A partial sum beyond fp16's range (65504) turns
+// into +-inf (the non-finite checks see it). Needs c.wire_scratch.
+absl::Status CompressedRingAllReduce(const CollectiveContext& c, float* data, int64_t n, WireFormat format);
 
 // data [n] = sum over ranks, in place, over the direct pairs (Transfer::Exchange):
 // fold-in; then in round k = 0 .. lg P - 1 rank r < P (P the largest power of two <=

@@ -188,13 +188,13 @@ ProcessGroupOptions GroupOptions(const JobEnv& env, const DdpWorkerOptions& o,
 void DescribeJob(const JobEnv& env, const DdpWorkerOptions& o, const RunConfig& config,
                  const Replica& replica, const ProcessGroup& group, const Reducer& reducer) {
   if (env.rank != 0) return;
-  absl::FPrintF(stderr, "ddp: %d ranks (%s), backend %s on %s%s, %d buckets, overlap %s, model %s (%d parameters)\n",
+  absl::FPrintF(stderr, "ddp: %d ranks (%s), backend %s on %s%s, %d buckets, overlap %s, gradients in %s, model %s (%d parameters)\n",
                 env.world_size, env.launcher, group.backend(), replica.ops->name(),
                 group.emulated() || replica.shares_gpu
                     ? absl::StrCat(" (emulated: ", env.local_world_size,
                                    " ranks share the GPU(s) of this node; NCCL over sockets)")
                     : std::string(),
-                reducer.buckets().size(), o.reducer.overlap ? "on" : "off", config.model(),
+                reducer.buckets().size(), o.reducer.overlap ? "on" : "off", WireFormatName(o.reducer.wire), config.model(),
                 replica.model->num_params());
 }
 

@@ -216,6 +216,19 @@ class GlooProcessGroup : public ProcessGroup {
     });
   }
 
+  std::shared_ptr<Work> AllReduceOnWire(float* data, int64_t n, ReduceOp op, WireFormat format) override {
+    if (format == WireFormat::kFp32) return AllReduce(data, n, op);
+    if (absl::Status s = CheckBuffer("all_reduce", data, n); !s.ok()) {
+      return CompletedWork(s);
+    }
+    if (n == 0) return CompletedWork(absl::OkStatus());
+    return Enqueue("all_reduce", [this, data, n, op, format](const CollectiveContext& c) {
+      if (world_size_ > 1) RINGSIDE_RETURN_IF_ERROR(CompressedRingAllReduce(c, data, n, format));
+      if (op == ReduceOp::kAverage) Scale(data, n, 1.0f / world_size_);
+      return absl::OkStatus();
+    });
+  }
+
   std::shared_ptr<Work> Broadcast(float* data, int64_t n, int root) override {
     if (absl::Status s = CheckBuffer("broadcast", data, n); !s.ok()) {
       return CompletedWork(s);
@@ -431,7 +444,7 @@ class GlooProcessGroup : public ProcessGroup {
     }
     absl::Status failure;
     try {
-      const absl::Status status = op.run({rank_, world_size_, op.tag, &transfer, &scratch_});
+      const absl::Status status = op.run({rank_, world_size_, op.tag, &transfer, &scratch_, &wire_scratch_});
       if (status.ok()) return status;
       failure = absl::Status(status.code(),
                              absl::StrCat("rank ", rank_, ": ", op.name, " failed: ", status.message()));
@@ -466,6 +479,7 @@ class GlooProcessGroup : public ProcessGroup {
 
   uint32_t next_tag_ = 0;  // Issuing thread only (and the destructor).
   std::vector<float> scratch_;  // Worker thread only: the algorithms' scratch.
+  std::vector<uint16_t> wire_scratch_;  // Worker thread only: the compressed ring's codes.
   // The doublings' connections (null unless one may run); used by the worker thread.
   std::unique_ptr<TcpPairs> pairs_;
   absl::Status broken_;    // Worker thread only: the first failure.

@@ -37,6 +37,7 @@
 #include "absl/time/time.h"
 #include "common/cuda_check.h"
 #include "common/status_macros.h"
+#include "common/wire_format.h"
 #include "ddp_ring/nccl_process_group.h"
 #include "ddp_ring/nccl_rendezvous.h"
 #include "ddp_ring/rank_monitor.h"
@@ -364,6 +365,13 @@ class NcclProcessGroup : public ProcessGroup {
     return Launch("all_reduce", data, n, /*root=*/0, [=](ncclComm_t comm, cudaStream_t stream) {
       return ncclAllReduce(data, data, n, ncclFloat, ToNccl(op), comm, stream);
     });
+  }
+
+  std::shared_ptr<Work> AllReduceOnWire(float* data, int64_t n, ReduceOp op, WireFormat format) override {
+    if (format == WireFormat::kFp32) return AllReduce(data, n, op);
+    return CompletedWork(absl::InvalidArgumentError(absl::StrCat(
+        "rank ", rank_, ": all_reduce in ", WireFormatName(format),
+        " runs on the gloo backend only (--compress with --backend=nccl is not wired in yet)")));
   }
 
   std::shared_ptr<Work> Broadcast(float* data, int64_t n, int root) override {

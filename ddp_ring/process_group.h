@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/ops.h"
+#include "common/wire_format.h"
 #include "ddp_ring/allreduce_algorithm.h"
 #include "ddp_ring/store.h"
 
@@ -135,6 +136,13 @@ class ProcessGroup {
 
   // data [n] = op over ranks of data [n], in place.
   virtual std::shared_ptr<Work> AllReduce(float* data, int64_t n, ReduceOp op) = 0;
+  // AllReduce with every value on the wire in `format` (--compress=fp16|bf16; kFp32 is
+  // AllReduce): a sum rounded as the backend's compressed algorithm rounds it, the same
+  // on every rank. Gloo runs the compressed ring (collective_algorithms.h) whatever
+  // --allreduce says; NCCL fails the Work with InvalidArgument for a 2-byte format (its
+  // half-precision all-reduce is not wired in yet).
+  virtual std::shared_ptr<Work> AllReduceOnWire(float* data, int64_t n, ReduceOp op,
+                                                WireFormat format) = 0;
   // data [n] = root's data [n].
   virtual std::shared_ptr<Work> Broadcast(float* data, int64_t n, int root) = 0;
   // out [world_size * n] = concatenation over ranks (in rank order) of in [n].

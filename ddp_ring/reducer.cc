@@ -75,8 +75,8 @@ Reducer::Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd,
 
 void Reducer::Launch(size_t b) {
   launch_us_[b] = NowMicros();
-  work_[b] = group_->AllReduce(model_->grads() + buckets_[b].offset, buckets_[b].size,
-                               ReduceOp::kSum);
+  work_[b] = group_->AllReduceOnWire(model_->grads() + buckets_[b].offset, buckets_[b].size,
+                                     ReduceOp::kSum, options_.wire);
 }
 
 StepHooks Reducer::hooks() {

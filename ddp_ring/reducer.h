@@ -37,6 +37,9 @@ struct ReducerOptions {
   // Numerical safety (--nan_policy=skip_step): check each reduced bucket before any
   // update and discard the whole step's update when one holds a non-finite value.
   bool skip_nonfinite = false;
+  // --compress=fp16|bf16: every bucket's all-reduce moves 2-byte values
+  // (ProcessGroup::AllReduceOnWire); evaluation sums stay float32.
+  WireFormat wire = WireFormat::kFp32;
 };
 
 // A bucket: gradient floats [offset, offset + size), covering whole layers.

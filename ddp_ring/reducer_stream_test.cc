@@ -41,6 +41,9 @@ class LoggingGroup final : public ProcessGroup {
   Ops* producer() const { return producer_; }
 
   std::shared_ptr<Work> AllReduce(float* data, int64_t n, ReduceOp op) override { return Issue(); }
+  std::shared_ptr<Work> AllReduceOnWire(float* data, int64_t n, ReduceOp op, WireFormat) override {
+    return Issue();
+  }
   std::shared_ptr<Work> Broadcast(float* data, int64_t n, int root) override { return Issue(); }
   std::shared_ptr<Work> AllGather(const float* in, int64_t n, float* out) override {
     std::copy(in, in + n, out);
@@ -239,6 +242,7 @@ TEST(ReducerStreamTest, GroupThatCannotReadTheModelsMemoryIsRefused) {
                  : absl::InvalidArgumentError(absl::StrCat("host memory only, not ", ops->name()));
     }
     std::shared_ptr<Work> AllReduce(float*, int64_t, ReduceOp) override { return nullptr; }
+    std::shared_ptr<Work> AllReduceOnWire(float*, int64_t, ReduceOp, WireFormat) override { return nullptr; }
     std::shared_ptr<Work> Broadcast(float*, int64_t, int) override { return nullptr; }
     std::shared_ptr<Work> AllGather(const float*, int64_t, float*) override { return nullptr; }
     std::shared_ptr<Work> ReduceScatter(const float*, float*, int64_t, ReduceOp) override {

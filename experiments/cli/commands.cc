@@ -26,7 +26,7 @@ namespace {
 #define RINGSIDE_RUN_OPTION_FLAGS "out resume checkpoint_every keep_checkpoints eval_batch "
 #define RINGSIDE_PS_FLAGS "workers ps_shards ps_sync ps_chunk_kb ps_colocated ps_worker_summers ps_transport ps_placement ps_mode timeout_s " \
   RINGSIDE_SECURITY_FLAGS /* Elastic PS (issue 23). */ "ps_min_workers "
-#define RINGSIDE_DDP_FLAGS "backend bucket_cap_mb first_bucket_mb overlap allreduce "
+#define RINGSIDE_DDP_FLAGS "backend bucket_cap_mb first_bucket_mb overlap allreduce compress "
 
 // Security (docs/security.md): every verb that starts or calls a shard or the store.
 #define RINGSIDE_SECURITY_FLAGS "token_file tls_cert tls_key tls_ca "

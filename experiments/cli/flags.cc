@@ -60,6 +60,9 @@ ABSL_FLAG(std::string, backend, "gloo", "ddp: process-group backend, gloo (CPU) 
 ABSL_FLAG(double, bucket_cap_mb, ringside::kDefaultBucketCapBytes / double{1 << 20}, "ddp: gradient bucket cap in MB");
 ABSL_FLAG(double, first_bucket_mb, ringside::kDefaultFirstBucketBytes / double{1 << 20}, "ddp: cap of the first bucket (the last layers) in MB");
 ABSL_FLAG(bool, overlap, true, "ddp: all-reduce buckets during backward (false: after it)");
+ABSL_FLAG(std::string, compress, "none",
+          "ddp: gradients on the wire as none (float32), fp16 or bf16 (half the bytes; the ring sums in float32 "
+          "between hops)");
 ABSL_FLAG(std::string, allreduce, "auto",
           "ddp (gloo): auto (recursive-doubling at 2 ranks, else ring), ring, "
           "halving-doubling or recursive-doubling");
@@ -245,6 +248,7 @@ JobFlags ReadJobFlags() {
   f.bucket_cap_mb = absl::GetFlag(FLAGS_bucket_cap_mb);
   f.first_bucket_mb = absl::GetFlag(FLAGS_first_bucket_mb);
   f.overlap = absl::GetFlag(FLAGS_overlap);
+  f.compress = absl::GetFlag(FLAGS_compress);
   f.timeout_s = absl::GetFlag(FLAGS_timeout_s);
   f.ps_shards = absl::GetFlag(FLAGS_ps_shards);
   f.ps_chunk_kb = absl::GetFlag(FLAGS_ps_chunk_kb);

@@ -43,6 +43,7 @@ ABSL_DECLARE_FLAG(std::string, backend);
 ABSL_DECLARE_FLAG(double, bucket_cap_mb);
 ABSL_DECLARE_FLAG(double, first_bucket_mb);
 ABSL_DECLARE_FLAG(bool, overlap);
+ABSL_DECLARE_FLAG(std::string, compress);
 ABSL_DECLARE_FLAG(std::string, allreduce);
 ABSL_DECLARE_FLAG(int32_t, timeout_s);
 ABSL_DECLARE_FLAG(std::string, network);

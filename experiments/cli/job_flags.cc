@@ -58,6 +58,8 @@ RunConfig BaseConfig(const JobFlags& f, JobStrategy strategy) {
   c.set_drop_last(f.drop_last);
   c.set_grad_accum(f.grad_accum);
   c.set_prefetch(f.prefetch);
+  // Any strategy, so that ValidateRunConfig names what --compress needs.
+  c.set_compress(f.compress == "none" ? "" : f.compress);
   if (strategy == JobStrategy::kDdp) {
     c.set_backend(f.backend);
     c.set_bucket_cap_bytes(static_cast<int64_t>(f.bucket_cap_mb * (1 << 20)));

@@ -51,6 +51,7 @@ struct JobFlags {
   std::string backend, allreduce;
   double bucket_cap_mb = 0, first_bucket_mb = 0;
   bool overlap = false;
+  std::string compress;  // --compress: "none", "fp16" or "bf16" (RunConfig.compress).
   int32_t timeout_s = 0;
   int32_t ps_shards = 0, ps_chunk_kb = 0, ps_min_workers = 0;
   std::string ps_sync, ps_transport, ps_placement, ps_mode;

@@ -131,6 +131,7 @@ absl::Status RunDdpRank(const JobSpec& job) {
   o.reducer.bucket_cap_bytes = job.run.config.bucket_cap_bytes();
   o.reducer.first_bucket_bytes = job.run.config.first_bucket_bytes();
   o.reducer.overlap = job.run.config.overlap();
+  RINGSIDE_ASSIGN_OR_RETURN(o.reducer.wire, ParseCompression(job.run.config.compress()));
   o.algorithm = job.allreduce;
   o.timeout = job.timeout;
   o.security = job.security;
