@@ -186,23 +186,9 @@ absl::Status ValidatePsTransport(const RunConfig& c) {
   return absl::OkStatus();
 }
 
-// Gradient compression: a known format, on DDP's Gloo ring (the compressed ring is a
-// ring; NCCL's half-precision path and the PS's compressed pushes are not wired in).
+// Gradient compression (CheckCompression).
 absl::Status ValidateCompression(const RunConfig& c) {
-  RINGSIDE_ASSIGN_OR_RETURN(const WireFormat format, ParseCompression(c.compress()));
-  if (format == WireFormat::kFp32) return absl::OkStatus();
-  if (c.strategy() != "ddp") {
-    return absl::InvalidArgumentError(absl::StrCat("--compress=", c.compress(), " needs --strategy=ddp"));
-  }
-  if (c.backend() == "nccl") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--compress=", c.compress(), " runs on --backend=gloo (NCCL's is not wired in yet)"));
-  }
-  if (!c.allreduce().empty() && c.allreduce() != "auto" && c.allreduce() != "ring") {
-    return absl::InvalidArgumentError(absl::StrCat("--compress=", c.compress(), " runs on the ring: drop --allreduce=",
-                                                   c.allreduce(), " or use --allreduce=ring"));
-  }
-  return absl::OkStatus();
+  return CheckCompression(c.compress(), c.strategy(), c.backend(), c.allreduce());
 }
 
 // Where the PS's tensors live (common/ps_placement.h).
@@ -302,6 +288,26 @@ absl::StatusOr<WireFormat> ParseCompression(absl::string_view name) {
   if (name == "fp16") return WireFormat::kFp16;
   if (name == "bf16") return WireFormat::kBf16;
   return absl::InvalidArgumentError(absl::StrCat("unknown --compress '", name, "' (expected none, fp16 or bf16)"));
+}
+
+// The compressed ring is a ring; NCCL's half-precision path and the PS's compressed
+// pushes are not wired in.
+absl::Status CheckCompression(absl::string_view compress, absl::string_view strategy, absl::string_view backend,
+                              absl::string_view allreduce) {
+  RINGSIDE_ASSIGN_OR_RETURN(const WireFormat format, ParseCompression(compress));
+  if (format == WireFormat::kFp32) return absl::OkStatus();
+  if (strategy != "ddp") {
+    return absl::InvalidArgumentError(absl::StrCat("--compress=", compress, " needs --strategy=ddp"));
+  }
+  if (backend == "nccl") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--compress=", compress, " runs on --backend=gloo (NCCL's is not wired in yet)"));
+  }
+  if (!allreduce.empty() && allreduce != "auto" && allreduce != "ring") {
+    return absl::InvalidArgumentError(absl::StrCat("--compress=", compress, " runs on the ring: drop --allreduce=",
+                                                   allreduce, " or use --allreduce=ring"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckPsModeName(absl::string_view mode) {

@@ -49,6 +49,12 @@ absl::Status CheckPsModeName(absl::string_view mode);
 // "none" are kFp32, "fp16" and "bf16" themselves; else InvalidArgument "unknown
 // --compress 'X' (expected none, fp16 or bf16)". The one check of the names.
 absl::StatusOr<WireFormat> ParseCompression(absl::string_view name);
+// Where --compress=`compress` can run: a known name (ParseCompression), and, unless it
+// is none, DDP (`strategy` "ddp") on `backend` gloo with `allreduce` "", auto or ring
+// (the compressed ring). InvalidArgument "--compress=X needs ..." otherwise. The one
+// check, for the command line (ValidateRunConfig) and experiment specs.
+absl::Status CheckCompression(absl::string_view compress, absl::string_view strategy, absl::string_view backend,
+                              absl::string_view allreduce);
 // Samples per forward pass when evaluating.
 inline constexpr int kDefaultEvalBatch = 1000;
 

@@ -313,6 +313,11 @@ absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s
   if (!s.allreduce().empty()) {
     RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
   }
+  if (!s.compress().empty()) {
+    if (absl::Status c = CheckCompression(s.compress(), s.kind(), StrategyBackend(spec, s), s.allreduce()); !c.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": ", c.message()));
+    }
+  }
   RINGSIDE_RETURN_IF_ERROR(CheckPsFields(spec, s));
   RINGSIDE_RETURN_IF_ERROR(CheckPsWorkerSummers(spec, s));
   return CheckStrategyDevice(spec, s);
@@ -530,6 +535,7 @@ std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s) {
     if (s.allreduce() == "ring") absl::StrAppend(&label, "-ring");
     if (s.no_overlap()) absl::StrAppend(&label, "-nooverlap");
     if (s.ranks_per_node() > 1) absl::StrAppend(&label, "-k", s.ranks_per_node());
+    if (!s.compress().empty() && s.compress() != "none") absl::StrAppend(&label, "-", s.compress());
     return label;
   }
   if (s.kind() == "dp") return s.dp_interpreter_lock() ? "dp-threads-gil" : "dp-threads";
@@ -637,6 +643,7 @@ std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& c
     if (s.bucket_cap_mb() > 0) a.push_back(absl::StrCat("--bucket_cap_mb=", s.bucket_cap_mb()));
     if (s.no_overlap()) a.push_back("--overlap=false");
     if (!s.allreduce().empty()) a.push_back(absl::StrCat("--allreduce=", s.allreduce()));
+    if (!s.compress().empty()) a.push_back(absl::StrCat("--compress=", s.compress()));
   }
   return a;
 }

@@ -161,6 +161,28 @@ TEST(SpecTest, CellArgsCarryTheStrategysFlags) {
   }
 }
 
+// DDP's compression reaches its cells' command line and label; only ddp on the ring
+// over gloo takes it, and only a known format (CheckCompression's words).
+TEST(SpecTest, CompressReachesTheCellsAndIsChecked) {
+  absl::StatusOr<ExperimentSpec> spec = ParseSpec(
+      "strategies { kind: \"ddp\" compress: \"fp16\" } strategies { kind: \"ddp\" compress: \"none\" } "
+      "workers: 2 model: \"mlp:4-2\" batch_per_worker: 8 steps: 3",
+      "s");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const std::vector<Cell> cells = ExpandCells(*spec);
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[0].label, "ddp-fp16");
+  EXPECT_EQ(cells[1].label, "ddp");
+  EXPECT_NE(absl::StrJoin(CellTrainArgs(*spec, cells[0], "OUT"), " ").find("--compress=fp16"), std::string::npos);
+  EXPECT_EQ(StrategyError("kind: \"ddp\" compress: \"zstd\""),
+            "s: strategy ddp-zstd: unknown --compress 'zstd' (expected none, fp16 or bf16)");
+  EXPECT_EQ(StrategyError("kind: \"ps\" compress: \"bf16\""),
+            "s: strategy ps-s1-bsp: --compress=bf16 needs --strategy=ddp");
+  EXPECT_EQ(StrategyError("kind: \"ddp\" allreduce: \"halving-doubling\" compress: \"fp16\""),
+            "s: strategy ddp-hd-fp16: --compress=fp16 runs on the ring: drop --allreduce=halving-doubling or use "
+            "--allreduce=ring");
+}
+
 // A PS strategy's transport reaches its cells' command line and label (gRPC's cells
 // are named; TCP is the default); only ps takes one, and only grpc or tcp.
 TEST(SpecTest, PsTransportReachesTheCellsAndIsChecked) {
