@@ -423,18 +423,22 @@ class BucketPass {
     double produced = 0;
     double comm_free_at = 0;  // When the process group finishes its queue.
     out.rank_at = backward;
+    // --compress: the wire carries `wire` bytes per float32 byte, on the ring; the sums
+    // (decode and add) still touch every value. The encoding's own time is not modelled
+    // (8 values an instruction: within the loopback ring's noise, docs/benchmarks.md).
+    const double wire = s_.wire_value_bytes / 4.0;
     for (double b : buckets_) {
       produced += b;
       const double ready = s_.overlap ? backward * std::min(1.0, produced / m) : backward;
-      const AllReduceAlgorithm algorithm = AlgorithmFor(s_.strategy, n, b);
-      const double bucket_s = RunSteps(ScheduleFor(algorithm), b, &out);
+      const AllReduceAlgorithm algorithm = wire < 1 ? AllReduceAlgorithm::kRing : AlgorithmFor(s_.strategy, n, b);
+      const double bucket_s = RunSteps(ScheduleFor(algorithm), b * wire, &out);
       const AllReduceCoefficients k = CoefficientsOf(algorithm, n);
       const double red = k.reduction * b * c_.reduce_s_per_byte;
       out.reduce += red;
       const double start = std::max(comm_free_at, ready);
       comm_free_at = start + bucket_s + red;
       // The bucket's CPU, spread evenly over its transfer; the part before backward ends.
-      const double cpu_wall = c_.allreduce_cpu_s_per_byte * k.bytes * b * steal_s_per_cpu_s_;
+      const double cpu_wall = c_.allreduce_cpu_s_per_byte * k.bytes * b * wire * steal_s_per_cpu_s_;
       if (cpu_wall > 0 && comm_free_at > start) {
         const double inside_backward = std::clamp(backward - start, 0.0, comm_free_at - start);
         out.stolen += cpu_wall * inside_backward / (comm_free_at - start);

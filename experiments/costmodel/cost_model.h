@@ -222,6 +222,9 @@ struct Scenario {
   // (0 < F <= 1; 1: none slower). Under BSP and DDP every step waits for its compute.
   // Ignored with one worker.
   double slow_node_fraction = 1;
+  // DDP: bytes a gradient value takes on the wire: 4 (float32), 2 with --compress=fp16
+  // or bf16 (the compressed ring: half the transfers' bytes and their CPU; always the ring).
+  int wire_value_bytes = 4;
   // DDP bucket sizes in launch order (the first holds the last layers); must add up to
   // model_bytes. Empty: a first bucket of 1 MiB, then 25 MiB buckets (the reducer's
   // defaults, ignoring layer boundaries).

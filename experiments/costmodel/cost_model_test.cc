@@ -398,6 +398,27 @@ TEST(PredictDdp, ComputeBoundWhenCommunicationHides) {
   EXPECT_LT(p.comm_s, 1e-5);
 }
 
+// --compress: the compressed ring moves half the bytes, so on the wire alone (no
+// latency, no path limits) its communication is half the float32 ring's, whatever
+// --allreduce asked for.
+TEST(PredictDdp, CompressionHalvesTheRingsBytes) {
+  Calibration c = WireOnlyCalibration();
+  Scenario s = Make(Strategy::kRing, 4, 8e7);
+  s.link_bytes_per_s = 1e8;
+  s.link_latency_s = 0;
+  s.path_limits = false;
+  s.overlap = false;
+  const Prediction fp32 = MustPredict(c, s);
+  s.wire_value_bytes = 2;
+  const Prediction fp16 = MustPredict(c, s);
+  EXPECT_NEAR(fp16.busiest_node_bytes_out, 0.5 * fp32.busiest_node_bytes_out, 1e-3);
+  EXPECT_NEAR(fp16.busiest_node_bytes_out, 2.0 * 3 / 4 * 8e7 / 2, 1e-3);  // 2 (N-1)/N x M / 2.
+  EXPECT_GT(fp32.comm_total_s, 0);
+  EXPECT_NEAR(fp16.comm_total_s, 0.5 * fp32.comm_total_s, 1e-9);  // No reduction cost in this calibration.
+  s.strategy = Strategy::kRecursiveDoubling;  // Compressed: the ring regardless.
+  EXPECT_NEAR(MustPredict(c, s).busiest_node_bytes_out, fp16.busiest_node_bytes_out, 1e-3);
+}
+
 // ----- emulated nodes -----
 
 // A node of 0.25 CPU runs the calibration's single-thread costs 4x slower; two ranks on

@@ -19,6 +19,7 @@
 #include "common/output_files.h"
 #include "common/ps_placement.h"
 #include "common/run_config.h"
+#include "common/wire_format.h"
 #include "experiments/sys/sys.h"
 
 namespace ringside {
@@ -352,6 +353,7 @@ CellResult SummarizeCell(const Cell& cell, const std::string& dir, bool exit_ok,
     }
     SetLate(FindLatePsWorkers(all, shards), &r);
   } else if (cell.strategy.kind() == "ddp") {
+    r.set_wire_format(WireFormatName(ParseCompression(cell.strategy.compress()).value_or(WireFormat::kFp32)));
     for (const std::vector<StepMetrics>& v : all) KeepBusiest(v, &r);
     SetLate(FindLateDdpRanks(all), &r);
   }

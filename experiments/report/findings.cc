@@ -229,11 +229,18 @@ std::string StrategyParagraph(const std::vector<const ReportPoint*>& v, const Fi
     } else {
       // The bytes tell which all-reduce ran: `auto` runs recursive doubling for buckets
       // under kAutoRecursiveDoublingBelowBytes (ddp_ring/allreduce_algorithm.h).
-      absl::StrAppendFormat(&out, "; each rank moves %.2f x M per step (a ring's 2(N-1)/N = %.2f, almost flat "
-                            "in N; recursive doubling's lg N = %.2f, which `auto` runs for buckets under "
-                            "%d MiB)",
-                            ratio, 2.0 * (last->workers - 1) / last->workers, std::log2(last->workers),
-                            static_cast<int>(kAutoRecursiveDoublingBelowBytes >> 20));
+      if (!last->wire_format.empty() && last->wire_format != "fp32") {
+        // --compress: the compressed ring, 2-byte values.
+        absl::StrAppendFormat(&out, "; each rank moves %.2f x M per step (a ring's 2(N-1)/N = %.2f of M in "
+                              "%s: half its float32 bytes)",
+                              ratio, 2.0 * (last->workers - 1) / last->workers / 2, last->wire_format);
+      } else {
+        absl::StrAppendFormat(&out, "; each rank moves %.2f x M per step (a ring's 2(N-1)/N = %.2f, almost flat "
+                              "in N; recursive doubling's lg N = %.2f, which `auto` runs for buckets under "
+                              "%d MiB)",
+                              ratio, 2.0 * (last->workers - 1) / last->workers, std::log2(last->workers),
+                              static_cast<int>(kAutoRecursiveDoublingBelowBytes >> 20));
+      }
     }
   }
   absl::StrAppend(&out, ".\n\n");

@@ -86,6 +86,25 @@ TEST(FindingsTest, RingWinsAndScalesOnAnEmulatedLink) {
   EXPECT_THAT(first, HasSubstr("Compute dominates the step."));
 }
 
+// A compressed ring's paragraph sets its bytes against the ring's in its format.
+TEST(FindingsTest, ACompressedRingsBytesAreSaidInItsFormat) {
+  std::vector<ReportPoint> points = WithSpeedups({
+      Point("single", 1, 1000, 10.0, 0), Point("ddp-fp16", 4, 3000, 10.0, 2.5),
+      Point("ddp", 4, 2500, 10.0, 5.0)});
+  points[1].wire_format = "fp16";
+  points[2].wire_format = "fp32";
+  for (ReportPoint* p : {&points[1], &points[2]}) {
+    p->busiest_bytes_in = p->busiest_bytes_out = 4.0 * kParams * 1.5 * (p->wire_format == "fp16" ? 0.5 : 1);
+  }
+  FindingsContext c;
+  c.num_params = kParams;
+  c.cores = 8;
+  const std::string f = Findings(points, c);
+  EXPECT_THAT(f, HasSubstr("each rank moves 0.75 x M per step (a ring's 2(N-1)/N = 0.75 of M in fp16: half its "
+                           "float32 bytes)"));
+  EXPECT_THAT(f, HasSubstr("each rank moves 1.50 x M per step (a ring's 2(N-1)/N = 1.50, almost flat"));
+}
+
 TEST(FindingsTest, NothingScalesBecauseCommunicationOutweighsCompute) {
   // The demo on its 1 Gbit link: 1.4 ms of compute against 8.6 ms moving the gradient.
   std::vector<ReportPoint> points = WithSpeedups({

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/ps_placement.h"
 #include "common/run_config.h"
+#include "common/wire_format.h"
 #include "experiments/costmodel/calibration_check.h"
 #include "experiments/matrix/cluster_emulation.h"
 #include "experiments/matrix/spec.h"
@@ -222,6 +223,7 @@ std::map<std::string, std::vector<double>> CollectRepeats(const std::vector<cons
       p->ps_placement = r->ps_placement();
       p->ps_mode = r->ps_mode();
       p->ps_transport = r->ps_transport();
+      p->wire_format = r->wire_format().empty() ? "fp32" : r->wire_format();
     }
     ++p->ok_repeats;
     for (int s = 0; s < r->shard_bytes_size(); ++s) v[absl::StrCat("shard", s)].push_back(r->shard_bytes(s));
@@ -504,6 +506,9 @@ void SetStrategyScenario(const ReportPoint& p, const StrategySpec& strategy, int
                   : a == "ring"               ? Strategy::kRing
                                               : Strategy::kAuto;  // "auto" or unset.
     s->overlap = !strategy.no_overlap();
+    // --compress: 2-byte values on the ring (the spec refused any other format).
+    const absl::StatusOr<WireFormat> wire = ParseCompression(strategy.compress());
+    s->wire_value_bytes = wire.ok() ? WireBytesPerValue(*wire) : 4;
   }
 }
 

@@ -81,6 +81,9 @@ struct ReportPoint {
   // "grpc" or "tcp" (CellResult.ps_transport).
   std::string ps_mode;
   std::string ps_transport;
+  // DDP: the format gradients travelled in (CellResult.wire_format; "fp32" in older
+  // results).
+  std::string wire_format;
 };
 
 // PS: the shard carrying the most of `p`'s traffic and its share of all the shards'
