@@ -129,10 +129,11 @@ absl::Span<const Command> Commands() {
        "                    [--ps_transport=tcp|grpc]   (the PS rows on that path; default tcp)\n"
        "  either: [--ps_placement=balanced|tensor_round_robin|tensor_greedy]   (the PS rows' tensors)\n"
        "          [--ps_mode=optimizer|summation [--ps_worker_summers]]   (BytePS's summation servers)\n"
-       "          [--ps_chunk_kb=K]   (the PS streams' chunk size; default 1024)\n",
+       "          [--ps_chunk_kb=K]   (the PS streams' chunk size; default 1024)\n"
+       "          [--compress=none|fp16|bf16]   (the DDP rows' gradients on the wire)\n",
        "cluster calibration model=simulate_model batch=simulate_batch model_mb layers_mb step_ms "
        "workers=simulate_workers max_workers shards=simulate_shards colocated links link_latency "
-       "bucket_mb wire_only node_cpus=simulate_node_cpus slow_node=simulate_slow_node ps_transport ps_placement ps_mode ps_worker_summers ps_chunk_kb",
+       "bucket_mb wire_only node_cpus=simulate_node_cpus slow_node=simulate_slow_node ps_transport ps_placement ps_mode ps_worker_summers ps_chunk_kb compress",
        "", "", 0, 0, false, CheckSimulate, RunSimulateVerb},
       {"bench",
        "the measurements of docs/benchmarks.md:",

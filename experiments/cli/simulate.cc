@@ -35,7 +35,7 @@ struct SimulateFlags {
   double model_mb = 0, step_ms = 0, bucket_mb = 0;
   absl::Duration link_latency;
   bool colocated = false, wire_only = false, worker_summers = false;
-  std::string ps_transport, ps_placement, ps_mode;
+  std::string ps_transport, ps_placement, ps_mode, compress;
   int ps_chunk_kb = 0;
 };
 
@@ -68,6 +68,7 @@ SimulateFlags ReadSimulateFlags(const CommandArgs& args) {
   f.ps_mode = absl::GetFlag(FLAGS_ps_mode);
   f.worker_summers = absl::GetFlag(FLAGS_ps_worker_summers);
   f.ps_chunk_kb = absl::GetFlag(FLAGS_ps_chunk_kb);
+  f.compress = absl::GetFlag(FLAGS_compress);
   return f;
 }
 
@@ -146,6 +147,8 @@ absl::StatusOr<ClusterSimulateOptions> ClusterOptionsFromFlags(const SimulateFla
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_summation, SummationFromFlags(f));
   o.worker_summers = f.worker_summers;
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_chunk_bytes, ChunkBytesFromFlags(f));
+  RINGSIDE_ASSIGN_OR_RETURN(const WireFormat wire, ParseCompression(f.compress));
+  o.wire_value_bytes = WireBytesPerValue(wire);
   RINGSIDE_ASSIGN_OR_RETURN(o.cluster, LoadClusterProfile(f.cluster));
   o.batch = f.batch;
   if (o.batch < 0) return absl::InvalidArgumentError(absl::StrCat("--batch must be >= 1 (got ", o.batch, ")"));
@@ -190,6 +193,8 @@ absl::StatusOr<SimulateOptions> CalibrationOptionsFromFlags(const SimulateFlags&
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_summation, SummationFromFlags(f));
   o.worker_summers = f.worker_summers;
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_chunk_bytes, ChunkBytesFromFlags(f));
+  RINGSIDE_ASSIGN_OR_RETURN(const WireFormat wire, ParseCompression(f.compress));
+  o.wire_value_bytes = WireBytesPerValue(wire);
   if (Given(f, "simulate_model")) o.model = f.model;
   if (Given(f, "simulate_batch")) o.batch = f.batch;
   o.model_bytes = f.model_mb * 1e6;

@@ -1050,6 +1050,7 @@ Scenario SweepBaseScenario(const SweepOptions& options) {
   base.master_link_bytes_per_s = options.master_link_bytes_per_s;
   base.path_limits = options.path_limits;
   base.overlap = options.overlap;
+  base.wire_value_bytes = options.wire_value_bytes;
   base.node_cpus = options.node_cpus;
   base.slow_node_fraction = options.slow_node_fraction;
   base.ranks_per_node = options.ranks_per_node;
@@ -1071,6 +1072,7 @@ absl::StatusOr<std::vector<CurveSpec>> CurveSpecs(const SweepOptions& options,
                                                   const Scenario& base) {
   Scenario ps = base;
   ps.strategy = Strategy::kPs;
+  ps.wire_value_bytes = 4;  // The PS's pushes are not compressed.
   ps.ps_summation = options.ps_summation;
   if (options.worker_summers && (!options.ps_summation || options.shards_colocated)) {
     return absl::InvalidArgumentError("worker summers are summation servers (--ps_mode=summation), not colocated");
@@ -1108,6 +1110,8 @@ absl::StatusOr<std::vector<CurveSpec>> CurveSpecs(const SweepOptions& options,
     });
   }
   for (Strategy strategy : {Strategy::kRing, Strategy::kHalvingDoubling}) {
+    // Compressed gradients run on the ring only (ddp_ring: CompressedRingAllReduce).
+    if (base.wire_value_bytes < 4 && strategy != Strategy::kRing) continue;
     specs.emplace_back(StrategyName(strategy), [base, strategy](int n) {
       Scenario s = base;
       s.strategy = strategy;

@@ -345,6 +345,9 @@ struct SweepOptions {
   // (0: the reducer's default); see DdpBucketBytes.
   std::vector<double> layer_bytes;
   double bucket_cap_bytes = 0;
+  // DDP rows: bytes a gradient value takes on the wire (Scenario::wire_value_bytes; 2:
+  // --compress=fp16|bf16, every DDP row on the compressed ring). PS rows: float32.
+  int wire_value_bytes = 4;
   // PS placement (common/ps_placement.h) of the model's tensors (`tensor_bytes`, model
   // order): standalone PS curves take their busiest shard's share (BusiestShare) at
   // each S. Balanced, or no tensors: an even cut.

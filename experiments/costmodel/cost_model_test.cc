@@ -620,6 +620,27 @@ TEST(PredictCurvesTest, APlacementsBusiestShardBoundsThePsCurve) {
   EXPECT_GT(placed->at(0).predictions[0].step_s, 1.5 * even->at(0).predictions[0].step_s);
 }
 
+// --compress in a sweep: the ring's rows move half the bytes, halving-doubling (which
+// has no compressed twin) is left out, and the PS rows are float32 as before.
+TEST(PredictCurvesTest, CompressionHalvesTheRingRowsOnly) {
+  SweepOptions o;
+  o.model_bytes = 1e8;
+  o.link_bytes_per_s = 1e8;
+  o.workers = {4};
+  o.shards = {1};
+  o.colocated = false;
+  absl::StatusOr<std::vector<Curve>> fp32 = PredictCurves(TestCalibration(), o);
+  o.wire_value_bytes = 2;
+  absl::StatusOr<std::vector<Curve>> fp16 = PredictCurves(TestCalibration(), o);
+  ASSERT_TRUE(fp32.ok() && fp16.ok());
+  ASSERT_EQ(fp32->size(), 3u);  // PS S=1, ring, halving-doubling.
+  ASSERT_EQ(fp16->size(), 2u);
+  EXPECT_EQ(fp16->at(1).label, "ring");
+  EXPECT_NEAR(fp16->at(1).predictions[0].busiest_node_bytes_out, 0.5 * fp32->at(1).predictions[0].busiest_node_bytes_out,
+              1e-3);
+  EXPECT_EQ(fp16->at(0).predictions[0].busiest_node_bytes_out, fp32->at(0).predictions[0].busiest_node_bytes_out);
+}
+
 // ----- asymptotics -----
 
 TEST(Asymptotics, SingleMasterGrowsLinearlyRingStaysFlat) {

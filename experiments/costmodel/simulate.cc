@@ -155,6 +155,7 @@ absl::Status PrintOneLink(const SimulateOptions& options, double model_bytes, do
   sweep.master_link_bytes_per_s = options.master_link_bytes_per_s;
   sweep.path_limits = options.path_limits;
   sweep.overlap = options.overlap;
+  sweep.wire_value_bytes = options.wire_value_bytes;
   sweep.workers = options.workers;
   sweep.shards = options.shards;
   sweep.shards_colocated = options.shards_colocated;
@@ -211,9 +212,10 @@ absl::Status PrintOneLink(const SimulateOptions& options, double model_bytes, do
   const double single = SingleProcessStepSeconds(baseline, model_bytes);
   absl::FPrintF(out,
                 "single process: %.3f ms/step (compute %.3f ms + update %.3f ms); DDP "
-                "overlap %s\n",
+                "overlap %s%s\n",
                 single * 1e3, baseline.compute_s * 1e3, baseline.update_s_per_byte * model_bytes * 1e3,
-                options.overlap ? "on" : "off");
+                options.overlap ? "on" : "off",
+                options.wire_value_bytes < 4 ? ", gradients in 2-byte values (the compressed ring)" : "");
   PrintCurves(*curves, single, out);
   return absl::OkStatus();
 }
@@ -406,6 +408,7 @@ absl::StatusOr<SweepOptions> ClusterSweep(const ClusterSimulateOptions& o, doubl
   sweep.link_latency_s = o.link_latency_s >= 0 ? o.link_latency_s : o.cluster.nic.latency_s;
   sweep.path_limits = false;  // No calibrated software path: the wire alone.
   sweep.overlap = o.overlap;
+  sweep.wire_value_bytes = o.wire_value_bytes;
   sweep.workers = o.workers;
   sweep.shards = o.shards;
   sweep.shards_colocated = o.shards_colocated;
@@ -455,8 +458,9 @@ absl::Status RunClusterSimulate(const ClusterSimulateOptions& o, FILE* out) {
                 "node by node, %d a node; no update or summing cost outside the step\n",
                 latency * 1e6, o.link_latency_s >= 0 ? " (--link_latency)" : "",
                 std::max(1, cl.devices_per_node));
-  absl::FPrintF(out, "%s; %s; DDP overlap %s, buckets of %s%s\n\n", DescribeRingsidePsSchedule(o.ps_chunk_bytes),
+  absl::FPrintF(out, "%s; %s; DDP overlap %s%s, buckets of %s%s\n\n", DescribeRingsidePsSchedule(o.ps_chunk_bytes),
                 DescribeShards(o.shards_colocated), o.overlap ? "on" : "off",
+                o.wire_value_bytes < 4 ? ", gradients in 2-byte values (the compressed ring)" : "",
                 o.model.layer_bytes.empty() ? "the model cut regardless of layers" : "whole layers",
                 DescribePlacement(o.ps_placement, o.model.layer_bytes, o.shards));
   const std::vector<double> links =
