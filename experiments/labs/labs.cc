@@ -47,6 +47,11 @@ absl::Span<const Lab> Labs() {
        "worker) communicate within a quarter of the ring's time per step, at k = 4 at most 1/1.2 of it, "
        "at k = 2 (with summers) in between",
        CheckPsDesigns},
+      {9, "compression", "Gradient compression: when half the bytes pays",
+       "When does sending gradients as fp16 make DDP faster, and when does it not?",
+       "on links comparable to compute fp16 shortens the step by a fifth or more; on links 25x "
+       "faster by less than a tenth",
+       CheckCompression},
   };
   return kLabs;
 }

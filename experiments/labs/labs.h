@@ -51,6 +51,7 @@ absl::StatusOr<LabVerdict> CheckOverlap(const LabContext& lab);
 absl::StatusOr<LabVerdict> CheckStaleness(const LabContext& lab);
 absl::StatusOr<LabVerdict> CheckSlowNode(const LabContext& lab);
 absl::StatusOr<LabVerdict> CheckPsDesigns(const LabContext& lab);
+absl::StatusOr<LabVerdict> CheckCompression(const LabContext& lab);
 
 }  // namespace ringside
 

@@ -1,0 +1,52 @@
+// Lab 9: gradient compression (--compress=fp16) on slow links and on fast ones. The
+// same two-rank DDP job as labs 4 and 5, float32 against fp16, first on links of
+// kLabCluster's NIC / d (communication comparable to compute), then on links 25x
+// faster (a 25 Gbit/s NIC on the same nodes): half the bytes is a shorter step only
+// where the bytes bound it.
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "experiments/labs/lab_ddp_job.h"
+#include "experiments/labs/labs.h"
+#include "experiments/netem/network_emulator.h"
+
+namespace ringside {
+namespace {
+
+// The fast links: this many times the cluster's (1 Gbit/s -> 25 Gbit/s).
+constexpr double kFastLinkFactor = 25;
+// Shown: on the slow links fp16 saves at least this share of the step, on the fast
+// ones less than kFastSaving (the bytes no longer bound the step).
+constexpr double kSlowSaving = 0.2;
+constexpr double kFastSaving = 0.1;
+
+}  // namespace
+
+absl::StatusOr<LabVerdict> CheckCompression(const LabContext& lab) {
+  RINGSIDE_ASSIGN_OR_RETURN(const std::string slow, DdpLabLinks(lab));
+  RINGSIDE_ASSIGN_OR_RETURN(NetworkProfile profile, ParseNetworkProfile(slow));
+  profile.link.bits_per_sec *= kFastLinkFactor;
+  const std::string fast = ProfileToString(profile);
+  absl::FPrintF(lab.out, "  slow links %s; fast links %s (%gx)\n", slow, fast, kFastLinkFactor);
+  RINGSIDE_ASSIGN_OR_RETURN(DdpFacts slow32, RunDdpLabJob(lab, "slow-fp32", slow, {"--compress=none"}));
+  RINGSIDE_ASSIGN_OR_RETURN(DdpFacts slow16, RunDdpLabJob(lab, "slow-fp16", slow, {"--compress=fp16"}));
+  RINGSIDE_ASSIGN_OR_RETURN(DdpFacts fast32, RunDdpLabJob(lab, "fast-fp32", fast, {"--compress=none"}));
+  RINGSIDE_ASSIGN_OR_RETURN(DdpFacts fast16, RunDdpLabJob(lab, "fast-fp16", fast, {"--compress=fp16"}));
+  const double slow_saved = 1 - slow16.step_ms / std::max(slow32.step_ms, 1e-9);
+  const double fast_saved = 1 - fast16.step_ms / std::max(fast32.step_ms, 1e-9);
+  LabVerdict v;
+  // Ratios of steps measured side by side: the same on a faster, slower or busier host.
+  v.shown = slow_saved >= kSlowSaving && fast_saved < kFastSaving;
+  auto saved = [](double share) {
+    return share >= 0 ? absl::StrFormat("%.0f%% saved", 100 * share) : absl::StrFormat("%.0f%% slower", -100 * share);
+  };
+  v.effect = absl::StrFormat(
+      "slow links: step %.0f ms in float32, %.0f ms in fp16 (%s; waiting after backward %.0f -> %.0f ms); "
+      "fast links: %.0f ms and %.0f ms (%s)",
+      slow32.step_ms, slow16.step_ms, saved(slow_saved), slow32.wait_ms, slow16.wait_ms, fast32.step_ms,
+      fast16.step_ms, saved(fast_saved));
+  return v;
+}
+
+}  // namespace ringside
