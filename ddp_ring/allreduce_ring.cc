@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "ddp_ring/collective_algorithms.h"
 #include "ddp_ring/ring_schedule.h"
+#include "ddp_ring/ring_walk.h"
 #include "ddp_ring/transfer.h"
 
 namespace ringside {
@@ -54,24 +55,22 @@ absl::Status RingAllReduce(const CollectiveContext& c, float* data, int64_t n) {
                             c.transfer->Register(scratch.data(), scratch_n * kFloat));
   const uint64_t reduce_slot = c.transfer->Slot(kRingReduceSlotPrefix, c.tag);
   const uint64_t gather_slot = c.transfer->Slot(kRingGatherSlotPrefix, c.tag);
-  const int64_t transfers = schedule.transfers();
-  for (int64_t t = 0; t < transfers + lag; ++t) {
-    if (t < transfers) {
-      RINGSIDE_RETURN_IF_ERROR(Post(schedule.At(t), left, right, reduce_slot, gather_slot,
-                                    (t % (lag + 1)) * slot_floats, *data_buf, *scratch_buf));
-    }
-    if (t < lag) continue;
-    const RingTransfer done = schedule.At(t - lag);
-    if (done.recv_n > 0) {
-      RINGSIDE_RETURN_IF_ERROR(done.reduce() ? scratch_buf->WaitRecv() : data_buf->WaitRecv());
-    }
-    if (done.send_n > 0) RINGSIDE_RETURN_IF_ERROR(data_buf->WaitSend());
-    if (!done.reduce()) continue;
-    const float* received = scratch.data() + ((t - lag) % (lag + 1)) * slot_floats;
-    float* sum = data + done.recv_at;
-    for (int64_t i = 0; i < done.recv_n; ++i) sum[i] += received[i];
-  }
-  return absl::OkStatus();
+  return WalkRing(
+      schedule,
+      [&](const RingTransfer& x, int64_t slot) {
+        return Post(x, left, right, reduce_slot, gather_slot, slot * slot_floats, *data_buf, *scratch_buf);
+      },
+      [&](const RingTransfer& done, int64_t slot) {
+        if (done.recv_n > 0) {
+          RINGSIDE_RETURN_IF_ERROR(done.reduce() ? scratch_buf->WaitRecv() : data_buf->WaitRecv());
+        }
+        if (done.send_n > 0) RINGSIDE_RETURN_IF_ERROR(data_buf->WaitSend());
+        if (!done.reduce()) return absl::OkStatus();
+        const float* received = scratch.data() + slot * slot_floats;
+        float* sum = data + done.recv_at;
+        for (int64_t i = 0; i < done.recv_n; ++i) sum[i] += received[i];
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace ringside

@@ -9,6 +9,7 @@
 #include "common/wire_format.h"
 #include "ddp_ring/collective_algorithms.h"
 #include "ddp_ring/ring_schedule.h"
+#include "ddp_ring/ring_walk.h"
 #include "ddp_ring/transfer.h"
 
 namespace ringside {
@@ -69,22 +70,20 @@ absl::Status CompressedRingAllReduce(const CollectiveContext& c, float* data, in
   RINGSIDE_ASSIGN_OR_RETURN(b.slots_buf, c.transfer->Register(b.slots, slot_n * (lag + 1) * kHalf));
   const uint64_t reduce_slot = c.transfer->Slot(kRingReduceSlotPrefix, c.tag);
   const uint64_t gather_slot = c.transfer->Slot(kRingGatherSlotPrefix, c.tag);
-  const int64_t transfers = schedule.transfers();
-  for (int64_t t = 0; t < transfers + lag; ++t) {
-    if (t < transfers) {
-      RINGSIDE_RETURN_IF_ERROR(Post(schedule.At(t), left, right, reduce_slot, gather_slot,
-                                    (t % (lag + 1)) * slot_n, data, format, b));
-    }
-    if (t < lag) continue;
-    const RingTransfer done = schedule.At(t - lag);
-    if (done.recv_n > 0) {
-      RINGSIDE_RETURN_IF_ERROR(done.reduce() ? b.slots_buf->WaitRecv() : b.wire_buf->WaitRecv());
-    }
-    if (done.send_n > 0) RINGSIDE_RETURN_IF_ERROR(b.wire_buf->WaitSend());
-    if (!done.reduce()) continue;
-    // Reduce step: own running sum + the left neighbour's, in float32.
-    DecodeAddWire(format, b.slots + ((t - lag) % (lag + 1)) * slot_n, done.recv_n, data + done.recv_at);
-  }
+  RINGSIDE_RETURN_IF_ERROR(WalkRing(
+      schedule,
+      [&](const RingTransfer& x, int64_t slot) {
+        return Post(x, left, right, reduce_slot, gather_slot, slot * slot_n, data, format, b);
+      },
+      [&](const RingTransfer& done, int64_t slot) {
+        if (done.recv_n > 0) {
+          RINGSIDE_RETURN_IF_ERROR(done.reduce() ? b.slots_buf->WaitRecv() : b.wire_buf->WaitRecv());
+        }
+        if (done.send_n > 0) RINGSIDE_RETURN_IF_ERROR(b.wire_buf->WaitSend());
+        // Reduce step: own running sum + the left neighbour's, in float32.
+        if (done.reduce()) DecodeAddWire(format, b.slots + slot * slot_n, done.recv_n, data + done.recv_at);
+        return absl::OkStatus();
+      }));
   // Every rank now holds each chunk's final sum encoded (its own chunk encoded for the
   // all-gather's first send, the others received): all decode the same codes.
   DecodeWire(format, b.wire, n, data);
