@@ -4,6 +4,7 @@
 #include <cstring>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -88,8 +89,13 @@ namespace {
 // CPU has them, checked once; the scalar code for the rest and elsewhere. On the
 // loopback ring the scalar loops took longer than the bytes they saved.
 #if defined(__x86_64__)
+// CPUID leaf 1, ECX: AVX (bit 28) and F16C (bit 29); clang's __builtin_cpu_supports
+// knows no "f16c".
 bool HasF16c() {
-  static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_AVX) != 0 && (ecx & bit_F16C) != 0;
+  }();
   return has;
 }
 

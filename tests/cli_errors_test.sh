@@ -104,7 +104,7 @@ expect_run_error report_all_failed 'no cell finished ok, nothing to report' repo
 expect_run_error simulate_missing_calibration 'no-such.json' simulate --calibration="$T/no-such.json"
 
 # Labs: a lab that does not exist, no number, an unknown lab command.
-expect_usage_error lab_missing "there is no lab '9' \(labs: 1, 2, 3, 4, 5, 6, 7, 8\)" lab check 9
+expect_usage_error lab_missing "there is no lab '10' \(labs: 1, 2, 3, 4, 5, 6, 7, 8, 9\)" lab check 10
 expect_usage_error lab_not_a_number "there is no lab 'x'" lab check x
 expect_usage_error lab_no_number '`lab check` needs a lab number' lab check
 expect_usage_error lab_unknown_command "unknown lab command 'run'" lab run 1

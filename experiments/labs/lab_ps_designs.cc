@@ -98,11 +98,12 @@ absl::StatusOr<LabVerdict> CheckPsDesigns(const LabContext& lab) {
   // Round-robin: one server carries the big weight's share of every worker's bytes,
   // and the step waits for its link. BytePS's busiest link moves 2n(n-1)M / (n^2 + kn -
   // 2k): 1.5 M at k = 0 (the ring's), 1.2 M at k = 2, M at k = 4. Shown: k = 0 within a
-  // quarter of the ring, k = 4 at least 1.2x faster than the ring, k = 2 between (at
-  // most a tenth above the ring, slower than k = 4).
+  // quarter of the ring, k = 4 at least 1.2x faster than the ring. k = 2 is reported, not
+  // judged: 0.80-0.97 of the ring on the Intel VM the lab was written on, 0.72-1.15 on an
+  // AMD VM of the same size, whose 0.2-CPU nodes pay for the summers' extra calls
+  // (docs/labs/08-ps-designs.md).
   v.shown = rr.hot_share >= 0.7 && rr.step_ms >= 1.5 * balanced.step_ms && sum4.comm_ms * 1.2 <= ring.comm_ms &&
-            sum4.comm_ms < sum2.comm_ms && sum2.comm_ms <= 1.1 * ring.comm_ms && sum0.comm_ms >= 0.8 * ring.comm_ms &&
-            sum0.comm_ms <= 1.25 * ring.comm_ms;
+            sum0.comm_ms >= 0.8 * ring.comm_ms && sum0.comm_ms <= 1.25 * ring.comm_ms;
   v.effect = absl::StrFormat(
       "round-robin put %.0f%% of the servers' bytes on one server: step %.1fx the balanced slices'; "
       "summation servers communicated %.0f / %.0f / %.0f ms a step at k = 0 / 2 / 4 (%.2f / %.2f / %.2f of "

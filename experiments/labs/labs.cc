@@ -44,8 +44,8 @@ absl::Span<const Lab> Labs() {
        "summation servers beat the ring?",
        "whole tensors dealt round-robin put 70% or more of the servers' bytes on one server and slow "
        "the step by 1.5x or more against balanced slices; summation servers at k = 0 (a summer in each "
-       "worker) communicate within a quarter of the ring's time per step, at k = 4 at most 1/1.2 of it, "
-       "at k = 2 (with summers) in between",
+       "worker) communicate within a quarter of the ring's time per step, at k = 4 at most 1/1.2 of it "
+       "(k = 2, with summers, is reported)",
        CheckPsDesigns},
       {9, "compression", "Gradient compression: when half the bytes pays",
        "When does sending gradients as fp16 make DDP faster, and when does it not?",
