@@ -56,15 +56,18 @@ wait_for_rank() {
 
 # throttle PID: makes process PID slow by stopping it for 40 ms of every 50 ms
 # (SIGSTOP / SIGCONT) until it exits, and never leaves it stopped (also when this is
-# stopped by TERM). Run it in the background (a subshell).
+# stopped by TERM). Run it in the background (a subshell). Exit status 0 once it has
+# slowed the process (stopped it 3 times or more, 120 ms); 1 if the process ended (or
+# was never there) before that: a run that proves nothing about a slow process.
 throttle() {
-  local pid=$1
+  local pid=$1 stops=0
   trap 'kill -CONT "$pid" 2>/dev/null; exit 1' TERM INT
   while kill -STOP "$pid" 2>/dev/null; do
+    stops=$((stops + 1))
     sleep 0.04
     kill -CONT "$pid" 2>/dev/null || break
     sleep 0.01
   done
   kill -CONT "$pid" 2>/dev/null
-  return 0
+  [ "$stops" -ge 3 ]
 }
