@@ -3,7 +3,8 @@
 # and receives exactly half of the float32 ring's bytes a step; Fashion-MNIST, MLP
 # 784-256-256-10, 5 epochs, 4 workers: test accuracy within 0.5 points of float32's;
 # bad input (an unknown method; compression on the PS, on NCCL, or with an all-reduce
-# that is not the ring) is refused in one line before anything starts. Every process
+# that is not the ring) is refused in one line before anything starts, and ranks that
+# disagree on the format stop at the configuration check, naming it. Every process
 # runs under timeout(1).
 set -uo pipefail
 RINGSIDE="$1"
@@ -23,6 +24,21 @@ refused on_ps "--compress=fp16 needs --strategy=ddp" --strategy=ps --workers=2 -
 refused on_nccl "--compress=bf16 runs on --backend=gloo" --strategy=ddp --workers=2 --backend=nccl --compress=bf16
 refused not_ring "--compress=fp16 runs on the ring: drop --allreduce=halving-doubling" \
   --strategy=ddp --workers=2 --allreduce=halving-doubling --compress=fp16
+
+# Ranks that disagree on the format stop at the configuration check, both naming it.
+P=$(free_port)
+for r in 0 1; do
+  c=$([ $r -eq 0 ] && echo fp16 || echo none)
+  RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$P \
+    RINGSIDE_RUN_ID=disagree RINGSIDE_TOKEN=0123456789abcdef0123456789abcdef \
+    timeout 60 "$RINGSIDE" train --strategy=ddp --workers=2 --model=mlp:784-64-10 \
+    --dataset=synthetic:train=400,test=100 --steps=5 --compress=$c --out="$T/disagree$r" >"$T/disagree$r.log" 2>&1 &
+  eval "D$r=\$!"
+done
+for r in 0 1; do
+  expect_error "disagree, rank $r" "$(eval echo "\$D$r")" "$T/disagree$r.log" \
+    "rank 1 runs a different configuration than rank 0: .*compress"
+done
 
 # 2. Bytes: 3 ranks on the ring, each rank's bytes per step (the metrics' counts).
 short=(--strategy=ddp --workers=3 --allreduce=ring --model=mlp:784-64-10 --epochs=1 --steps=12 --batch=32
