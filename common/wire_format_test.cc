@@ -61,7 +61,9 @@ TEST(WireFormatTest, EveryCodeRoundTrips) {
       EXPECT_EQ(FloatToHalf(h), c) << std::hex << code;
     }
     const float b = Bfloat16ToFloat(c);
-    if (!std::isnan(b)) EXPECT_EQ(FloatToBfloat16(b), c) << std::hex << code;
+    if (!std::isnan(b)) {
+      EXPECT_EQ(FloatToBfloat16(b), c) << std::hex << code;
+    }
   }
 }
 

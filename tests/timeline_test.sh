@@ -55,10 +55,13 @@ fi
 if run ddp --strategy=ddp --workers=2 --bucket_cap_mb=0.001 --first_bucket_mb=0.001; then
   check ddp --processes="rank 0,rank 1" --flows="ready -> all-reduce" "$T/ddp/timeline.json"
 fi
-# For the zoomed viewer: a model whose backward lasts a millisecond or more (the one
-# above takes tens of microseconds, less than a thread's wake-up), so bucket 0's
-# all-reduce starts well inside it; the later options override the common ones.
-run zoom --strategy=ddp --workers=2 --model=mlp:784-256-256-10 --batch=64 --steps=8 \
+# For the zoomed viewer: a model whose backward lasts tens of milliseconds (the one
+# above takes tens of microseconds, less than a thread's wake-up; 784-256-256-10 at
+# batch 64 took 0.2-0.9 ms, and on CI's busy host no step's all-reduce started inside
+# it), so bucket 0's all-reduce (the last layer, 40 KB) starts well inside it beside
+# two busy loops too (0.1-7 ms into a 17-29 ms backward); the later options override
+# the common ones.
+run zoom --strategy=ddp --workers=2 --model=mlp:784-1024-1024-10 --batch=128 --steps=8 \
   --bucket_cap_mb=0.25 --first_bucket_mb=0.01
 
 "$RINGSIDE" timeline >/dev/null 2>"$T/usage.err"
