@@ -195,15 +195,23 @@ class GlooProcessGroup : public ProcessGroup {
   }
 
   std::shared_ptr<Work> AllReduce(float* data, int64_t n, ReduceOp op) override {
+    return AllReduceOnWire(data, n, op, WireFormat::kFp32);
+  }
+
+  // float32 runs the algorithm --allreduce chose (`auto` by the bucket's bytes); a
+  // 2-byte format runs the compressed ring whatever --allreduce says.
+  std::shared_ptr<Work> AllReduceOnWire(float* data, int64_t n, ReduceOp op, WireFormat format) override {
     if (absl::Status s = CheckBuffer("all_reduce", data, n); !s.ok()) {
       return CompletedWork(s);
     }
     if (n == 0) return CompletedWork(absl::OkStatus());
-    return Enqueue("all_reduce", [this, data, n, op](const CollectiveContext& c) {
+    return Enqueue("all_reduce", [this, data, n, op, format](const CollectiveContext& c) {
       if (world_size_ > 1) {
         const AllReduceAlgorithm algorithm = ResolveAllReduceAlgorithm(
             algorithm_, world_size_, n * static_cast<int64_t>(sizeof(float)));
-        if (algorithm == AllReduceAlgorithm::kRecursiveDoubling) {
+        if (format != WireFormat::kFp32) {
+          RINGSIDE_RETURN_IF_ERROR(CompressedRingAllReduce(c, data, n, format));
+        } else if (algorithm == AllReduceAlgorithm::kRecursiveDoubling) {
           RINGSIDE_RETURN_IF_ERROR(RecursiveDoublingAllReduce(c, data, n));
         } else if (algorithm == AllReduceAlgorithm::kHalvingDoubling) {
           RINGSIDE_RETURN_IF_ERROR(HalvingDoublingAllReduce(c, data, n));
@@ -211,19 +219,6 @@ class GlooProcessGroup : public ProcessGroup {
           RINGSIDE_RETURN_IF_ERROR(RingAllReduce(c, data, n));
         }
       }
-      if (op == ReduceOp::kAverage) Scale(data, n, 1.0f / world_size_);
-      return absl::OkStatus();
-    });
-  }
-
-  std::shared_ptr<Work> AllReduceOnWire(float* data, int64_t n, ReduceOp op, WireFormat format) override {
-    if (format == WireFormat::kFp32) return AllReduce(data, n, op);
-    if (absl::Status s = CheckBuffer("all_reduce", data, n); !s.ok()) {
-      return CompletedWork(s);
-    }
-    if (n == 0) return CompletedWork(absl::OkStatus());
-    return Enqueue("all_reduce", [this, data, n, op, format](const CollectiveContext& c) {
-      if (world_size_ > 1) RINGSIDE_RETURN_IF_ERROR(CompressedRingAllReduce(c, data, n, format));
       if (op == ReduceOp::kAverage) Scale(data, n, 1.0f / world_size_);
       return absl::OkStatus();
     });

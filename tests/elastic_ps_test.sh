@@ -17,7 +17,10 @@ source "$(dirname "$0")/proc_util.sh"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
 TIMEOUT=3
 failures=0
-trap 'for j in $(jobs -p); do kill "$j" 2>/dev/null; done' EXIT
+# Parts a, b and c run at once (parts, tests/test_lib.sh: each mostly waits on a
+# time-out); each kills what it started when it ends.
+PART_TRAP='for j in $(jobs -p); do kill "$j" 2>/dev/null; done'
+trap "$PART_TRAP" EXIT
 # Flags every process of a job shares; --steps bounds the run (a few seconds here).
 job=(--model=mlp:784-48-24-10 --dataset=synthetic:train=2400,test=240,seed=5 --epochs=50
      --batch=8 --lr=0.05 --momentum=0.9 --seed=3 --threads=1 --eval_batch=240
@@ -47,84 +50,97 @@ wait_for_record() {
 kill_child() { pkill "-$1" -P "$2"; }  # The worker itself, the child of timeout(1).
 
 # a. SIGKILL worker 2, then start it again: it rejoins.
-P=$(free_port)
-server "$P" "$T/a" "$T/a_s.log" --ps_min_workers=2 --steps=3000; s=$!
-for w in 0 1 2; do worker $w "$P" "$T/a_w$w.log" --ps_min_workers=2 --steps=3000; eval "w$w=\$!"; done
-if wait_for_step "$T/a_w0.log" 20; then
-  # Worker 0 (so the job) runs slowly until worker 2 is back, so that the job cannot
-  # end first on a fast machine.
-  ( throttle "$(pgrep -P "$w0")" ) & slow=$!
-  kill_child KILL "$w2"; t0=$(now)
-  bounded_wait "$w2" 10; rc=$?
-  [ "$rc" -eq 137 ] || fail "killed worker 2 exited $rc, expected 137"
-  if wait_for_record "$T/a/metrics.shard0.jsonl" '"live_workers":2' $((2 * TIMEOUT + 5)); then
-    echo "     kill detected (live_workers 2) after $(elapsed_since "$t0")s"
+part_rejoin() {
+  local P s w w0 w1 w2 w2b slow t0 t1 rc steps
+  P=$(free_port)
+  server "$P" "$T/a" "$T/a_s.log" --ps_min_workers=2 --steps=3000; s=$!
+  for w in 0 1 2; do worker $w "$P" "$T/a_w$w.log" --ps_min_workers=2 --steps=3000; eval "w$w=\$!"; done
+  if wait_for_step "$T/a_w0.log" 20; then
+    # Worker 0 (so the job) runs slowly until worker 2 is back, so that the job cannot
+    # end first on a fast machine.
+    ( throttle "$(pgrep -P "$w0")" ) & slow=$!
+    kill_child KILL "$w2"; t0=$(now)
+    bounded_wait "$w2" 10; rc=$?
+    [ "$rc" -eq 137 ] || fail "killed worker 2 exited $rc, expected 137"
+    if wait_for_record "$T/a/metrics.shard0.jsonl" '"live_workers":2' $((2 * TIMEOUT + 5)); then
+      echo "     kill detected (live_workers 2) after $(elapsed_since "$t0")s"
+    else
+      fail "no shard record with live_workers 2 within $((2 * TIMEOUT + 5))s of the kill"
+    fi
+    worker 2 "$P" "$T/a_w2b.log" --ps_min_workers=2 --steps=3000; w2b=$!; t1=$(now)
+    # A record of 3 live workers after one of 2: the rejoin.
+    if timeout 60 bash -c "until awk '/\"live_workers\":2/{two=1} two && /\"live_workers\":3/{found=1} END{exit !found}' '$T/a/metrics.shard0.jsonl'; do sleep 0.1; done"; then
+      echo "     rejoined (live_workers 3) $(elapsed_since "$t1")s after the restart"
+    else
+      fail "worker 2 never counted again after its restart: $(tail -n 2 "$T/a_w2b.log" "$T/a_s.log")"
+    fi
+    kill "$slow" 2>/dev/null; wait "$slow" 2>/dev/null
+    expect_ok rejoin_worker0 "$w0" "$T/a_w0.log"
+    expect_ok rejoin_worker1 "$w1" "$T/a_w1.log"
+    expect_ok rejoin_worker2_again "$w2b" "$T/a_w2b.log"
+    expect_ok rejoin_shard "$s" "$T/a_s.log"
+    grep -q 'worker(s) 2 dropped' "$T/a_s.log" || fail "the shard did not say it dropped worker 2"
+    grep -qE 'worker 2 rejoins at step [0-9]+' "$T/a_s.log" || fail "the shard did not say worker 2 rejoined"
+    grep -qE 'rejoined the job at step [0-9]+' "$T/a_w2b.log" || fail "worker 2 did not say it rejoined"
+    # Every step of the shard is recorded once, the last one included.
+    steps=$(grep -oE '"step":[0-9]+' "$T/a/metrics.shard0.jsonl" | cut -d: -f2)
+    [ "$(echo "$steps" | sort -n | uniq | wc -l)" -eq "$(echo "$steps" | wc -l)" ] || fail "a step recorded twice"
+    [ "$(echo "$steps" | sort -n | tail -n 1)" -eq 2999 ] || fail "last shard record is step $(echo "$steps" | sort -n | tail -n 1), not 2999"
+    echo "     live_workers per record: $(grep -oE '"live_workers":[0-9]+' "$T/a/metrics.shard0.jsonl" | sort | uniq -c | tr '\n' ' ')"
   else
-    fail "no shard record with live_workers 2 within $((2 * TIMEOUT + 5))s of the kill"
+    fail "worker 0 never got past step 20: $(tail -n 2 "$T/a_w0.log")"
   fi
-  worker 2 "$P" "$T/a_w2b.log" --ps_min_workers=2 --steps=3000; w2b=$!; t1=$(now)
-  # A record of 3 live workers after one of 2: the rejoin.
-  if timeout 60 bash -c "until awk '/\"live_workers\":2/{two=1} two && /\"live_workers\":3/{found=1} END{exit !found}' '$T/a/metrics.shard0.jsonl'; do sleep 0.1; done"; then
-    echo "     rejoined (live_workers 3) $(elapsed_since "$t1")s after the restart"
-  else
-    fail "worker 2 never counted again after its restart: $(tail -n 2 "$T/a_w2b.log" "$T/a_s.log")"
-  fi
-  kill "$slow" 2>/dev/null; wait "$slow" 2>/dev/null
-  expect_ok rejoin_worker0 "$w0" "$T/a_w0.log"
-  expect_ok rejoin_worker1 "$w1" "$T/a_w1.log"
-  expect_ok rejoin_worker2_again "$w2b" "$T/a_w2b.log"
-  expect_ok rejoin_shard "$s" "$T/a_s.log"
-  grep -q 'worker(s) 2 dropped' "$T/a_s.log" || fail "the shard did not say it dropped worker 2"
-  grep -qE 'worker 2 rejoins at step [0-9]+' "$T/a_s.log" || fail "the shard did not say worker 2 rejoined"
-  grep -qE 'rejoined the job at step [0-9]+' "$T/a_w2b.log" || fail "worker 2 did not say it rejoined"
-  # Every step of the shard is recorded once, the last one included.
-  steps=$(grep -oE '"step":[0-9]+' "$T/a/metrics.shard0.jsonl" | cut -d: -f2)
-  [ "$(echo "$steps" | sort -n | uniq | wc -l)" -eq "$(echo "$steps" | wc -l)" ] || fail "a step recorded twice"
-  [ "$(echo "$steps" | sort -n | tail -n 1)" -eq 2999 ] || fail "last shard record is step $(echo "$steps" | sort -n | tail -n 1), not 2999"
-  echo "     live_workers per record: $(grep -oE '"live_workers":[0-9]+' "$T/a/metrics.shard0.jsonl" | sort | uniq -c | tr '\n' ' ')"
-else
-  fail "worker 0 never got past step 20: $(tail -n 2 "$T/a_w0.log")"
-fi
+}
 
 # b. SIGSTOP worker 2: dropped within 2x the timeout, the others finish.
-P=$(free_port)
-server "$P" "$T/b" "$T/b_s.log" --ps_min_workers=2 --steps=3000; s=$!
-for w in 0 1 2; do worker $w "$P" "$T/b_w$w.log" --ps_min_workers=2 --steps=3000; eval "w$w=\$!"; done
-if wait_for_step "$T/b_w0.log" 20; then
-  kill_child STOP "$w2"; t0=$(now)
-  if wait_for_record "$T/b_s.log" 'worker\(s\) 2 dropped' $((2 * TIMEOUT)); then
-    echo "     stopped worker dropped after $(elapsed_since "$t0")s (timeout ${TIMEOUT}s)"
+part_stop() {
+  local P s w w0 w1 w2 t0 rc
+  P=$(free_port)
+  server "$P" "$T/b" "$T/b_s.log" --ps_min_workers=2 --steps=3000; s=$!
+  for w in 0 1 2; do worker $w "$P" "$T/b_w$w.log" --ps_min_workers=2 --steps=3000; eval "w$w=\$!"; done
+  if wait_for_step "$T/b_w0.log" 20; then
+    kill_child STOP "$w2"; t0=$(now)
+    if wait_for_record "$T/b_s.log" 'worker\(s\) 2 dropped' $((2 * TIMEOUT)); then
+      echo "     stopped worker dropped after $(elapsed_since "$t0")s (timeout ${TIMEOUT}s)"
+    else
+      fail "stopped worker 2 not dropped within $((2 * TIMEOUT))s: $(tail -n 2 "$T/b_s.log")"
+    fi
+    expect_ok stop_worker0 "$w0" "$T/b_w0.log"
+    expect_ok stop_worker1 "$w1" "$T/b_w1.log"
+    expect_ok stop_shard "$s" "$T/b_s.log"
+    grep -q '"live_workers":2' "$T/b/metrics.shard0.jsonl" || fail "no shard record with live_workers 2"
+    kill_child KILL "$w2"; bounded_wait "$w2" 10; rc=$?
+    [ "$rc" -eq 137 ] || fail "stopped worker 2 exited $rc after SIGKILL, expected 137"
   else
-    fail "stopped worker 2 not dropped within $((2 * TIMEOUT))s: $(tail -n 2 "$T/b_s.log")"
+    fail "b: worker 0 never got past step 20: $(tail -n 2 "$T/b_w0.log")"
   fi
-  expect_ok stop_worker0 "$w0" "$T/b_w0.log"
-  expect_ok stop_worker1 "$w1" "$T/b_w1.log"
-  expect_ok stop_shard "$s" "$T/b_s.log"
-  grep -q '"live_workers":2' "$T/b/metrics.shard0.jsonl" || fail "no shard record with live_workers 2"
-  kill_child KILL "$w2"; bounded_wait "$w2" 10; rc=$?
-  [ "$rc" -eq 137 ] || fail "stopped worker 2 exited $rc after SIGKILL, expected 137"
-else
-  fail "b: worker 0 never got past step 20: $(tail -n 2 "$T/b_w0.log")"
-fi
+}
 
 # c. M=3: losing worker 2 aborts the job, naming it and the minimum.
-P=$(free_port)
-server "$P" "$T/c" "$T/c_s.log" --ps_min_workers=3; s=$!
-for w in 0 1 2; do worker $w "$P" "$T/c_w$w.log" --ps_min_workers=3; eval "w$w=\$!"; done
-if wait_for_step "$T/c_w0.log" 20; then
-  kill_child KILL "$w2"; t0=$(now)
-  bounded_wait "$w2" 10; rc=$?
-  [ "$rc" -eq 137 ] || fail "killed worker 2 exited $rc, expected 137"
-  below='lost worker\(s\) 2: 2 live worker\(s\) left, fewer than --ps_min_workers=3'
-  expect_error min_shard "$s" "$T/c_s.log" "^ringside: error: shard 0: .*$below" $((2 * TIMEOUT + 5))
-  expect_error min_worker0 "$w0" "$T/c_w0.log" "^ringside: error: worker 0: .*$below" $((2 * TIMEOUT + 5))
-  expect_error min_worker1 "$w1" "$T/c_w1.log" "^ringside: error: worker 1: .*$below" $((2 * TIMEOUT + 5))
-  e=$(elapsed_since "$t0")
-  (( $(echo "$e < $((2 * TIMEOUT + 5))" | bc) )) || fail "M=3: survivors took ${e}s"
-  echo "     M=3 abort: ${e}s after the kill"
-else
-  fail "c: worker 0 never got past step 20: $(tail -n 2 "$T/c_w0.log")"
-fi
+part_minimum() {
+  local P s w w0 w1 w2 t0 rc below e
+  P=$(free_port)
+  server "$P" "$T/c" "$T/c_s.log" --ps_min_workers=3; s=$!
+  for w in 0 1 2; do worker $w "$P" "$T/c_w$w.log" --ps_min_workers=3; eval "w$w=\$!"; done
+  if wait_for_step "$T/c_w0.log" 20; then
+    kill_child KILL "$w2"; t0=$(now)
+    bounded_wait "$w2" 10; rc=$?
+    [ "$rc" -eq 137 ] || fail "killed worker 2 exited $rc, expected 137"
+    below='lost worker\(s\) 2: 2 live worker\(s\) left, fewer than --ps_min_workers=3'
+    expect_error min_shard "$s" "$T/c_s.log" "^ringside: error: shard 0: .*$below" $((2 * TIMEOUT + 5))
+    expect_error min_worker0 "$w0" "$T/c_w0.log" "^ringside: error: worker 0: .*$below" $((2 * TIMEOUT + 5))
+    expect_error min_worker1 "$w1" "$T/c_w1.log" "^ringside: error: worker 1: .*$below" $((2 * TIMEOUT + 5))
+    e=$(elapsed_since "$t0")
+    (( $(echo "$e < $((2 * TIMEOUT + 5))" | bc) )) || fail "M=3: survivors took ${e}s"
+    echo "     M=3 abort: ${e}s after the kill"
+  else
+    fail "c: worker 0 never got past step 20: $(tail -n 2 "$T/c_w0.log")"
+  fi
+}
+part_start "a. worker 2 killed and started again" part_rejoin
+part_start "b. worker 2 stopped" part_stop
+part_start "c. M=3, worker 2 killed" part_minimum
+parts_wait
 
 # d. Flag validation: one error line, exit 2, nothing started.
 check_flag() {  # check_flag NAME REGEX ARGS...

@@ -6,7 +6,7 @@
 # stop, with one error line that names the stopped process (role and index, address
 # where the survivor knows it, and the step); the launcher's summary names the stopped
 # process, not the survivor that exited first. Faults come from outside (kill -STOP);
-# every process runs under timeout(1) and every wait is bounded.
+# every process runs under timeout(1) and every wait is bounded. The cases run at once.
 set -uo pipefail
 RINGSIDE="$1"
 source "$(dirname "$0")/proc_util.sh"
@@ -14,27 +14,40 @@ T="${TEST_TMPDIR:-$(mktemp -d)}"
 TIMEOUT=5
 BOUND=$((2 * TIMEOUT))
 failures=0
-stopped=()  # Processes this test stopped: killed and continued on the way out.
-trap 'for p in "${stopped[@]}"; do kill -KILL "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null; done
-      for j in $(jobs -p); do kill "$j" 2>/dev/null; done' EXIT
+# The cases run at once (parts, tests/test_lib.sh): each waits about a time-out after
+# its stop, so together they take about as long as one. A part's processes and the
+# ones it stopped (their pids in its own file, $STOPPED: stop runs in a command
+# substitution) are killed, and continued, when the part ends; the test's own trap does
+# the same for every part.
+STOPPED=$T/main.stopped
+cleanup() {
+  local p
+  for p in $(cat "$@" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null; done
+  for p in $(jobs -p); do kill "$p" 2>/dev/null; done
+}
+PART_TRAP='cleanup "$STOPPED"'
+trap 'cleanup "$T"/*.stopped' EXIT
 # A job that trains long enough (50 epochs) to be stopped mid-run, on one thread each.
 job=(--model=mlp:784-48-24-10 --dataset=synthetic:train=24000,test=240,seed=5 --epochs=50
      --batch=8 --lr=0.05 --seed=3 --threads=1 --eval_batch=240 --timeout_s=$TIMEOUT)
 printf '%s\n' "hang-test-token-0123456789abcdef" >"$T/token"
 chmod 600 "$T/token"
 
-# stop PID: SIGSTOP, remembered for the clean-up; prints the time of the stop.
-stop() { kill -STOP "$1"; stopped+=("$1"); now; }
+# stop PID: SIGSTOP, remembered for the clean-up (in $STOPPED); prints the time of the stop.
+stop() { kill -STOP "$1"; echo "$1" >>"$STOPPED"; now; }
 
 # survivor NAME PID LOG T0 REGEX: PID (a timeout(1) wrapper) exits within BOUND
 # seconds of T0, non-zero and not by timeout(1), and LOG has one error line, which
-# matches REGEX.
+# matches REGEX. When it exited is when its log was last written (its error line, or
+# the launcher's note after it): a case looks at its survivors one after another, and
+# beside the other cases the later ones are looked at seconds after they ended.
 survivor() {
   local name=$1 pid=$2 log=$3 t0=$4 regex=$5 rc deadline e line
-  deadline=$(echo "$t0 + $BOUND + 1" | bc)
+  deadline=$(echo "$t0 + $BOUND + 5" | bc)
   while kill -0 "$pid" 2>/dev/null && (( $(echo "$(now) < $deadline" | bc) )); do sleep 0.05; done
-  e=$(elapsed_since "$t0")
+  e=$(echo "$(stat -c %.9Y "$log") - $t0" | bc)
   if kill -0 "$pid" 2>/dev/null; then
+    e=$(elapsed_since "$t0")
     fail "$name: still running ${e}s after the stop: $(tail -n 1 "$log")"
     kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; return
   fi
@@ -74,7 +87,9 @@ ps_by_hand() {
 
 # 1. A stopped shard: the workers' keepalive pings go unanswered; the other shard hears
 #    it from the workers (their AbortRequest).
-if ps_by_hand ps_s1 s1; then
+case_ps_shard() {
+  STOPPED=$T/ps_s1.stopped
+  ps_by_hand ps_s1 s1 || return
   at="shard 1 at 127.0.0.1:$P1: push-pull of step [0-9]+: stopped answering"
   # A worker names it from its own keepalive, or hears it first through shard 0 ("shard
   # 0 at ...: shard 0: worker W reports: shard 1 at ...": a race); either names shard 1,
@@ -82,12 +97,13 @@ if ps_by_hand ps_s1 s1; then
   survivor "by hand, shard 1 stopped: worker 0" "$W0" "$T/ps_s1.w0.log" "$T0" "worker 0: (.*reports: )?$at"
   survivor "by hand, shard 1 stopped: worker 1" "$W1" "$T/ps_s1.w1.log" "$T0" "worker 1: (.*reports: )?$at"
   survivor "by hand, shard 1 stopped: shard 0" "$S0" "$T/ps_s1.s0.log" "$T0" "shard 0: worker [01] reports: $at"
-fi
+}
 
 # 2. A stopped worker (1, then 0, which writes the checkpoints): the shards time out
 #    on its push and name it with its address; the other worker hears that reason.
-for w in 1 0; do
-  o=$((1 - w))
+case_ps_worker() {
+  local w=$1 o=$((1 - $1)) late
+  STOPPED=$T/ps_w$w.stopped
   if ps_by_hand "ps_w$w" "w$w"; then
     # The shard names it when its push is late, or when the worker's stream breaks first
     # (its keepalive pings unanswered): a race; both name the worker, its address and
@@ -100,7 +116,7 @@ for w in 1 0; do
     survivor "by hand, worker $w stopped: worker $o" "$(eval echo "\$W$o")" "$T/ps_w$w.w$o.log" "$T0" \
       "worker $o: shard [01] at 127\.0\.0\.1:[0-9]+: push-pull of step [0-9]+: .*$late"
   fi
-done
+}
 
 # --- DDP, ranks started by hand: 3 ranks, rank 0 hosts the store.
 # ddp_by_hand NAME VICTIM: sets R0 R1 R2 (timeout(1) wrappers) and T0.
@@ -120,24 +136,29 @@ ddp_by_hand() {
 
 # 3. A stopped rank: the survivors' collective makes no progress; they name it with
 #    its address (the ranks that check in at the store are alive).
-if not_ps_part "DDP, rank 2 stopped" && ddp_by_hand ddp_r2 2; then
-  lost="step [0-9]+: .*peer rank 2 \(at [^)]+\): timed out after ${TIMEOUT}s"
+case_ddp_rank2() {
+  local lost="step [0-9]+: .*peer rank 2 \(at [^)]+\): timed out after ${TIMEOUT}s"
+  STOPPED=$T/ddp_r2.stopped
+  ddp_by_hand ddp_r2 2 || return
   survivor "by hand, rank 2 stopped: rank 0" "$R0" "$T/ddp_r2.r0.log" "$T0" "rank 0: $lost"
   survivor "by hand, rank 2 stopped: rank 1" "$R1" "$T/ddp_r2.r1.log" "$T0" "rank 1: $lost"
-fi
+}
 
 # 4. A stopped store host (rank 0): the store does not answer within its deadline.
-if not_ps_part "DDP, rank 0 stopped" && ddp_by_hand ddp_r0 0; then
-  lost="step [0-9]+: .*peer rank 0 \(it hosts the store, which does not answer: stopped or gone\)"
+case_ddp_rank0() {
+  local lost="step [0-9]+: .*peer rank 0 \(it hosts the store, which does not answer: stopped or gone\)"
+  STOPPED=$T/ddp_r0.stopped
+  ddp_by_hand ddp_r0 0 || return
   survivor "by hand, rank 0 stopped: rank 1" "$R1" "$T/ddp_r0.r1.log" "$T0" "rank 1: $lost"
   survivor "by hand, rank 0 stopped: rank 2" "$R2" "$T/ddp_r0.r2.log" "$T0" "rank 2: $lost"
-fi
+}
 
 # --- Through the launcher: its summary names the stopped process.
 # launched NAME STRATEGY WORKERS VICTIM_RANK LABEL: one local job; stops the process
 # with RANK=VICTIM_RANK (PS: shards are ranks 0..S-1, then the workers).
 launched() {
   local name=$1 strategy=$2 workers=$3 victim=$4 label=$5 extra=() pid
+  STOPPED=$T/$name.stopped
   [ "$strategy" = ps ] && extra=(--ps_shards=2)
   timeout 120 "$RINGSIDE" train --strategy="$strategy" --workers="$workers" "${extra[@]}" \
     "${job[@]}" --out="$T/$name" >"$T/$name.log" 2>&1 &
@@ -148,12 +169,18 @@ launched() {
   survivor "launched $strategy, $label stopped: the launcher" "$launcher" "$T/$name.log" "$t0" \
     "^ringside: error: $label hung \(its process was stopped"
 }
-launched l_ps_s1 ps 2 1 "shard 1"
-launched l_ps_w0 ps 2 2 "worker 0"
-if not_ps_part "launched DDP, rank 2 and rank 0 stopped"; then
-  launched l_ddp_r2 ddp 3 2 "rank 2"
-  launched l_ddp_r0 ddp 3 0 "rank 0"
+part_start "by hand, shard 1 stopped" case_ps_shard
+part_start "by hand, worker 1 stopped" case_ps_worker 1
+part_start "by hand, worker 0 stopped" case_ps_worker 0
+part_start "launched ps, shard 1 stopped" launched l_ps_s1 ps 2 1 "shard 1"
+part_start "launched ps, worker 0 stopped" launched l_ps_w0 ps 2 2 "worker 0"
+if not_ps_part "DDP, rank 2 and rank 0 stopped, by hand and launched"; then
+  part_start "by hand, rank 2 stopped" case_ddp_rank2
+  part_start "by hand, rank 0 stopped" case_ddp_rank0
+  part_start "launched ddp, rank 2 stopped" launched l_ddp_r2 ddp 3 2 "rank 2"
+  part_start "launched ddp, rank 0 stopped" launched l_ddp_r0 ddp 3 0 "rank 0"
 fi
+parts_wait
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo PASS

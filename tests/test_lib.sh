@@ -75,6 +75,38 @@ bounded_wait() {
   return "$rc"
 }
 
+# Parts of a test that run at once: for parts that mostly wait (a time-out of a few
+# seconds, a process stopped on purpose), several at a time take the wall time of the
+# slowest instead of the sum. part_start NAME CMD...: runs CMD... in a background
+# subshell with its own failure count, its output to a file; parts_wait: waits for
+# every part started (each must bound its own waits), prints each part's output in the
+# order they started and adds its failures to `failures`. A part's subshell has no EXIT
+# trap but PART_TRAP's (a command; the shell resets the test's own in a subshell), so a
+# part that stops processes kills them there.
+PARTS=()
+part_start() {
+  local name=$1 out
+  shift
+  out=$(mktemp "${TEST_TMPDIR:-/tmp}/part.XXXXXX")
+  # shellcheck disable=SC2016  # expanded in the subshell
+  ( failures=0; trap "${PART_TRAP:-}" EXIT; "$@"; exit "$failures" ) >"$out" 2>&1 &
+  PARTS+=("$!" "$out" "$name")
+}
+parts_wait() {
+  local i rc
+  for ((i = 0; i < ${#PARTS[@]}; i += 3)); do
+    wait "${PARTS[i]}"; rc=$?
+    cat "${PARTS[i + 1]}"
+    rm -f "${PARTS[i + 1]}"
+    if [ "$rc" -ge 128 ]; then
+      fail "${PARTS[i + 2]}: the part ended by signal $((rc - 128))"
+    else
+      failures=$((failures + rc))
+    fi
+  done
+  PARTS=()
+}
+
 # [WANT=STATUS] expect_error NAME PID LOG REGEX [SECONDS]: the error contract of a
 # ringside process that must fail. PID (started in the background, its output in LOG)
 # ends within SECONDS (default 30; else it is stopped) with exit status STATUS or,

@@ -301,7 +301,10 @@ absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s
       return absl::InvalidArgumentError("strategy dp: ranks_per_node does not apply (one process)");
     }
   }
-  if (s.ps_shards() < 0) return absl::InvalidArgumentError("ps_shards must be >= 1");
+  if (s.ps_shards() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),
+                                                   ": ps_shards must be >= 0 (0: one shard), got ", s.ps_shards()));
+  }
   if (s.ranks_per_node() < 0) {
     return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s),
                                                    ": ranks_per_node must be >= 1, got ", s.ranks_per_node()));

@@ -450,6 +450,9 @@ TEST(SpecTest, OutOfRangeNumbersAreRefused) {
   EXPECT_EQ(ParseSpec("strategies { kind: \"ps\" ps_shards: 100000 } workers: 2 model: \"m\" batch_per_worker: 8 "
                       "steps: 3", "s").status().message(),
             "s: ps_shards must be <= 1024, got 100000");
+  EXPECT_EQ(ParseSpec("strategies { kind: \"ps\" ps_shards: -2 } workers: 2 model: \"m\" batch_per_worker: 8 "
+                      "steps: 3", "s").status().message(),
+            "s: strategy ps-s1-bsp: ps_shards must be >= 0 (0: one shard), got -2");
 }
 
 }  // namespace

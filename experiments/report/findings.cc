@@ -231,9 +231,10 @@ std::string StrategyParagraph(const std::vector<const ReportPoint*>& v, const Fi
       // under kAutoRecursiveDoublingBelowBytes (ddp_ring/allreduce_algorithm.h).
       if (!last->wire_format.empty() && last->wire_format != "fp32") {
         // --compress: the compressed ring, 2-byte values.
-        absl::StrAppendFormat(&out, "; each rank moves %.2f x M per step (a ring's 2(N-1)/N = %.2f of M in "
-                              "%s: half its float32 bytes)",
-                              ratio, 2.0 * (last->workers - 1) / last->workers / 2, last->wire_format);
+        const double ring = 2.0 * (last->workers - 1) / last->workers;
+        absl::StrAppendFormat(&out, "; each rank moves %.2f x M per step (a ring's 2(N-1)/N = %.2f x M's values, "
+                              "in %s: 2 bytes each, %.2f x M's float32 bytes)",
+                              ratio, ring, last->wire_format, ring / 2);
       } else {
         absl::StrAppendFormat(&out, "; each rank moves %.2f x M per step (a ring's 2(N-1)/N = %.2f, almost flat "
                               "in N; recursive doubling's lg N = %.2f, which `auto` runs for buckets under "

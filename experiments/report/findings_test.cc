@@ -100,8 +100,8 @@ TEST(FindingsTest, ACompressedRingsBytesAreSaidInItsFormat) {
   c.num_params = kParams;
   c.cores = 8;
   const std::string f = Findings(points, c);
-  EXPECT_THAT(f, HasSubstr("each rank moves 0.75 x M per step (a ring's 2(N-1)/N = 0.75 of M in fp16: half its "
-                           "float32 bytes)"));
+  EXPECT_THAT(f, HasSubstr("each rank moves 0.75 x M per step (a ring's 2(N-1)/N = 1.50 x M's values, in fp16: "
+                           "2 bytes each, 0.75 x M's float32 bytes)"));
   EXPECT_THAT(f, HasSubstr("each rank moves 1.50 x M per step (a ring's 2(N-1)/N = 1.50, almost flat"));
 }
 
