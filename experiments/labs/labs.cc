@@ -43,14 +43,13 @@ absl::Span<const Lab> Labs() {
        "Why did distributed TensorFlow's PS fall behind the ring on VGG-16, and how do BytePS's "
        "summation servers beat the ring?",
        "whole tensors dealt round-robin put 70% or more of the servers' bytes on one server and slow "
-       "the step by 1.5x or more against balanced slices; summation servers at k = 0 (a summer in each "
-       "worker) communicate within a quarter of the ring's time per step, at k = 4 at most 1/1.2 of it "
-       "(k = 2, with summers, is reported)",
+       "the step by 1.5x or more against balanced slices; summation servers at k = 4 communicate at most "
+       "1/1.2 of the ring's time per step (k = 0 and k = 2, with a summer in each worker, are reported)",
        CheckPsDesigns},
       {9, "compression", "Gradient compression: when half the bytes pays",
        "When does sending gradients as fp16 make DDP faster, and when does it not?",
-       "on links comparable to compute fp16 shortens the step by a fifth or more; on links 25x "
-       "faster by less than a tenth",
+       "on links half the cluster's (communication several times the compute) fp16 shortens the "
+       "step by a fifth or more; on links 25x the cluster's by less than a tenth",
        CheckCompression},
   };
   return kLabs;
