@@ -3,7 +3,7 @@
 # exit 1 before anything is created; the processes of a DDP and a PS job run inside
 # their node's cgroup with the quota asked for; the cgroups are gone after a normal
 # end, a failed job and a SIGINT, and those a SIGKILLed launcher left are removed at
-# the next start. Needs root and a cgroup cpu controller; otherwise SKIPPED, loudly.
+# the next start; calibrate's PS CPU phase through a cluster's link. Needs root and a cgroup cpu controller; otherwise SKIPPED, loudly.
 set -uo pipefail
 RINGSIDE="$1"
 T="${TEST_TMPDIR:-$(mktemp -d)}"
@@ -109,6 +109,29 @@ timeout 60 "$RINGSIDE" train --strategy=ddp --workers=2 --node_cpus=0.5 --steps=
   >"$T/next.out" 2>&1 || fail "next start: $(tail -2 "$T/next.out")"
 [ -z "$(new_since "$before")" ] || fail "sigkill: the next start left $(ours) (had $left)"
 echo "ok   SIGKILL: $(tr '\n' ' ' <<<"$left")removed by the next start"
+
+# 7. calibrate on a node with a cluster: the PS CPU phase moves its bytes through that
+# cluster's dilated link to a shard on a second emulated node (children in both nodes'
+# namespaces, on this node's share); the file records the link; nothing left after it.
+# Without --node_cpus, --cluster is refused in one line.
+nets_before=$(netns_ours)
+timeout 120 "$RINGSIDE" calibrate --model=cnn:lenet --batch=32 --steps=4 --calibration_repeats=1 \
+  --node_cpus=0.5 --cluster=gige-cpu --out="$T/cal.json" >"$T/cal.out" 2>&1 || fail "calibrate: $(tail -2 "$T/cal.out")"
+line=$(grep 'PS CPU' "$T/cal.out")
+grep -qE 'through [0-9.]+ [MG]bit/s links to a shard on a second node: gRPC [0-9.]+ ns per byte .* TCP [0-9.]+ ns' <<<"$line" \
+  || fail "calibrate: PS CPU line: $line"
+rate=$(sed -n 's/.*"ps_cpu_link_bytes_per_s": \([0-9.e+]*\).*/\1/p' "$T/cal.json")
+[ -n "$rate" ] && awk -v r="$rate" 'BEGIN { exit !(r > 125e3 && r <= 125e6) }' \
+  || fail "calibrate: ps_cpu_link_bytes_per_s '$rate' (expected the dilated 1 Gbit/s NIC)"
+grep -q '"push_pull_tcp_cpu_s_per_byte"' "$T/cal.json" || fail "calibrate: no TCP CPU per byte in the file"
+[ -z "$(new_since "$before")" ] || fail "calibrate: cgroups left: $(ours)"
+[ -z "$(added "$nets_before" "$(netns_ours)")" ] || fail "calibrate: namespaces left: $(netns_ours)"
+echo "ok   calibrate --cluster: ${line#*: }"
+timeout 60 "$RINGSIDE" calibrate --model=cnn:lenet --cluster=gige-cpu --out="$T/no.json" >"$T/no.out" 2>&1
+rc=$?
+[ "$rc" -ne 0 ] && [ "$(wc -l <"$T/no.out")" -eq 1 ] && grep -q 'needs --node_cpus' "$T/no.out" && [ ! -e "$T/no.json" ] \
+  || fail "calibrate --cluster without --node_cpus: exit $rc: $(cat "$T/no.out")"
+echo "ok   calibrate --cluster without --node_cpus: $(cat "$T/no.out")"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo PASS

@@ -6,10 +6,16 @@
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/common.h"
@@ -227,10 +233,14 @@ absl::StatusOr<std::vector<PushPullRow>> RunPushPullSweep(
 
 absl::StatusOr<PushPullLoad> PushPullsBeside(PushPullBenchOptions o,
                                              const std::function<absl::Status()>& beside) {
-  RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
-  o.server = absl::StrCat("127.0.0.1:", port);
-  RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted, HostShard(BenchConfig(o), 0, o.server, kTimeout, "",
-                                                          /*resuming=*/false, o.security));
+  // The shard: here on a free loopback port, or already listening at o.server.
+  std::optional<HostedShard> hosted;
+  if (o.server.empty()) {
+    RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
+    o.server = absl::StrCat("127.0.0.1:", port);
+    RINGSIDE_ASSIGN_OR_RETURN(hosted, HostShard(BenchConfig(o), 0, o.server, kTimeout, "",
+                                                /*resuming=*/false, o.security));
+  }
   absl::Status status;
   PushPullLoad load;
   {
@@ -271,11 +281,30 @@ absl::StatusOr<PushPullLoad> PushPullsBeside(PushPullBenchOptions o,
       if (status.ok()) status = client.Shutdown();
     }
   }
-  absl::Status served = status.ok() ? hosted.server->Wait() : absl::OkStatus();
-  hosted.server->Shutdown(absl::Seconds(1));
+  if (!hosted.has_value()) return status.ok() ? absl::StatusOr<PushPullLoad>(load) : status;
+  absl::Status served = status.ok() ? hosted->server->Wait() : absl::OkStatus();
+  hosted->server->Shutdown(absl::Seconds(1));
   if (!status.ok()) return status;
   if (!served.ok()) return absl::InternalError(absl::StrCat("bench shard: ", served.message()));
   return load;
+}
+
+std::string FormatPushPullsBeside(const PushPullLoad& load, double mean_step_ms) {
+  return absl::StrFormat("push_pulls=%d seconds=%.6f mean_step_ms=%.6f", load.push_pulls, load.seconds, mean_step_ms);
+}
+
+absl::Status ParsePushPullsBeside(absl::string_view line, PushPullLoad* load, double* mean_step_ms) {
+  int found = 0;
+  for (absl::string_view item : absl::StrSplit(absl::StripAsciiWhitespace(line), ' ', absl::SkipEmpty())) {
+    const std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    bool ok = false;
+    if (kv.first == "push_pulls") ok = absl::SimpleAtoi(kv.second, &load->push_pulls);
+    if (kv.first == "seconds") ok = absl::SimpleAtod(kv.second, &load->seconds);
+    if (kv.first == "mean_step_ms") ok = absl::SimpleAtod(kv.second, mean_step_ms);
+    found += ok ? 1 : 0;
+  }
+  if (found != 3) return absl::InvalidArgumentError(absl::StrCat("not a push-pulls-beside line: '", line, "'"));
+  return absl::OkStatus();
 }
 
 }  // namespace ringside

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/rpc_security.h"
 #include "common/run_config.h"
 #include "ps_server/shard.h"
@@ -72,8 +73,9 @@ struct PushPullLoad {
   double seconds = 0;      // How long `beside` ran.
 };
 
-// Hosts shard 0 of 1 in this process on a free loopback port (options.server is
-// ignored), starts one worker's push-pulls of options.bytes against it back to back on
+// Hosts shard 0 of 1 in this process on a free loopback port (or, with options.server
+// set, uses the shard listening there: `bench pushpull-server` in another process, as
+// calibrate's PS CPU phase through a shaped link does), starts one worker's push-pulls of options.bytes against it back to back on
 // a thread of their own, runs `beside` on the calling thread, stops the push-pulls and
 // returns how many completed while `beside` ran. Both ends and `beside` share this
 // process's CPU (calibrate runs it on an emulated node, so that the communication's CPU
@@ -81,6 +83,12 @@ struct PushPullLoad {
 // stopped; `beside`'s error, else the first push-pull's, else the shard's.
 absl::StatusOr<PushPullLoad> PushPullsBeside(PushPullBenchOptions options,
                                              const std::function<absl::Status()>& beside);
+
+// `ringside bench pushpull-beside`'s one line on stdout: PushPullLoad's fields and the
+// steps' mean wall time, "push_pulls=12 seconds=3.204 mean_step_ms=455.1".
+std::string FormatPushPullsBeside(const PushPullLoad& load, double mean_step_ms);
+// Reads that line back (calibrate.cc); InvalidArgument quoting it if it is not one.
+absl::Status ParsePushPullsBeside(absl::string_view line, PushPullLoad* load, double* mean_step_ms);
 
 // The table: a header line, one line per row.
 void PrintPushPullHeader(FILE* out);

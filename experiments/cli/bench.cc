@@ -1,5 +1,6 @@
 // `ringside bench step|allreduce|pushpull`: the measurements of docs/benchmarks.md
-// (experiments/bench/). `bench pushpull-server` is the push-pull sweep's own child.
+// (experiments/bench/). `bench pushpull-server` is the push-pull sweep's own child;
+// `bench pushpull-beside` is calibrate's on a shaped link.
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -72,6 +73,35 @@ absl::Status RunPushPullServer() {
   return RunPushPullBenchServer(o, absl::GetFlag(FLAGS_listen));
 }
 
+// calibrate's PS CPU phase through a shaped link (calibrate.cc): on the node (its
+// cgroup and network namespace), the model's steps with one worker's push-pulls against
+// the shard at --ps_servers (`bench pushpull-server` in another node) back to back
+// beside them. One line on stdout for calibrate to read (FormatPushPullsBeside).
+absl::Status RunPushPullBeside() {
+  PushPullBenchOptions po;
+  po.server = absl::GetFlag(FLAGS_ps_servers);
+  po.bytes = absl::GetFlag(FLAGS_size_bytes);
+  po.chunk_bytes = int64_t{absl::GetFlag(FLAGS_ps_chunk_kb)} * 1024;
+  RINGSIDE_ASSIGN_OR_RETURN(po.transport, ParsePsTransport(absl::GetFlag(FLAGS_ps_transport)));
+  if (po.server.empty() || po.bytes < 4) {
+    return absl::InvalidArgumentError("bench pushpull-beside needs --ps_servers=HOST:PORT and --size_bytes >= 4");
+  }
+  StepBenchOptions so;
+  so.model = absl::GetFlag(FLAGS_model);
+  so.batch = absl::GetFlag(FLAGS_batch);
+  so.threads = absl::GetFlag(FLAGS_threads) > 0 ? absl::GetFlag(FLAGS_threads) : 1;
+  so.warmup = absl::GetFlag(FLAGS_warmup);
+  so.steps = absl::GetFlag(FLAGS_steps) > 0 ? static_cast<int>(absl::GetFlag(FLAGS_steps)) : 5;
+  so.measure_floor = false;
+  absl::StatusOr<StepBenchResult> step;
+  RINGSIDE_ASSIGN_OR_RETURN(PushPullLoad load, PushPullsBeside(po, [&]() {
+                              step = MeasureStepBench(so);
+                              return step.status();
+                            }));
+  absl::PrintF("%s\n", FormatPushPullsBeside(load, step->rounds.front().mean_step_ms));
+  return absl::OkStatus();
+}
+
 absl::Status RunStep() {
   StepBenchOptions o;
   o.model = absl::GetFlag(FLAGS_model);
@@ -92,6 +122,7 @@ absl::Status RunBenchVerb(const CommandArgs& args) {
   if (which == "allreduce") return RunAllReduce(args);
   if (which == "pushpull") return RunPushPull();
   if (which == "pushpull-server") return RunPushPullServer();
+  if (which == "pushpull-beside") return RunPushPullBeside();
   if (which == "step") return RunStep();
   return absl::InvalidArgumentError(
       "usage: ringside bench step|allreduce|pushpull [--model --batch --threads --steps | --workers | --sizes_mb --repeats --pin_cpus]");

@@ -34,6 +34,11 @@ absl::Status RunCalibrateVerb(const CommandArgs& args) {
     return absl::InvalidArgumentError(
         absl::StrCat("--node_cpus=", o.node_cpus, ": this machine has ", MachineCpus(), " CPU(s)"));
   }
+  o.cluster = absl::GetFlag(FLAGS_cluster);
+  if (!o.cluster.empty() && !(o.node_cpus > 0)) {
+    return UsageError(absl::StrCat("--cluster=", o.cluster,
+                                   " needs --node_cpus: the PS CPU phase runs on an emulated node"));
+  }
   o.progress = stderr;
   RINGSIDE_ASSIGN_OR_RETURN(CalibrationRun run, CalibrateWithSpreads(o));
   const std::string json = CalibrationToJson(run.calibration, run.measurement);

@@ -34,7 +34,8 @@ namespace {
 
 absl::Status CheckBench(const CommandArgs& args) {
   const std::string& which = args.positional[0];
-  if (which == "step" || which == "allreduce" || which == "pushpull" || which == "pushpull-server") {
+  if (which == "step" || which == "allreduce" || which == "pushpull" || which == "pushpull-server" ||
+      which == "pushpull-beside") {
     return absl::OkStatus();
   }
   return UsageError(absl::StrCat("unknown benchmark '", which, "' (expected step, allreduce or pushpull)"));
@@ -115,8 +116,9 @@ absl::Span<const Command> Commands() {
       {"calibrate", "measure the cost model's constants on this machine",
        "  ringside calibrate --model=mlp:784-256-256-10 --batch=128 --out=calibration.json\n"
        "                     [--calibration_repeats=3]   (each constant the median of 3 rounds)\n"
-       "                     [--node_cpus=C]   (compute measured on an emulated node of C CPUs; root)\n",
-       "model batch threads steps calibration_repeats out node_cpus", "", "", 0, 0, false, nullptr,
+       "                     [--node_cpus=C]   (compute measured on an emulated node of C CPUs; root)\n"
+       "                     [--cluster=NAME|FILE]   (with --node_cpus: the PS CPU phase through its dilated links)\n",
+       "model batch threads steps calibration_repeats out node_cpus cluster", "", "", 0, 0, false, nullptr,
        RunCalibrateVerb},
       {"simulate", "predict step times far past this machine: for a described cluster, or from a calibration",
        "  ringside simulate --cluster=NAME|FILE --model=resnet-50|vgg-16|bert-large|SPEC --batch=B\n"
@@ -145,8 +147,9 @@ absl::Span<const Command> Commands() {
        "model batch threads device precision warmup steps repeats workers backend allreduce timeout_s "
        "gap_us sizes_mb "
        "pin_cpus ps_chunk_kb ps_transport",
-       // pushpull-server: the push-pull sweep's own child.
-       "size_bytes pin_cpu listen", "a benchmark (step, allreduce or pushpull)", 1, 1, false, CheckBench,
+       // pushpull-server: the push-pull sweep's own child; pushpull-beside: calibrate's
+       // on a shaped link (with pushpull-server on the other end).
+       "size_bytes pin_cpu listen ps_servers", "a benchmark (step, allreduce or pushpull)", 1, 1, false, CheckBench,
        RunBenchVerb},
       {"timeline", "merge a run's per-process traces into one Perfetto timeline (and viewer)",
        "  ringside timeline --run=DIR [--out=FILE]   (default DIR/timeline.json; train does this)\n",
@@ -195,6 +198,9 @@ absl::Span<const FlagHelpOverride> FlagHelpOverrides() {
       {"calibrate", "node_cpus",
        "time compute, SGD, gamma and the PS's transfer CPU on an emulated node of C CPUs (a "
        "cgroup; root); the file records C, from which simulate scales"},
+      {"calibrate", "cluster",
+       "with --node_cpus: the PS's transfer CPU measured through a link shaped to this cluster's NIC "
+       "over the dilation (a shard on a second emulated node), as the cells' nodes move their bytes"},
       // simulate: its shared flags are aliases of simulate_* flags (the command table
       // above), whose own descriptions are simulate's words.
       {"bench", "model", "bench step: the model to time"},

@@ -126,6 +126,9 @@ absl::Status RunDemo(const std::string& out_dir, const std::string& cluster, con
       std::vector<Cell> cells = ExpandCells(spec);
       RINGSIDE_RETURN_IF_ERROR(ResolveCellEmulation(spec, MachineCpus(), &cells));
       co.node_cpus = cells.empty() ? 0 : cells[0].node_cpus;
+      // The PS's transfers' CPU through the cluster's dilated links, as the cells move
+      // their bytes.
+      co.cluster = spec_cluster;
     }
     co.progress = stderr;
     // Its repeats' spreads recorded beside the medians (calibration_json.h).

@@ -1,5 +1,7 @@
 #include "experiments/costmodel/calibrate.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -10,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -18,9 +21,10 @@
 #include "absl/time/clock.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
-#include "experiments/netem/cpu_share.h"
 #include "experiments/bench/bench.h"
+#include "experiments/cluster/cluster.h"
 #include "experiments/costmodel/calibration_check.h"
+#include "experiments/netem/netem.h"
 #include "experiments/sys/median.h"
 #include "experiments/sys/sys.h"
 
@@ -55,6 +59,12 @@ constexpr int kLargeAllReduceIters = 5;
 // gamma's buffers: 16 MB each, out of cache.
 constexpr size_t kReduceFloats = 4 << 20;
 constexpr int kReduceRuns = 7;
+// The PS CPU phase through a shaped link: the shard's port in its node's network
+// namespace, which this calibration made and nothing else listens in.
+constexpr int kShapedShardPort = 7000;
+// Bound on one transport's run of that phase (a few seconds of steps at a node's share).
+constexpr absl::Duration kShapedPsCpuTimeout = absl::Minutes(5);
+
 // The PS CPU phase's steps (at least; a quarter of the compute phase's where more),
 // after its warm-up ones, per transport.
 constexpr int kPsCpuSteps = 5;
@@ -254,6 +264,8 @@ double AllReduceCpuPerByte(const AllReduceBenchResult& sweep) {
 struct Round {
   double compute_s = 0, backward_s = 0, update_s_per_byte = 0;
   double step_mean_s = 0;  // Phase 1's mean wall time per step (the PS CPU phase's pace).
+  double step_s = 0;       // Its median step (forward, backward, SGD): the dilation's host step.
+  double gemm_flops = 0;   // One step's GEMM work (the target's step from a FLOP rate).
   double reduce_s_per_byte = 0;
   double allreduce_cpu_s_per_byte = 0;
   double push_pull_cpu_s_per_byte = 0, push_pull_tcp_cpu_s_per_byte = 0;
@@ -268,8 +280,10 @@ struct Round {
 // repeat of one phase alike.
 class Rounds {
  public:
-  Rounds(const CalibrateOptions& o, PhaseProgress* progress, CalibrationRun* run)
-      : o_(o), progress_(progress), run_(run) {}
+  // `node`: the emulated node the CPU-bound phases run on (null: none); not owned,
+  // outlives this.
+  Rounds(const CalibrateOptions& o, PhaseProgress* progress, CalibrationRun* run, EmulatedCpuShares* node)
+      : o_(o), progress_(progress), run_(run), node_(node) {}
 
   // Phase 1: compute, backward and SGD on the model (one step-bench round); sets the
   // model's bytes (M) the first time.
@@ -296,6 +310,8 @@ class Rounds {
     r->backward_s = std::min(sr.backward_ms, sr.compute_ms) / 1e3;
     r->update_s_per_byte = sr.update_ms / 1e3 / c.model_bytes;
     r->step_mean_s = sr.mean_step_ms / 1e3;
+    r->step_s = sr.step_ms / 1e3;
+    r->gemm_flops = step->gemm_flops;
     progress_->Finish(absl::StrFormat("forward+backward %.3f ms (backward %.3f ms), SGD %.3f ms on M = %s",
                                       sr.compute_ms, sr.backward_ms, sr.update_ms, Megabytes(c.model_bytes)));
     return absl::OkStatus();
@@ -323,8 +339,11 @@ class Rounds {
   // c the CPUs the compute fills (min(threads, node share)), t the steps' mean wall time
   // (phase 1's, and with the push-pulls beside). 0 where the node's share exceeds the
   // compute's threads (the compute leaves CPU idle; the transfers need not slow it).
-  // Back to back at loopback speed: what the same bytes cost trickling in at a shaped
-  // link's pace is more (docs/cost_model.md).
+  // With o_.cluster the shard sits on a second emulated node behind the cluster's
+  // dilated link and the steps and the worker's end run in a child on this node
+  // (ShapedPushPullsBeside): the bytes arrive at the link's pace, in the small reads
+  // and wake-ups the cells' nodes pay for, which cost 1.5-3x what the same bytes cost
+  // back to back on loopback (docs/cost_model.md).
   absl::Status PsCpu(int round, Round* r) {
     const double cpus = std::min<double>(std::max(1, o_.threads), o_.node_cpus);
     StepBenchOptions so;
@@ -342,23 +361,36 @@ class Rounds {
       return absl::OkStatus();
     }
     std::string result;
+    if (!o_.cluster.empty() && link_ == nullptr) {
+      if (absl::Status s = MakeShapedLink(*r); !s.ok()) return progress_->Fail("calibrate: PS CPU", s);
+    }
+    if (link_ != nullptr) {
+      result = absl::StrFormat("through %s links to a shard on a second node: ",
+                               FormatBandwidth(run_->calibration.ps_cpu_link_bytes_per_s));
+    }
     for (const char* transport : {kPsTransportGrpc, kPsTransportTcp}) {
       PushPullBenchOptions po;
       po.bytes = static_cast<int64_t>(run_->calibration.model_bytes) / 4 * 4;
       po.transport = transport;
-      absl::StatusOr<StepBenchResult> step;
-      absl::StatusOr<PushPullLoad> load = PushPullsBeside(po, [&]() {
-        step = MeasureStepBench(so);
-        return step.status();
-      });
+      double beside_s = 0;
+      absl::StatusOr<PushPullLoad> load;
+      if (link_ != nullptr) {
+        load = ShapedPushPullsBeside(po, so, &beside_s);
+      } else {
+        absl::StatusOr<StepBenchResult> step;
+        load = PushPullsBeside(po, [&]() {
+          step = MeasureStepBench(so);
+          return step.status();
+        });
+        if (load.ok()) beside_s = step->rounds.front().mean_step_ms / 1e3;
+      }
       if (!load.ok()) return progress_->Fail("calibrate: PS CPU", load.status());
-      const double beside_s = step->rounds.front().mean_step_ms / 1e3;
       const double lost = beside_s > 0 ? std::max(0.0, 1.0 - r->step_mean_s / beside_s) : 0;
       const double moved = 4.0 * static_cast<double>(po.bytes) * static_cast<double>(load->push_pulls);
       const double cpu = moved > 0 ? cpus * lost * load->seconds / moved : 0;
       const bool tcp = transport == std::string(kPsTransportTcp);
       (tcp ? r->push_pull_tcp_cpu_s_per_byte : r->push_pull_cpu_s_per_byte) = cpu;
-      absl::StrAppend(&result, result.empty() ? "" : "; ",
+      absl::StrAppend(&result, transport == std::string(kPsTransportGrpc) ? "" : "; ",
                       absl::StrFormat("%s %.2f ns per byte an end moves (%d push-pulls in %.1f s, steps %.0f%% slower)",
                                       tcp ? "TCP" : "gRPC", cpu * 1e9, load->push_pulls, load->seconds,
                                       100 * (beside_s / std::max(1e-12, r->step_mean_s) - 1)));
@@ -482,9 +514,78 @@ class Rounds {
   // The first phase that measures a path: 3, after the PS CPU phase on a node.
   int PathPhase() const { return o_.node_cpus > 0 ? 4 : 3; }
 
+  // The PS CPU phase's link (o_.cluster set): made in the first round, at the rate of
+  // that round's step; node 0 is this node, node 1 the shard's.
+  absl::Status MakeShapedLink(const Round& r) {
+    RINGSIDE_RETURN_IF_ERROR(CheckNetworkPrivileges());
+    RINGSIDE_ASSIGN_OR_RETURN(ClusterProfile profile, LoadClusterProfile(o_.cluster));
+    RINGSIDE_ASSIGN_OR_RETURN(double target_s, TargetStepSeconds(profile, o_.model, o_.batch, r.gemm_flops));
+    RINGSIDE_ASSIGN_OR_RETURN(Dilation d, ComputeDilation(profile, r.step_s, target_s, o_.node_cpus,
+                                                          /*can_delay=*/false));
+    RemoveStaleNetworks().IgnoreError();
+    NetworkProfile net;
+    net.enabled = true;
+    net.link.bits_per_sec = std::floor(d.nic.bytes_per_s * 8 / 1e3) * 1e3;  // Whole kbit/s, as the cells'.
+    RINGSIDE_ASSIGN_OR_RETURN(link_, EmulatedNetwork::Create(net, {"worker", "server"}));
+    run_->calibration.ps_cpu_link_bytes_per_s = net.link.bits_per_sec / 8;
+    return absl::OkStatus();
+  }
+
+  // The compute's steps `so` beside push-pulls `po` through the shaped link: the shard
+  // (`bench pushpull-server`) in node 1's namespace, the steps and the worker's end
+  // (`bench pushpull-beside`) in node 0's, both processes on this node's CPU share.
+  // Blocks until both exit (bounded); Internal with a child's last words on failure.
+  absl::StatusOr<PushPullLoad> ShapedPushPullsBeside(const PushPullBenchOptions& po, const StepBenchOptions& so,
+                                                     double* beside_step_s) {
+    RINGSIDE_ASSIGN_OR_RETURN(std::string self, SelfExePath());
+    const std::string server = absl::StrCat(link_->address(1), ":", kShapedShardPort);
+    const std::vector<std::string> common = {absl::StrCat("--size_bytes=", po.bytes),
+                                             absl::StrCat("--ps_chunk_kb=", po.chunk_bytes / 1024),
+                                             absl::StrCat("--ps_transport=", po.transport)};
+    auto on_node = [&](int net_node, std::vector<std::string> args) {
+      std::vector<std::string> argv = node_->CommandPrefix(0);  // The cgroup first (see network_placement.cc).
+      const std::vector<std::string> enter = link_->CommandPrefix(net_node);
+      argv.insert(argv.end(), enter.begin(), enter.end());
+      argv.push_back(self);
+      argv.insert(argv.end(), args.begin(), args.end());
+      argv.insert(argv.end(), common.begin(), common.end());
+      return argv;
+    };
+    SpawnOptions shard;
+    shard.argv = on_node(1, {"bench", "pushpull-server", absl::StrCat("--listen=", server)});
+    shard.stdin_null = true;
+    shard.out = ChildStream::kNull;
+    shard.err = ChildStream::kNull;
+    shard.die_with_parent = true;
+    RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> shard_process, Subprocess::Spawn(shard));
+    RINGSIDE_ASSIGN_OR_RETURN(
+        CommandOutput out,
+        RunCommand(on_node(0, {"bench", "pushpull-beside", absl::StrCat("--ps_servers=", server),
+                               absl::StrCat("--model=", so.model), absl::StrCat("--batch=", so.batch),
+                               absl::StrCat("--threads=", so.threads), absl::StrCat("--warmup=", so.warmup),
+                               absl::StrCat("--steps=", so.steps)}),
+                   kShapedPsCpuTimeout));
+    // The worker said goodbye when it succeeded: the shard exits.
+    if (!shard_process->WaitUntil(absl::Now() + absl::Seconds(10)).ok()) shard_process->Signal(SIGKILL);
+    shard_process->Wait();
+    if (!out.ok()) {
+      std::vector<absl::string_view> lines =
+          absl::StrSplit(absl::StripTrailingAsciiWhitespace(out.stderr_text), '\n');
+      return absl::InternalError(absl::StrCat("bench pushpull-beside through a shaped link failed: ",
+                                              lines.empty() ? "no output" : lines.back()));
+    }
+    PushPullLoad load;
+    double step_ms = 0;
+    RINGSIDE_RETURN_IF_ERROR(ParsePushPullsBeside(out.stdout_text, &load, &step_ms));
+    *beside_step_s = step_ms / 1e3;
+    return load;
+  }
+
   const CalibrateOptions& o_;
   PhaseProgress* const progress_;
   CalibrationRun* const run_;
+  EmulatedCpuShares* const node_;
+  std::unique_ptr<EmulatedNetwork> link_;
 };
 
 // Every constant the median of its rounds, each printed with its spread (and a warning
@@ -652,7 +753,7 @@ absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
     RINGSIDE_ASSIGN_OR_RETURN(node, EmulatedCpuShares::Create(o.node_cpus, 1, CpuSharePeriodFor(o.node_cpus)));
     c.node_cpus = o.node_cpus;
   }
-  Rounds phases(o, &progress, &run);
+  Rounds phases(o, &progress, &run, node.get());
   std::vector<Round> rounds(o.calibration_repeats);
   for (int i = 0; i < o.calibration_repeats; ++i) {
     Round& r = rounds[i];

@@ -6,7 +6,9 @@
 //   2. gamma (summing gradients): timed in process;
 //   3. on an emulated node only (node_cpus > 0): the PS's communication CPU, the
 //      compute's pace lost to push-pulls running beside it on the node
-//      (PushPullsBeside), over gRPC and the TCP data plane;
+//      (PushPullsBeside), over gRPC and the TCP data plane; with a cluster, through
+//      the cluster's dilated link to a shard on a second emulated node (child
+//      processes: `bench pushpull-beside` on this node, `bench pushpull-server` there);
 //   then, off the node:
 //   3 / 4. push-pull alpha and bandwidth over gRPC, then over the TCP data plane: a
 //      push-pull sweep against a shard hosted in this process (RunPushPullSweep), fitted;
@@ -45,6 +47,13 @@ struct CalibrateOptions {
   // Recorded in the calibration; the cost model scales from it (cost_model.h
   // Scenario.node_cpus).
   double node_cpus = 0;
+  // With node_cpus: the cluster (a preset or a profile file, cluster/profile.h) the
+  // cells' nodes stand for. The PS CPU phase then moves its bytes through a link shaped
+  // to that cluster's NIC dilated for this host (cluster/dilation.h, d from phase 1's
+  // step of the first round), between this node and a second emulated node holding the
+  // shard, as the cells' nodes move theirs: at the link's pace. Root (network
+  // namespaces). Empty: push-pulls back to back on loopback in this process.
+  std::string cluster;
   // The measurement budget (tests make it tiny):
   // Rounds of the four phases; each constant is their median (calibration_spread.h).
   int calibration_repeats = kDefaultCalibrationRepeats;

@@ -69,6 +69,7 @@ std::string CalibrationToJson(const Calibration& c, const CalibrationMeasurement
   if (c.allreduce_cpu_s_per_byte > 0) m.set_allreduce_cpu_s_per_byte(c.allreduce_cpu_s_per_byte);
   if (c.push_pull_cpu_s_per_byte > 0) m.set_push_pull_cpu_s_per_byte(c.push_pull_cpu_s_per_byte);
   if (c.push_pull_tcp_cpu_s_per_byte > 0) m.set_push_pull_tcp_cpu_s_per_byte(c.push_pull_tcp_cpu_s_per_byte);
+  if (c.ps_cpu_link_bytes_per_s > 0) m.set_ps_cpu_link_bytes_per_s(c.ps_cpu_link_bytes_per_s);
   m.set_model_bytes(c.model_bytes);
   m.set_push_pull_per_call_s(c.push_pull_per_call_s);
   *m.mutable_push_pull() = ToMessage(c.push_pull);
@@ -126,6 +127,7 @@ absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json,
   c.allreduce_cpu_s_per_byte = m.allreduce_cpu_s_per_byte();
   c.push_pull_cpu_s_per_byte = m.push_pull_cpu_s_per_byte();
   c.push_pull_tcp_cpu_s_per_byte = m.push_pull_tcp_cpu_s_per_byte();
+  c.ps_cpu_link_bytes_per_s = m.ps_cpu_link_bytes_per_s();
   c.raw_tcp_bytes_per_s = m.raw_tcp_bytes_per_s();
   c.model_bytes = m.model_bytes();
   c.push_pull_per_call_s = m.push_pull_per_call_s();

@@ -53,6 +53,10 @@ struct Calibration {
   // a node, or files from before it was); the TCP one 0: the gRPC one stands for it.
   double push_pull_cpu_s_per_byte = 0;
   double push_pull_tcp_cpu_s_per_byte = 0;
+  // The link those two were measured through, bytes/s each way: the rate the cells'
+  // links are shaped to (a shard on a second emulated node; calibrate.h ps_cpu_link),
+  // where bytes arrive at the link's pace as in the cells. 0: back to back on loopback.
+  double ps_cpu_link_bytes_per_s = 0;
   // One worker <-> one shard combined push-pull, transfer only: time for a model of M
   // bytes = alpha + M / bytes_per_s (both directions pipelined on a full-duplex link).
   PathCalibration push_pull;
