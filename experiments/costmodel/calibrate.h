@@ -1,6 +1,7 @@
 // `ringside calibrate`: measures the cost model's constants (cost_model.h) on the real
 // code paths of this machine, in this process, from the measurement functions of
-// experiments/bench/ (no child processes, no parsing of printed tables):
+// experiments/bench/ (no child processes, no parsing of printed tables, but for phase
+// 3 through a cluster's link):
 //   1. compute and backward time per step and SGD time per byte: the step bench
 //      (MeasureStepBench) on the model itself, whose parameter count gives M;
 //   2. gamma (summing gradients): timed in process;
