@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "common/ops_factory.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "experiments/bench/bench.h"
@@ -205,12 +206,15 @@ absl::Status CheckOptions(const CalibrateOptions& o) {
 }
 
 // gamma: seconds per byte to add one float buffer into another (out of cache).
-double MeasureReducePerByte() {
+absl::StatusOr<double> MeasureReducePerByte() {
+  // The shard's sum (ps_server/ordered_sum.cc): the CPU ops' Axpy with alpha 1, not a
+  // loop of this file's (whose speed would be this file's optimisation level's).
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops, NewOps("cpu", 0, 0));
   std::vector<float> a(kReduceFloats, 1.0f), b(kReduceFloats, 2.0f);
   std::vector<double> runs;
   for (int r = 0; r < kReduceRuns; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < kReduceFloats; ++i) a[i] += b[i];
+    ops->Axpy(static_cast<int64_t>(kReduceFloats), 1.0f, b.data(), a.data());
     runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   volatile float sink = a[kReduceFloats / 2];
@@ -318,13 +322,16 @@ class Rounds {
   }
 
   // Phase 2: gamma.
-  void Gamma(int round, Round* r) {
+  absl::Status Gamma(int round, Round* r) {
     progress_->Start(2, round,
                      absl::StrFormat("gamma: summing two %s buffers%s, %d times", Binary(kReduceFloats * 4),
                                      NodeText(o_.node_cpus), kReduceRuns),
                      0);
-    r->reduce_s_per_byte = MeasureReducePerByte();
+    absl::StatusOr<double> gamma = MeasureReducePerByte();
+    if (!gamma.ok()) return progress_->Fail("calibrate: gamma", gamma.status());
+    r->reduce_s_per_byte = *gamma;
     progress_->Finish(absl::StrFormat("%.3f ns per byte", r->reduce_s_per_byte * 1e9));
+    return absl::OkStatus();
   }
 
   // Phase 3, on an emulated node only: what the PS's transfers cost the node's CPU, over
@@ -760,7 +767,7 @@ absl::StatusOr<CalibrationRun> CalibrateWithSpreads(const CalibrateOptions& o) {
     ProbeOthers(i + 1, o.calibration_repeats, &progress, &run.measurement);
     if (node != nullptr) RINGSIDE_RETURN_IF_ERROR(node->JoinNode(0));
     RINGSIDE_RETURN_IF_ERROR(phases.Compute(i + 1, &r));
-    phases.Gamma(i + 1, &r);
+    RINGSIDE_RETURN_IF_ERROR(phases.Gamma(i + 1, &r));
     if (node != nullptr) {
       RINGSIDE_RETURN_IF_ERROR(phases.PsCpu(i + 1, &r));
       RINGSIDE_RETURN_IF_ERROR(node->LeaveNode());
