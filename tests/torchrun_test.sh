@@ -42,50 +42,73 @@ finish() {
   same_checkpoint "$1" "$2"
 }
 
-reference ref_ddp --strategy=ddp --workers=2
-reference ref_ps --strategy=ps --workers=2 --ps_shards=1
-reference ref_ps3 --strategy=ps --workers=3 --ps_shards=1
 ddp=(--strategy=ddp "${COMMON[@]}")
 ps=(--strategy=ps --workers=2 --ps_shards=1 "${COMMON[@]}")
 ps3=(--strategy=ps --workers=3 --ps_shards=1 "${COMMON[@]}")
 
-# DDP, one node: default (static), --standalone, c10d.
-p=$(free_port)
-torchrun_bg static1 0 --nnodes=1 --nproc_per_node=2 --master_addr=127.0.0.1 --master_port="$p" -- "${ddp[@]}"
-finish static1 ref_ddp
-grep -qF "ddp: 2 ranks (torchrun)" "$T"/static1.0.log || fail "static1: torchrun was not detected"
-torchrun_bg standalone 0 --standalone --nproc_per_node=2 -- "${ddp[@]}"
-finish standalone ref_ddp
-p=$(free_port)
-torchrun_bg c10d1 0 --nnodes=1 --nproc_per_node=2 --rdzv_backend=c10d --rdzv_endpoint=127.0.0.1:"$p" \
-  --rdzv_id=c10d1 -- "${ddp[@]}"
-finish c10d1 ref_ddp
+# The reference jobs, then three parts at once (each part's torchruns one after another;
+# the parts use ports of their own): DDP on one node, DDP on two, the PS. Side by side
+# they wait on each other's CPU, never on a time-out: every bound is loose (the ranks'
+# --timeout_s=60, each torchrun's 180 s).
+part_start ref_ddp reference ref_ddp --strategy=ddp --workers=2
+part_start ref_ps reference ref_ps --strategy=ps --workers=2 --ps_shards=1
+part_start ref_ps3 reference ref_ps3 --strategy=ps --workers=3 --ps_shards=1
+parts_wait
+
+# DDP, one node: default (static), --standalone, c10d; then the PS with --standalone.
+ddp_one_node() {
+  local p
+  p=$(free_port)
+  torchrun_bg static1 0 --nnodes=1 --nproc_per_node=2 --master_addr=127.0.0.1 --master_port="$p" -- "${ddp[@]}"
+  finish static1 ref_ddp
+  grep -qF "ddp: 2 ranks (torchrun)" "$T"/static1.0.log || fail "static1: torchrun was not detected"
+  torchrun_bg standalone 0 --standalone --nproc_per_node=2 -- "${ddp[@]}"
+  finish standalone ref_ddp
+  p=$(free_port)
+  torchrun_bg c10d1 0 --nnodes=1 --nproc_per_node=2 --rdzv_backend=c10d --rdzv_endpoint=127.0.0.1:"$p" \
+    --rdzv_id=c10d1 -- "${ddp[@]}"
+  finish c10d1 ref_ddp
+  # The PS's --standalone here too: torchrun's standalone rendezvous always listens on
+  # port 29400, so two of them must not run at once.
+  torchrun_bg ps_standalone 0 --standalone --nproc_per_node=3 -- "${ps[@]}"
+  finish ps_standalone ref_ps
+}
 
 # DDP, two nodes of one rank each: default (static) and c10d.
-p=$(free_port)
-for node in 0 1; do
-  torchrun_bg static2 "$node" --nnodes=2 --node_rank="$node" --nproc_per_node=1 \
-    --master_addr=127.0.0.1 --master_port="$p" -- "${ddp[@]}"
-done
-finish static2 ref_ddp
-p=$(free_port)
-for node in 0 1; do
-  torchrun_bg c10d2 "$node" --nnodes=2 --nproc_per_node=1 --rdzv_backend=c10d \
-    --rdzv_endpoint=127.0.0.1:"$p" --rdzv_id=c10d2 -- "${ddp[@]}"
-done
-finish c10d2 ref_ddp
+ddp_two_nodes() {
+  local p node
+  p=$(free_port)
+  for node in 0 1; do
+    torchrun_bg static2 "$node" --nnodes=2 --node_rank="$node" --nproc_per_node=1 \
+      --master_addr=127.0.0.1 --master_port="$p" -- "${ddp[@]}"
+  done
+  finish static2 ref_ddp
+  p=$(free_port)
+  for node in 0 1; do
+    torchrun_bg c10d2 "$node" --nnodes=2 --nproc_per_node=1 --rdzv_backend=c10d \
+      --rdzv_endpoint=127.0.0.1:"$p" --rdzv_id=c10d2 -- "${ddp[@]}"
+  done
+  finish c10d2 ref_ddp
+}
 
-# PS: one shard (rank 0) and the workers; the shard's address goes through the store.
-p=$(free_port)
-torchrun_bg ps_static1 0 --nnodes=1 --nproc_per_node=3 --master_addr=127.0.0.1 --master_port="$p" -- "${ps[@]}"
-finish ps_static1 ref_ps
-torchrun_bg ps_standalone 0 --standalone --nproc_per_node=3 -- "${ps[@]}"
-finish ps_standalone ref_ps
-p=$(free_port)
-for node in 0 1; do
-  torchrun_bg ps_static2 "$node" --nnodes=2 --node_rank="$node" --nproc_per_node=2 \
-    --master_addr=127.0.0.1 --master_port="$p" -- "${ps3[@]}"
-done
-finish ps_static2 ref_ps3
+# PS (static, one node and two): one shard (rank 0) and the workers; the shard's
+# address goes through the store.
+ps_jobs() {
+  local p node
+  p=$(free_port)
+  torchrun_bg ps_static1 0 --nnodes=1 --nproc_per_node=3 --master_addr=127.0.0.1 --master_port="$p" -- "${ps[@]}"
+  finish ps_static1 ref_ps
+  p=$(free_port)
+  for node in 0 1; do
+    torchrun_bg ps_static2 "$node" --nnodes=2 --node_rank="$node" --nproc_per_node=2 \
+      --master_addr=127.0.0.1 --master_port="$p" -- "${ps3[@]}"
+  done
+  finish ps_static2 ref_ps3
+}
+
+part_start ddp_one_node ddp_one_node
+part_start ddp_two_nodes ddp_two_nodes
+part_start ps ps_jobs
+parts_wait
 
 finish_tests
