@@ -14,11 +14,11 @@
 namespace ringside {
 namespace {
 
-// The slow links: this many times the cluster's (1 Gbit/s -> 500 Mbit/s). At the
+// The slow links: kLabSlowLinkFactor of the cluster's (1 Gbit/s -> 500 Mbit/s). At the
 // cluster's own rate float32's wait after backward was 1.5-2x the compute, and fp16 saved
 // 33% of the step on one AMD EPYC VM's run and 18% on the next (the host's per-byte
 // costs do not dilate): half of it keeps the bytes bounding the step on any host.
-constexpr double kSlowLinkFactor = 0.5;
+constexpr double kSlowLinkFactor = kLabSlowLinkFactor;
 // The fast links: this many times the cluster's (1 Gbit/s -> 25 Gbit/s).
 constexpr double kFastLinkFactor = 25;
 // Shown: on the slow links fp16 saves at least this share of the step, on the fast

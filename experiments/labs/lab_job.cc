@@ -1,5 +1,6 @@
 #include "experiments/labs/lab_job.h"
 
+#include <cmath>
 #include <filesystem>
 #include <system_error>
 
@@ -10,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
+#include "experiments/netem/network_emulator.h"
 #include "common/trace.h"
 #include "experiments/cluster/cluster.h"
 #include "experiments/netem/cpu_share.h"
@@ -61,6 +63,12 @@ absl::StatusOr<LabJob> RunLabJob(const LabContext& lab, const std::string& name,
 absl::StatusOr<std::vector<StepMetrics>> JobMetrics(const LabJob& job, OutputOwner owner, int index) {
   return ReadMetricsFile(
       absl::StrCat(job.dir, "/", OutputFileName(OutputFile::kMetrics, owner, index)));
+}
+
+absl::StatusOr<std::string> ScaleLinks(const std::string& links, double factor) {
+  RINGSIDE_ASSIGN_OR_RETURN(NetworkProfile profile, ParseNetworkProfile(links));
+  profile.link.bits_per_sec = std::floor(profile.link.bits_per_sec * factor);
+  return ProfileToString(profile);
 }
 
 double LabNodeCpus(const LabContext& lab, double own) { return lab.node_cpus > 0 ? lab.node_cpus : own; }

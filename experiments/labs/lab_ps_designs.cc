@@ -6,7 +6,6 @@
 // 2 and 4 against the ring: below k = n a summer in each worker takes BytePS's optimal
 // part, which at k = 0 moves what the ring moves (k = 0 and 2 reported, k = 4 judged).
 #include <algorithm>
-#include <cmath>
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
@@ -28,17 +27,15 @@ constexpr char kModel[] = "mlp:784-1024-64-10";
 constexpr double kNodeCpus = 0.2;
 // The designs differ in bytes per link, so the lab shows them only where the links bound
 // communication: the ring's and the k = 4 servers' communication within this factor of
-// their bytes' time at the links' payload rate (1.0-1.2 at kLinkFactor; 1.5 at the NIC's
+// their bytes' time at the links' payload rate (1.0-1.2 at kLabSlowLinkFactor; 1.5 at the NIC's
 // own rate on an AMD EPYC VM, whose compute is ~6x faster than the Intel Xeon VM the lab
 // was written on while its network path is not, so its dilated links outran what a
 // node's share could drive).
 constexpr double kLinkBoundRatio = 1.3;
-// The links: this fraction of the cluster's dilated NIC (a 500 Mbit/s NIC on gige-cpu),
-// as lab 9's slow links. At the NIC's own rate the AMD EPYC VM's d of 4-6 gave links of
-// 155-245 Mbit/s whose 16-KiB chunks a 0.2-CPU node could not send at the links' pace
-// (the k = 4 servers at 1.6x their bytes' time: not judged); each byte's wire time
-// doubles here while a node's per-chunk cost does not.
-constexpr double kLinkFactor = 0.5;
+// The links: kLabSlowLinkFactor of the cluster's dilated NIC. At the NIC's own rate the
+// AMD EPYC VM's d of 4-6 gave links of 155-245 Mbit/s whose 16-KiB chunks a 0.2-CPU node
+// could not send at the links' pace (the k = 4 servers at 1.5x their bytes' time: not
+// judged).
 
 struct DesignRun {
   double step_ms = 0;     // Worker / rank 0's median step after warm-up.
@@ -86,10 +83,8 @@ absl::StatusOr<LabVerdict> CheckPsDesigns(const LabContext& lab) {
   }
   RINGSIDE_ASSIGN_OR_RETURN(std::string cluster_links,
                             LabClusterLinks(lab, kModel, kBatch, LabNodeCpus(lab, kNodeCpus)));
-  RINGSIDE_ASSIGN_OR_RETURN(NetworkProfile scaled, ParseNetworkProfile(cluster_links));
-  scaled.link.bits_per_sec = std::floor(scaled.link.bits_per_sec * kLinkFactor);
-  const std::string links = ProfileToString(scaled);
-  absl::FPrintF(lab.out, "  links at %gx the cluster's NIC / d\n", kLinkFactor);
+  RINGSIDE_ASSIGN_OR_RETURN(const std::string links, ScaleLinks(cluster_links, kLabSlowLinkFactor));
+  absl::FPrintF(lab.out, "  links at %gx the cluster's NIC / d\n", kLabSlowLinkFactor);
   // On the TCP data plane in 16-KiB chunks: a server answers a chunk once every worker
   // pushed it, so its slice (870 KB at 4 servers) must span many chunks for the replies
   // to overlap the pushes.
