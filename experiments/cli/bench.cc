@@ -73,6 +73,18 @@ absl::Status RunPushPullServer() {
   return RunPushPullBenchServer(o, absl::GetFlag(FLAGS_listen));
 }
 
+// The step bench's model, batch, threads (0: 1), warm-up and steps (0: default_steps)
+// from the command line.
+StepBenchOptions StepOptionsFromFlags(int default_steps) {
+  StepBenchOptions o;
+  o.model = absl::GetFlag(FLAGS_model);
+  o.batch = absl::GetFlag(FLAGS_batch);
+  o.threads = absl::GetFlag(FLAGS_threads) > 0 ? absl::GetFlag(FLAGS_threads) : 1;
+  o.warmup = absl::GetFlag(FLAGS_warmup);
+  o.steps = absl::GetFlag(FLAGS_steps) > 0 ? static_cast<int>(absl::GetFlag(FLAGS_steps)) : default_steps;
+  return o;
+}
+
 // calibrate's PS CPU phase through a shaped link (calibrate.cc): on the node (its
 // cgroup and network namespace), the model's steps with one worker's push-pulls against
 // the shard at --ps_servers (`bench pushpull-server` in another node) back to back
@@ -86,12 +98,7 @@ absl::Status RunPushPullBeside() {
   if (po.server.empty() || po.bytes < 4) {
     return absl::InvalidArgumentError("bench pushpull-beside needs --ps_servers=HOST:PORT and --size_bytes >= 4");
   }
-  StepBenchOptions so;
-  so.model = absl::GetFlag(FLAGS_model);
-  so.batch = absl::GetFlag(FLAGS_batch);
-  so.threads = absl::GetFlag(FLAGS_threads) > 0 ? absl::GetFlag(FLAGS_threads) : 1;
-  so.warmup = absl::GetFlag(FLAGS_warmup);
-  so.steps = absl::GetFlag(FLAGS_steps) > 0 ? static_cast<int>(absl::GetFlag(FLAGS_steps)) : 5;
+  StepBenchOptions so = StepOptionsFromFlags(/*default_steps=*/5);
   so.measure_floor = false;
   absl::StatusOr<StepBenchResult> step;
   RINGSIDE_ASSIGN_OR_RETURN(PushPullLoad load, PushPullsBeside(po, [&]() {
@@ -103,12 +110,7 @@ absl::Status RunPushPullBeside() {
 }
 
 absl::Status RunStep() {
-  StepBenchOptions o;
-  o.model = absl::GetFlag(FLAGS_model);
-  o.batch = absl::GetFlag(FLAGS_batch);
-  o.threads = absl::GetFlag(FLAGS_threads) > 0 ? absl::GetFlag(FLAGS_threads) : 1;
-  o.warmup = absl::GetFlag(FLAGS_warmup);
-  o.steps = absl::GetFlag(FLAGS_steps) > 0 ? static_cast<int>(absl::GetFlag(FLAGS_steps)) : 200;
+  StepBenchOptions o = StepOptionsFromFlags(/*default_steps=*/200);
   o.repeats = absl::GetFlag(FLAGS_repeats);
   RINGSIDE_ASSIGN_OR_RETURN(o.device, ParseDevice(absl::GetFlag(FLAGS_device)));
   RINGSIDE_ASSIGN_OR_RETURN(o.precision, ParseGemmPrecision(absl::GetFlag(FLAGS_precision)));
