@@ -642,4 +642,9 @@ std::unique_ptr<Ops> NewCpuOps(int blas_threads) {
   return std::make_unique<CpuOps>();
 }
 
+std::string CpuBlasKernels() {
+  const char* core = openblas_get_corename();
+  return absl::StrCat("OpenBLAS ", core != nullptr ? core : "(unknown core)");
+}
+
 }  // namespace ringside

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "common/ops.h"
 #include "common/random.h"
 #include "gtest/gtest.h"
@@ -182,6 +183,12 @@ class CpuOpsTest : public ::testing::Test {
 };
 
 // ---- Memory. ----
+
+TEST(CpuBlasKernelsTest, NamesOpenBlasAndItsCore) {
+  const std::string kernels = CpuBlasKernels();
+  EXPECT_TRUE(absl::StartsWith(kernels, "OpenBLAS ")) << kernels;
+  EXPECT_GT(kernels.size(), std::string("OpenBLAS ").size()) << kernels;
+}
 
 TEST_F(CpuOpsTest, AllocateIsAlignedAndCopiesRoundTrip) {
   EXPECT_EQ(ops_->kind(), DeviceKind::kCpu);

@@ -38,6 +38,17 @@ class QuoteTest(unittest.TestCase):
         self.assertEqual(len(c.quote_failures(["median step 1700 ms"], out, False)), 1)  # 8.5x
         self.assertEqual(len(c.quote_failures(["median step 20 ms"], out, False)), 1)  # 10x
 
+    def test_host_figures_at_the_noise_floor_match_each_other(self):
+        out = "replicate 0.02, reduce 0.30 ms\n"
+        self.assertEqual(c.quote_failures(["replicate 0.22, reduce 0.30 ms"], out, True), [])
+        self.assertEqual(len(c.quote_failures(["replicate 0.22, reduce 3.00 ms"], out, True)), 1)
+
+    def test_blas_kernels_are_the_hosts(self):
+        out = "host step 24.6 ms on 0.30 CPU, OpenBLAS Zen / target 12.2 ms\n"
+        self.assertEqual(c.quote_failures(["host step 59.7 ms on 0.30 CPU, OpenBLAS Haswell / target 12.2 ms"],
+                                          out, False), [])
+        self.assertEqual(len(c.quote_failures(["host step 59.7 ms on 0.30 CPU / target 12.2 ms"], out, False)), 1)
+
     def test_a_line_the_output_lacks(self):
         bad = c.quote_failures(["effect shown: yes"], "effect shown: NO\n", False)
         self.assertEqual(len(bad), 1)

@@ -95,9 +95,10 @@ std::string DescribeDilation(const ClusterProfile& profile, const Dilation& d) {
   const std::string host =
       k > 1 ? absl::StrFormat("%s, one of %d devices of a node of %s", CpuText(d.device_cpus), k, CpuText(d.node_cpus))
             : CpuText(d.node_cpus);
+  const std::string kernels = d.host_kernels.empty() ? "" : absl::StrCat(", ", d.host_kernels);
   std::string out = absl::StrFormat(
-      "cluster %s emulated with dilation d = %.2f (host step %.1f ms on %s / target %.1f ms): NIC %s -> %s shaped",
-      profile.name, d.factor, d.host_step_s * 1e3, host, d.target_step_s * 1e3, FormatBandwidth(profile.nic.bytes_per_s),
+      "cluster %s emulated with dilation d = %.2f (host step %.1f ms on %s%s / target %.1f ms): NIC %s -> %s shaped",
+      profile.name, d.factor, d.host_step_s * 1e3, host, kernels, d.target_step_s * 1e3, FormatBandwidth(profile.nic.bytes_per_s),
       FormatBandwidth(d.nic.bytes_per_s));
   if (k > 1) {
     absl::StrAppend(&out, absl::StrFormat(", shared by the node's %d ranks", k));

@@ -27,6 +27,7 @@ inline constexpr double kMinShapedBytesPerSec = 125e3;  // 1 Mbit/s.
 
 struct Dilation {
   double host_step_s = 0;    // One step on one device's share here (measured).
+  std::string host_kernels;  // The host's GEMM kernels (CpuBlasKernels()); "" unknown.
   double target_step_s = 0;  // One step on the target's device (TargetStepSeconds).
   double factor = 0;         // d = host / target.
   double node_cpus = 0;      // A node's share (0: unthrottled).

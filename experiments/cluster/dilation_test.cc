@@ -31,6 +31,12 @@ TEST(DilationTest, LinksShapedToRateOverD) {
   EXPECT_EQ(DilatedNetworkProfile(*d), "bw=333333kbit");
   EXPECT_TRUE(absl::StrContains(DescribeDilation(Gige(), *d), "d = 3.00")) << DescribeDilation(Gige(), *d);
   EXPECT_TRUE(absl::StrContains(DescribeDilation(Gige(), *d), "not emulated"));
+  // The host's kernels, when known, sit beside its step.
+  EXPECT_FALSE(absl::StrContains(DescribeDilation(Gige(), *d), "OpenBLAS"));
+  Dilation named = *d;
+  named.host_kernels = "OpenBLAS Zen";
+  EXPECT_TRUE(absl::StrContains(DescribeDilation(Gige(), named), "CPU, OpenBLAS Zen / target"))
+      << DescribeDilation(Gige(), named);
 }
 
 TEST(DilationTest, CommunicationOverComputeIsTheTargetsAtAnyHostSpeed) {

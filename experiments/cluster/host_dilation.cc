@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "common/cpu_ops.h"
 #include "common/status_macros.h"
 #include "experiments/bench/step_bench.h"
 #include "experiments/cluster/node_layout.h"
@@ -83,6 +84,7 @@ absl::StatusOr<MeasuredDilation> MeasureDilation(const std::string& cluster, con
   RINGSIDE_ASSIGN_OR_RETURN(double target_s, TargetStepSeconds(m.profile, model, batch, host->gemm_flops));
   RINGSIDE_ASSIGN_OR_RETURN(m.dilation, ComputeDilation(m.profile, round.step_ms / 1e3, target_s, node_cpus,
                                                         /*can_delay=*/false));
+  m.dilation.host_kernels = CpuBlasKernels();
   m.host_compute_s = round.compute_ms / 1e3;
   m.host_forward_s = round.forward_ms / 1e3;
   return m;

@@ -26,15 +26,16 @@ absl::StatusOr<LabVerdict> CheckBucketSize(const LabContext& lab) {
   // (scale-free: lab_ddp_job.h).
   const double head_start = sweep[0].lead_ms - sweep[2].lead_ms;
   v.shown = sweep[0].buckets > sweep[1].buckets && sweep[1].buckets > sweep[2].buckets &&
-            sweep[2].buckets == 1 && head_start >= kMinLeadOfStep * sweep[0].step_ms &&
+            sweep[2].buckets == 1 && head_start >= kMinLeadOfBackward * sweep[0].backward_ms &&
             sweep[2].step_ms - sweep[0].step_ms >= kMinLeadReturned * head_start;
   v.effect = absl::StrFormat(
       "bucket cap 0.25 / 1.5 / 25 MB: %d / %d / %d buckets; the first all-reduce started %.0f / "
       "%.0f / %.0f ms before backward ended; %.0f / %.0f / %.0f ms of waiting after it; steps "
-      "%.0f / %.0f / %.0f ms: the smallest cap saved %.0f ms a step, %.0f%% of its head start",
+      "%.0f / %.0f / %.0f ms: the smallest cap's head start of %.0f ms (backward %.0f ms) saved %.0f ms a "
+      "step, %.0f%% of it",
       sweep[0].buckets, sweep[1].buckets, sweep[2].buckets, sweep[0].lead_ms, sweep[1].lead_ms,
       sweep[2].lead_ms, sweep[0].wait_ms, sweep[1].wait_ms, sweep[2].wait_ms, sweep[0].step_ms,
-      sweep[1].step_ms, sweep[2].step_ms, sweep[2].step_ms - sweep[0].step_ms,
+      sweep[1].step_ms, sweep[2].step_ms, head_start, sweep[0].backward_ms, sweep[2].step_ms - sweep[0].step_ms,
       100 * (sweep[2].step_ms - sweep[0].step_ms) / std::max(head_start, 1e-9));
   return v;
 }

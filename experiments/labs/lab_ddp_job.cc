@@ -21,7 +21,8 @@ constexpr double kNodeCpus = 0.3;
 }  // namespace
 
 absl::StatusOr<std::string> DdpLabLinks(const LabContext& lab) {
-  return LabClusterLinks(lab, kModel, kBatch, LabNodeCpus(lab, kNodeCpus));
+  RINGSIDE_ASSIGN_OR_RETURN(std::string links, LabClusterLinks(lab, kModel, kBatch, LabNodeCpus(lab, kNodeCpus)));
+  return LabScaledLinks(lab, links, kLabSlowLinkFactor);
 }
 
 absl::StatusOr<DdpFacts> RunDdpLabJob(const LabContext& lab, const std::string& name, const std::string& links,
@@ -52,15 +53,16 @@ absl::StatusOr<DdpFacts> RunDdpLabJob(const LabContext& lab, const std::string& 
     return (m.backward_end_us() - m.first_bucket_us()) / 1e3;
   });
   f.wait_ms = MedianAfter(r0, kWarmup, [](const StepMetrics& m) { return m.allreduce_wait_ms(); });
+  f.backward_ms = MedianAfter(r0, kWarmup, [](const StepMetrics& m) { return m.backward_ms(); });
   f.step_ms = MedianAfter(r0, kWarmup, [](const StepMetrics& m) { return m.step_ms(); });
   const std::string when =
       f.lead_ms > 0.05    ? absl::StrFormat("%.1f ms before backward ended", f.lead_ms)
       : f.lead_ms < -0.05 ? absl::StrFormat("%.1f ms after backward ended", -f.lead_ms)
                           : std::string("as backward ended");
   absl::FPrintF(lab.out,
-                "    %d bucket%s; first all-reduce launched %s; wait after backward %.1f ms; "
+                "    %d bucket%s; first all-reduce launched %s; backward %.1f ms; wait after it %.1f ms; "
                 "step %.1f ms (medians)\n",
-                f.buckets, f.buckets == 1 ? "" : "s", when, f.wait_ms, f.step_ms);
+                f.buckets, f.buckets == 1 ? "" : "s", when, f.backward_ms, f.wait_ms, f.step_ms);
   return f;
 }
 

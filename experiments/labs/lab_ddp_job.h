@@ -16,18 +16,23 @@ struct DdpFacts {
   double lead_ms = 0;    // How long before backward ended the first bucket's all-reduce
                          // was launched (negative: after it ended).
   double wait_ms = 0;    // Waiting for the all-reduces after backward.
+  double backward_ms = 0;  // Backward itself (bounds any head start).
   double step_ms = 0;
 };
 
 // The bucket labs' verdicts are ratios of times measured in one check, so they hold on
 // a faster, slower or busier host alike (every time dilates with the node): an earlier
-// first all-reduce shows when its head start is at least kMinLeadOfStep of the step,
+// first all-reduce shows when its head start is at least kMinLeadOfBackward of backward
+// (which bounds any head start: the first bucket is ready only once backward has begun),
 // and pays when at least kMinLeadReturned of that head start comes back as a shorter
 // step.
-inline constexpr double kMinLeadOfStep = 0.1;
+inline constexpr double kMinLeadOfBackward = 0.5;
 inline constexpr double kMinLeadReturned = 0.25;
 
-// The links of the bucket labs' jobs (LabClusterLinks for their model, batch and share).
+// The links of the bucket labs' jobs: kLabSlowLinkFactor of LabClusterLinks's for their
+// model, batch and share. At the NIC's own rate / d, a host whose kernels compute fast
+// (OpenBLAS's own for this CPU: d about 2) gets links a 0.3-CPU node cannot drive, and
+// the transfers' CPU, taken from backward, eats the head start.
 absl::StatusOr<std::string> DdpLabLinks(const LabContext& lab);
 
 // Runs `ringside train --strategy=ddp --workers=2` with `extra` flags as job `name`, on

@@ -11,10 +11,11 @@
 #include "absl/strings/strip.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
-#include "experiments/netem/network_emulator.h"
 #include "common/trace.h"
 #include "experiments/cluster/cluster.h"
+#include "experiments/netem/bandwidth.h"
 #include "experiments/netem/cpu_share.h"
+#include "experiments/netem/network_emulator.h"
 #include "experiments/sys/subprocess.h"
 
 namespace ringside {
@@ -69,6 +70,18 @@ absl::StatusOr<std::string> ScaleLinks(const std::string& links, double factor) 
   RINGSIDE_ASSIGN_OR_RETURN(NetworkProfile profile, ParseNetworkProfile(links));
   profile.link.bits_per_sec = std::floor(profile.link.bits_per_sec * factor);
   return ProfileToString(profile);
+}
+
+absl::StatusOr<std::string> LinkRateText(const std::string& links) {
+  RINGSIDE_ASSIGN_OR_RETURN(NetworkProfile profile, ParseNetworkProfile(links));
+  return FormatBandwidth(profile.link.bits_per_sec / 8);
+}
+
+absl::StatusOr<std::string> LabScaledLinks(const LabContext& lab, const std::string& cluster_links, double factor) {
+  RINGSIDE_ASSIGN_OR_RETURN(std::string links, ScaleLinks(cluster_links, factor));
+  RINGSIDE_ASSIGN_OR_RETURN(std::string rate, LinkRateText(links));
+  absl::FPrintF(lab.out, "  links at %gx the cluster's NIC / d: %s\n", factor, rate);
+  return links;
 }
 
 double LabNodeCpus(const LabContext& lab, double own) { return lab.node_cpus > 0 ? lab.node_cpus : own; }

@@ -34,16 +34,21 @@ inline constexpr char kLabCommonModel[] = "mlp:784-256-256-10";
 inline constexpr char kLabCluster[] = "gige-cpu";
 
 // Slow links: this fraction of LabClusterLinks's rate (a 500 Mbit/s NIC on gige-cpu).
-// Labs 8 and 9, whose effects need the links to bound communication, run on them: at the
-// NIC's own rate / d, a host that computes fast (a small d) gets links a node's share
-// cannot drive, and the bytes' CPU, not the link, sets communication. Halving the rate
-// doubles each byte's wire time while its CPU stays. (Lab 4 stays at the NIC's rate: on
-// half of it the step grows with the wire time while its head start, bounded by
-// backward, does not, and the head start fell below its bar of a tenth of the step.)
+// Labs 4, 5, 8 and 9, whose effects need the links to bound communication, run on them:
+// at the NIC's own rate / d, a host that computes fast (a small d) gets links a node's
+// share cannot drive, and the bytes' CPU, not the link, sets communication. Halving the
+// rate doubles each byte's wire time while its CPU stays.
 inline constexpr double kLabSlowLinkFactor = 0.5;
 
 // `links` (a --network profile) with its rate times `factor`, whole bits per second.
 absl::StatusOr<std::string> ScaleLinks(const std::string& links, double factor);
+
+// The rate of `links` (a --network profile) as FormatBandwidth writes it ("243.7 Mbit/s").
+absl::StatusOr<std::string> LinkRateText(const std::string& links);
+
+// `cluster_links` (LabClusterLinks's) times `factor`, said on lab.out as "links at
+// <factor>x the cluster's NIC / d: <rate>".
+absl::StatusOr<std::string> LabScaledLinks(const LabContext& lab, const std::string& cluster_links, double factor);
 
 // The share a lab's nodes run on: lab.node_cpus when set, else the lab's `own`.
 double LabNodeCpus(const LabContext& lab, double own);

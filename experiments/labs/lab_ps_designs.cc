@@ -83,8 +83,7 @@ absl::StatusOr<LabVerdict> CheckPsDesigns(const LabContext& lab) {
   }
   RINGSIDE_ASSIGN_OR_RETURN(std::string cluster_links,
                             LabClusterLinks(lab, kModel, kBatch, LabNodeCpus(lab, kNodeCpus)));
-  RINGSIDE_ASSIGN_OR_RETURN(const std::string links, ScaleLinks(cluster_links, kLabSlowLinkFactor));
-  absl::FPrintF(lab.out, "  links at %gx the cluster's NIC / d\n", kLabSlowLinkFactor);
+  RINGSIDE_ASSIGN_OR_RETURN(const std::string links, LabScaledLinks(lab, cluster_links, kLabSlowLinkFactor));
   // On the TCP data plane in 16-KiB chunks: a server answers a chunk once every worker
   // pushed it, so its slice (870 KB at 4 servers) must span many chunks for the replies
   // to overlap the pushes.

@@ -20,13 +20,13 @@ absl::Span<const Lab> Labs() {
       {4, "bucket-size", "Gradient bucket size",
        "What does DDP's bucket cap change?",
        "smaller buckets mean more all-reduce calls, and the first one starts earlier in "
-       "backward (by a tenth of the step or more), which shortens the step by at least a quarter "
+       "backward (by half of backward or more), which shortens the step by at least a quarter "
        "of that head start",
        CheckBucketSize},
       {5, "overlap", "Overlapping communication with backward",
        "What does overlapping the all-reduce with backward buy?",
-       "with overlap the first bucket's all-reduce starts before backward ends (by a tenth "
-       "of the step or more); without, only after it; at least a quarter of that head start "
+       "with overlap the first bucket's all-reduce starts before backward ends (by half of "
+       "backward or more); without, only after it; at least a quarter of that head start "
        "comes back as a shorter step",
        CheckOverlap},
       {6, "staleness", "Stale updates: BSP, SSP and ASP",
