@@ -8,12 +8,26 @@ the slow worker is s - (number of steps the slow worker had started by T).
   bounded:  every lead <= K, and the maximum lead is K or K - 1 (the bound was reached,
             so the check is not vacuous);
   exceeded: the maximum lead is > K (the check can fail: e.g. ASP).
-Exits 1 with a FAIL line otherwise.
+Exits 1 with a FAIL line otherwise; with --expect=exceeded, exits 2 with an INCONCLUSIVE
+line where the lead stayed within K because the slow worker was not slow: its steps
+spanned less than SLOWER_BY times the fastest worker's (the slowing, from outside,
+began after most of its steps had run), a run that says nothing about the bound.
 """
 import bisect
 import json
 import re
 import sys
+
+
+# How much longer than the fastest worker's the slow worker's steps must span for a lead
+# that never exceeds K to count against an unbounded mode (stopped 40 ms of every 50:
+# about 5x when the slowing holds throughout).
+SLOWER_BY = 2.0
+
+
+def span(starts):
+    """Microseconds from a worker's first step start to its last."""
+    return starts[-1][1] - starts[0][1] if len(starts) > 1 else 0
 
 
 def main():
@@ -64,6 +78,12 @@ def main():
             sys.exit("FAIL: maximum lead %d, expected K=%d or K-1 (bound never reached: the "
                      "check would be vacuous)" % (max_lead, bound))
     elif max_lead <= bound:
+        fastest = min(span(recs) for w, recs in starts.items() if w != slow)
+        if span(starts[slow]) < SLOWER_BY * fastest:
+            print("INCONCLUSIVE: maximum lead %d, but the slow worker's steps spanned %.0f ms against "
+                  "the fastest worker's %.0f ms (under %gx): it was slowed too late" %
+                  (max_lead, span(starts[slow]) / 1e3, fastest / 1e3, SLOWER_BY))
+            sys.exit(2)
         sys.exit("FAIL: maximum lead %d never exceeded K=%d" % (max_lead, bound))
     sys.exit(0)
 

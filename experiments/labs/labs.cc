@@ -44,7 +44,7 @@ absl::Span<const Lab> Labs() {
        "summation servers beat the ring?",
        "whole tensors dealt round-robin put 70% or more of the servers' bytes on one server and slow "
        "the step by 1.5x or more against balanced slices; summation servers at k = 4 communicate at most "
-       "1/1.2 of the ring's time per step (k = 0 and k = 2, with a summer in each worker, are reported)",
+       "1/1.1 of the ring's time per step (k = 0 and k = 2, with a summer in each worker, are reported)",
        CheckPsDesigns},
       {9, "compression", "Gradient compression: when half the bytes pays",
        "When does sending gradients as fp16 make DDP faster, and when does it not?",
