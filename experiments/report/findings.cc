@@ -313,12 +313,21 @@ std::string ComputeSlowdownParagraph(const std::vector<std::string>& order, cons
         // slowdown is the host's (its other work, the kernel's network path outside the
         // node's share), not the cluster's.
         const double extra = compute - single->compute_ms;
-        model = absl::StrFormat("; the transfers' calibrated CPU cost accounts for %.1f ms of the %.1f%s",
-                                p->predicted_comm_cpu_ms, extra,
-                                extra > 2 * p->predicted_comm_cpu_ms
-                                    ? ", the rest is the host's (other work, the kernel's network path outside the "
-                                      "node's share)"
-                                    : "");
+        if (p->predicted_comm_cpu_ms > extra) {
+          // More CPU than the compute lost: the rest ran while the step waited on its
+          // peers (the pushes' replies, the ring's last bucket), not inside compute.
+          model = absl::StrFormat(
+              "; the transfers' calibrated CPU cost, %.1f ms a step, is more than the %.1f ms compute lost: the "
+              "rest of it ran while the step waited",
+              p->predicted_comm_cpu_ms, extra);
+        } else {
+          model = absl::StrFormat("; the transfers' calibrated CPU cost accounts for %.1f ms of the %.1f%s",
+                                  p->predicted_comm_cpu_ms, extra,
+                                  extra > 2 * p->predicted_comm_cpu_ms
+                                      ? ", the rest is the host's (other work, the kernel's network path outside "
+                                        "the node's share)"
+                                      : "");
+        }
       }
       lines.push_back(absl::StrFormat(
           "- %s x%d: compute %.0f%% slower than the single process's (%.2f against %.2f ms per step%s): %s%s",

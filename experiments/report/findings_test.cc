@@ -419,6 +419,13 @@ TEST(FindingsTest, ComputeSlowdownSaysHowMuchTheTransfersCpuExplains) {
   f = Findings(WithSpeedups({single, ddp}), c);
   EXPECT_THAT(f, HasSubstr("accounts for 12.0 ms of the 58.0, the rest is the host's (other work, the "
                            "kernel's network path outside the node's share)"));
+  // More than the compute lost (a PS cell read with a calibration through fast links):
+  // not "47 ms of the 13.8".
+  ddp.predicted_comm_cpu_ms = 70;
+  f = Findings(WithSpeedups({single, ddp}), c);
+  EXPECT_THAT(f, HasSubstr("the transfers' calibrated CPU cost, 70.0 ms a step, is more than the 58.0 ms "
+                           "compute lost: the rest of it ran while the step waited"));
+  EXPECT_THAT(f, Not(HasSubstr("accounts for 70.0")));
 }
 
 TEST(MarkdownTest, APredictionThatMissesIsMarked) {
