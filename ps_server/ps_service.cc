@@ -355,6 +355,9 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const std::string& add
   server->service_ = std::make_unique<Service>(server->shard_.get(), server->security_.token,
                                                server->data_port());
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default, which would let this shard bind a port another
+  // server listens on and take half of its clients: a port in use is refused instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(address, ServerCredentialsFor(server->security_), &server->port_);
   SetPsServerArgs(&builder);
   // Threads for every worker's calls (a push-pull, a pull, a barrier at once) and no
@@ -386,14 +389,16 @@ std::shared_ptr<grpc::Channel> PsServer::InProcessChannel() {
 }
 
 void PsServer::Shutdown(absl::Duration grace) {
-  if (shut_down_) return;
+  // No server_: Start failed before it listened (the port was in use), and this
+  // half-built server is being destroyed.
+  if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
 }
 
 PsServer::~PsServer() {
   Shutdown(absl::Seconds(1));
-  server_->Wait();
+  if (server_ != nullptr) server_->Wait();
 }
 
 }  // namespace ringside

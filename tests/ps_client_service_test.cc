@@ -377,6 +377,22 @@ TEST_F(PsServiceTest, StartRejectsBadOptions) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A port another shard listens on is refused (gRPC's default SO_REUSEPORT would let
+// both listen and split the workers between them), on both transports; the half-built
+// server is destroyed without touching the gRPC server it never got (it crashed so).
+TEST_F(PsServiceTest, StartOnAPortInUseFailsCleanly) {
+  for (const std::string transport : {kPsTransportGrpc, kPsTransportTcp}) {
+    transport_ = transport;
+    StartServer(SyncPolicy{SyncMode::kBsp, 0}, SgdHyper{});
+    PsShardOptions options = server_->shard()->options();
+    absl::StatusOr<std::unique_ptr<PsServer>> second = PsServer::Start(address_, options, RpcSecurity());
+    EXPECT_TRUE(absl::IsUnavailable(second.status())) << transport << ": " << second.status();
+    EXPECT_THAT(std::string(second.status().message()),
+                ::testing::HasSubstr(absl::StrCat("cannot listen on ", address_)));
+    server_.reset();
+  }
+}
+
 TEST_F(PsServiceTest, TwoWorkersTrainInLockstep) { TrainInLockstep(); }
 
 // The same job with the tensors over the TCP data plane: the same parameters, the

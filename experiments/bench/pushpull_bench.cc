@@ -162,8 +162,8 @@ namespace {
 
 // One size against a shard in a child process (`ringside bench pushpull-server`).
 absl::StatusOr<PushPullRow> MeasureWithShardChild(PushPullBenchOptions o) {
-  RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
-  o.server = absl::StrCat("127.0.0.1:", port);
+  RINGSIDE_ASSIGN_OR_RETURN(ReservedPort port, ReserveFreePort());  // Held until it listens.
+  o.server = absl::StrCat("127.0.0.1:", port.port());
   RINGSIDE_ASSIGN_OR_RETURN(std::string self, SelfExePath());
   std::vector<std::string> args = {self, "bench", "pushpull-server",
                                    absl::StrCat("--listen=", o.server),
@@ -188,8 +188,8 @@ absl::StatusOr<PushPullRow> MeasureWithShardChild(PushPullBenchOptions o) {
 
 // One size against a shard served by gRPC threads of this process.
 absl::StatusOr<PushPullRow> MeasureWithShardHere(PushPullBenchOptions o) {
-  RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
-  o.server = absl::StrCat("127.0.0.1:", port);
+  RINGSIDE_ASSIGN_OR_RETURN(ReservedPort port, ReserveFreePort());  // Held until it listens.
+  o.server = absl::StrCat("127.0.0.1:", port.port());
   RINGSIDE_ASSIGN_OR_RETURN(HostedShard hosted, HostShard(BenchConfig(o), 0, o.server, kTimeout, "",
                                                           /*resuming=*/false, o.security));
   absl::StatusOr<PushPullRow> row = MeasurePushPull(o);
@@ -236,8 +236,8 @@ absl::StatusOr<PushPullLoad> PushPullsBeside(PushPullBenchOptions o,
   // The shard: here on a free loopback port, or already listening at o.server.
   std::optional<HostedShard> hosted;
   if (o.server.empty()) {
-    RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
-    o.server = absl::StrCat("127.0.0.1:", port);
+    RINGSIDE_ASSIGN_OR_RETURN(ReservedPort port, ReserveFreePort());
+    o.server = absl::StrCat("127.0.0.1:", port.port());
     RINGSIDE_ASSIGN_OR_RETURN(hosted, HostShard(BenchConfig(o), 0, o.server, kTimeout, "",
                                                 /*resuming=*/false, o.security));
   }

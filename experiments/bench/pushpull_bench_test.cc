@@ -46,12 +46,12 @@ TEST(PushPullsBeside, ReturnsBesidesError) {
 // pushpull-server`'s function on a thread, as calibrate runs it in another node) and
 // says goodbye at the end, so the shard's serving returns OK.
 TEST(PushPullsBeside, UsesTheShardAtTheGivenAddress) {
-  absl::StatusOr<int> port = PickFreePort();
+  absl::StatusOr<ReservedPort> port = ReserveFreePort();
   ASSERT_TRUE(port.ok()) << port.status();
   PushPullBenchOptions o;
   o.bytes = 64 << 10;
   o.transport = kPsTransportTcp;
-  o.server = absl::StrCat("127.0.0.1:", *port);
+  o.server = absl::StrCat("127.0.0.1:", port->port());
   absl::Status served;
   std::thread shard([&]() { served = RunPushPullBenchServer(o, o.server); });
   absl::StatusOr<PushPullLoad> load = PushPullsBeside(o, []() {

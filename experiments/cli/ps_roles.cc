@@ -61,12 +61,14 @@ absl::Status RunPsWorkerVerb(const CommandArgs& args) {
 
 absl::StatusOr<std::vector<std::string>> DiscoverPsServers(const JobEnv& env,
                                                           const PsLayout& layout, Store* job,
-                                                          absl::Duration timeout) {
+                                                          absl::Duration timeout,
+                                                          std::vector<ReservedPort>* reserved) {
   auto key = [](int s) { return absl::StrCat("ps/shard/", s); };
   const std::string host = ReachableAddress(env);
   for (int s : layout.ShardsHostedBy(env.rank)) {
-    RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
-    RINGSIDE_RETURN_IF_ERROR(job->Set(key(s), absl::StrCat(host, ":", port)));
+    RINGSIDE_ASSIGN_OR_RETURN(ReservedPort port, ReserveFreePort());
+    RINGSIDE_RETURN_IF_ERROR(job->Set(key(s), absl::StrCat(host, ":", port.port())));
+    reserved->push_back(std::move(port));
   }
   std::vector<std::string> servers;
   const absl::Time deadline = absl::Now() + timeout;

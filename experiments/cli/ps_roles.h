@@ -14,6 +14,7 @@
 #include "common/ps_layout.h"
 #include "ddp_ring/store.h"
 #include "experiments/launch/job_spec.h"
+#include "experiments/sys/sys.h"
 
 namespace ringside {
 
@@ -29,13 +30,15 @@ absl::Status RunPsWorkerRole(const JobSpec& job, int worker_id,
 
 // The shards' addresses of a launched PS job started without --ps_servers, through
 // the job's store `job`. Protocol: each process that hosts shards (`layout`'s
-// ShardsHostedBy its rank) picks a free port on its reachable address
-// (ddp_ring/job_store.h) and publishes "ps/shard/<s>" = "host:port"; then every
+// ShardsHostedBy its rank) reserves a free port on its reachable address
+// (ddp_ring/job_store.h; the reservations go to `reserved`, for the caller to hold
+// until its shards listen) and publishes "ps/shard/<s>" = "host:port"; then every
 // process reads all of them. Blocks up to `timeout`; DeadlineExceeded names the shards
 // that never published.
 absl::StatusOr<std::vector<std::string>> DiscoverPsServers(const JobEnv& env,
                                                           const PsLayout& layout, Store* job,
-                                                          absl::Duration timeout);
+                                                          absl::Duration timeout,
+                                                          std::vector<ReservedPort>* reserved);
 
 }  // namespace ringside
 

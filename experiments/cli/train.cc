@@ -113,10 +113,11 @@ absl::Status RunPsRank(const JobSpec& job) {
   }
   std::vector<std::string> servers = job.ps_process.servers;
   std::unique_ptr<Store> store;  // Held until this role ends: rank 0 may host it.
+  std::vector<ReservedPort> reserved;  // This rank's shards' ports, until the role ends.
   if (servers.empty()) {
     RINGSIDE_ASSIGN_OR_RETURN(store, JoinJobStore(env, job.security, job.timeout));
     std::unique_ptr<Store> prefixed = NewPrefixStore(absl::StrCat("ringside/", env.run_id), store.get());
-    RINGSIDE_ASSIGN_OR_RETURN(servers, DiscoverPsServers(env, ps, prefixed.get(), job.timeout));
+    RINGSIDE_ASSIGN_OR_RETURN(servers, DiscoverPsServers(env, ps, prefixed.get(), job.timeout, &reserved));
   }
   if (ps.IsShardProcess(env.rank)) return RunPsServerRole(job, env.rank, servers[env.rank]);
   return RunPsWorkerRole(job, ps.WorkerOf(env.rank), servers);

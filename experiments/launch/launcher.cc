@@ -365,11 +365,13 @@ absl::Status Launch(const LaunchOptions& o) {
   }
   for (;; ++round.restart_count) {
     round.port = o.master_port;
+    std::optional<ReservedPort> reserved;  // Held through the round: rank 0 binds it.
     if (nodes != nullptr) {
       RINGSIDE_ASSIGN_OR_RETURN(round.port, nodes->BeginRound(round.restart_count, interrupted));
     } else if (round.port == 0) {
       // A free port for each round: the last round's may not be free again yet.
-      RINGSIDE_ASSIGN_OR_RETURN(round.port, PickFreePort());
+      RINGSIDE_ASSIGN_OR_RETURN(reserved, ReserveFreePort());
+      round.port = reserved->port();
       if (o.run_id.empty() && round.restart_count == 0) round.run_id = RunIdFor(o.master_addr, round.port);
     }
     RoundResult result = RunRound(o, round, &signals, nodes.get());

@@ -1,7 +1,9 @@
 #include "experiments/launch/local_job.h"
 
 #include <memory>
-#include <set>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc_security.h"
@@ -31,16 +33,6 @@ absl::StatusOr<LaunchOptions> SelfLaunch(int nproc, const LocalJobOptions& optio
   return lo;
 }
 
-// A free port not in `taken` (PickFreePort may hand out the same one twice), added
-// to it. Free on this machine's loopback, and so in a fresh namespace too.
-absl::StatusOr<int> PickDistinctFreePort(std::set<int>* taken) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    RINGSIDE_ASSIGN_OR_RETURN(int port, PickFreePort());
-    if (taken->insert(port).second) return port;
-  }
-  return absl::UnavailableError("no distinct free port found");
-}
-
 }  // namespace
 
 absl::Status LaunchLocalPsJob(const PsLayout& layout, const LocalJobOptions& options) {
@@ -52,11 +44,14 @@ absl::Status LaunchLocalPsJob(const PsLayout& layout, const LocalJobOptions& opt
   RINGSIDE_ASSIGN_OR_RETURN(EmulatedNodes nodes, PlaceRanksOnNodes(e.network, e.node_cpus, plan, &lo));
   if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the nodes");
   std::string servers;
-  std::set<int> ports;  // Shards of one node share its address: distinct ports.
+  // Held until the job ends, so that nothing else takes a port before its shard
+  // listens; shards of one node share its address, and held ports are distinct.
+  std::vector<ReservedPort> ports;
   for (int s = 0; s < layout.shards(); ++s) {
-    RINGSIDE_ASSIGN_OR_RETURN(int port, PickDistinctFreePort(&ports));
+    RINGSIDE_ASSIGN_OR_RETURN(ReservedPort port, ReserveFreePort());
     const std::string host = nodes.address_of(layout.RankHostingShard(s));
-    absl::StrAppend(&servers, s > 0 ? "," : "", host, ":", port);
+    absl::StrAppend(&servers, s > 0 ? "," : "", host, ":", port.port());
+    ports.push_back(std::move(port));
   }
   lo.command.push_back(absl::StrCat("--ps_servers=", servers));
   return Launch(lo);
@@ -71,8 +66,10 @@ absl::Status LaunchLocalDdpJob(int workers, const LocalJobOptions& options) {
   ScopedSignalCatcher signals;  // An interrupt must not skip the nodes' teardown.
   RINGSIDE_ASSIGN_OR_RETURN(EmulatedNodes nodes, PlaceRanksOnNodes(e.network, e.node_cpus, plan, &lo));
   if (signals.caught() != 0) return absl::CancelledError("interrupted while setting up the nodes");
+  std::optional<ReservedPort> master_port;  // Held until the job ends.
   if (nodes.network != nullptr) {
-    RINGSIDE_ASSIGN_OR_RETURN(lo.master_port, PickFreePort());  // Free in rank 0's namespace.
+    RINGSIDE_ASSIGN_OR_RETURN(master_port, ReserveFreePort());  // Free in rank 0's namespace.
+    lo.master_port = master_port->port();
     lo.master_addr = nodes.address_of(0);
     // Ranks of one node share its address; each binds its own free port there.
     for (int r = 0; r < workers; ++r) {

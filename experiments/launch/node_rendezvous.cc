@@ -94,7 +94,9 @@ absl::StatusOr<int> NodeRendezvous::BeginRound(int round, const std::function<bo
           " within ", absl::FormatDuration(timeout_)));
     }
     RINGSIDE_RETURN_IF_ERROR(joined);
-    RINGSIDE_ASSIGN_OR_RETURN(const int port, PickFreePort());
+    // Held until the next round: nothing else takes it before rank 0 binds it.
+    RINGSIDE_ASSIGN_OR_RETURN(round_port_, ReserveFreePort());
+    const int port = round_port_->port();
     RINGSIDE_RETURN_IF_ERROR(store_->Set(r + "port", absl::StrCat(port)));
     return port;
   }

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/rpc_security.h"
+#include "experiments/sys/sys.h"
 #include "ddp_ring/store.h"
 
 namespace ringside {
@@ -80,6 +81,7 @@ class NodeRendezvous {
   std::unique_ptr<StoreServer> server_;  // Node 0 only.
   std::unique_ptr<Store> connection_;
   std::unique_ptr<Store> store_;  // connection_ under the job's prefix.
+  std::optional<ReservedPort> round_port_;  // Node 0: the last round's port, until the next.
 };
 
 }  // namespace ringside

@@ -30,11 +30,11 @@ struct Nodes {
 
 // Joins `nnodes` launchers to a rendezvous on a free port (node 0 first, as it hosts).
 void JoinAll(int nnodes, absl::Duration timeout, Nodes* nodes) {
-  absl::StatusOr<int> port = PickFreePort();
+  absl::StatusOr<ReservedPort> port = ReserveFreePort();
   ASSERT_TRUE(port.ok()) << port.status();
   for (int n = 0; n < nnodes; ++n) {
     absl::StatusOr<std::unique_ptr<NodeRendezvous>> r =
-        NodeRendezvous::Join("127.0.0.1", *port, nnodes, n, "test", RpcSecurity(), timeout);
+        NodeRendezvous::Join("127.0.0.1", port->port(), nnodes, n, "test", RpcSecurity(), timeout);
     ASSERT_TRUE(r.ok()) << r.status();
     nodes->v.push_back(std::move(*r));
   }
@@ -105,11 +105,11 @@ TEST(NodeRendezvousTest, AnInterruptEndsTheWaitAndStopsTheOthers) {
 }
 
 TEST(NodeRendezvousTest, AMissingNodeIsNamedAfterTheTimeout) {
-  absl::StatusOr<int> free = PickFreePort();
+  absl::StatusOr<ReservedPort> free = ReserveFreePort();
   ASSERT_TRUE(free.ok());
-  auto node0 = NodeRendezvous::Join("127.0.0.1", *free, 3, 0, "test", RpcSecurity(), absl::Milliseconds(500));
+  auto node0 = NodeRendezvous::Join("127.0.0.1", free->port(), 3, 0, "test", RpcSecurity(), absl::Milliseconds(500));
   ASSERT_TRUE(node0.ok()) << node0.status();
-  auto node2 = NodeRendezvous::Join("127.0.0.1", *free, 3, 2, "test", RpcSecurity(), absl::Milliseconds(500));
+  auto node2 = NodeRendezvous::Join("127.0.0.1", free->port(), 3, 2, "test", RpcSecurity(), absl::Milliseconds(500));
   ASSERT_TRUE(node2.ok()) << node2.status();
   EXPECT_FALSE((*node2)->Failure(0).has_value());
   std::thread joiner([&] { (*node2)->BeginRound(0, kNever).IgnoreError(); });
@@ -123,9 +123,9 @@ TEST(NodeRendezvousTest, AMissingNodeIsNamedAfterTheTimeout) {
 
 TEST(NodeRendezvousTest, ANodeWithoutItsRendezvousFailsCleanly) {
   // Nothing listens on the port: node 1 gives up after its timeout, naming the store.
-  absl::StatusOr<int> free = PickFreePort();
+  absl::StatusOr<ReservedPort> free = ReserveFreePort();
   ASSERT_TRUE(free.ok());
-  auto node1 = NodeRendezvous::Join("127.0.0.1", *free, 2, 1, "test", RpcSecurity(), absl::Milliseconds(300));
+  auto node1 = NodeRendezvous::Join("127.0.0.1", free->port(), 2, 1, "test", RpcSecurity(), absl::Milliseconds(300));
   EXPECT_TRUE(absl::IsUnavailable(node1.status())) << node1.status();
   EXPECT_NE(node1.status().message().find("joining the nodes' rendezvous"), std::string::npos)
       << node1.status();

@@ -35,22 +35,45 @@ bool IsStopped(pid_t pid) {
   return close[2] == 'T' || close[2] == 't';
 }
 
-absl::StatusOr<int> PickFreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+ReservedPort::ReservedPort(ReservedPort&& other) noexcept : fd_(other.fd_), port_(other.port_) {
+  other.fd_ = -1;
+  other.port_ = 0;
+}
+
+ReservedPort& ReservedPort::operator=(ReservedPort&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = other.fd_;
+    port_ = other.port_;
+    other.fd_ = -1;
+    other.port_ = 0;
+  }
+  return *this;
+}
+
+ReservedPort::~ReservedPort() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::StatusOr<ReservedPort> ReserveFreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
+  // SO_REUSEADDR on both sockets and this one never listening: the server's bind to
+  // the same port is no conflict (Linux's inet_bind_conflict), anyone else's is.
+  const int one = 1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
   socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+      bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     const int err = errno;
     close(fd);
-    return absl::InternalError(absl::StrCat("cannot pick a free port: ", strerror(err)));
+    return absl::InternalError(absl::StrCat("cannot reserve a free port: ", strerror(err)));
   }
-  close(fd);
-  return ntohs(addr.sin_port);
+  return ReservedPort(fd, ntohs(addr.sin_port));
 }
 
 }  // namespace ringside

@@ -6,7 +6,7 @@
 //   signal_catcher.h  ScopedSignalCatcher: SIGINT/SIGTERM recorded for a scope
 //   crash_report.h    InstallCrashReport: a crashing process prints its stack
 //   files.h           ReadFile, WriteFileAtomically
-//   process_info.h    SelfExePath, IsTerminal, PickFreePort
+//   process_info.h    SelfExePath, IsTerminal, ReserveFreePort
 //   median.h          Median, the statistic every report and bench quotes
 // Clocks: common/trace.h's NowMicros and absl::Now.
 #ifndef RINGSIDE_EXPERIMENTS_SYS_SYS_H_
