@@ -38,10 +38,25 @@ skip_part() {
 }
 
 # free_port [NETNS]: a TCP port that was free a moment ago on every address (of network
-# namespace NETNS if given).
+# namespace NETNS if given). Drawn at random below the kernel's ephemeral range, which
+# binds to port 0 and outgoing connections take from: between this pick and the test's
+# server listening, only another explicit pick could take it (the launchers hold theirs:
+# ReserveFreePort). Port 0's pick where that range leaves too little room below it.
 free_port() {
-  ${1:+ip netns exec "$1"} /usr/bin/python3 -c \
-    'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'
+  ${1:+ip netns exec "$1"} /usr/bin/python3 -c '
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200 if low > 12000 else 0):
+    port = random.randrange(10000, low)
+    s = socket.socket()
+    try:
+        s.bind(("", port)); print(port); break
+    except OSError:
+        pass
+    finally:
+        s.close()
+else:
+    s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
 }
 
 # netns_ours: the network namespaces ringside's emulated nodes made (rs<pid>_...).
