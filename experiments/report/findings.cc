@@ -360,6 +360,23 @@ std::string PredictionMissParagraph(const std::vector<std::string>& order, const
       if (wire > 0 && comm > 2 * wire) {
         causes.push_back(absl::StrFormat("the node share could not drive its link (communication %.1f ms "
                                          "against %.1f ms on the wire)", comm, wire));
+      } else if (wire > 0 && comm > (1 + kPredictionMissFraction) * wire) {
+        // The model moves the busiest link's bytes at the link's rate; the streams ran
+        // slower. Where the transfers' CPU fills a good part of the node's share over
+        // that time, the share's quota (whole periods, netem/cpu_share.h) runs the
+        // senders in bursts; under BSP each PS chunk also waits for the slowest
+        // worker's push of it (docs/benchmarks.md, issue #35).
+        std::string cause = absl::StrFormat("communication %.2fx its wire time (%.1f against %.1f ms): the "
+                                            "streams ran below the link's rate",
+                                            comm / wire, comm, wire);
+        if (p->kind == "ps") absl::StrAppend(&cause, ", each chunk waiting for the slowest worker's push");
+        if (p->predicted_comm_cpu_ms > 0) {
+          absl::StrAppendFormat(&cause,
+                                ", their calibrated CPU filling %.0f%% of the node's share over that "
+                                "wire time (its quota runs the senders in bursts)",
+                                100 * p->predicted_comm_cpu_ms / wire);
+        }
+        causes.push_back(cause);
       }
       if (single != nullptr && single->compute_ms > 0 &&
           ComputeAtSinglePace(*p) > (1 + kComputeSlowdownFraction) * single->compute_ms) {
