@@ -132,6 +132,19 @@ grep -q "^ps: shard 0: refused a registration: worker 0 runs a different configu
   || fail "config_mismatch: the shard's log does not name the differing field: $(tail -n 2 "$T/c_s0.log")"
 kill "$s0" 2>/dev/null; wait "$s0" 2>/dev/null
 
+# c2. A shard whose port another program listens on: one line naming the address,
+# exit 1, on both transports (it crashed once: the half-built server's teardown).
+/usr/bin/python3 -c 'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)' >"$T/busy.port" &
+busy=$!
+for i in $(seq 50); do [ -s "$T/busy.port" ] && break; sleep 0.1; done
+P=$(cat "$T/busy.port")
+for transport in grpc tcp; do
+  server 0 "$P" "$T/busy_$transport.log" --workers=1 --ps_shards=1 --ps_transport=$transport
+  expect_error "port_in_use_$transport" $! "$T/busy_$transport.log" \
+    "^ringside: error: parameter-server shard 0 cannot listen on 127\.0\.0\.1:$P "
+done
+kill "$busy" 2>/dev/null; wait "$busy" 2>/dev/null
+
 # d. Bad flags: exit 2 (a usage error; WANT=1: found while running) with exactly one
 # line on stderr, "ringside: error: ...", at once.
 bad_flags() {  # [WANT=STATUS] bad_flags NAME REGEX ARGS...
