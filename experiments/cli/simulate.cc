@@ -148,7 +148,7 @@ absl::StatusOr<ClusterSimulateOptions> ClusterOptionsFromFlags(const SimulateFla
   o.worker_summers = f.worker_summers;
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_chunk_bytes, ChunkBytesFromFlags(f));
   RINGSIDE_ASSIGN_OR_RETURN(const WireFormat wire, ParseCompression(f.compress));
-  o.wire_value_bytes = WireBytesPerValue(wire);
+  o.wire_format = wire;
   RINGSIDE_ASSIGN_OR_RETURN(o.cluster, LoadClusterProfile(f.cluster));
   o.batch = f.batch;
   if (o.batch < 0) return absl::InvalidArgumentError(absl::StrCat("--batch must be >= 1 (got ", o.batch, ")"));
@@ -194,7 +194,7 @@ absl::StatusOr<SimulateOptions> CalibrationOptionsFromFlags(const SimulateFlags&
   o.worker_summers = f.worker_summers;
   RINGSIDE_ASSIGN_OR_RETURN(o.ps_chunk_bytes, ChunkBytesFromFlags(f));
   RINGSIDE_ASSIGN_OR_RETURN(const WireFormat wire, ParseCompression(f.compress));
-  o.wire_value_bytes = WireBytesPerValue(wire);
+  o.wire_format = wire;
   if (Given(f, "simulate_model")) o.model = f.model;
   if (Given(f, "simulate_batch")) o.batch = f.batch;
   o.model_bytes = f.model_mb * 1e6;

@@ -22,6 +22,7 @@
 #include "common/ops_factory.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
+#include "common/wire_format.h"
 #include "experiments/bench/bench.h"
 #include "experiments/cluster/cluster.h"
 #include "experiments/costmodel/calibration_check.h"
@@ -60,6 +61,9 @@ constexpr int kLargeAllReduceIters = 5;
 // gamma's buffers: 16 MB each, out of cache.
 constexpr size_t kReduceFloats = 4 << 20;
 constexpr int kReduceRuns = 7;
+// The least wall time of one codec run (MeasureCodecPerValue): ten of a node share's 5-ms
+// periods.
+constexpr double kCodecRunSeconds = 0.05;
 // The PS CPU phase through a shaped link: the shard's port in its node's network
 // namespace, which this calibration made and nothing else listens in.
 constexpr int kShapedShardPort = 7000;
@@ -222,6 +226,34 @@ absl::StatusOr<double> MeasureReducePerByte() {
   return Median(runs) / (kReduceFloats * sizeof(float));
 }
 
+// The compressed ring's codec (common/wire_format.h): seconds to encode one float32
+// value into `format` and decode it back, on buffers as large as gamma's (out of
+// cache). Each of the kReduceRuns runs passes over the buffer until kCodecRunSeconds
+// have gone by, so that on a node it averages over many of the share's periods (a
+// single pass of a few ms runs at full speed or waits out a period, by chance); the
+// median run is kept.
+double MeasureCodecPerValue(WireFormat format) {
+  std::vector<float> values(kReduceFloats), back(kReduceFloats);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 1e-3f * static_cast<float>(i % 4099) - 2.0f;
+  std::vector<uint16_t> wire(kReduceFloats);
+  std::vector<double> runs;
+  for (int r = 0; r < kReduceRuns; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    double seconds = 0;
+    int64_t passes = 0;
+    do {
+      EncodeWire(format, values.data(), static_cast<int64_t>(kReduceFloats), wire.data());
+      DecodeWire(format, wire.data(), static_cast<int64_t>(kReduceFloats), back.data());
+      ++passes;
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } while (seconds < kCodecRunSeconds);
+    runs.push_back(seconds / passes);
+  }
+  volatile float sink = back[kReduceFloats / 2];
+  (void)sink;
+  return Median(runs) / kReduceFloats;
+}
+
 // One push-pull sweep over `sizes`: the large sizes with fewer calls (ItersAt).
 absl::StatusOr<Samples> PushPullSweep(const PushPullBenchOptions& base, const std::vector<int64_t>& sizes) {
   std::vector<int64_t> small, large;
@@ -271,6 +303,7 @@ struct Round {
   double step_s = 0;       // Its median step (forward, backward, SGD): the dilation's host step.
   double gemm_flops = 0;   // One step's GEMM work (the target's step from a FLOP rate).
   double reduce_s_per_byte = 0;
+  double fp16_codec_s_per_value = 0, bf16_codec_s_per_value = 0;
   double allreduce_cpu_s_per_byte = 0;
   double push_pull_cpu_s_per_byte = 0, push_pull_tcp_cpu_s_per_byte = 0;
   PathCalibration push_pull, push_pull_tcp, allreduce;
@@ -324,13 +357,17 @@ class Rounds {
   // Phase 2: gamma.
   absl::Status Gamma(int round, Round* r) {
     progress_->Start(2, round,
-                     absl::StrFormat("gamma: summing two %s buffers%s, %d times", Binary(kReduceFloats * 4),
+                     absl::StrFormat("gamma: summing two %s buffers%s, %d times, then the fp16 and bf16 codecs", Binary(kReduceFloats * 4),
                                      NodeText(o_.node_cpus), kReduceRuns),
                      0);
     absl::StatusOr<double> gamma = MeasureReducePerByte();
     if (!gamma.ok()) return progress_->Fail("calibrate: gamma", gamma.status());
     r->reduce_s_per_byte = *gamma;
-    progress_->Finish(absl::StrFormat("%.3f ns per byte", r->reduce_s_per_byte * 1e9));
+    r->fp16_codec_s_per_value = MeasureCodecPerValue(WireFormat::kFp16);
+    r->bf16_codec_s_per_value = MeasureCodecPerValue(WireFormat::kBf16);
+    progress_->Finish(absl::StrFormat("%.3f ns per byte; encode + decode %.3f ns per value in fp16, %.3f in bf16",
+                                      r->reduce_s_per_byte * 1e9, r->fp16_codec_s_per_value * 1e9,
+                                      r->bf16_codec_s_per_value * 1e9));
     return absl::OkStatus();
   }
 
@@ -611,6 +648,8 @@ absl::Status KeepMedians(const std::vector<Round>& rounds, bool on_node, PhasePr
       {"backward_s", &Round::backward_s, &Calibration::backward_s},
       {"update_s_per_byte", &Round::update_s_per_byte, &Calibration::update_s_per_byte},
       {"reduce_s_per_byte", &Round::reduce_s_per_byte, &Calibration::reduce_s_per_byte},
+      {"fp16_codec_s_per_value", &Round::fp16_codec_s_per_value, &Calibration::fp16_codec_s_per_value},
+      {"bf16_codec_s_per_value", &Round::bf16_codec_s_per_value, &Calibration::bf16_codec_s_per_value},
       {"allreduce_cpu_s_per_byte", &Round::allreduce_cpu_s_per_byte, &Calibration::allreduce_cpu_s_per_byte},
       {"raw_tcp_bytes_per_s", &Round::raw_tcp_bytes_per_s, &Calibration::raw_tcp_bytes_per_s},
   };

@@ -77,6 +77,12 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   // Sending costs CPU, but far less than a microsecond a byte (loopback TCP moves GB/s).
   EXPECT_GT(c->allreduce_cpu_s_per_byte, 0);
   EXPECT_LT(c->allreduce_cpu_s_per_byte, 1e-7);
+  // The codecs measured: a value's encode and decode take more than nothing and less
+  // than a microsecond.
+  for (double codec : {c->fp16_codec_s_per_value, c->bf16_codec_s_per_value}) {
+    EXPECT_GT(codec, 0);
+    EXPECT_LT(codec, 1e-6);
+  }
   // Raw TCP measured beside the paths (a loopback socket moves more than 10 MB/s).
   EXPECT_GT(c->raw_tcp_bytes_per_s, 1e7);
   EXPECT_TRUE(ValidateCalibration(*c).ok());
@@ -91,6 +97,8 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
       {"backward_s", c->backward_s},
       {"update_s_per_byte", c->update_s_per_byte},
       {"reduce_s_per_byte", c->reduce_s_per_byte},
+      {"fp16_codec_s_per_value", c->fp16_codec_s_per_value},
+      {"bf16_codec_s_per_value", c->bf16_codec_s_per_value},
       {"allreduce_cpu_s_per_byte", c->allreduce_cpu_s_per_byte},
       {"raw_tcp_bytes_per_s", c->raw_tcp_bytes_per_s},
       {"push_pull.alpha_s", c->push_pull.alpha_s},
@@ -122,6 +130,8 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   EXPECT_EQ(back->push_pull_tcp.bytes_per_s, c->push_pull_tcp.bytes_per_s);
   EXPECT_EQ(back->push_pull_tcp.alpha_s, c->push_pull_tcp.alpha_s);
   EXPECT_EQ(back->raw_tcp_bytes_per_s, c->raw_tcp_bytes_per_s);
+  EXPECT_EQ(back->fp16_codec_s_per_value, c->fp16_codec_s_per_value);
+  EXPECT_EQ(back->bf16_codec_s_per_value, c->bf16_codec_s_per_value);
   EXPECT_EQ(back_m.repeats, 2);
   EXPECT_EQ(back_m.spreads.size(), kept.size());
 

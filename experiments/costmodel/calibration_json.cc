@@ -70,6 +70,8 @@ std::string CalibrationToJson(const Calibration& c, const CalibrationMeasurement
   if (c.push_pull_cpu_s_per_byte > 0) m.set_push_pull_cpu_s_per_byte(c.push_pull_cpu_s_per_byte);
   if (c.push_pull_tcp_cpu_s_per_byte > 0) m.set_push_pull_tcp_cpu_s_per_byte(c.push_pull_tcp_cpu_s_per_byte);
   if (c.ps_cpu_link_bytes_per_s > 0) m.set_ps_cpu_link_bytes_per_s(c.ps_cpu_link_bytes_per_s);
+  if (c.fp16_codec_s_per_value > 0) m.set_fp16_codec_s_per_value(c.fp16_codec_s_per_value);
+  if (c.bf16_codec_s_per_value > 0) m.set_bf16_codec_s_per_value(c.bf16_codec_s_per_value);
   m.set_model_bytes(c.model_bytes);
   m.set_push_pull_per_call_s(c.push_pull_per_call_s);
   *m.mutable_push_pull() = ToMessage(c.push_pull);
@@ -128,6 +130,8 @@ absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json,
   c.push_pull_cpu_s_per_byte = m.push_pull_cpu_s_per_byte();
   c.push_pull_tcp_cpu_s_per_byte = m.push_pull_tcp_cpu_s_per_byte();
   c.ps_cpu_link_bytes_per_s = m.ps_cpu_link_bytes_per_s();
+  c.fp16_codec_s_per_value = m.fp16_codec_s_per_value();
+  c.bf16_codec_s_per_value = m.bf16_codec_s_per_value();
   c.raw_tcp_bytes_per_s = m.raw_tcp_bytes_per_s();
   c.model_bytes = m.model_bytes();
   c.push_pull_per_call_s = m.push_pull_per_call_s();

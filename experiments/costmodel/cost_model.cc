@@ -424,16 +424,18 @@ class BucketPass {
     double comm_free_at = 0;  // When the process group finishes its queue.
     out.rank_at = backward;
     // --compress: the wire carries `wire` bytes per float32 byte, on the ring; the sums
-    // (decode and add) still touch every value. The encoding's own time is not modelled
-    // (8 values an instruction: within the loopback ring's noise, docs/benchmarks.md).
-    const double wire = s_.wire_value_bytes / 4.0;
+    // (decode and add) still touch every value (gamma), and each rank encodes and
+    // decodes every value of the bucket once, on the ring's thread (serial with its
+    // steps, as the sums are).
+    const double wire = WireBytesPerValue(s_.wire_format) / 4.0;
+    const double codec_s_per_byte = CodecSecondsPerValue(c_, s_.wire_format) / sizeof(float);
     for (double b : buckets_) {
       produced += b;
       const double ready = s_.overlap ? backward * std::min(1.0, produced / m) : backward;
       const AllReduceAlgorithm algorithm = wire < 1 ? AllReduceAlgorithm::kRing : AlgorithmFor(s_.strategy, n, b);
       const double bucket_s = RunSteps(ScheduleFor(algorithm), b * wire, &out);
       const AllReduceCoefficients k = CoefficientsOf(algorithm, n);
-      const double red = k.reduction * b * c_.reduce_s_per_byte;
+      const double red = k.reduction * b * c_.reduce_s_per_byte + b * codec_s_per_byte;
       out.reduce += red;
       const double start = std::max(comm_free_at, ready);
       comm_free_at = start + bucket_s + red;
@@ -777,6 +779,8 @@ absl::Status ValidateCalibration(const Calibration& c) {
       {"allreduce_cpu_s_per_byte", c.allreduce_cpu_s_per_byte},
       {"push_pull_cpu_s_per_byte", c.push_pull_cpu_s_per_byte},
       {"push_pull_tcp_cpu_s_per_byte", c.push_pull_tcp_cpu_s_per_byte},
+      {"fp16_codec_s_per_value", c.fp16_codec_s_per_value},
+      {"bf16_codec_s_per_value", c.bf16_codec_s_per_value},
       {"raw_tcp_bytes_per_s", c.raw_tcp_bytes_per_s},
       {"model_bytes", c.model_bytes},
       {"node_cpus", c.node_cpus},
@@ -962,6 +966,18 @@ absl::StatusOr<Prediction> Predict(const Calibration& on_loopback, const Scenari
   return absl::InvalidArgumentError("unknown strategy");
 }
 
+double CodecSecondsPerValue(const Calibration& c, WireFormat format) {
+  switch (format) {
+    case WireFormat::kFp16:
+      return c.fp16_codec_s_per_value;
+    case WireFormat::kBf16:
+      return c.bf16_codec_s_per_value;
+    case WireFormat::kFp32:
+      break;
+  }
+  return 0;
+}
+
 double UsedBytesPerSecond(const Prediction& prediction) {
   if (!(prediction.comm_total_s > 0)) return 0;
   return std::max(prediction.busiest_node_bytes_in, prediction.busiest_node_bytes_out) /
@@ -1050,7 +1066,7 @@ Scenario SweepBaseScenario(const SweepOptions& options) {
   base.master_link_bytes_per_s = options.master_link_bytes_per_s;
   base.path_limits = options.path_limits;
   base.overlap = options.overlap;
-  base.wire_value_bytes = options.wire_value_bytes;
+  base.wire_format = options.wire_format;
   base.node_cpus = options.node_cpus;
   base.slow_node_fraction = options.slow_node_fraction;
   base.ranks_per_node = options.ranks_per_node;
@@ -1072,7 +1088,7 @@ absl::StatusOr<std::vector<CurveSpec>> CurveSpecs(const SweepOptions& options,
                                                   const Scenario& base) {
   Scenario ps = base;
   ps.strategy = Strategy::kPs;
-  ps.wire_value_bytes = 4;  // The PS's pushes are not compressed.
+  ps.wire_format = WireFormat::kFp32;  // The PS's pushes are not compressed.
   ps.ps_summation = options.ps_summation;
   if (options.worker_summers && (!options.ps_summation || options.shards_colocated)) {
     return absl::InvalidArgumentError("worker summers are summation servers (--ps_mode=summation), not colocated");
@@ -1111,7 +1127,7 @@ absl::StatusOr<std::vector<CurveSpec>> CurveSpecs(const SweepOptions& options,
   }
   for (Strategy strategy : {Strategy::kRing, Strategy::kHalvingDoubling}) {
     // Compressed gradients run on the ring only (ddp_ring: CompressedRingAllReduce).
-    if (base.wire_value_bytes < 4 && strategy != Strategy::kRing) continue;
+    if (base.wire_format != WireFormat::kFp32 && strategy != Strategy::kRing) continue;
     specs.emplace_back(StrategyName(strategy), [base, strategy](int n) {
       Scenario s = base;
       s.strategy = strategy;

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/ps_placement.h"
+#include "common/wire_format.h"
 
 namespace ringside {
 
@@ -57,6 +58,13 @@ struct Calibration {
   // links are shaped to (a shard on a second emulated node; calibrate.h ps_cpu_link),
   // where bytes arrive at the link's pace as in the cells. 0: back to back on loopback.
   double ps_cpu_link_bytes_per_s = 0;
+  // The CPU to encode one float32 value into fp16 / bf16 and decode it back
+  // (common/wire_format.h: EncodeWire, then DecodeWire), seconds, measured like gamma
+  // (16 MiB buffers, out of cache, on the node's share): what the compressed ring adds
+  // per value of a bucket (each rank encodes every value once and decodes every value
+  // once; its sums decode and add, gamma's term). 0: not measured (files from before).
+  double fp16_codec_s_per_value = 0;
+  double bf16_codec_s_per_value = 0;
   // One worker <-> one shard combined push-pull, transfer only: time for a model of M
   // bytes = alpha + M / bytes_per_s (both directions pipelined on a full-duplex link).
   PathCalibration push_pull;
@@ -226,14 +234,19 @@ struct Scenario {
   // (0 < F <= 1; 1: none slower). Under BSP and DDP every step waits for its compute.
   // Ignored with one worker.
   double slow_node_fraction = 1;
-  // DDP: bytes a gradient value takes on the wire: 4 (float32), 2 with --compress=fp16
-  // or bf16 (the compressed ring: half the transfers' bytes and their CPU; always the ring).
-  int wire_value_bytes = 4;
+  // DDP: the format gradients take on the wire (--compress): float32, or fp16 / bf16
+  // (the compressed ring: half the transfers' bytes and their CPU, plus the format's
+  // encode and decode, Calibration::CodecSecondsPerValue; always the ring).
+  WireFormat wire_format = WireFormat::kFp32;
   // DDP bucket sizes in launch order (the first holds the last layers); must add up to
   // model_bytes. Empty: a first bucket of 1 MiB, then 25 MiB buckets (the reducer's
   // defaults, ignoring layer boundaries).
   std::vector<double> bucket_bytes;
 };
+
+// The calibrated encode-and-decode CPU of one value in `format` (0 for float32, or where
+// not measured).
+double CodecSecondsPerValue(const Calibration& c, WireFormat format);
 
 // A predicted step. step_s = compute_s + comm_s + update_s.
 struct Prediction {
@@ -349,9 +362,9 @@ struct SweepOptions {
   // (0: the reducer's default); see DdpBucketBytes.
   std::vector<double> layer_bytes;
   double bucket_cap_bytes = 0;
-  // DDP rows: bytes a gradient value takes on the wire (Scenario::wire_value_bytes; 2:
-  // --compress=fp16|bf16, every DDP row on the compressed ring). PS rows: float32.
-  int wire_value_bytes = 4;
+  // DDP rows: the gradients' format on the wire (Scenario::wire_format; fp16 or bf16:
+  // --compress, every DDP row on the compressed ring). PS rows: float32.
+  WireFormat wire_format = WireFormat::kFp32;
   // PS placement (common/ps_placement.h) of the model's tensors (`tensor_bytes`, model
   // order): standalone PS curves take their busiest shard's share (BusiestShare) at
   // each S. Balanced, or no tensors: an even cut.

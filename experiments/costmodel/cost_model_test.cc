@@ -409,7 +409,7 @@ TEST(PredictDdp, CompressionHalvesTheRingsBytes) {
   s.path_limits = false;
   s.overlap = false;
   const Prediction fp32 = MustPredict(c, s);
-  s.wire_value_bytes = 2;
+  s.wire_format = WireFormat::kFp16;
   const Prediction fp16 = MustPredict(c, s);
   EXPECT_NEAR(fp16.busiest_node_bytes_out, 0.5 * fp32.busiest_node_bytes_out, 1e-3);
   EXPECT_NEAR(fp16.busiest_node_bytes_out, 2.0 * 3 / 4 * 8e7 / 2, 1e-3);  // 2 (N-1)/N x M / 2.
@@ -417,6 +417,31 @@ TEST(PredictDdp, CompressionHalvesTheRingsBytes) {
   EXPECT_NEAR(fp16.comm_total_s, 0.5 * fp32.comm_total_s, 1e-9);  // No reduction cost in this calibration.
   s.strategy = Strategy::kRecursiveDoubling;  // Compressed: the ring regardless.
   EXPECT_NEAR(MustPredict(c, s).busiest_node_bytes_out, fp16.busiest_node_bytes_out, 1e-3);
+}
+
+// The format's calibrated encode-and-decode CPU: each rank encodes and decodes every
+// value of each bucket once, serial with the ring's steps: M / 4 values x the codec's
+// seconds more per step, in the reduction term; float32 pays none; each format its own.
+TEST(PredictDdp, CompressionPaysItsCodecPerValue) {
+  Calibration c = WireOnlyCalibration();
+  c.fp16_codec_s_per_value = 2e-9;
+  c.bf16_codec_s_per_value = 1e-9;
+  Scenario s = Make(Strategy::kRing, 4, 8e7);  // 2e7 values.
+  s.link_bytes_per_s = 1e8;
+  s.link_latency_s = 0;
+  s.path_limits = false;
+  s.overlap = false;
+  Calibration free = c;
+  free.fp16_codec_s_per_value = free.bf16_codec_s_per_value = 0;
+  const Prediction fp32 = MustPredict(c, s);
+  EXPECT_NEAR(fp32.step_s, MustPredict(free, s).step_s, 1e-12);
+  s.wire_format = WireFormat::kFp16;
+  const Prediction fp16_free = MustPredict(free, s);
+  EXPECT_NEAR(MustPredict(c, s).step_s - fp16_free.step_s, 2e7 * 2e-9, 1e-9);  // 40 ms.
+  EXPECT_NEAR(MustPredict(c, s).comm_total_s - fp16_free.comm_total_s, 2e7 * 2e-9, 1e-9);
+  s.wire_format = WireFormat::kBf16;
+  EXPECT_NEAR(MustPredict(c, s).step_s - fp16_free.step_s, 2e7 * 1e-9, 1e-9);   // 20 ms.
+  EXPECT_DOUBLE_EQ(CodecSecondsPerValue(c, WireFormat::kFp32), 0);
 }
 
 // ----- emulated nodes -----
@@ -630,7 +655,7 @@ TEST(PredictCurvesTest, CompressionHalvesTheRingRowsOnly) {
   o.shards = {1};
   o.colocated = false;
   absl::StatusOr<std::vector<Curve>> fp32 = PredictCurves(TestCalibration(), o);
-  o.wire_value_bytes = 2;
+  o.wire_format = WireFormat::kBf16;
   absl::StatusOr<std::vector<Curve>> fp16 = PredictCurves(TestCalibration(), o);
   ASSERT_TRUE(fp32.ok() && fp16.ok());
   ASSERT_EQ(fp32->size(), 3u);  // PS S=1, ring, halving-doubling.

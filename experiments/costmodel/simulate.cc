@@ -29,6 +29,12 @@
 namespace ringside {
 namespace {
 
+// ", gradients in fp16 on the wire (the compressed ring)" for fp16 / bf16; "" for float32.
+std::string CompressedRingText(WireFormat format) {
+  if (format == WireFormat::kFp32) return "";
+  return absl::StrCat(", gradients in ", WireFormatName(format), " on the wire (the compressed ring)");
+}
+
 constexpr int kCellWidth = 20;  // "%11.3f %7.2fx", "%-8s%7.2f Gb/s"
 
 std::string FormatBytes(double bytes) {
@@ -155,7 +161,7 @@ absl::Status PrintOneLink(const SimulateOptions& options, double model_bytes, do
   sweep.master_link_bytes_per_s = options.master_link_bytes_per_s;
   sweep.path_limits = options.path_limits;
   sweep.overlap = options.overlap;
-  sweep.wire_value_bytes = options.wire_value_bytes;
+  sweep.wire_format = options.wire_format;
   sweep.workers = options.workers;
   sweep.shards = options.shards;
   sweep.shards_colocated = options.shards_colocated;
@@ -215,7 +221,7 @@ absl::Status PrintOneLink(const SimulateOptions& options, double model_bytes, do
                 "overlap %s%s\n",
                 single * 1e3, baseline.compute_s * 1e3, baseline.update_s_per_byte * model_bytes * 1e3,
                 options.overlap ? "on" : "off",
-                options.wire_value_bytes < 4 ? ", gradients in 2-byte values (the compressed ring)" : "");
+                CompressedRingText(options.wire_format));
   PrintCurves(*curves, single, out);
   return absl::OkStatus();
 }
@@ -280,7 +286,7 @@ absl::Status RunSimulate(const SimulateOptions& options, FILE* out) {
   }
   absl::FPrintF(out,
                 "calibration: compute %.3f ms/step (backward %.3f ms) on %s, update %.3f "
-                "ns/byte, reduce %.3f ns/byte%s%s\n",
+                "ns/byte, reduce %.3f ns/byte%s%s%s\n",
                 c.compute_s * 1e3, c.backward_s * 1e3,
                 c.node_cpus > 0 ? absl::StrFormat("a node of %g CPU", c.node_cpus) : std::string("the machine's cores"),
                 c.update_s_per_byte * 1e9, c.reduce_s_per_byte * 1e9,
@@ -290,6 +296,10 @@ absl::Status RunSimulate(const SimulateOptions& options, FILE* out) {
                 c.push_pull_cpu_s_per_byte > 0
                     ? absl::StrFormat(", PS CPU %.3f ns per byte an end moves on the node (TCP %.3f)",
                                       c.push_pull_cpu_s_per_byte * 1e9, c.push_pull_tcp_cpu_s_per_byte * 1e9)
+                    : std::string(),
+                c.fp16_codec_s_per_value > 0
+                    ? absl::StrFormat(", encode + decode %.3f ns per value in fp16 (bf16 %.3f)",
+                                      c.fp16_codec_s_per_value * 1e9, c.bf16_codec_s_per_value * 1e9)
                     : std::string());
   absl::FPrintF(out,
                 "  push-pull: %s over gRPC, %s over TCP%s, +%.1f us per further call at a node; all-reduce: %s; "
@@ -408,7 +418,7 @@ absl::StatusOr<SweepOptions> ClusterSweep(const ClusterSimulateOptions& o, doubl
   sweep.link_latency_s = o.link_latency_s >= 0 ? o.link_latency_s : o.cluster.nic.latency_s;
   sweep.path_limits = false;  // No calibrated software path: the wire alone.
   sweep.overlap = o.overlap;
-  sweep.wire_value_bytes = o.wire_value_bytes;
+  sweep.wire_format = o.wire_format;
   sweep.workers = o.workers;
   sweep.shards = o.shards;
   sweep.shards_colocated = o.shards_colocated;
@@ -460,7 +470,7 @@ absl::Status RunClusterSimulate(const ClusterSimulateOptions& o, FILE* out) {
                 std::max(1, cl.devices_per_node));
   absl::FPrintF(out, "%s; %s; DDP overlap %s%s, buckets of %s%s\n\n", DescribeRingsidePsSchedule(o.ps_chunk_bytes),
                 DescribeShards(o.shards_colocated), o.overlap ? "on" : "off",
-                o.wire_value_bytes < 4 ? ", gradients in 2-byte values (the compressed ring)" : "",
+                CompressedRingText(o.wire_format),
                 o.model.layer_bytes.empty() ? "the model cut regardless of layers" : "whole layers",
                 DescribePlacement(o.ps_placement, o.model.layer_bytes, o.shards));
   const std::vector<double> links =

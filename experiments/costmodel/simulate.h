@@ -56,9 +56,8 @@ struct SimulateOptions {
   bool worker_summers = false;
   // The PS streams' chunk size (--ps_chunk_kb); 0: ringside's default.
   double ps_chunk_bytes = 0;
-  // The DDP rows' bytes a gradient value takes on the wire (--compress: 2 for fp16 or
-  // bf16, SweepOptions::wire_value_bytes).
-  int wire_value_bytes = 4;
+  // The DDP rows' gradient format on the wire (--compress; SweepOptions::wire_format).
+  WireFormat wire_format = WireFormat::kFp32;
 };
 
 // Writes what the calibration was measured with, the tables and "crossover: ..." lines
@@ -117,7 +116,7 @@ struct ClusterSimulateOptions {
   bool ps_summation = false;  // As in SimulateOptions.
   bool worker_summers = false;  // As in SimulateOptions.
   double ps_chunk_bytes = 0;  // As in SimulateOptions.
-  int wire_value_bytes = 4;   // As in SimulateOptions.
+  WireFormat wire_format = WireFormat::kFp32;  // As in SimulateOptions.
 };
 
 // One device's step for `options`: step_s when given, else TargetStepSeconds of the

@@ -508,7 +508,7 @@ void SetStrategyScenario(const ReportPoint& p, const StrategySpec& strategy, int
     s->overlap = !strategy.no_overlap();
     // --compress: 2-byte values on the ring (the spec refused any other format).
     const absl::StatusOr<WireFormat> wire = ParseCompression(strategy.compress());
-    s->wire_value_bytes = wire.ok() ? WireBytesPerValue(*wire) : 4;
+    s->wire_format = wire.ok() ? *wire : WireFormat::kFp32;
   }
 }
 
