@@ -188,7 +188,7 @@ absl::Status ValidatePsTransport(const RunConfig& c) {
 
 // Gradient compression (CheckCompression).
 absl::Status ValidateCompression(const RunConfig& c) {
-  return CheckCompression(c.compress(), c.strategy(), c.backend(), c.allreduce());
+  return CheckCompression(c.compress(), c.strategy(), c.backend(), c.allreduce(), c.ps_transport());
 }
 
 // Where the PS's tensors live (common/ps_placement.h).
@@ -290,14 +290,22 @@ absl::StatusOr<WireFormat> ParseCompression(absl::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown --compress '", name, "' (expected none, fp16 or bf16)"));
 }
 
-// The compressed ring is a ring; NCCL's half-precision path and the PS's compressed
-// pushes are not wired in.
+// The compressed ring is a ring; the PS compresses its TCP data plane's push-pulls; NCCL's
+// half-precision path and gRPC's data plane are not wired in.
 absl::Status CheckCompression(absl::string_view compress, absl::string_view strategy, absl::string_view backend,
-                              absl::string_view allreduce) {
+                              absl::string_view allreduce, absl::string_view ps_transport) {
   RINGSIDE_ASSIGN_OR_RETURN(const WireFormat format, ParseCompression(compress));
   if (format == WireFormat::kFp32) return absl::OkStatus();
+  if (strategy == "ps") {
+    if ((ps_transport.empty() ? absl::string_view(kPsTransportDefault) : ps_transport) != kPsTransportTcp) {
+      return absl::InvalidArgumentError(absl::StrCat("--compress=", compress,
+                                                     " on the PS runs on --ps_transport=tcp (gRPC's data plane "
+                                                     "is not compressed)"));
+    }
+    return absl::OkStatus();
+  }
   if (strategy != "ddp") {
-    return absl::InvalidArgumentError(absl::StrCat("--compress=", compress, " needs --strategy=ddp"));
+    return absl::InvalidArgumentError(absl::StrCat("--compress=", compress, " needs --strategy=ddp or ps"));
   }
   if (backend == "nccl") {
     return absl::InvalidArgumentError(

@@ -51,10 +51,11 @@ absl::Status CheckPsModeName(absl::string_view mode);
 absl::StatusOr<WireFormat> ParseCompression(absl::string_view name);
 // Where --compress=`compress` can run: a known name (ParseCompression), and, unless it
 // is none, DDP (`strategy` "ddp") on `backend` gloo with `allreduce` "", auto or ring
-// (the compressed ring). InvalidArgument "--compress=X needs ..." otherwise. The one
-// check, for the command line (ValidateRunConfig) and experiment specs.
+// (the compressed ring), or the PS (`strategy` "ps") on `ps_transport` "tcp" ("": the
+// default transport; its data plane's push-pulls). InvalidArgument "--compress=X ..." otherwise. The one check, for
+// the command line (ValidateRunConfig) and experiment specs.
 absl::Status CheckCompression(absl::string_view compress, absl::string_view strategy, absl::string_view backend,
-                              absl::string_view allreduce);
+                              absl::string_view allreduce, absl::string_view ps_transport = "");
 // Samples per forward pass when evaluating.
 inline constexpr int kDefaultEvalBatch = 1000;
 

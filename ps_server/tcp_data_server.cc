@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/rpc_keepalive.h"
+#include "common/run_config.h"
 #include "common/status_macros.h"
 #include "ps_server/tcp_wire.h"
 
@@ -58,8 +59,11 @@ bool SameSecret(const std::string& a, const std::string& b) {
 // still works); one that breaks a request midway tells the shard the worker is lost.
 class TcpDataServer::Connection {
  public:
-  Connection(Shard* shard, int fd, const std::string& token, const std::atomic<bool>* stopping)
-      : shard_(shard), fd_(fd), token_(token), stopping_(stopping), peer_(PeerOf(fd)) {}
+  // `wire`: the format of push-pull gradients and their replies (--compress); pushes of
+  // PARAMS / OPTIMIZER_STATE and pulls stay float32.
+  Connection(Shard* shard, int fd, const std::string& token, const std::atomic<bool>* stopping,
+             WireFormat wire)
+      : shard_(shard), fd_(fd), token_(token), stopping_(stopping), peer_(PeerOf(fd)), wire_(wire) {}
 
   void Run() {
     // The replies to every worker share this shard's link: keep them abreast.
@@ -163,11 +167,13 @@ class TcpDataServer::Connection {
     return ref;
   }
 
-  // Reads chunk `ref.chunk`'s floats into buffer_ after checking the frame's byte count
-  // against the shard's grid; the ChunkHeader the shard checks and accepts.
+  // Reads chunk `ref.chunk`'s values into buffer_ as floats after checking the frame's
+  // byte count against the shard's grid (gradients in the job's wire format, decoded
+  // here; anything else float32); the ChunkHeader the shard checks and accepts.
   absl::StatusOr<ChunkHeader> ReadChunk(const FrameHeader& header, const ChunkRef& ref) {
     const Slice slice = shard_->slice();
-    const int64_t expected = ChunkFrameBytes(slice.size, shard_->chunk_floats(), ref.chunk);
+    const WireFormat format = ref.kind == ps::GRADIENTS ? wire_ : WireFormat::kFp32;
+    const int64_t expected = ChunkFrameBytes(slice.size, shard_->chunk_floats(), ref.chunk, format);
     if (expected < 0 || header.bytes != static_cast<uint64_t>(expected)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "worker ", worker_, " sent a chunk frame of ", header.bytes, " bytes for chunk ",
@@ -176,8 +182,7 @@ class TcpDataServer::Connection {
     }
     const Slice chunk = ChunkOf(slice.size, shard_->chunk_floats(), ref.chunk);
     buffer_.resize(chunk.size);
-    RINGSIDE_RETURN_IF_ERROR(
-        ReadAll(fd_, buffer_.data(), chunk.size * sizeof(float), Deadline()));
+    RINGSIDE_RETURN_IF_ERROR(ReadChunkValues(fd_, buffer_.data(), chunk.size, format, &wire_buffer_, Deadline()));
     return ChunkHeader{worker_, ref.step, static_cast<ps::TensorKind>(ref.kind), chunk.offset};
   }
 
@@ -194,15 +199,17 @@ class TcpDataServer::Connection {
     }
   }
 
-  // Sends chunk k's served floats as a kPsParams frame, counted first (as the gRPC
-  // service does: the step's record is complete when the worker holds the last chunk).
-  absl::Status SendServed(int64_t step, ps::TensorKind kind, int64_t k, const Shard::RawChunk& raw) {
+  // Sends chunk k's served floats as a kPsParams frame in `format`, counted first (as
+  // the gRPC service does: the step's record is complete when the worker holds the last
+  // chunk).
+  absl::Status SendServed(int64_t step, ps::TensorKind kind, int64_t k, const Shard::RawChunk& raw,
+                          WireFormat format = WireFormat::kFp32) {
     last_sent_ = absl::Now();
     shard_->CountServed(worker_, step, kind,
                         static_cast<int64_t>(kFrameHeaderBytes) +
-                            ChunkFrameBytes(shard_->slice().size, shard_->chunk_floats(), k));
+                            ChunkFrameBytes(shard_->slice().size, shard_->chunk_floats(), k, format));
     return SendChunkFrame(fd_, kPsParams, {step, static_cast<int32_t>(k), kind}, raw.data,
-                          raw.chunk.size, Deadline());
+                          raw.chunk.size, format, &wire_buffer_, Deadline());
   }
 
   // kPsPushPull or kPsPush chunk frames up to kPsEndPush. Push-pull: each chunk's
@@ -225,7 +232,9 @@ class TcpDataServer::Connection {
           if (!ready) return absl::OkStatus();
         }
         accepted.pop_front();
-        RINGSIDE_RETURN_IF_ERROR(SendServed(step + 1, ps::PARAMS, k, raw));
+        // A push-pull's replies in the job's wire format (parameters, or the summation
+        // servers' mean gradients).
+        RINGSIDE_RETURN_IF_ERROR(SendServed(step + 1, ps::PARAMS, k, raw, wire_));
       }
       return absl::OkStatus();
     };
@@ -324,11 +333,14 @@ class TcpDataServer::Connection {
   int64_t in_request_step_ = -1;  // The step of the request in progress; -1 between.
   absl::Time last_sent_ = absl::Now();  // The last frame to the worker (heartbeats).
   std::vector<float> buffer_;     // One received chunk.
+  const WireFormat wire_;
+  std::vector<uint16_t> wire_buffer_;  // One chunk's 2-byte values, sent or received.
 };
 
 absl::StatusOr<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(Shard* shard,
                                                                     const std::string& host,
                                                                     std::string token) {
+  RINGSIDE_ASSIGN_OR_RETURN(const WireFormat wire, ParseCompression(shard->options().config.compress()));
   RINGSIDE_ASSIGN_OR_RETURN(TcpListener listener, ListenTcp(host, 64));
   const size_t space = listener.endpoint.rfind(' ');
   int port = 0;
@@ -336,13 +348,13 @@ absl::StatusOr<std::unique_ptr<TcpDataServer>> TcpDataServer::Start(Shard* shard
     return absl::InternalError(absl::StrCat("bad listening address '", listener.endpoint, "'"));
   }
   std::unique_ptr<TcpDataServer> server(
-      new TcpDataServer(shard, std::move(listener), port, std::move(token)));
+      new TcpDataServer(shard, std::move(listener), port, std::move(token), wire));
   server->acceptor_ = std::thread([s = server.get()] { s->AcceptLoop(); });
   return server;
 }
 
-TcpDataServer::TcpDataServer(Shard* shard, TcpListener listener, int port, std::string token)
-    : shard_(shard), listener_(std::move(listener)), port_(port), token_(std::move(token)) {}
+TcpDataServer::TcpDataServer(Shard* shard, TcpListener listener, int port, std::string token, WireFormat wire)
+    : shard_(shard), listener_(std::move(listener)), port_(port), token_(std::move(token)), wire_(wire) {}
 
 void TcpDataServer::AcceptLoop() {
   while (!stopping_.load()) {
@@ -357,7 +369,7 @@ void TcpDataServer::AcceptLoop() {
     entry->fd = raw;
     entry->thread = std::thread([this, raw, entry] {
       ScopedFd owned(raw);
-      Connection(shard_, raw, token_, &stopping_).Run();
+      Connection(shard_, raw, token_, &stopping_, wire_).Run();
       shutdown(raw, SHUT_RDWR);
       // The descriptor stays open (owned) until the thread ends; the stop path only
       // shuts sockets down, so it never touches a closed or reused descriptor.

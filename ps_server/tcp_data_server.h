@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/socket_io.h"
+#include "common/wire_format.h"
 #include "ps_server/shard.h"
 
 namespace ringside {
@@ -23,7 +24,9 @@ namespace ringside {
 class TcpDataServer {
  public:
   // Listens on `host` (a name or numeric address; port 0: the kernel picks one) for the
-  // shard's workers. `token`: the job's (empty: none is checked). Errors as ListenTcp's.
+  // shard's workers. `token`: the job's (empty: none is checked). Push-pulls carry their
+  // gradients and replies in the shard's RunConfig.compress format (pushes of parameters
+  // and pulls: float32). Errors as ListenTcp's; InvalidArgument for an unknown format.
   static absl::StatusOr<std::unique_ptr<TcpDataServer>> Start(Shard* shard,
                                                                const std::string& host,
                                                                std::string token);
@@ -39,7 +42,7 @@ class TcpDataServer {
  private:
   class Connection;
 
-  TcpDataServer(Shard* shard, TcpListener listener, int port, std::string token);
+  TcpDataServer(Shard* shard, TcpListener listener, int port, std::string token, WireFormat wire);
   // One connection's thread and socket (-1 once its thread is done with it).
   struct Served {
     std::thread thread;
@@ -58,6 +61,7 @@ class TcpDataServer {
   const TcpListener listener_;
   const int port_;
   const std::string token_;
+  const WireFormat wire_;  // Push-pulls' values on the wire (RunConfig.compress).
   std::atomic<bool> stopping_{false};
   std::thread acceptor_;
   absl::Mutex mu_;

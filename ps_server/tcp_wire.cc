@@ -12,10 +12,10 @@
 
 namespace ringside {
 
-int64_t ChunkFrameBytes(int64_t size, int64_t chunk_floats, int64_t k) {
+int64_t ChunkFrameBytes(int64_t size, int64_t chunk_floats, int64_t k, WireFormat format) {
   if (k < 0 || k >= NumChunks(size, chunk_floats)) return -1;
   return static_cast<int64_t>(sizeof(ChunkRef)) +
-         ChunkOf(size, chunk_floats, k).size * static_cast<int64_t>(sizeof(float));
+         ChunkOf(size, chunk_floats, k).size * static_cast<int64_t>(WireBytesPerValue(format));
 }
 
 absl::Status SendChunkFrame(int fd, PsOp op, const ChunkRef& ref, const float* data,
@@ -27,6 +27,28 @@ absl::Status SendChunkFrame(int fd, PsOp op, const ChunkRef& ref, const float* d
                   {&r, sizeof(r)},
                   {const_cast<float*>(data), payload}};
   return WriteAllVectored(fd, iov, payload > 0 ? 3 : 2, deadline);
+}
+
+absl::Status SendChunkFrame(int fd, PsOp op, const ChunkRef& ref, const float* data,
+                            int64_t floats, WireFormat format, std::vector<uint16_t>* scratch,
+                            absl::Time deadline) {
+  if (format == WireFormat::kFp32 || floats == 0) return SendChunkFrame(fd, op, ref, data, floats, deadline);
+  if (static_cast<int64_t>(scratch->size()) < floats) scratch->resize(floats);
+  EncodeWire(format, data, floats, scratch->data());
+  const size_t payload = floats * sizeof(uint16_t);
+  FrameHeader header = {op, sizeof(ChunkRef) + payload};
+  ChunkRef r = ref;
+  iovec iov[3] = {{&header, sizeof(header)}, {&r, sizeof(r)}, {scratch->data(), payload}};
+  return WriteAllVectored(fd, iov, 3, deadline);
+}
+
+absl::Status ReadChunkValues(int fd, float* out, int64_t floats, WireFormat format,
+                             std::vector<uint16_t>* scratch, absl::Time deadline) {
+  if (format == WireFormat::kFp32) return ReadAll(fd, out, floats * sizeof(float), deadline);
+  if (static_cast<int64_t>(scratch->size()) < floats) scratch->resize(floats);
+  RINGSIDE_RETURN_IF_ERROR(ReadAll(fd, scratch->data(), floats * sizeof(uint16_t), deadline));
+  DecodeWire(format, scratch->data(), floats, out);
+  return absl::OkStatus();
 }
 
 absl::Status SendEmptyFrame(int fd, PsOp op, absl::Time deadline) {

@@ -35,11 +35,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/frame_io.h"
+#include "common/wire_format.h"
 #include "ps_server/sharding.h"
 
 namespace ringside {
@@ -96,13 +98,25 @@ inline constexpr size_t kMaxPsErrorBytes = 4096;
 inline constexpr size_t kMaxPsTokenBytes = 4096;
 
 // The payload bytes of a chunk frame for chunk `k` of a slice of `size` floats on a grid
-// of `chunk_floats`; -1 when `k` is not on the grid.
-int64_t ChunkFrameBytes(int64_t size, int64_t chunk_floats, int64_t k);
+// of `chunk_floats`, its values in `format`; -1 when `k` is not on the grid.
+int64_t ChunkFrameBytes(int64_t size, int64_t chunk_floats, int64_t k,
+                        WireFormat format = WireFormat::kFp32);
 
 // Sends one frame: header {op, sizeof(ChunkRef) + floats * 4}, `ref`, then `floats`
 // floats at `data` (none for a request). Blocks until written or `deadline`.
 absl::Status SendChunkFrame(int fd, PsOp op, const ChunkRef& ref, const float* data,
                             int64_t floats, absl::Time deadline);
+// The same with the values in `format` (--compress): for fp16 / bf16 they are encoded
+// into `scratch` (resized as needed; the caller's, reused) and the frame carries 2 bytes
+// a value. kFp32: SendChunkFrame's frame.
+absl::Status SendChunkFrame(int fd, PsOp op, const ChunkRef& ref, const float* data,
+                            int64_t floats, WireFormat format, std::vector<uint16_t>* scratch,
+                            absl::Time deadline);
+// Reads a chunk frame's `floats` values in `format` into `out` (after its ChunkRef; the
+// caller checked the frame's bytes against ChunkFrameBytes), decoding fp16 / bf16 through
+// `scratch`. Blocks until read or `deadline`.
+absl::Status ReadChunkValues(int fd, float* out, int64_t floats, WireFormat format,
+                             std::vector<uint16_t>* scratch, absl::Time deadline);
 // Sends a frame without payload (kPsOk, kPsDone).
 absl::Status SendEmptyFrame(int fd, PsOp op, absl::Time deadline);
 // Sends kPsError carrying `status` (its code and at most kMaxPsErrorBytes of message).

@@ -52,7 +52,9 @@ absl::StatusOr<std::vector<std::unique_ptr<ShardClient>>> RegisterWithShards(
     }
     if (client->layout().data_port() != 0) {
       // The data plane on TCP, to the host the shard's service answers on.
-      RINGSIDE_RETURN_IF_ERROR(client->ConnectDataPlane(HostOf(servers[s]), token));
+      // Push-pulls in the job's --compress format (the shard compared the configuration).
+      RINGSIDE_ASSIGN_OR_RETURN(const WireFormat wire, ParseCompression(config.compress()));
+      RINGSIDE_RETURN_IF_ERROR(client->ConnectDataPlane(HostOf(servers[s]), token, wire));
     }
     clients.push_back(std::move(client));
   }

@@ -110,12 +110,12 @@ ShardClient::~ShardClient() {
   }
 }
 
-absl::Status ShardClient::ConnectDataPlane(const std::string& host, const std::string& token) {
+absl::Status ShardClient::ConnectDataPlane(const std::string& host, const std::string& token, WireFormat wire) {
   if (layout_.data_port() == 0) {
     return absl::FailedPreconditionError(absl::StrCat(name_, ": serves no TCP data plane"));
   }
   RINGSIDE_ASSIGN_OR_RETURN(tcp_, TcpShardChannel::Connect(host, layout_.data_port(), worker_id_,
-                                                           token, &layout_, name_, timeout_));
+                                                           token, &layout_, name_, timeout_, wire));
   return absl::OkStatus();
 }
 

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "common/rpc_security.h"
 #include "common/task_thread.h"
+#include "common/wire_format.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "ps_server/ps.grpc.pb.h"
@@ -51,7 +52,8 @@ class ShardClient {
   // to it on `host` (the shard's) with the job's `token` (empty: none); from then on
   // PushPull, Push and Pull travel there (tcp_shard_channel.h), the other calls stay
   // on gRPC. Errors as TcpShardChannel::Connect's.
-  absl::Status ConnectDataPlane(const std::string& host, const std::string& token);
+  absl::Status ConnectDataPlane(const std::string& host, const std::string& token,
+                                WireFormat wire = WireFormat::kFp32);
   bool data_plane_tcp() const { return tcp_ != nullptr; }
   int64_t num_chunks() const;
 

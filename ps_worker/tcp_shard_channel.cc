@@ -25,16 +25,16 @@ constexpr absl::Duration kTransferAllowance = absl::Seconds(30);
 
 int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
 
-// Frame bytes of a chunk frame with `floats` floats, header included.
-int64_t FrameBytes(int64_t floats) {
-  return static_cast<int64_t>(kFrameHeaderBytes + sizeof(ChunkRef) + floats * sizeof(float));
+// Frame bytes of a chunk frame with `floats` values in `format`, header included.
+int64_t FrameBytes(int64_t floats, WireFormat format = WireFormat::kFp32) {
+  return static_cast<int64_t>(kFrameHeaderBytes + sizeof(ChunkRef) + floats * WireBytesPerValue(format));
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TcpShardChannel>> TcpShardChannel::Connect(
     const std::string& host, int port, int worker_id, const std::string& token,
-    const ps::RegisterResponse* layout, std::string name, absl::Duration timeout) {
+    const ps::RegisterResponse* layout, std::string name, absl::Duration timeout, WireFormat wire) {
   const absl::Time deadline = absl::Now() + timeout;
   absl::StatusOr<ScopedFd> fd = ConnectTcp(host, absl::StrCat(port), deadline);
   if (!fd.ok()) {
@@ -47,7 +47,7 @@ absl::StatusOr<std::unique_ptr<TcpShardChannel>> TcpShardChannel::Connect(
     return absl::Status(capped.code(), absl::StrCat(name, ": data connection: ", capped.message()));
   }
   std::unique_ptr<TcpShardChannel> channel(
-      new TcpShardChannel(std::move(*fd), layout, std::move(name), timeout));
+      new TcpShardChannel(std::move(*fd), layout, std::move(name), timeout, wire));
   // Protocol step 1: hello and token; the shard answers kPsOk or kPsError.
   const PsHello hello = {kPsHelloMagic, kPsWireVersion, worker_id,
                          static_cast<uint32_t>(token.size()), layout->session()};
@@ -67,8 +67,8 @@ absl::StatusOr<std::unique_ptr<TcpShardChannel>> TcpShardChannel::Connect(
 }
 
 TcpShardChannel::TcpShardChannel(ScopedFd fd, const ps::RegisterResponse* layout,
-                                 std::string name, absl::Duration timeout)
-    : fd_(std::move(fd)), layout_(layout), name_(std::move(name)), timeout_(timeout) {}
+                                 std::string name, absl::Duration timeout, WireFormat wire)
+    : fd_(std::move(fd)), layout_(layout), name_(std::move(name)), timeout_(timeout), wire_(wire) {}
 
 TcpShardChannel::~TcpShardChannel() {
   shutdown(fd_.get(), SHUT_RDWR);  // A reader still waiting sees the end at once.
@@ -118,7 +118,7 @@ absl::StatusOr<FrameHeader> TcpShardChannel::NextFrame(
   }
 }
 
-absl::Status TcpShardChannel::ReadServed(int64_t step, ps::TensorKind kind, float* out,
+absl::Status TcpShardChannel::ReadServed(int64_t step, ps::TensorKind kind, WireFormat format, float* out,
                                          const std::function<int64_t()>& waiting_since,
                                          const std::function<bool(int64_t)>& wait_writable,
                                          const std::function<void(int64_t)>& arrived,
@@ -134,7 +134,7 @@ absl::Status TcpShardChannel::ReadServed(int64_t step, ps::TensorKind kind, floa
                                               header.bytes, " bytes"));
     }
     RINGSIDE_RETURN_IF_ERROR(ReadAll(fd_.get(), &ref, sizeof(ref), Deadline()));
-    const int64_t expected = ChunkFrameBytes(size, cf, ref.chunk);
+    const int64_t expected = ChunkFrameBytes(size, cf, ref.chunk, format);
     if (expected < 0 || header.bytes != static_cast<uint64_t>(expected) || ref.kind != kind ||
         ref.step != step || seen[ref.chunk]) {
       return absl::DataLossError(absl::StrCat("malformed or extra chunk ", ref.chunk, " of ",
@@ -146,11 +146,12 @@ absl::Status TcpShardChannel::ReadServed(int64_t step, ps::TensorKind kind, floa
     }
     seen[ref.chunk] = true;
     const Slice chunk = ChunkOf(size, cf, ref.chunk);
-    // Straight into place: the payload is read once, by the kernel's copy.
+    // Straight into place (float32: the payload is read once, by the kernel's copy;
+    // fp16 / bf16: decoded from the reader's scratch).
     RINGSIDE_RETURN_IF_ERROR(
-        ReadAll(fd_.get(), out + chunk.offset, chunk.size * sizeof(float), Deadline()));
+        ReadChunkValues(fd_.get(), out + chunk.offset, chunk.size, format, &read_scratch_, Deadline()));
     if (arrived) arrived(ref.chunk);
-    received(FrameBytes(chunk.size));
+    received(FrameBytes(chunk.size, format));
   }
 }
 
@@ -184,7 +185,7 @@ absl::Status TcpShardChannel::PushPull(int64_t step, const float* grads, float* 
   // The reader runs beside the sender: the shard answers chunks while this worker is
   // still pushing (and would stall if nobody read them).
   reader_.Run([this, p, step, params, wait_writable, arrived, timing] {
-    absl::Status s = ReadServed(step + 1, ps::PARAMS, params,
+    absl::Status s = ReadServed(step + 1, ps::PARAMS, wire_, params,
                                 [p] { return p->pushed_us.load(); }, wait_writable, arrived,
                                 [p, timing](int64_t bytes) {
                                   absl::MutexLock l(&p->mu);
@@ -208,8 +209,8 @@ absl::Status TcpShardChannel::PushPull(int64_t step, const float* grads, float* 
     // `grads` stays unchanged until every chunk's reply is back (the shard answers a
     // chunk only after reading it).
     sent = SendChunkFrame(fd_.get(), kPsPushPull, {step, static_cast<int32_t>(k), ps::GRADIENTS},
-                          grads + chunk.offset, chunk.size, Deadline());
-    timing->bytes_sent += FrameBytes(chunk.size);
+                          grads + chunk.offset, chunk.size, wire_, &send_scratch_, Deadline());
+    timing->bytes_sent += FrameBytes(chunk.size, wire_);
   }
   if (sent.ok() && !cancelled) {
     sent = SendChunkFrame(fd_.get(), kPsEndPush,
@@ -279,7 +280,7 @@ absl::Status TcpShardChannel::Pull(int64_t step, ps::TensorKind kind, float* out
   RINGSIDE_RETURN_IF_ERROR(SendChunkFrame(fd_.get(), kPsPull, {step, -1, kind}, nullptr, 0, Deadline()));
   int64_t received = 0;
   const int64_t asked_us = NowUs();
-  absl::Status s = ReadServed(step, kind, out, [asked_us] { return asked_us; }, nullptr, nullptr,
+  absl::Status s = ReadServed(step, kind, WireFormat::kFp32, out, [asked_us] { return asked_us; }, nullptr, nullptr,
                               [&](int64_t bytes) {
     ++received;
     if (bytes_received != nullptr) *bytes_received += bytes;

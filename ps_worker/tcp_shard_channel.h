@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -19,6 +20,7 @@
 #include "common/frame_io.h"
 #include "common/socket_io.h"
 #include "common/task_thread.h"
+#include "common/wire_format.h"
 #include "ps_server/ps.pb.h"
 
 namespace ringside {
@@ -33,10 +35,13 @@ class TcpShardChannel {
   // `layout` is the registration's (slice, chunk grid; borrowed, must outlive this).
   // `name` ("shard 1 at host:port") prefixes errors; `timeout` as ShardClient's.
   // Errors: the connection's, or the shard's refusal (Unauthenticated for a wrong
-  // token, PermissionDenied for a session that is not the worker's).
+  // token, PermissionDenied for a session that is not the worker's). `wire`: the
+  // format of push-pulls' gradients and replies (the job's --compress, which the shard
+  // checked at registration); pushes and pulls stay float32.
   static absl::StatusOr<std::unique_ptr<TcpShardChannel>> Connect(
       const std::string& host, int port, int worker_id, const std::string& token,
-      const ps::RegisterResponse* layout, std::string name, absl::Duration timeout);
+      const ps::RegisterResponse* layout, std::string name, absl::Duration timeout,
+      WireFormat wire = WireFormat::kFp32);
   ~TcpShardChannel();  // Shuts the connection down; waits for the reader.
 
   // ShardClient::PushPull's contract, over the connection.
@@ -52,7 +57,7 @@ class TcpShardChannel {
 
  private:
   TcpShardChannel(ScopedFd fd, const ps::RegisterResponse* layout, std::string name,
-                  absl::Duration timeout);
+                  absl::Duration timeout, WireFormat wire);
   // Each frame read or written must move within this: a keepalive interval plus its
   // answer time (rpc_keepalive.h), the silence after which the shard is taken for
   // stopped, hung or gone (the shard sends heartbeats while it waits).
@@ -66,9 +71,10 @@ class TcpShardChannel {
   absl::StatusOr<FrameHeader> NextFrame(const std::function<int64_t()>& waiting_since);
   // "<name>: <what>: <status message>", the status's code.
   absl::Status Error(const absl::Status& s, const std::string& what) const;
-  // Reads kPsParams frames of `kind` for `step` into `out` (each chunk after
-  // wait_writable(k), then arrived(k)) until kPsDone or `chunks` more than expected.
-  absl::Status ReadServed(int64_t step, ps::TensorKind kind, float* out,
+  // Reads kPsParams frames of `kind` for `step`, values in `format`, into `out` (each
+  // chunk after wait_writable(k), then arrived(k)) until kPsDone or `chunks` more than
+  // expected. Only the reader task decodes (its scratch, read_scratch_).
+  absl::Status ReadServed(int64_t step, ps::TensorKind kind, WireFormat format, float* out,
                           const std::function<int64_t()>& waiting_since,
                           const std::function<bool(int64_t)>& wait_writable,
                           const std::function<void(int64_t)>& arrived,
@@ -78,6 +84,9 @@ class TcpShardChannel {
   const ps::RegisterResponse* const layout_;
   const std::string name_;
   const absl::Duration timeout_;
+  const WireFormat wire_;
+  std::vector<uint16_t> send_scratch_;  // The sender's encoded chunk (push-pulls).
+  std::vector<uint16_t> read_scratch_;  // The reader's received chunk before decoding.
   // The last push-pull: its reader's progress, until FinishPending collects it.
   struct Pending {
     int64_t step = 0;

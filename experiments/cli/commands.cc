@@ -27,6 +27,8 @@ namespace {
 #define RINGSIDE_PS_FLAGS "workers ps_shards ps_sync ps_chunk_kb ps_colocated ps_worker_summers ps_transport ps_placement ps_mode timeout_s " \
   RINGSIDE_SECURITY_FLAGS /* Elastic PS (issue 23). */ "ps_min_workers "
 #define RINGSIDE_DDP_FLAGS "backend bucket_cap_mb first_bucket_mb overlap allreduce compress "
+// The PS roles' own: the TCP data plane's push-pulls compress too (train has it above).
+#define RINGSIDE_PS_ROLE_FLAGS "compress "
 
 // Security (docs/security.md): every verb that starts or calls a shard or the store.
 #define RINGSIDE_SECURITY_FLAGS "token_file tls_cert tls_key tls_ca "
@@ -90,12 +92,12 @@ absl::Span<const Command> Commands() {
       {"ps-server", "host one parameter-server shard by hand (train --strategy=ps does this for you)",
        "  ringside ps-server --shard=I --listen=HOST:PORT --workers=N --ps_shards=S ...\n",
        // The same training flags as the workers' (those only workers use are ignored).
-       "shard listen " RINGSIDE_PS_FLAGS RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS, "", "", 0, 0,
+       "shard listen " RINGSIDE_PS_FLAGS RINGSIDE_PS_ROLE_FLAGS RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS, "", "", 0, 0,
        false,
        nullptr, RunPsServerVerb},
       {"ps-worker", "run one parameter-server worker by hand, against running shards",
        "  ringside ps-worker --worker_id=I --ps_servers=H0:P0,H1:P1,... --workers=N ...\n",
-       "worker_id ps_servers " RINGSIDE_PS_FLAGS RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS,
+       "worker_id ps_servers " RINGSIDE_PS_FLAGS RINGSIDE_PS_ROLE_FLAGS RINGSIDE_RUN_CONFIG_FLAGS RINGSIDE_RUN_OPTION_FLAGS,
        "", "", 0, 0, false, nullptr, RunPsWorkerVerb},
       {"launch", "start a program's ranks on this node, torchrun-style (RANK, WORLD_SIZE, ...)",
        "  ringside launch --nproc_per_node=N [--nnodes=N --node_rank=R] [--rdzv_endpoint=HOST:PORT\n"
@@ -180,6 +182,7 @@ absl::Span<const Command> Commands() {
 #undef RINGSIDE_PS_FLAGS
 #undef RINGSIDE_SECURITY_FLAGS
 #undef RINGSIDE_DDP_FLAGS
+#undef RINGSIDE_PS_ROLE_FLAGS
 
 absl::Span<const FlagHelpOverride> FlagHelpOverrides() {
   // Only where the verb's meaning differs from the flag's own description (flags.cc).

@@ -61,9 +61,8 @@ ABSL_FLAG(double, bucket_cap_mb, ringside::kDefaultBucketCapBytes / double{1 << 
 ABSL_FLAG(double, first_bucket_mb, ringside::kDefaultFirstBucketBytes / double{1 << 20}, "ddp: cap of the first bucket (the last layers) in MB");
 ABSL_FLAG(bool, overlap, true, "ddp: all-reduce buckets during backward (false: after it)");
 ABSL_FLAG(std::string, compress, "none",
-          "ddp, and simulate's DDP rows: gradients on the wire as none (float32), fp16 or bf16 (half the bytes; "
-          "the ring sums in float32 "
-          "between hops)");
+          "ddp, ps over tcp, and simulate's DDP rows: gradients on the wire as none (float32), fp16 or bf16 "
+          "(half the bytes; the ring sums in float32 between hops, the PS's shards keep float32)");
 ABSL_FLAG(std::string, allreduce, "auto",
           "ddp (gloo): auto (recursive-doubling at 2 ranks, else ring), ring, "
           "halving-doubling or recursive-doubling");

@@ -734,7 +734,13 @@ Prediction PsPrediction(const Calibration& c, const Scenario& s, const PsLinks& 
   p.comm_s = s.ps_overlap
                  ? latency_s + std::max(0.0, one_way_s - backward_s) + one_way_s * unpipelined
                  : latency_s + one_way_s * (1 + unpipelined);
-  p.comm_total_s = latency_s + one_way_s * (1 + unpipelined);
+  // --compress: the worker encodes its M / 4 gradient values and decodes as many
+  // replies; the busiest shard decodes N slices and encodes a reply for each worker;
+  // both serial with the transfers, on their nodes' CPU (docs/cost_model.md).
+  const double codec_s =
+      CodecSecondsPerValue(c, s.wire_format) * (m + (shards > 0 ? n * load.slice : 0)) / sizeof(float);
+  p.comm_s += codec_s;
+  p.comm_total_s = latency_s + one_way_s * (1 + unpipelined) + codec_s;
   // Under BSP a shard sums N pushes into its accumulator (with one worker it steps on
   // the pushed gradient directly), then steps SGD once on its slice.
   const double aggregate_s = n > 1 ? c.reduce_s_per_byte * n * load.slice : 0;
@@ -761,10 +767,16 @@ absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
       Effective(path, s.link_bytes_per_s, s.link_latency_s, s.path_limits, /*wire_trips=*/2),
       Effective(path, server_wire, s.link_latency_s, s.path_limits, /*wire_trips=*/2),
       IntraNodeLink(path, s, /*wire_trips=*/2)};
-  absl::StatusOr<PsLoad> load = s.worker_summers ? WorkerSummersPsLoad(s, links)
-                                : s.colocated    ? ColocatedPsLoad(s, links)
-                                                 : StandalonePsLoad(s, links);
+  // --compress (the TCP data plane): push-pulls carry 2-byte values, so the loads are
+  // figured on the model's wire bytes; the slice the shards sum and step stays floats.
+  const double wire = WireBytesPerValue(s.wire_format) / 4.0;
+  Scenario on_wire = s;
+  on_wire.model_bytes = s.model_bytes * wire;
+  absl::StatusOr<PsLoad> load = s.worker_summers ? WorkerSummersPsLoad(on_wire, links)
+                                : s.colocated    ? ColocatedPsLoad(on_wire, links)
+                                                 : StandalonePsLoad(on_wire, links);
   if (!load.ok()) return load.status();
+  load->slice /= wire;
   return PsPrediction(c, s, links, *load);
 }
 
@@ -1088,7 +1100,7 @@ absl::StatusOr<std::vector<CurveSpec>> CurveSpecs(const SweepOptions& options,
                                                   const Scenario& base) {
   Scenario ps = base;
   ps.strategy = Strategy::kPs;
-  ps.wire_format = WireFormat::kFp32;  // The PS's pushes are not compressed.
+  ps.wire_format = WireFormat::kFp32;  // simulate --compress: the DDP rows only (its help says so).
   ps.ps_summation = options.ps_summation;
   if (options.worker_summers && (!options.ps_summation || options.shards_colocated)) {
     return absl::InvalidArgumentError("worker summers are summation servers (--ps_mode=summation), not colocated");

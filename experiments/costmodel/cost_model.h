@@ -234,9 +234,10 @@ struct Scenario {
   // (0 < F <= 1; 1: none slower). Under BSP and DDP every step waits for its compute.
   // Ignored with one worker.
   double slow_node_fraction = 1;
-  // DDP: the format gradients take on the wire (--compress): float32, or fp16 / bf16
-  // (the compressed ring: half the transfers' bytes and their CPU, plus the format's
-  // encode and decode, Calibration::CodecSecondsPerValue; always the ring).
+  // The format gradients take on the wire (--compress): float32, or fp16 / bf16. DDP: the
+  // compressed ring (half the transfers' bytes and their CPU, plus the format's encode
+  // and decode, Calibration::CodecSecondsPerValue; always the ring). PS: the TCP data
+  // plane's push-pulls (half their bytes, plus the workers' and shards' codec).
   WireFormat wire_format = WireFormat::kFp32;
   // DDP bucket sizes in launch order (the first holds the last layers); must add up to
   // model_bytes. Empty: a first bucket of 1 MiB, then 25 MiB buckets (the reducer's

@@ -225,6 +225,23 @@ TEST(PredictPs, SummationServersLeaveTheUpdateToTheWorker) {
   EXPECT_NEAR(summation.busiest_node_bytes_in, optimizer.busiest_node_bytes_in, 1e-3);
 }
 
+// --compress on the PS's TCP data plane: the master's 4 M each way move as 2-byte
+// values, 2 s instead of 4; the shard still sums and steps float32 (0.3 s); the codec
+// adds the worker's M / 4 values and the shard's 4 M / 4, 2 ns each: 0.05 + 0.2 s.
+TEST(PredictPs, CompressionHalvesThePushPullsBytesAndPaysTheCodec) {
+  Calibration c = TestCalibration();
+  Scenario s = Make(Strategy::kPs, 4, 1e8);
+  s.wire_format = WireFormat::kFp16;
+  Prediction p = MustPredict(c, s);
+  EXPECT_NEAR(p.comm_s, 2.001, kTol);
+  EXPECT_NEAR(p.update_s, 0.3, kTol);
+  EXPECT_NEAR(p.busiest_node_bytes_in, 2e8, 1e-3);
+  c.fp16_codec_s_per_value = 2e-9;
+  p = MustPredict(c, s);
+  EXPECT_NEAR(p.comm_s, 2.001 + 2e-9 * (2.5e7 + 4 * 2.5e7), kTol);
+  EXPECT_NEAR(p.update_s, 0.3, kTol);
+}
+
 // BytePS with a summer in each worker (Jiang et al., OSDI'20): the busiest link moves
 // 2n(n-1)M / (n^2 + kn - 2k) each way, the ring's 2(n-1)/n M at k = 0 and toward M as
 // k -> n; servers and workers balance exactly at the optimum.

@@ -317,7 +317,9 @@ absl::Status CheckStrategySpec(const ExperimentSpec& spec, const StrategySpec& s
     RINGSIDE_RETURN_IF_ERROR(ParseAllReduceAlgorithm(s.allreduce()).status());
   }
   if (!s.compress().empty()) {
-    if (absl::Status c = CheckCompression(s.compress(), s.kind(), StrategyBackend(spec, s), s.allreduce()); !c.ok()) {
+    if (absl::Status c = CheckCompression(s.compress(), s.kind(), StrategyBackend(spec, s), s.allreduce(),
+                                              s.ps_transport());
+        !c.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("strategy ", StrategyLabel(spec, s), ": ", c.message()));
     }
   }
@@ -528,7 +530,8 @@ std::string StrategyLabel(const ExperimentSpec& spec, const StrategySpec& s) {
                         s.ps_shard_per_worker() ? "n" : absl::StrCat(CellShards(s)),
                         s.ps_worker_summers() ? "w" : "", "-", sync,
                         s.ps_colocated() ? "-coloc" : "", s.ranks_per_node() > 1 ? absl::StrCat("-k", s.ranks_per_node()) : "",
-                        s.ps_transport() == kPsTransportGrpc ? "-grpc" : "", PlacementSuffix(s.ps_placement()), gpu);
+                        s.ps_transport() == kPsTransportGrpc ? "-grpc" : "", PlacementSuffix(s.ps_placement()),
+                        !s.compress().empty() && s.compress() != "none" ? absl::StrCat("-", s.compress()) : "", gpu);
   }
   if (s.kind() == "ddp") {
     std::string label = "ddp";
@@ -640,6 +643,7 @@ std::vector<std::string> CellTrainArgs(const ExperimentSpec& spec, const Cell& c
     if (!s.ps_placement().empty()) a.push_back(absl::StrCat("--ps_placement=", s.ps_placement()));
     if (!s.ps_mode().empty()) a.push_back(absl::StrCat("--ps_mode=", s.ps_mode()));
     if (s.ps_chunk_kb() > 0) a.push_back(absl::StrCat("--ps_chunk_kb=", s.ps_chunk_kb()));
+    if (!s.compress().empty()) a.push_back(absl::StrCat("--compress=", s.compress()));
   } else if (s.kind() == "ddp") {
     a.push_back(absl::StrCat("--workers=", cell.workers));
     a.push_back(absl::StrCat("--backend=", StrategyBackend(spec, s)));

@@ -161,8 +161,8 @@ TEST(SpecTest, CellArgsCarryTheStrategysFlags) {
   }
 }
 
-// DDP's compression reaches its cells' command line and label; only ddp on the ring
-// over gloo takes it, and only a known format (CheckCompression's words).
+// Compression reaches its cells' command line and label; ddp on the ring over gloo and
+// the PS over TCP take it, and only a known format (CheckCompression's words).
 TEST(SpecTest, CompressReachesTheCellsAndIsChecked) {
   absl::StatusOr<ExperimentSpec> spec = ParseSpec(
       "strategies { kind: \"ddp\" compress: \"fp16\" } strategies { kind: \"ddp\" compress: \"none\" } "
@@ -176,8 +176,18 @@ TEST(SpecTest, CompressReachesTheCellsAndIsChecked) {
   EXPECT_NE(absl::StrJoin(CellTrainArgs(*spec, cells[0], "OUT"), " ").find("--compress=fp16"), std::string::npos);
   EXPECT_EQ(StrategyError("kind: \"ddp\" compress: \"zstd\""),
             "s: strategy ddp-zstd: unknown --compress 'zstd' (expected none, fp16 or bf16)");
-  EXPECT_EQ(StrategyError("kind: \"ps\" compress: \"bf16\""),
-            "s: strategy ps-s1-bsp: --compress=bf16 needs --strategy=ddp");
+  EXPECT_EQ(StrategyError("kind: \"ps\" ps_transport: \"grpc\" compress: \"bf16\""),
+            "s: strategy ps-s1-bsp-grpc-bf16: --compress=bf16 on the PS runs on --ps_transport=tcp (gRPC's data "
+            "plane is not compressed)");
+  EXPECT_EQ(StrategyError("kind: \"dp\" compress: \"bf16\""),
+            "s: strategy dp-threads: --compress=bf16 needs --strategy=ddp or ps");
+  absl::StatusOr<ExperimentSpec> ps = ParseSpec(
+      "strategies { kind: \"ps\" compress: \"fp16\" } workers: 2 model: \"mlp:4-2\" batch_per_worker: 8 steps: 3", "s");
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  const std::vector<Cell> ps_cells = ExpandCells(*ps);
+  ASSERT_EQ(ps_cells.size(), 1u);
+  EXPECT_EQ(ps_cells[0].label, "ps-s1-bsp-fp16");
+  EXPECT_NE(absl::StrJoin(CellTrainArgs(*ps, ps_cells[0], "OUT"), " ").find("--compress=fp16"), std::string::npos);
   EXPECT_EQ(StrategyError("kind: \"ddp\" allreduce: \"halving-doubling\" compress: \"fp16\""),
             "s: strategy ddp-hd-fp16: --compress=fp16 runs on the ring: drop --allreduce=halving-doubling or use "
             "--allreduce=ring");

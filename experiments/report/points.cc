@@ -485,6 +485,9 @@ void SetStrategyScenario(const ReportPoint& p, const StrategySpec& strategy, int
     s->colocated = strategy.ps_colocated();
     s->ps_tcp = ParsePsTransport(strategy.ps_transport()).value_or(kPsTransportDefault) == kPsTransportTcp;
     s->ps_summation = strategy.ps_mode() == kPsModeSummation;
+    // --compress: the TCP data plane's push-pulls in 2-byte values (the spec refused
+    // it elsewhere).
+    s->wire_format = ParseCompression(strategy.compress()).value_or(WireFormat::kFp32);
     if (s->colocated) s->colocated_hosts = 1;  // --ps_colocated: every shard in worker 0.
     if (!s->colocated && ranks_per_node > 1) {
       // Nodes filled shard 0, worker 0, shard 1, worker 1, ...: while shards and

@@ -9,12 +9,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/byte_buffer.h"
+#include "common/wire_format.h"
 #include "ps_server/sharding.h"
 #include "ps_server/tcp_wire.h"
 #include "ps_server/wire_chunk.h"
@@ -94,26 +96,34 @@ std::string SerializedChunk(int32_t worker, int64_t step, ringside::ps::TensorKi
 
 }  // namespace
 
-// The TCP data plane (ps_tcp_fuzzer.cc's input): one frame, its ChunkRef and `floats`
-// floats of 0.25.
-std::string TcpFrame(uint64_t op, int64_t step, int32_t chunk, int32_t kind, int64_t floats) {
+// The TCP data plane (ps_tcp_fuzzer.cc's input): one frame, its ChunkRef and `values`
+// values of 0.25 in `format` (float32, or --compress's 2-byte codes).
+std::string TcpFrame(uint64_t op, int64_t step, int32_t chunk, int32_t kind, int64_t values,
+                     ringside::WireFormat format = ringside::WireFormat::kFp32) {
   const ringside::ChunkRef ref = {step, chunk, kind};
-  const ringside::FrameHeader header = {op, sizeof(ref) + floats * sizeof(float)};
+  const ringside::FrameHeader header = {op, sizeof(ref) + values * ringside::WireBytesPerValue(format)};
   std::string out(reinterpret_cast<const char*>(&header), sizeof(header));
   out.append(reinterpret_cast<const char*>(&ref), sizeof(ref));
-  const std::vector<float> data(floats, 0.25f);
-  out.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+  const std::vector<float> data(values, 0.25f);
+  if (format == ringside::WireFormat::kFp32) {
+    out.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+  } else {
+    std::vector<uint16_t> codes(values);
+    ringside::EncodeWire(format, data.data(), values, codes.data());
+    out.append(reinterpret_cast<const char*>(codes.data()), codes.size() * sizeof(uint16_t));
+  }
   return out;
 }
 
 // Every chunk of a `kind` push (op kPsPush or kPsPushPull) of `step` on the fuzzer's
-// grid (11 floats in chunks of 4), then kPsEndPush.
-std::string TcpPush(uint64_t op, int64_t step, int32_t kind) {
+// grid (11 floats in chunks of 4), values in `format`, then kPsEndPush.
+std::string TcpPush(uint64_t op, int64_t step, int32_t kind,
+                    ringside::WireFormat format = ringside::WireFormat::kFp32) {
   constexpr int64_t kSize = 11, kChunkFloats = 4;
   std::string out;
   const int64_t n = ringside::NumChunks(kSize, kChunkFloats);
   for (int64_t k = n - 1; k >= 0; --k) {
-    out += TcpFrame(op, step, static_cast<int32_t>(k), kind, ringside::ChunkOf(kSize, kChunkFloats, k).size);
+    out += TcpFrame(op, step, static_cast<int32_t>(k), kind, ringside::ChunkOf(kSize, kChunkFloats, k).size, format);
   }
   return out + TcpFrame(ringside::kPsEndPush, step, static_cast<int32_t>(n), kind, 0);
 }
@@ -168,6 +178,17 @@ int main(int argc, char** argv) {
                           TcpFrame(ringside::kPsPull, 1, -1, ringside::ps::PARAMS, 0);
   ok &= Write(root + "/ps_tcp/job", std::string("\x02") + hello + job);
   ok &= Write(root + "/ps_tcp/job_with_token", std::string("\x03") + hello + job);
+  // The same job with --compress=fp16 (flag bits 2-3 = 1) and bf16 (= 2): the push-pull's
+  // gradients in 2-byte codes; the initial push and the pulls stay float32.
+  for (const auto& [name, flag, format] :
+       {std::tuple<const char*, char, ringside::WireFormat>{"job_fp16", '\x06', ringside::WireFormat::kFp16},
+        {"job_bf16", '\x0a', ringside::WireFormat::kBf16}}) {
+    ok &= Write(root + "/ps_tcp/" + name,
+                std::string(1, flag) + hello + TcpPush(ringside::kPsPush, 0, ringside::ps::PARAMS) +
+                    TcpFrame(ringside::kPsPull, 0, -1, ringside::ps::PARAMS, 0) +
+                    TcpPush(ringside::kPsPushPull, 0, ringside::ps::GRADIENTS, format) +
+                    TcpFrame(ringside::kPsPull, 1, -1, ringside::ps::PARAMS, 0));
+  }
   ok &= Write(root + "/ps_tcp/hello_only", std::string("\x02") + hello);
   ok &= Write(root + "/ps_tcp/not_ringside", std::string(1, '\0') + "GET / HTTP/1.1\r\n\r\n");
   ok &= Write(root + "/ps_tcp/short_chunk",

@@ -48,21 +48,23 @@ constexpr char kToken[] = "fuzz-token";
 constexpr absl::Duration kShardTimeout = absl::Milliseconds(200);
 constexpr absl::Duration kAnswerBound = absl::Seconds(5);
 
-ringside::RunConfig JobConfig() {
+// `compress`: the push-pulls' wire format ("" float32, "fp16", "bf16").
+ringside::RunConfig JobConfig(const std::string& compress) {
   ringside::RunConfig c;
   c.set_model(kModel);
   c.set_lr(0.02f);
+  c.set_compress(compress);
   return c;
 }
 
 // The shard with worker 0 registered; its session in *session.
-std::unique_ptr<ringside::Shard> NewShard(uint64_t* session) {
+std::unique_ptr<ringside::Shard> NewShard(const std::string& compress, uint64_t* session) {
   ringside::PsShardOptions o;
   o.num_workers = 1;
   o.sync = ringside::SyncPolicy{ringside::SyncMode::kBsp, 0};
   o.chunk_bytes = kChunkBytes;
   o.hyper.lr = 0.5f;
-  o.config = JobConfig();
+  o.config = JobConfig(compress);
   o.model = kModel;
   o.timeout = kShardTimeout;
   absl::StatusOr<std::unique_ptr<ringside::Shard>> shard = ringside::Shard::Create(o);
@@ -70,7 +72,7 @@ std::unique_ptr<ringside::Shard> NewShard(uint64_t* session) {
   ringside::ps::RegisterRequest r;
   r.set_worker_id(0);
   r.set_num_workers(1);
-  *r.mutable_config() = JobConfig();
+  *r.mutable_config() = JobConfig(compress);
   r.set_model(kModel);
   r.set_num_params(kNumParams);
   ringside::ps::RegisterResponse response;
@@ -79,8 +81,9 @@ std::unique_ptr<ringside::Shard> NewShard(uint64_t* session) {
   return *std::move(shard);
 }
 
-// Reads the shard's answer to its end and checks it is frames of the protocol.
-void CheckAnswer(int fd, const ringside::Shard& shard, absl::Time deadline) {
+// Reads the shard's answer to its end and checks it is frames of the protocol; served
+// chunks in float32 (pulls) or in `wire` (push-pulls' replies).
+void CheckAnswer(int fd, const ringside::Shard& shard, ringside::WireFormat wire, absl::Time deadline) {
   const ringside::Slice slice = shard.slice();
   bool errored = false;
   while (true) {
@@ -115,8 +118,10 @@ void CheckAnswer(int fd, const ringside::Shard& shard, absl::Time deadline) {
         Require(!absl::IsDeadlineExceeded(s), "the shard ends the connection in time");
         if (!s.ok()) return;
         const int64_t expected = ringside::ChunkFrameBytes(slice.size, shard.chunk_floats(), ref.chunk);
-        Require(expected >= 0 && header.bytes == static_cast<uint64_t>(expected),
-                "a served chunk is its grid chunk's floats");
+        const int64_t encoded = ringside::ChunkFrameBytes(slice.size, shard.chunk_floats(), ref.chunk, wire);
+        Require(expected >= 0 && (header.bytes == static_cast<uint64_t>(expected) ||
+                                  header.bytes == static_cast<uint64_t>(encoded)),
+                "a served chunk is its grid chunk's values, float32 or in the job's format");
         std::string floats(header.bytes - sizeof(ref), '\0');
         s = ringside::ReadAll(fd, floats.data(), floats.size(), deadline);
         Require(!absl::IsDeadlineExceeded(s), "the shard ends the connection in time");
@@ -135,9 +140,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const bool with_token = (data[0] & 1) != 0;
   const bool valid_hello = (data[0] & 2) != 0;
+  // Bits 2-3: the job's --compress (the shard decodes pushes and encodes replies).
+  static const char* const kFormats[] = {"", "fp16", "bf16", ""};
+  const std::string compress = kFormats[(data[0] >> 2) & 3];
+  const ringside::WireFormat wire = ringside::ParseCompression(compress).value();
   std::string bytes(reinterpret_cast<const char*>(data + 1), size - 1);
   uint64_t session = 0;
-  std::unique_ptr<ringside::Shard> shard = NewShard(&session);
+  std::unique_ptr<ringside::Shard> shard = NewShard(compress, &session);
   if (valid_hello) {
     ringside::PsHello hello = {ringside::kPsHelloMagic, ringside::kPsWireVersion, 0,
                                with_token ? static_cast<uint32_t>(sizeof(kToken) - 1) : 0, session};
@@ -156,7 +165,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // The shard may close early (an error): what it did not read is its to drop.
     ringside::WriteAll(fd->get(), bytes.data(), bytes.size(), deadline).IgnoreError();
     shutdown(fd->get(), SHUT_WR);
-    CheckAnswer(fd->get(), *shard, deadline);
+    CheckAnswer(fd->get(), *shard, wire, deadline);
   }  // The server stops (joining its threads) before the shard goes.
   return 0;
 }
