@@ -735,10 +735,10 @@ Prediction PsPrediction(const Calibration& c, const Scenario& s, const PsLinks& 
                  ? latency_s + std::max(0.0, one_way_s - backward_s) + one_way_s * unpipelined
                  : latency_s + one_way_s * (1 + unpipelined);
   // --compress: the worker encodes its M / 4 gradient values and decodes as many
-  // replies; the busiest shard decodes N slices and encodes a reply for each worker;
-  // both serial with the transfers, on their nodes' CPU (docs/cost_model.md).
-  const double codec_s =
-      CodecSecondsPerValue(c, s.wire_format) * (m + (shards > 0 ? n * load.slice : 0)) / sizeof(float);
+  // replies; the busiest shard (or summer: load.slice) decodes N slices and encodes a
+  // reply for each worker; both serial with the transfers, on their nodes' CPU
+  // (docs/cost_model.md).
+  const double codec_s = CodecSecondsPerValue(c, s.wire_format) * (m + n * load.slice) / sizeof(float);
   p.comm_s += codec_s;
   p.comm_total_s = latency_s + one_way_s * (1 + unpipelined) + codec_s;
   // Under BSP a shard sums N pushes into its accumulator (with one worker it steps on

@@ -240,6 +240,14 @@ TEST(PredictPs, CompressionHalvesThePushPullsBytesAndPaysTheCodec) {
   p = MustPredict(c, s);
   EXPECT_NEAR(p.comm_s, 2.001 + 2e-9 * (2.5e7 + 4 * 2.5e7), kTol);
   EXPECT_NEAR(p.update_s, 0.3, kTol);
+  // A summer in each worker and no dedicated server (k = 0): each summer holds M / 4
+  // (BytePS's optimum at n = 4) and pays the codec on its 4 slices as a server would.
+  s.ps_summation = true;
+  s.worker_summers = true;
+  s.shards = 0;
+  Calibration free = c;
+  free.fp16_codec_s_per_value = 0;
+  EXPECT_NEAR(MustPredict(c, s).comm_s - MustPredict(free, s).comm_s, 2e-9 * (2.5e7 + 4 * 2.5e7 / 4), kTol);
 }
 
 // BytePS with a summer in each worker (Jiang et al., OSDI'20): the busiest link moves

@@ -369,7 +369,10 @@ std::string PredictionMissParagraph(const std::vector<std::string>& order, const
         std::string cause = absl::StrFormat("communication %.2fx its wire time (%.1f against %.1f ms): the "
                                             "streams ran below the link's rate",
                                             comm / wire, comm, wire);
-        if (p->kind == "ps") absl::StrAppend(&cause, ", each chunk waiting for the slowest worker's push");
+        // Only BSP's shards hold a chunk's reply for every worker's push of it.
+        if (p->kind == "ps" && (p->ps_sync.empty() || p->ps_sync == "bsp")) {
+          absl::StrAppend(&cause, ", each chunk waiting for the slowest worker's push");
+        }
         if (p->predicted_comm_cpu_ms > 0) {
           absl::StrAppendFormat(&cause,
                                 ", their calibrated CPU filling %.0f%% of the node's share over that "

@@ -426,6 +426,11 @@ TEST(FindingsTest, AMissWithStreamsBelowTheLinksRateSaysSo) {
                            "the senders in bursts)"));
   EXPECT_THAT(f, Not(HasSubstr("could not drive its link")));
   EXPECT_THAT(f, Not(HasSubstr("communication 1.03x")));
+  // Under ASP no chunk waits for the others': the streams alone are named.
+  ps.ps_sync = "asp";
+  const std::string asp = Findings(WithSpeedups({single, ps, ring}), c);
+  EXPECT_THAT(asp, HasSubstr("the streams ran below the link's rate, their calibrated CPU filling 19%"));
+  EXPECT_THAT(asp, Not(HasSubstr("slowest worker's push")));
 }
 
 // The model's CPU cost of the transfers, against the measured slowdown: 58 ms more
