@@ -102,7 +102,12 @@ echo "ok   SIGINT: nothing left"
 watch_job sigkill 2 --strategy=ddp --workers=2 --node_cpus=0.5 --steps=100000
 pid=$(cat "$T/sigkill.pid")
 launcher=$(pgrep -P "$pid" | head -1)
-pkill -KILL -P "$launcher"; kill -KILL "$launcher"; wait "$pid" 2>/dev/null
+# The launcher first: killed after its ranks, it could see them die and tear its nodes
+# down before its own SIGKILL landed (CI saw no leftovers once). Its ranks after it.
+kids=$(pgrep -P "$launcher")
+kill -KILL "$launcher"
+[ -n "$kids" ] && kill -KILL $kids 2>/dev/null
+wait "$pid" 2>/dev/null
 left=$(ours)
 [ -n "$(added "$before" "$left")" ] || fail "sigkill: expected leftovers of the killed launcher"
 timeout 60 "$RINGSIDE" train --strategy=ddp --workers=2 --node_cpus=0.5 --steps=3 "${data[@]}" \
