@@ -117,14 +117,18 @@ echo "ok   SIGKILL: $(tr '\n' ' ' <<<"$left")removed by the next start"
 
 # 7. calibrate on a node with a cluster: the PS CPU phase moves its bytes through that
 # cluster's dilated link to a shard on a second emulated node (children in both nodes'
-# namespaces, on this node's share); the file records the link; nothing left after it.
-# Without --node_cpus, --cluster is refused in one line.
+# namespaces, on this node's share), then runs the PS itself with 1 and 2 workers
+# through that link for the BSP join (4 nodes of 0.3 CPU: within this machine); the file
+# records the link; nothing left after it. Without --node_cpus, --cluster is refused in
+# one line.
 nets_before=$(netns_ours)
-timeout 120 "$RINGSIDE" calibrate --model=cnn:lenet --batch=32 --steps=4 --calibration_repeats=1 \
-  --node_cpus=0.5 --cluster=gige-cpu --out="$T/cal.json" >"$T/cal.out" 2>&1 || fail "calibrate: $(tail -2 "$T/cal.out")"
+timeout 150 "$RINGSIDE" calibrate --model=cnn:lenet --batch=32 --steps=4 --calibration_repeats=1 \
+  --node_cpus=0.3 --cluster=gige-cpu --out="$T/cal.json" >"$T/cal.out" 2>&1 || fail "calibrate: $(tail -2 "$T/cal.out")"
 line=$(grep 'PS CPU' "$T/cal.out")
 grep -qE 'through [0-9.]+ [MG]bit/s links to a shard on a second node: gRPC [0-9.]+ ns per byte .* TCP [0-9.]+ ns' <<<"$line" \
   || fail "calibrate: PS CPU line: $line"
+grep -qE 'BSP join: the PS through that link communicates [0-9.]+ ms a step with 1 worker, [0-9.]+ with 2 \(wire [0-9.]+\): sigma [0-9.]+' <<<"$line" \
+  || fail "calibrate: no BSP join in the PS CPU line: $line"
 rate=$(sed -n 's/.*"ps_cpu_link_bytes_per_s": \([0-9.e+]*\).*/\1/p' "$T/cal.json")
 [ -n "$rate" ] && awk -v r="$rate" 'BEGIN { exit !(r > 125e3 && r <= 125e6) }' \
   || fail "calibrate: ps_cpu_link_bytes_per_s '$rate' (expected the dilated 1 Gbit/s NIC)"

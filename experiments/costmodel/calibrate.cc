@@ -16,10 +16,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "common/metrics.h"
 #include "common/ops_factory.h"
+#include "common/output_files.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "common/wire_format.h"
@@ -74,6 +77,18 @@ constexpr absl::Duration kShapedPsCpuTimeout = absl::Minutes(5);
 // after its warm-up ones, per transport.
 constexpr int kPsCpuSteps = 5;
 constexpr int kPsCpuWarmupSteps = 2;
+// The BSP join's PS runs through that link (PsJoinRuns): steps, the first ones not
+// counted, and a bound on each run.
+constexpr int kJoinSteps = 30;
+// Their chunks: small, so that the last chunk's reply, which waits on no other worker
+// (the model's unpipelined term), is a few percent of a shard's slice at 1 and 2 shards.
+constexpr int kJoinChunkKb = 64;
+constexpr int kJoinWarmupSteps = 3;
+constexpr absl::Duration kJoinRunTimeout = absl::Minutes(3);
+constexpr double kJoinRunStartSeconds = 4;  // A run's start and end (for the phase's estimate).
+// Of the machine's CPUs, the most the join's four nodes may hold: the rest is the
+// kernel's network path (the demo's rule, docs/cluster.md).
+constexpr double kJoinMachineShare = 0.75;
 
 // One line per phase of every round on `out` (nullptr: silent), "calibrate [P/4] ...
 // (round R/N)", and lines of their own (the constants, warnings). A terminal sees the
@@ -308,6 +323,7 @@ struct Round {
   double push_pull_cpu_s_per_byte = 0, push_pull_tcp_cpu_s_per_byte = 0;
   PathCalibration push_pull, push_pull_tcp, allreduce;
   double raw_tcp_bytes_per_s = 0;  // Raw TCP one way, measured after the TCP sweep.
+  double ps_join_sigma = 0;  // The BSP join, from PS runs through a cluster's link (PsJoinRuns).
 };
 
 // The rounds of a calibration, measured phase by phase. Each round runs the four phases
@@ -396,10 +412,17 @@ class Rounds {
     so.threads = o_.threads;
     so.warmup = kPsCpuWarmupSteps;
     so.steps = std::max(kPsCpuSteps, o_.steps / 4);
+    // With a cluster, the join's two PS runs: their steps at the link's pace (known from
+    // round 2 on) and each run's start.
+    const double link = run_->calibration.ps_cpu_link_bytes_per_s;
+    const double join_s = o_.cluster.empty() ? 0
+                          : 2 * (kJoinRunStartSeconds +
+                                 kJoinSteps * (r->step_mean_s + (link > 0 ? run_->calibration.model_bytes / link : 0)));
     progress_->Start(3, round,
-                     absl::StrFormat("PS CPU: %d + %d steps beside push-pulls of M over gRPC, then TCP%s",
-                                     so.warmup, so.steps, NodeText(o_.node_cpus)),
-                     2 * 2 * (so.warmup + so.steps) * r->step_mean_s);
+                     absl::StrFormat("PS CPU: %d + %d steps beside push-pulls of M over gRPC, then TCP%s%s",
+                                     so.warmup, so.steps, NodeText(o_.node_cpus),
+                                     o_.cluster.empty() ? "" : "; the PS with 1 and 2 workers for the BSP join"),
+                     2 * 2 * (so.warmup + so.steps) * r->step_mean_s + join_s);
     if (o_.node_cpus > std::max(1, o_.threads)) {
       progress_->Finish("not measured: the node's share exceeds the compute's threads");
       return absl::OkStatus();
@@ -438,6 +461,21 @@ class Rounds {
                       absl::StrFormat("%s %.2f ns per byte an end moves (%d push-pulls in %.1f s, steps %.0f%% slower)",
                                       tcp ? "TCP" : "gRPC", cpu * 1e9, load->push_pulls, load->seconds,
                                       100 * (beside_s / std::max(1e-12, r->step_mean_s) - 1)));
+    }
+    if (link_ != nullptr) {
+      if (4 * o_.node_cpus > kJoinMachineShare * MachineCpus()) {
+        absl::StrAppend(&result, absl::StrFormat("; BSP join not measured: its 4 nodes of %g CPU exceed %.0f%% of "
+                                                 "this machine's %d",
+                                                 o_.node_cpus, 100 * kJoinMachineShare, MachineCpus()));
+      } else {
+        double one_s = 0, two_s = 0;
+        if (absl::Status s = PsJoinRuns(&one_s, &two_s); !s.ok()) return progress_->Fail("calibrate: PS CPU", s);
+        const double wire_s = run_->calibration.model_bytes / run_->calibration.ps_cpu_link_bytes_per_s;
+        r->ps_join_sigma = std::max(0.0, two_s - one_s) / (ExpectedMaxOfNormals(2) * wire_s);
+        absl::StrAppend(&result, absl::StrFormat("; BSP join: the PS through that link communicates %.1f ms a step "
+                                                 "with 1 worker, %.1f with 2 (wire %.1f): sigma %.3f",
+                                                 one_s * 1e3, two_s * 1e3, wire_s * 1e3, r->ps_join_sigma));
+      }
     }
     progress_->Finish(result);
     return absl::OkStatus();
@@ -575,6 +613,66 @@ class Rounds {
     return absl::OkStatus();
   }
 
+  // The BSP join's runs (cost_model.h ps_join_sigma): the PS itself (`ringside train
+  // --strategy=ps`: the TCP data plane, standalone shards, chunks of kJoinChunkKb, this
+  // model and batch on synthetic data) with every worker and shard on an emulated node of this share,
+  // through links at this phase's rate, first 1 worker and 1 shard, then 2 and 2. Every
+  // link carries M each way in both, so what the second adds is the wait for the slower
+  // worker's stream. Sets each run's median over its workers' counted steps of the
+  // communication after backward (StepMetrics.comm_ms), seconds. Blocks for both runs
+  // (each bounded by kJoinRunTimeout); Internal with the run's last words on failure.
+  absl::Status PsJoinRuns(double* one_s, double* two_s) {
+    RINGSIDE_ASSIGN_OR_RETURN(std::string self, SelfExePath());
+    for (int workers : {1, 2}) {
+      RINGSIDE_ASSIGN_OR_RETURN(ScopedTempDir dir, ScopedTempDir::Create("ringside-calibrate-join"));
+      const std::vector<std::string> argv = {
+          self,
+          "train",
+          "--strategy=ps",
+          "--ps_sync=bsp",
+          absl::StrCat("--ps_transport=", kPsTransportTcp),
+          absl::StrCat("--workers=", workers),
+          absl::StrCat("--ps_shards=", workers),
+          absl::StrCat("--ps_chunk_kb=", kJoinChunkKb),
+          absl::StrCat("--model=", o_.model),
+          absl::StrCat("--batch=", o_.batch),
+          absl::StrCat("--threads=", std::max(1, o_.threads)),
+          absl::StrCat("--dataset=synthetic:train=", int64_t{workers} * o_.batch * (kJoinSteps + 1),
+                       ",test=", o_.batch),
+          absl::StrCat("--steps=", kJoinSteps),
+          "--epochs=1",
+          absl::StrCat("--node_cpus=", o_.node_cpus),
+          // Whole kbit/s, as MakeShapedLink shaped this phase's link.
+          absl::StrFormat("--network=bw=%.0fkbit", run_->calibration.ps_cpu_link_bytes_per_s * 8 / 1e3),
+          absl::StrCat("--out=", dir.path()),
+      };
+      RINGSIDE_ASSIGN_OR_RETURN(CommandOutput run, RunCommand(argv, kJoinRunTimeout));
+      if (!run.ok()) {
+        std::vector<absl::string_view> lines =
+            absl::StrSplit(absl::StripTrailingAsciiWhitespace(run.stdout_text + run.stderr_text), '\n');
+        return absl::InternalError(absl::StrCat("the PS run with ", workers, " worker(s) through a shaped link (",
+                                                absl::StrJoin(argv.begin() + 1, argv.end(), " "), ") failed: ",
+                                                lines.empty() ? "no output" : lines.back()));
+      }
+      std::vector<double> comm_s;
+      for (int w = 0; w < workers; ++w) {
+        const std::string path = absl::StrCat(
+            dir.path(), "/",
+            OutputFileName(OutputFile::kMetrics, workers == 1 ? OutputOwner::kSingle : OutputOwner::kRank, w));
+        RINGSIDE_ASSIGN_OR_RETURN(std::vector<StepMetrics> records, ReadMetricsFile(path));
+        for (const StepMetrics& m : records) {
+          if (m.role() == "worker" && m.step() >= kJoinWarmupSteps) comm_s.push_back(m.comm_ms() / 1e3);
+        }
+      }
+      if (comm_s.empty()) {
+        return absl::InternalError(absl::StrCat("the PS run with ", workers, " worker(s) through a shaped link "
+                                                "recorded no step past its first ", kJoinWarmupSteps));
+      }
+      (workers == 1 ? *one_s : *two_s) = Median(comm_s);
+    }
+    return absl::OkStatus();
+  }
+
   // The compute's steps `so` beside push-pulls `po` through the shaped link: the shard
   // (`bench pushpull-server`) in node 1's namespace, the steps and the worker's end
   // (`bench pushpull-beside`) in node 0's, both processes on this node's CPU share.
@@ -658,6 +756,7 @@ absl::Status KeepMedians(const std::vector<Round>& rounds, bool on_node, PhasePr
         {"push_pull_cpu_s_per_byte", &Round::push_pull_cpu_s_per_byte, &Calibration::push_pull_cpu_s_per_byte});
     scalars.push_back({"push_pull_tcp_cpu_s_per_byte", &Round::push_pull_tcp_cpu_s_per_byte,
                        &Calibration::push_pull_tcp_cpu_s_per_byte});
+    scalars.push_back({"ps_join_sigma", &Round::ps_join_sigma, &Calibration::ps_join_sigma});
   }
   const std::pair<const char*, PathCalibration Round::*> paths[] = {
       {"push_pull", &Round::push_pull},

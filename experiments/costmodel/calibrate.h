@@ -9,7 +9,9 @@
 //      compute's pace lost to push-pulls running beside it on the node
 //      (PushPullsBeside), over gRPC and the TCP data plane; with a cluster, through
 //      the cluster's dilated link to a shard on a second emulated node (child
-//      processes: `bench pushpull-beside` on this node, `bench pushpull-server` there);
+//      processes: `bench pushpull-beside` on this node, `bench pushpull-server` there),
+//      then the PS itself through that link with 1 worker and 1 shard, and 2 and 2,
+//      each on a node of the share (`ringside train` children): the BSP join;
 //   then, off the node:
 //   3 / 4. push-pull alpha and bandwidth over gRPC, then over the TCP data plane: a
 //      push-pull sweep against a shard hosted in this process (RunPushPullSweep), fitted;
@@ -28,6 +30,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "experiments/costmodel/calibration_spread.h"

@@ -72,6 +72,7 @@ std::string CalibrationToJson(const Calibration& c, const CalibrationMeasurement
   if (c.ps_cpu_link_bytes_per_s > 0) m.set_ps_cpu_link_bytes_per_s(c.ps_cpu_link_bytes_per_s);
   if (c.fp16_codec_s_per_value > 0) m.set_fp16_codec_s_per_value(c.fp16_codec_s_per_value);
   if (c.bf16_codec_s_per_value > 0) m.set_bf16_codec_s_per_value(c.bf16_codec_s_per_value);
+  if (c.ps_join_sigma > 0) m.set_ps_join_sigma(c.ps_join_sigma);
   m.set_model_bytes(c.model_bytes);
   m.set_push_pull_per_call_s(c.push_pull_per_call_s);
   *m.mutable_push_pull() = ToMessage(c.push_pull);
@@ -132,6 +133,7 @@ absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json,
   c.ps_cpu_link_bytes_per_s = m.ps_cpu_link_bytes_per_s();
   c.fp16_codec_s_per_value = m.fp16_codec_s_per_value();
   c.bf16_codec_s_per_value = m.bf16_codec_s_per_value();
+  c.ps_join_sigma = m.ps_join_sigma();
   c.raw_tcp_bytes_per_s = m.raw_tcp_bytes_per_s();
   c.model_bytes = m.model_bytes();
   c.push_pull_per_call_s = m.push_pull_per_call_s();

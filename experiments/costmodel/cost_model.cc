@@ -739,8 +739,14 @@ Prediction PsPrediction(const Calibration& c, const Scenario& s, const PsLinks& 
   // reply for each worker; both serial with the transfers, on their nodes' CPU
   // (docs/cost_model.md).
   const double codec_s = CodecSecondsPerValue(c, s.wire_format) * (m + n * load.slice) / sizeof(float);
-  p.comm_s += codec_s;
-  p.comm_total_s = latency_s + one_way_s * (1 + unpipelined) + codec_s;
+  // On emulated nodes the step waits for the slowest of the N workers' streams, whose
+  // pace on a node share varies step to step (Calibration::ps_join_sigma).
+  // The wait scales with a worker's own stream (its node's link), not with a hot
+  // server's, whose link is shared by every worker's stream and paces them all.
+  const double stream_s = load.one_node ? load.intra_s : load.every_node_hosts ? load.server_s : load.worker_s;
+  p.join_s = s.node_cpus > 0 && n > 1 ? c.ps_join_sigma * ExpectedMaxOfNormals(n) * stream_s : 0;
+  p.comm_s += codec_s + p.join_s;
+  p.comm_total_s = latency_s + one_way_s * (1 + unpipelined) + codec_s + p.join_s;
   // Under BSP a shard sums N pushes into its accumulator (with one worker it steps on
   // the pushed gradient directly), then steps SGD once on its slice.
   const double aggregate_s = n > 1 ? c.reduce_s_per_byte * n * load.slice : 0;
@@ -782,6 +788,22 @@ absl::StatusOr<Prediction> PredictPs(const Calibration& c, const Scenario& s) {
 
 }  // namespace
 
+double ExpectedMaxOfNormals(int n) {
+  if (n <= 1) return 0;
+  // Simpson's rule over [-10, 10]; the integrand is smooth and negligible outside.
+  constexpr int kIntervals = 4000;
+  constexpr double kLo = -10, kHi = 10, kH = (kHi - kLo) / kIntervals;
+  double sum = 0;
+  for (int i = 0; i <= kIntervals; ++i) {
+    const double x = kLo + i * kH;
+    const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    const double f = x * n * pdf * std::pow(cdf, n - 1);
+    sum += f * (i == 0 || i == kIntervals ? 1 : (i % 2 == 1 ? 4 : 2));
+  }
+  return sum * kH / 3;
+}
+
 absl::Status ValidateCalibration(const Calibration& c) {
   const std::pair<const char*, double> fields[] = {
       {"compute_s", c.compute_s},
@@ -793,6 +815,7 @@ absl::Status ValidateCalibration(const Calibration& c) {
       {"push_pull_tcp_cpu_s_per_byte", c.push_pull_tcp_cpu_s_per_byte},
       {"fp16_codec_s_per_value", c.fp16_codec_s_per_value},
       {"bf16_codec_s_per_value", c.bf16_codec_s_per_value},
+      {"ps_join_sigma", c.ps_join_sigma},
       {"raw_tcp_bytes_per_s", c.raw_tcp_bytes_per_s},
       {"model_bytes", c.model_bytes},
       {"node_cpus", c.node_cpus},

@@ -65,6 +65,18 @@ struct Calibration {
   // once; its sums decode and add, gamma's term). 0: not measured (files from before).
   double fp16_codec_s_per_value = 0;
   double bf16_codec_s_per_value = 0;
+  // The BSP join on emulated nodes, sigma: on a node share a worker's stream runs at a
+  // pace that varies from step to step (the node's quota runs its senders and readers
+  // in bursts), and under BSP a step's replies wait for the slowest of N workers' pushes.
+  // Calibrate runs the PS itself through the cluster's link on node shares with one
+  // worker and one shard, then with two and two (the same bytes through every link),
+  // and keeps the difference of their median communication per step over what the
+  // slowest of two normal draws adds, per second of wire time:
+  //   sigma = (T_2 - T_1) / (e_2 x M / B),
+  // e_N the expected largest of N standard normal draws (ExpectedMaxOfNormals). PredictPs
+  // adds sigma x e_N x a worker's one-way time. 0: not measured (no cluster link, or files from
+  // before it was): no join term.
+  double ps_join_sigma = 0;
   // One worker <-> one shard combined push-pull, transfer only: time for a model of M
   // bytes = alpha + M / bytes_per_s (both directions pipelined on a full-duplex link).
   PathCalibration push_pull;
@@ -249,6 +261,11 @@ struct Scenario {
 // not measured).
 double CodecSecondsPerValue(const Calibration& c, WireFormat format);
 
+// e_N: the expected largest of n independent standard normal draws (0 for n = 1;
+// 0.5642 for 2, 1.0294 for 4, 3.2482 for 1024), by quadrature of
+// n x phi(x) x Phi(x)^(n-1) x x. n >= 1.
+double ExpectedMaxOfNormals(int n);
+
 // A predicted step. step_s = compute_s + comm_s + update_s.
 struct Prediction {
   // Forward + backward on the worker, comm_cpu_s included.
@@ -268,6 +285,9 @@ struct Prediction {
   // Communication if nothing overlapped (DDP: all buckets back to back; PS: the
   // push-pull after backward).
   double comm_total_s = 0;
+  // PS on emulated nodes: the part of comm_s that waits for the slowest worker's
+  // stream (ps_join_sigma x e_N x a worker's one-way time; 0 where not calibrated).
+  double join_s = 0;
   // Bytes through the busiest node's link (its NIC) per step, each direction.
   double busiest_node_bytes_in = 0;
   double busiest_node_bytes_out = 0;

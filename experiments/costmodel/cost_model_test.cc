@@ -625,6 +625,40 @@ TEST(EmulatedNodes, PsPushDuringBackwardHidesUpToBackward) {
   EXPECT_NEAR(MustPredict(c, s).comm_s, 0.004 * 0.5, kTol);
 }
 
+// e_N, the expected largest of N standard normals: 0 for one; 1 / sqrt(pi) for two;
+// 3 / (2 sqrt(pi)) for three (closed forms); and 4, 10 and 1024 from a finer quadrature (200000 intervals over [-12, 12]).
+TEST(BspJoin, ExpectedMaxOfNormals) {
+  EXPECT_EQ(ExpectedMaxOfNormals(1), 0);
+  EXPECT_NEAR(ExpectedMaxOfNormals(2), 1 / std::sqrt(M_PI), 1e-9);
+  EXPECT_NEAR(ExpectedMaxOfNormals(3), 1.5 / std::sqrt(M_PI), 1e-9);
+  EXPECT_NEAR(ExpectedMaxOfNormals(4), 1.029375, 1e-6);
+  EXPECT_NEAR(ExpectedMaxOfNormals(10), 1.538753, 1e-6);
+  EXPECT_NEAR(ExpectedMaxOfNormals(1024), 3.248240, 1e-6);
+}
+
+// PredictPs adds the join on emulated nodes only: sigma x e_N x a worker's stream (its
+// link: 1 MB at 100 MB/s = 10 ms, not the servers' 4 x 0.5 MB = 20 ms); nothing with one
+// worker or without sigma.
+TEST(BspJoin, PredictPsWaitsForTheSlowestStreamOnNodesOnly) {
+  Calibration c = WireOnlyCalibration();
+  c.ps_join_sigma = 0.15;
+  Scenario s = Make(Strategy::kPs, 4, 1e6);
+  s.shards = 2;
+  const Prediction off_node = MustPredict(c, s);
+  EXPECT_EQ(off_node.join_s, 0);
+  s.node_cpus = 8;  // More than the compute's threads: nothing stolen, only the join.
+  const Prediction on_node = MustPredict(c, s);
+  const double join = 0.15 * 1.029375 * 0.010;
+  EXPECT_NEAR(on_node.join_s, join, 1e-8);
+  EXPECT_NEAR(on_node.comm_s, off_node.comm_s + on_node.join_s, 1e-12);
+  EXPECT_NEAR(on_node.step_s, off_node.step_s + on_node.join_s, 1e-12);
+  c.ps_join_sigma = 0;  // Not measured: no term.
+  EXPECT_EQ(MustPredict(c, s).join_s, 0);
+  c.ps_join_sigma = 0.15;
+  s.workers = 1;  // Nobody to wait for.
+  EXPECT_EQ(MustPredict(c, s).join_s, 0);
+}
+
 // A sweep on emulated nodes (`ringside simulate --node_cpus`): compute-bound weak
 // scaling stays linear whatever the share, since the baseline runs on a node of it too,
 // while each step takes 1 / share as long.
@@ -1079,6 +1113,7 @@ TEST(Json, RoundTripIsExact) {
   c.allreduce = {1e-4, 1.0 / 7 * 1e9};
   c.halving_doubling = {0, 0};
   c.raw_tcp_bytes_per_s = 2.5e9;
+  c.ps_join_sigma = 1.0 / 7;
   c.model = "cnn:lenet";
   c.batch = 96;
   c.threads = 2;
@@ -1096,6 +1131,7 @@ TEST(Json, RoundTripIsExact) {
   EXPECT_EQ(back->allreduce.bytes_per_s, c.allreduce.bytes_per_s);
   EXPECT_EQ(back->halving_doubling.bytes_per_s, 0);
   EXPECT_EQ(back->raw_tcp_bytes_per_s, c.raw_tcp_bytes_per_s);
+  EXPECT_EQ(back->ps_join_sigma, c.ps_join_sigma);
   EXPECT_EQ(back->model, "cnn:lenet");
   EXPECT_EQ(back->batch, 96);
   EXPECT_EQ(back->threads, 2);
@@ -1164,6 +1200,7 @@ TEST(Json, RejectsBadInput) {
                        "{\"alpha_s\":0,\"bytes_per_s\":1}}"),          // path field missing
            "{\"compute_s\":1," + paths + ",\"batch\":-4}",             // negative batch
            "{\"compute_s\":1," + paths + ",\"model\":7}",              // model not a string
+           "{\"compute_s\":1," + paths + ",\"ps_join_sigma\":-0.1}",   // negative sigma
        }) {
     EXPECT_EQ(CalibrationFromJson(bad).status().code(), absl::StatusCode::kInvalidArgument)
         << bad;

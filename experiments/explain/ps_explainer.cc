@@ -1,10 +1,7 @@
 #include "experiments/explain/ps_explainer.h"
 
-#include <stdlib.h>
-
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -57,12 +54,6 @@ std::string Size(double bytes) {
 
 std::string Plural(int64_t n, const char* one, const char* many) {
   return absl::StrCat(n, " ", n == 1 ? one : many);
-}
-
-// Where a temporary directory goes: $TMPDIR, else /tmp.
-std::string TempRoot() {
-  const char* tmp = getenv("TMPDIR");
-  return tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp";
 }
 
 // The last `lines` lines of `text`.
@@ -334,19 +325,9 @@ std::vector<Frame> PsFrames(const PsExplanation& e) {
 absl::StatusOr<std::vector<PsMeasuredStep>> RunPsJob(const std::string& binary,
                                                      const PsExplainOptions& options, int steps,
                                                      int batch, int timeout_s) {
-  std::string dir = absl::StrCat(TempRoot(), "/ringside-explain-ps-XXXXXX");
-  if (mkdtemp(dir.data()) == nullptr) {
-    return absl::InternalError(
-        absl::StrCat("cannot create a temporary directory under ", TempRoot()));
-  }
-  // Removes the run's directory whatever happens below.
-  struct RemoveDir {
-    std::string path;
-    ~RemoveDir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  } remove_dir{dir};
+  // Removed with the run's files whatever happens below.
+  RINGSIDE_ASSIGN_OR_RETURN(ScopedTempDir run_dir, ScopedTempDir::Create("ringside-explain-ps"));
+  const std::string& dir = run_dir.path();
   const int64_t samples = int64_t{options.workers} * batch * (steps + 1);
   const std::vector<std::string> argv = {
       binary,

@@ -360,17 +360,24 @@ std::string PredictionMissParagraph(const std::vector<std::string>& order, const
       if (wire > 0 && comm > 2 * wire) {
         causes.push_back(absl::StrFormat("the node share could not drive its link (communication %.1f ms "
                                          "against %.1f ms on the wire)", comm, wire));
-      } else if (wire > 0 && comm > (1 + kPredictionMissFraction) * wire) {
-        // The model moves the busiest link's bytes at the link's rate; the streams ran
-        // slower. Where the transfers' CPU fills a good part of the node's share over
-        // that time, the share's quota (whole periods, netem/cpu_share.h) runs the
-        // senders in bursts; under BSP each PS chunk also waits for the slowest
+      } else if (wire > 0 && comm > (1 + kPredictionMissFraction) * (wire + p->predicted_join_ms)) {
+        // The model moves the busiest link's bytes at the link's rate (plus, on emulated
+        // nodes with a calibrated join, the wait for the slowest worker's stream); the
+        // streams ran slower. Where the transfers' CPU fills a good part of the node's
+        // share over that time, the share's quota (whole periods, netem/cpu_share.h) runs
+        // the senders in bursts; under BSP each PS chunk also waits for the slowest
         // worker's push of it (docs/benchmarks.md, issue #35).
-        std::string cause = absl::StrFormat("communication %.2fx its wire time (%.1f against %.1f ms): the "
-                                            "streams ran below the link's rate",
-                                            comm / wire, comm, wire);
+        const double join = p->predicted_join_ms;
+        std::string cause =
+            join > 0 ? absl::StrFormat("communication %.2fx its wire time and the calibrated wait for the slowest "
+                                       "worker's stream (%.1f against %.1f + %.1f ms): the streams ran below the "
+                                       "link's rate beyond that wait",
+                                       comm / (wire + join), comm, wire, join)
+                     : absl::StrFormat("communication %.2fx its wire time (%.1f against %.1f ms): the "
+                                       "streams ran below the link's rate",
+                                       comm / wire, comm, wire);
         // Only BSP's shards hold a chunk's reply for every worker's push of it.
-        if (p->kind == "ps" && (p->ps_sync.empty() || p->ps_sync == "bsp")) {
+        if (p->kind == "ps" && (p->ps_sync.empty() || p->ps_sync == "bsp") && join <= 0) {
           absl::StrAppend(&cause, ", each chunk waiting for the slowest worker's push");
         }
         if (p->predicted_comm_cpu_ms > 0) {

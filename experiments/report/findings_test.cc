@@ -431,6 +431,16 @@ TEST(FindingsTest, AMissWithStreamsBelowTheLinksRateSaysSo) {
   const std::string asp = Findings(WithSpeedups({single, ps, ring}), c);
   EXPECT_THAT(asp, HasSubstr("the streams ran below the link's rate, their calibrated CPU filling 19%"));
   EXPECT_THAT(asp, Not(HasSubstr("slowest worker's push")));
+  // With the calibrated BSP join in the prediction (30 ms), 338 ms is within 15% of the
+  // wire time and that wait: not named; 400 ms is, beyond the wait.
+  ps.ps_sync = "bsp";
+  ps.predicted_join_ms = 30;
+  EXPECT_THAT(Findings(WithSpeedups({single, ps, ring}), c), Not(HasSubstr("streams ran below")));
+  ps.comm_ms = 400;
+  EXPECT_THAT(Findings(WithSpeedups({single, ps, ring}), c),
+              HasSubstr("likely communication 1.27x its wire time and the calibrated wait for the slowest "
+                        "worker's stream (400.0 against 284.8 + 30.0 ms): the streams ran below the link's rate "
+                        "beyond that wait, their calibrated CPU filling 19% of the node's share"));
 }
 
 // The model's CPU cost of the transfers, against the measured slowdown: 58 ms more

@@ -585,6 +585,7 @@ ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& sp
     if (prediction.ok()) {
       p.predicted_step_ms = prediction->step_s * 1e3;
       p.predicted_comm_cpu_ms = prediction->comm_cpu_s * 1e3;
+      p.predicted_join_ms = prediction->join_s * 1e3;
     }
   }
   return basis;

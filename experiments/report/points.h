@@ -57,6 +57,7 @@ struct ReportPoint {
   double model_step_ms = 0;
   double predicted_step_ms = 0;    // Cost model (0: no calibration or no prediction).
   double predicted_comm_cpu_ms = 0;  // Of it, the CPU the transfers take from compute (Prediction.comm_cpu_s).
+  double predicted_join_ms = 0;  // Of it, the PS's wait for the slowest worker's stream (Prediction.join_s).
   // Where the first repeat computed ("cpu", "cuda:0"; CellResult.device), whether any
   // repeat was emulated (workers / ranks sharing a GPU) and the GPUs it used.
   std::string device;

@@ -2,7 +2,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -42,6 +44,22 @@ absl::StatusOr<std::string> RandomHex(int bytes) {
     return absl::UnavailableError(absl::StrCat("cannot read /dev/urandom: ", strerror(errno)));
   }
   return absl::BytesToHexString(raw);
+}
+
+absl::StatusOr<ScopedTempDir> ScopedTempDir::Create(const std::string& prefix) {
+  const char* tmp = getenv("TMPDIR");
+  const std::string root = tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp";
+  std::string path = absl::StrCat(root, "/", prefix, "-XXXXXX");
+  if (mkdtemp(path.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot create a temporary directory under ", root, ": ", strerror(errno)));
+  }
+  return ScopedTempDir(std::move(path));
+}
+
+ScopedTempDir::~ScopedTempDir() {
+  if (path_.empty()) return;
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
 }
 
 }  // namespace ringside
