@@ -121,21 +121,27 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const std::string& spec,
   return model;
 }
 
-std::vector<ParamRange> Model::TensorRanges() const {
-  std::vector<ParamRange> tensors;
+std::vector<ParamTensor> Model::Tensors() const {
+  std::vector<ParamTensor> tensors;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Layer& layer = *layers_[i];
     const int64_t n = layer.num_params();
     if (n == 0) continue;
     const int64_t bias = layer.weight_rows();
     if (bias > 0 && bias < n) {
-      tensors.push_back({layer_offsets_[i], n - bias});
-      tensors.push_back({layer_offsets_[i] + n - bias, bias});
+      tensors.push_back({{layer_offsets_[i], n - bias}, bias});
+      tensors.push_back({{layer_offsets_[i] + n - bias, bias}, 0});
     } else {
-      tensors.push_back({layer_offsets_[i], n});
+      tensors.push_back({{layer_offsets_[i], n}, 0});
     }
   }
   return tensors;
+}
+
+std::vector<ParamRange> Model::TensorRanges() const {
+  std::vector<ParamRange> ranges;
+  for (const ParamTensor& t : Tensors()) ranges.push_back(t.range);
+  return ranges;
 }
 
 absl::Status Model::Finalize(Shape input, int num_classes) {

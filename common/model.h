@@ -22,6 +22,14 @@ struct ParamRange {
   int64_t size = 0;
 };
 
+// One parameter tensor: its flat range and, for a weight, its rows (range.size / rows
+// columns, row-major: a linear layer's [out, in], a convolution's [out channels,
+// in channels x kernel area]); rows 0 for a vector (a bias).
+struct ParamTensor {
+  ParamRange range;
+  int64_t rows = 0;
+};
+
 // Called during Backward with a range whose gradients are final. Ranges arrive in
 // reverse layer order (highest offsets first) and tile [0, num_params()) exactly.
 using GradReadyFn = std::function<void(const ParamRange&)>;
@@ -99,6 +107,8 @@ class Model {
   // another layer with parameters one. What a PS placement deals out
   // (common/ps_placement.h), as TensorFlow places each variable.
   std::vector<ParamRange> TensorRanges() const;
+  // The same tensors with their shapes (what PowerSGD compresses as matrices).
+  std::vector<ParamTensor> Tensors() const;
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
 
   // Deterministic initialisation from `seed` (PyTorch's default uniform bounds).

@@ -139,6 +139,16 @@ TEST(ModelTest, TensorRangesSplitWeightsFromBiases) {
     at += tensors[i].size;
   }
   EXPECT_EQ(at, (*model)->num_params());
+  // Their shapes: conv1 [32, 1x5x5], conv2 [64, 32x5x5], fc1 [512, 1024], fc2 [10, 512];
+  // the biases are vectors.
+  const std::vector<ParamTensor> shaped = (*model)->Tensors();
+  const std::vector<int64_t> rows = {32, 0, 64, 0, 512, 0, 10, 0};
+  ASSERT_EQ(shaped.size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(shaped[i].rows, rows[i]) << i;
+    EXPECT_EQ(shaped[i].range.offset, tensors[i].offset) << i;
+    EXPECT_EQ(shaped[i].range.size, tensors[i].size) << i;
+  }
 }
 
 TEST(ModelTest, InitIsDeterministicAndSeeded) {

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -283,20 +284,59 @@ void SetPsTransport(absl::string_view transport, RunConfig* config) {
   }
 }
 
-absl::StatusOr<WireFormat> ParseCompression(absl::string_view name) {
-  if (name.empty() || name == "none") return WireFormat::kFp32;
-  if (name == "fp16") return WireFormat::kFp16;
-  if (name == "bf16") return WireFormat::kBf16;
-  return absl::InvalidArgumentError(absl::StrCat("unknown --compress '", name, "' (expected none, fp16 or bf16)"));
+absl::StatusOr<Compression> ParseCompressionSpec(absl::string_view name) {
+  Compression c;
+  if (name.empty() || name == "none") return c;
+  if (name == "fp16" || name == "bf16") {
+    c.method = Compression::Method::kWire;
+    c.wire = name == "fp16" ? WireFormat::kFp16 : WireFormat::kBf16;
+    return c;
+  }
+  const std::vector<absl::string_view> parts = absl::StrSplit(name, ':');
+  const bool topk = parts[0] == "topk", powersgd = parts[0] == "powersgd";
+  if (!topk && !powersgd) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --compress '", name, "' (expected none, fp16, bf16, topk:F or powersgd:R)"));
+  }
+  if (parts.size() < 2 || parts.size() > 3 || (parts.size() == 3 && parts[2] != "no_ef")) {
+    return absl::InvalidArgumentError(absl::StrCat("--compress '", name, "': expected ", parts[0],
+                                                   topk ? ":F" : ":R", " or ", parts[0], topk ? ":F" : ":R",
+                                                   ":no_ef"));
+  }
+  c.error_feedback = parts.size() == 2;
+  if (topk) {
+    c.method = Compression::Method::kTopK;
+    if (!absl::SimpleAtod(parts[1], &c.topk_fraction) || !(c.topk_fraction > 0) || c.topk_fraction > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--compress '", name, "': top-k's fraction F must be a number in (0, 1]"));
+    }
+  } else {
+    c.method = Compression::Method::kPowerSgd;
+    if (!absl::SimpleAtoi(parts[1], &c.powersgd_rank) || c.powersgd_rank < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--compress '", name, "': PowerSGD's rank R must be a whole number >= 1"));
+    }
+  }
+  return c;
 }
 
-// The compressed ring is a ring; the PS compresses its TCP data plane's push-pulls; NCCL's
-// half-precision path and gRPC's data plane are not wired in.
+absl::StatusOr<WireFormat> ParseCompression(absl::string_view name) {
+  RINGSIDE_ASSIGN_OR_RETURN(const Compression c, ParseCompressionSpec(name));
+  return c.wire;
+}
+
+// The compressed ring is a ring; the PS compresses its TCP data plane's push-pulls in
+// fp16 / bf16; top-k and PowerSGD run on DDP's Gloo group. NCCL's half-precision path,
+// gRPC's data plane and the lossy methods on the PS are not wired in.
 absl::Status CheckCompression(absl::string_view compress, absl::string_view strategy, absl::string_view backend,
                               absl::string_view allreduce, absl::string_view ps_transport) {
-  RINGSIDE_ASSIGN_OR_RETURN(const WireFormat format, ParseCompression(compress));
-  if (format == WireFormat::kFp32) return absl::OkStatus();
+  RINGSIDE_ASSIGN_OR_RETURN(const Compression c, ParseCompressionSpec(compress));
+  if (c.method == Compression::Method::kNone) return absl::OkStatus();
   if (strategy == "ps") {
+    if (c.lossy()) {
+      return absl::InvalidArgumentError(absl::StrCat("--compress=", compress,
+                                                     " runs on --strategy=ddp (the PS compresses fp16 and bf16)"));
+    }
     if ((ps_transport.empty() ? absl::string_view(kPsTransportDefault) : ps_transport) != kPsTransportTcp) {
       return absl::InvalidArgumentError(absl::StrCat("--compress=", compress,
                                                      " on the PS runs on --ps_transport=tcp (gRPC's data plane "
@@ -305,13 +345,14 @@ absl::Status CheckCompression(absl::string_view compress, absl::string_view stra
     return absl::OkStatus();
   }
   if (strategy != "ddp") {
-    return absl::InvalidArgumentError(absl::StrCat("--compress=", compress, " needs --strategy=ddp or ps"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--compress=", compress, c.lossy() ? " needs --strategy=ddp" : " needs --strategy=ddp or ps"));
   }
   if (backend == "nccl") {
     return absl::InvalidArgumentError(
         absl::StrCat("--compress=", compress, " runs on --backend=gloo (NCCL's is not wired in yet)"));
   }
-  if (!allreduce.empty() && allreduce != "auto" && allreduce != "ring") {
+  if (!c.lossy() && !allreduce.empty() && allreduce != "auto" && allreduce != "ring") {
     return absl::InvalidArgumentError(absl::StrCat("--compress=", compress, " runs on the ring: drop --allreduce=",
                                                    allreduce, " or use --allreduce=ring"));
   }

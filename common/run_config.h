@@ -45,15 +45,37 @@ inline constexpr char kPsModeSummation[] = "summation";
 // OK for "", kPsModeOptimizer or kPsModeSummation; else InvalidArgument "unknown
 // --ps_mode 'X' (expected optimizer or summation)". The one check of the names.
 absl::Status CheckPsModeName(absl::string_view mode);
-// A --compress value (RunConfig.compress) as the format gradients travel in: "" and
-// "none" are kFp32, "fp16" and "bf16" themselves; else InvalidArgument "unknown
-// --compress 'X' (expected none, fp16 or bf16)". The one check of the names.
+// A --compress value (RunConfig.compress), parsed:
+//   "" / "none"        nothing;
+//   "fp16" / "bf16"    every value on the wire in that 2-byte format (wire);
+//   "topk:F"           each rank sends its F x n largest-magnitude gradients of a bucket
+//                      of n (values and indices), 0 < F <= 1, with error feedback;
+//   "powersgd:R"       PowerSGD of rank R >= 1 (Vogels et al., NeurIPS 2019): a bucket's
+//                      m x n weights travel as R (m + n) floats, warm-started, with
+//                      error feedback.
+// ":no_ef" after topk:F or powersgd:R turns error feedback off (to show its loss).
+struct Compression {
+  enum class Method { kNone, kWire, kTopK, kPowerSgd };
+  Method method = Method::kNone;
+  WireFormat wire = WireFormat::kFp32;  // kWire: the format; fp32 otherwise.
+  double topk_fraction = 0;             // kTopK: F.
+  int powersgd_rank = 0;                // kPowerSgd: R.
+  bool error_feedback = true;           // kTopK, kPowerSgd: residuals kept per rank.
+  bool lossy() const { return method == Method::kTopK || method == Method::kPowerSgd; }
+};
+// InvalidArgument in one line naming the value for an unknown method ("unknown
+// --compress 'X' (expected none, fp16, bf16, topk:F or powersgd:R)"), F outside (0, 1],
+// R < 1 or not a number, or an unknown suffix. The one check of the names.
+absl::StatusOr<Compression> ParseCompressionSpec(absl::string_view name);
+// The format gradients travel in under --compress=`name` (ParseCompressionSpec's wire:
+// kFp32 for none, topk and powersgd).
 absl::StatusOr<WireFormat> ParseCompression(absl::string_view name);
-// Where --compress=`compress` can run: a known name (ParseCompression), and, unless it
-// is none, DDP (`strategy` "ddp") on `backend` gloo with `allreduce` "", auto or ring
-// (the compressed ring), or the PS (`strategy` "ps") on `ps_transport` "tcp" ("": the
-// default transport; its data plane's push-pulls). InvalidArgument "--compress=X ..." otherwise. The one check, for
-// the command line (ValidateRunConfig) and experiment specs.
+// Where --compress=`compress` can run: a known name (ParseCompressionSpec), and, unless
+// it is none, DDP (`strategy` "ddp") on `backend` gloo (fp16 / bf16: with `allreduce`
+// "", auto or ring, the compressed ring), or, for fp16 / bf16, the PS (`strategy` "ps")
+// on `ps_transport` "tcp" ("": the default transport; its data plane's push-pulls).
+// InvalidArgument "--compress=X ..." otherwise. The one check, for the command line
+// (ValidateRunConfig) and experiment specs.
 absl::Status CheckCompression(absl::string_view compress, absl::string_view strategy, absl::string_view backend,
                               absl::string_view allreduce, absl::string_view ps_transport = "");
 // Samples per forward pass when evaluating.

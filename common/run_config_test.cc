@@ -84,6 +84,57 @@ TEST(CheckSameConfigTest, NamesTheDifferingField) {
   EXPECT_EQ(s.message(), "rank 1 runs a different configuration than rank 0: modified: lr: 0.02 -> 0.5");
 }
 
+// --compress's names: the formats, top-k's fraction in (0, 1], PowerSGD's rank >= 1,
+// error feedback on unless :no_ef; anything else one line naming it.
+TEST(CompressionTest, ParsesEveryMethodAndRefusesBadValues) {
+  absl::StatusOr<Compression> c = ParseCompressionSpec("none");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->method, Compression::Method::kNone);
+  c = ParseCompressionSpec("bf16");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->method, Compression::Method::kWire);
+  EXPECT_EQ(c->wire, WireFormat::kBf16);
+  c = ParseCompressionSpec("topk:0.01");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->method, Compression::Method::kTopK);
+  EXPECT_DOUBLE_EQ(c->topk_fraction, 0.01);
+  EXPECT_TRUE(c->error_feedback);
+  EXPECT_EQ(c->wire, WireFormat::kFp32);
+  c = ParseCompressionSpec("topk:1:no_ef");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->error_feedback);
+  c = ParseCompressionSpec("powersgd:4");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->method, Compression::Method::kPowerSgd);
+  EXPECT_EQ(c->powersgd_rank, 4);
+  EXPECT_TRUE(c->lossy());
+  EXPECT_EQ(ParseCompression("powersgd:4").value(), WireFormat::kFp32);
+  for (const auto& [bad, says] : std::vector<std::pair<std::string, std::string>>{
+           {"zstd", "unknown --compress 'zstd' (expected none, fp16, bf16, topk:F or powersgd:R)"},
+           {"topk", "--compress 'topk': expected topk:F or topk:F:no_ef"},
+           {"topk:0", "--compress 'topk:0': top-k's fraction F must be a number in (0, 1]"},
+           {"topk:1.5", "--compress 'topk:1.5': top-k's fraction F must be a number in (0, 1]"},
+           {"topk:-0.1", "--compress 'topk:-0.1': top-k's fraction F must be a number in (0, 1]"},
+           {"topk:x", "--compress 'topk:x': top-k's fraction F must be a number in (0, 1]"},
+           {"powersgd:0", "--compress 'powersgd:0': PowerSGD's rank R must be a whole number >= 1"},
+           {"powersgd:2.5", "--compress 'powersgd:2.5': PowerSGD's rank R must be a whole number >= 1"},
+           {"powersgd:4:ef", "--compress 'powersgd:4:ef': expected powersgd:R or powersgd:R:no_ef"},
+       }) {
+    c = ParseCompressionSpec(bad);
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(c.status().message(), says) << bad;
+  }
+  // Where each runs: the lossy methods on DDP's Gloo group with any all-reduce.
+  EXPECT_TRUE(CheckCompression("topk:0.01", "ddp", "gloo", "halving-doubling").ok());
+  EXPECT_EQ(CheckCompression("powersgd:4", "ps", "", "", "tcp").message(),
+            "--compress=powersgd:4 runs on --strategy=ddp (the PS compresses fp16 and bf16)");
+  EXPECT_EQ(CheckCompression("topk:0.1", "dp", "", "").message(), "--compress=topk:0.1 needs --strategy=ddp");
+  EXPECT_EQ(CheckCompression("topk:0.1", "ddp", "nccl", "").message(),
+            "--compress=topk:0.1 runs on --backend=gloo (NCCL's is not wired in yet)");
+  EXPECT_EQ(CheckCompression("fp16", "ddp", "gloo", "halving-doubling").message(),
+            "--compress=fp16 runs on the ring: drop --allreduce=halving-doubling or use --allreduce=ring");
+}
+
 TEST(SgdHyperForTest, CopiesTheSgdFields) {
   RunConfig c = Good();
   c.set_momentum(0.9f);

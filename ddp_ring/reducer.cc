@@ -42,7 +42,16 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(ProcessGroup* group, Mo
   // Stream contract, producer side: every all-reduce waits for the kernels enqueued
   // before it (a device group); refuses a model on memory the group cannot reduce.
   RINGSIDE_RETURN_IF_ERROR(group->OrderAfter(ops));
-  RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(hyper, model->num_params(), ops));
+  // Top-k with error feedback corrects momentum in its residuals (lossy_compressor.h):
+  // the optimizer then steps the sparse sum without momentum of its own.
+  const bool topk_momentum = options.lossy.method == Compression::Method::kTopK && options.lossy.error_feedback &&
+                             hyper.momentum > 0;
+  SgdHyper step_hyper = hyper;
+  if (topk_momentum) {
+    step_hyper.momentum = 0;
+    step_hyper.nesterov = false;
+  }
+  RINGSIDE_ASSIGN_OR_RETURN(Sgd sgd, Sgd::Create(step_hyper, model->num_params(), ops));
   RINGSIDE_ASSIGN_OR_RETURN(DeviceArray<float> eval_sums, DeviceArray<float>::Create(ops, kEvalResultSums));
   std::vector<Bucket> buckets =
       ComputeBuckets(model->layer_ranges(), options.first_bucket_bytes, options.bucket_cap_bytes);
@@ -53,6 +62,16 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(ProcessGroup* group, Mo
                                                std::move(buckets), std::move(eval_sums),
                                                std::move(nonfinite)));
   reducer->host_nonfinite_ = std::move(host_nonfinite);
+  if (options.lossy.lossy()) {
+    if (ops->kind() != DeviceKind::kCpu) {
+      return absl::InvalidArgumentError("--compress=topk and powersgd run on the CPU (--device=cpu, --backend=gloo)");
+    }
+    std::vector<ParamRange> ranges;
+    for (const Bucket& b : reducer->buckets_) ranges.push_back({b.offset, b.size});
+    RINGSIDE_ASSIGN_OR_RETURN(reducer->compressor_,
+                              LossyCompressor::Create(options.lossy, group, ranges, model->Tensors(),
+                                                      options.lossy_seed, topk_momentum ? hyper.momentum : 0.0f));
+  }
   return reducer;
 }
 
@@ -75,6 +94,10 @@ Reducer::Reducer(ProcessGroup* group, Model* model, Ops* ops, Sgd sgd,
 
 void Reducer::Launch(size_t b) {
   launch_us_[b] = NowMicros();
+  if (compressor_ != nullptr) {
+    work_[b] = compressor_->Launch(b, model_->grads() + buckets_[b].offset);
+    return;
+  }
   work_[b] = group_->AllReduceOnWire(model_->grads() + buckets_[b].offset, buckets_[b].size,
                                      ReduceOp::kSum, options_.wire);
 }

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/common.h"
+#include "ddp_ring/lossy_compressor.h"
 #include "ddp_ring/process_group.h"
 
 namespace ringside {
@@ -40,6 +41,11 @@ struct ReducerOptions {
   // --compress=fp16|bf16: every bucket's all-reduce moves 2-byte values
   // (ProcessGroup::AllReduceOnWire); evaluation sums stay float32.
   WireFormat wire = WireFormat::kFp32;
+  // --compress=topk:F|powersgd:R (lossy()): every bucket reduced through a
+  // LossyCompressor (lossy_compressor.h) instead; CPU ops and a host-memory group only.
+  // `lossy_seed`: PowerSGD's first Q, the same on every rank.
+  Compression lossy;
+  uint64_t lossy_seed = 0;
 };
 
 // A bucket: gradient floats [offset, offset + size), covering whole layers.
@@ -164,6 +170,8 @@ class Reducer final : public StepStrategy {
   Sgd sgd_;
   const ReducerOptions options_;
   const std::vector<Bucket> buckets_;
+  // With options_.lossy: reduces the buckets in Launch's stead (null otherwise).
+  std::unique_ptr<LossyCompressor> compressor_;
   // ReduceEval's sums (EvalResult's five fields), in the group's memory.
   DeviceArray<float> eval_sums_;  // [kEvalResultSums] (common/local_step.h)
   DeviceArray<float> nonfinite_;  // [buckets] Non-finite flags, zeroed every step.

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Gradient compression (issue 36, --compress=fp16|bf16). DDP's ring: every rank sends
-# and receives exactly half of the float32 ring's bytes a step; Fashion-MNIST, MLP
-# 784-256-256-10, 5 epochs, 4 workers: test accuracy within 0.5 points of float32's.
+# Gradient compression (issue 36, --compress=fp16|bf16|topk:F|powersgd:R). DDP's ring:
+# every rank sends and receives exactly half of the float32 ring's bytes a step with
+# fp16 / bf16, and top-k's and PowerSGD's bytes by their formulas (top-k: (N-1) x 2k
+# floats all-gathered; PowerSGD: the ring's share of its two all-reduces' r (m + n)
+# floats per weight and the biases whole); Fashion-MNIST, MLP 784-256-256-10, 5 epochs,
+# 4 workers: test accuracy within 0.5 points of float32's (fp16, bf16), within 2
+# (powersgd:4, topk:0.01 with its momentum correction).
 # The PS's TCP data plane (optimizer and summation servers): every worker's and shard's
 # payload a step exactly half of float32's (frame headers unchanged), and the
 # parameters after 20 steps within a few 2-byte roundings of float32's. Bad input (an
@@ -22,7 +26,11 @@ refused() {
   timeout 60 "$RINGSIDE" train "$@" --out="$T/$name" >"$T/$name.log" 2>&1 &
   expect_error "$name" $! "$T/$name.log" "$regex"
 }
-refused unknown "unknown --compress 'zstd' \(expected none, fp16 or bf16\)" --strategy=ddp --workers=2 --compress=zstd
+refused unknown "unknown --compress 'zstd' \(expected none, fp16, bf16, topk:F or powersgd:R\)" --strategy=ddp --workers=2 --compress=zstd
+refused topk_zero "--compress 'topk:0': top-k's fraction F must be a number in \(0, 1\]" --strategy=ddp --workers=2 --compress=topk:0
+refused topk_big "--compress 'topk:1.5': top-k's fraction F must be a number in \(0, 1\]" --strategy=ddp --workers=2 --compress=topk:1.5
+refused powersgd_zero "--compress 'powersgd:0': PowerSGD's rank R must be a whole number >= 1" --strategy=ddp --workers=2 --compress=powersgd:0
+refused lossy_on_ps "--compress=topk:0.01 runs on --strategy=ddp \(the PS compresses fp16 and bf16\)" --strategy=ps --workers=2 --compress=topk:0.01
 refused on_ps_grpc "--compress=fp16 on the PS runs on --ps_transport=tcp \(gRPC's data plane is not compressed\)" \
   --strategy=ps --workers=2 --ps_transport=grpc --compress=fp16
 refused on_dp "--compress=bf16 needs --strategy=ddp or ps" --strategy=dp --workers=2 --compress=bf16
@@ -73,6 +81,44 @@ for r in 0 1 2; do
   done
 done
 
+# 2a. Top-k and PowerSGD on the same job: one bucket of the model's 50890 floats.
+# topk:0.01: k = ceil(0.01 x 50890) = 509, all-gathered: (N - 1) x 2k floats each way.
+# powersgd:4: fc1 [64, 784] and fc2 [10, 64] at r = 4, biases whole: the first
+# all-reduce 64x4 + 10x4 + 64 + 10 = 370 floats, the second 784x4 + 64x4 = 3392; a ring
+# rank sends all chunks but its (r + 1)-th in the reduce-scatter and all but its
+# (r + 2)-th in the all-gather (chunk c of n: [n c / N, n (c + 1) / N)), receives all
+# but its r-th, then all but its (r + 1)-th: at most the formula 2 (N-1)/N x n floats
+# plus one float per phase.
+for c in topk:0.01 powersgd:4; do
+  timeout 120 "$RINGSIDE" train "${short[@]}" --compress=$c --out="$T/bytes_$c" >"$T/bytes_$c.log" 2>&1 \
+    || fail "bytes $c: exit $?: $(tail -n 1 "$T/bytes_$c.log")"
+done
+want_bytes() {  # METHOD RANK: "sent received" by the formulas above, for 3 ranks.
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import sys
+method, r, N = sys.argv[1], int(sys.argv[2]), 3
+if method.startswith("topk"):
+    b = (N - 1) * 2 * 509 * 4
+    print(b, b)
+else:
+    chunk = lambda n, c: n * (c % N + 1) // N - n * (c % N) // N
+    sent = sum((n - chunk(n, r + 1)) + (n - chunk(n, r + 2)) for n in (370, 3392)) * 4
+    received = sum((n - chunk(n, r)) + (n - chunk(n, r + 1)) for n in (370, 3392)) * 4
+    print(sent, received)
+PY
+}
+for r in 0 1 2; do
+  for c in topk:0.01 powersgd:4; do
+    read -r s r_ <<<"$(bytes_of "$T/bytes_$c" $r)"
+    read -r ws wr <<<"$(want_bytes $c $r)"
+    if [ "$s" != "$ws" ] || [ "$r_" != "$wr" ]; then
+      fail "rank $r, $c: sent/received $s/$r_ a step, the formula $ws/$wr"
+    else
+      echo "ok   rank $r, $c: $s / $r_ bytes a step sent / received (the formula's), float32 $(bytes_of "$T/bytes_none" $r)"
+    fi
+  done
+done
+
 # 2b. The PS over TCP, 2 workers and 2 shards, both modes: each process's bytes a step.
 # A frame carries a 16-byte header and a 16-byte chunk reference (tcp_wire.h) beside
 # its values; the model's 39106 parameters are one chunk a shard, so a worker's step is
@@ -117,13 +163,16 @@ else
     sed -n 's/^\(\[rank 0\] \)\?test accuracy: //p' "$T/acc_$1.log"
   }
   base=$(accuracy none)
-  for c in fp16 bf16; do
-    acc=$(accuracy $c)
-    if [ -z "$base" ] || [ -z "$acc" ]; then fail "accuracy $c: no result (float32: '$base', $c: '$acc')"; continue; fi
-    if awk -v a="$acc" -v b="$base" 'BEGIN { d = (a - b) * 100; exit !(d >= -0.5 && d <= 0.5) }'; then
-      echo "ok   accuracy $c $acc, float32 $base (within 0.5 points)"
+  for c in fp16:0.5 bf16:0.5 powersgd:4:2 topk:0.01:2; do
+    method=${c%:*} points=${c##*:}
+    acc=$(accuracy "$method")
+    if [ -z "$base" ] || [ -z "$acc" ]; then
+      fail "accuracy $method: no result (float32: '$base', $method: '$acc')"; continue
+    fi
+    if awk -v a="$acc" -v b="$base" -v p="$points" 'BEGIN { d = (a - b) * 100; exit !(d >= -p && d <= p) }'; then
+      echo "ok   accuracy $method $acc, float32 $base (within $points points)"
     else
-      fail "accuracy $c $acc, float32 $base: more than 0.5 points apart"
+      fail "accuracy $method $acc, float32 $base: more than $points points apart"
     fi
   done
 fi

@@ -62,7 +62,9 @@ ABSL_FLAG(double, first_bucket_mb, ringside::kDefaultFirstBucketBytes / double{1
 ABSL_FLAG(bool, overlap, true, "ddp: all-reduce buckets during backward (false: after it)");
 ABSL_FLAG(std::string, compress, "none",
           "ddp, ps over tcp, and simulate's DDP rows: gradients on the wire as none (float32), fp16 or bf16 "
-          "(half the bytes; the ring sums in float32 between hops, the PS's shards keep float32)");
+          "(half the bytes; the ring sums in float32 between hops, the PS's shards keep float32); ddp over "
+          "gloo also topk:F (each bucket's F x n largest, 0 < F <= 1) or powersgd:R (rank R), with error "
+          "feedback (append :no_ef for none)");
 ABSL_FLAG(std::string, allreduce, "auto",
           "ddp (gloo): auto (recursive-doubling at 2 ranks, else ring), ring, "
           "halving-doubling or recursive-doubling");

@@ -132,7 +132,12 @@ absl::Status RunDdpRank(const JobSpec& job) {
   o.reducer.bucket_cap_bytes = job.run.config.bucket_cap_bytes();
   o.reducer.first_bucket_bytes = job.run.config.first_bucket_bytes();
   o.reducer.overlap = job.run.config.overlap();
-  RINGSIDE_ASSIGN_OR_RETURN(o.reducer.wire, ParseCompression(job.run.config.compress()));
+  RINGSIDE_ASSIGN_OR_RETURN(const Compression compression, ParseCompressionSpec(job.run.config.compress()));
+  o.reducer.wire = compression.wire;
+  if (compression.lossy()) {
+    o.reducer.lossy = compression;
+    o.reducer.lossy_seed = job.run.config.seed();  // The same on every rank (they agree on the config).
+  }
   o.algorithm = job.allreduce;
   o.timeout = job.timeout;
   o.security = job.security;

@@ -742,9 +742,11 @@ Prediction PsPrediction(const Calibration& c, const Scenario& s, const PsLinks& 
   // On emulated nodes the step waits for the slowest of the N workers' streams, whose
   // pace on a node share varies step to step (Calibration::ps_join_sigma).
   // The wait scales with a worker's own stream (its node's link), not with a hot
-  // server's, whose link is shared by every worker's stream and paces them all.
+  // server's, whose link is shared by every worker's stream and paces them all; and
+  // with the part of it backward does not hide (pushes during backward).
   const double stream_s = load.one_node ? load.intra_s : load.every_node_hosts ? load.server_s : load.worker_s;
-  p.join_s = s.node_cpus > 0 && n > 1 ? c.ps_join_sigma * ExpectedMaxOfNormals(n) * stream_s : 0;
+  const double exposed_s = s.ps_overlap ? std::max(0.0, stream_s - backward_s) : stream_s;
+  p.join_s = s.node_cpus > 0 && n > 1 ? c.ps_join_sigma * ExpectedMaxOfNormals(n) * exposed_s : 0;
   p.comm_s += codec_s + p.join_s;
   p.comm_total_s = latency_s + one_way_s * (1 + unpipelined) + codec_s + p.join_s;
   // Under BSP a shard sums N pushes into its accumulator (with one worker it steps on

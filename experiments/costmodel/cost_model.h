@@ -70,12 +70,13 @@ struct Calibration {
   // in bursts), and under BSP a step's replies wait for the slowest of N workers' pushes.
   // Calibrate runs the PS itself through the cluster's link on node shares with one
   // worker and one shard, then with two and two (the same bytes through every link),
-  // and keeps the difference of their median communication per step over what the
-  // slowest of two normal draws adds, per second of wire time:
-  //   sigma = (T_2 - T_1) / (e_2 x M / B),
+  // and keeps the difference of their median communication after backward per step
+  // over what the slowest of two normal draws adds, per second of the wire time that
+  // backward does not hide:
+  //   sigma = (T_2 - T_1) / (e_2 x (M / B - backward)),
   // e_N the expected largest of N standard normal draws (ExpectedMaxOfNormals). PredictPs
-  // adds sigma x e_N x a worker's one-way time. 0: not measured (no cluster link, or files from
-  // before it was): no join term.
+  // adds sigma x e_N x a worker's exposed one-way time. 0: not measured (no cluster
+  // link; backward hiding most of M / B; files from before it was): no join term.
   double ps_join_sigma = 0;
   // One worker <-> one shard combined push-pull, transfer only: time for a model of M
   // bytes = alpha + M / bytes_per_s (both directions pipelined on a full-duplex link).
@@ -286,7 +287,8 @@ struct Prediction {
   // push-pull after backward).
   double comm_total_s = 0;
   // PS on emulated nodes: the part of comm_s that waits for the slowest worker's
-  // stream (ps_join_sigma x e_N x a worker's one-way time; 0 where not calibrated).
+  // stream (ps_join_sigma x e_N x a worker's one-way time less what backward hides; 0
+  // where not calibrated).
   double join_s = 0;
   // Bytes through the busiest node's link (its NIC) per step, each direction.
   double busiest_node_bytes_in = 0;

@@ -652,6 +652,13 @@ TEST(BspJoin, PredictPsWaitsForTheSlowestStreamOnNodesOnly) {
   EXPECT_NEAR(on_node.join_s, join, 1e-8);
   EXPECT_NEAR(on_node.comm_s, off_node.comm_s + on_node.join_s, 1e-12);
   EXPECT_NEAR(on_node.step_s, off_node.step_s + on_node.join_s, 1e-12);
+  // Pushed during backward (6 ms): only the 4 ms of the stream after it wait.
+  s.ps_overlap = true;
+  EXPECT_NEAR(MustPredict(c, s).join_s, 0.15 * 1.029375 * 0.004, 1e-8);
+  s.model_bytes = 5e5;  // A 5 ms stream, hidden by backward: nothing waits.
+  EXPECT_EQ(MustPredict(c, s).join_s, 0);
+  s.model_bytes = 1e6;
+  s.ps_overlap = false;
   c.ps_join_sigma = 0;  // Not measured: no term.
   EXPECT_EQ(MustPredict(c, s).join_s, 0);
   c.ps_join_sigma = 0.15;

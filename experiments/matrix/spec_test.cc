@@ -175,7 +175,7 @@ TEST(SpecTest, CompressReachesTheCellsAndIsChecked) {
   EXPECT_EQ(cells[1].label, "ddp");
   EXPECT_NE(absl::StrJoin(CellTrainArgs(*spec, cells[0], "OUT"), " ").find("--compress=fp16"), std::string::npos);
   EXPECT_EQ(StrategyError("kind: \"ddp\" compress: \"zstd\""),
-            "s: strategy ddp-zstd: unknown --compress 'zstd' (expected none, fp16 or bf16)");
+            "s: strategy ddp-zstd: unknown --compress 'zstd' (expected none, fp16, bf16, topk:F or powersgd:R)");
   EXPECT_EQ(StrategyError("kind: \"ps\" ps_transport: \"grpc\" compress: \"bf16\""),
             "s: strategy ps-s1-bsp-grpc-bf16: --compress=bf16 on the PS runs on --ps_transport=tcp (gRPC's data "
             "plane is not compressed)");

@@ -581,6 +581,8 @@ ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& sp
       absl::StatusOr<double> busiest = BusiestShardFraction(spec.model(), s.shards, strategy->ps_placement());
       if (busiest.ok()) s.busiest_shard_fraction = *busiest;
     }
+    // Top-k and PowerSGD are not in the cost model yet: no prediction (never fp32's).
+    if (ParseCompressionSpec(strategy->compress()).value_or(Compression()).lossy()) continue;
     absl::StatusOr<Prediction> prediction = Predict(c, s);
     if (prediction.ok()) {
       p.predicted_step_ms = prediction->step_s * 1e3;
