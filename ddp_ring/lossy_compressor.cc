@@ -55,7 +55,74 @@ absl::Status RunCollective(const std::shared_ptr<Work>& work, CollectiveBytes* b
   return s;
 }
 
+// A bucket's plan: top-k's k, or PowerSGD's matrices (offsets in the bucket, rank r) and
+// the ranges it sends whole.
+struct BucketPlan {
+  int64_t k = 0;
+  struct Matrix {
+    int64_t offset = 0, rows = 0, cols = 0, rank = 0;
+  };
+  std::vector<Matrix> matrices;
+  std::vector<ParamRange> whole;
+  int64_t whole_floats = 0;
+};
+
+absl::StatusOr<BucketPlan> PlanBucket(const Compression& compression, const ParamRange& range,
+                                      const std::vector<ParamTensor>& tensors) {
+  BucketPlan plan;
+  if (compression.method == Compression::Method::kTopK) {
+    plan.k = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(compression.topk_fraction * range.size)), 1,
+                                 std::max<int64_t>(1, range.size));
+    return plan;
+  }
+  for (const ParamTensor& t : tensors) {
+    const int64_t lo = t.range.offset, hi = t.range.offset + t.range.size;
+    if (hi <= range.offset || lo >= range.offset + range.size) continue;
+    if (lo < range.offset || hi > range.offset + range.size) {
+      return absl::InvalidArgumentError(absl::StrCat("lossy compressor: tensor at ", lo, " (", t.range.size,
+                                                     " floats) straddles a bucket's edge"));
+    }
+    const int64_t rows = t.rows, cols = rows > 0 ? t.range.size / rows : 0;
+    const int64_t r = std::min<int64_t>({compression.powersgd_rank, rows, cols});
+    if (rows > 0 && r * (rows + cols) < rows * cols) {
+      plan.matrices.push_back({lo - range.offset, rows, cols, r});
+    } else {
+      plan.whole.push_back({lo - range.offset, t.range.size});
+      plan.whole_floats += t.range.size;
+    }
+  }
+  return plan;
+}
+
 }  // namespace
+
+absl::StatusOr<LossyPayload> LossyPayloadOf(const Compression& compression, const ParamRange& bucket,
+                                            const std::vector<ParamTensor>& tensors) {
+  if (!compression.lossy()) return absl::InvalidArgumentError("lossy compressor: not top-k or PowerSGD");
+  RINGSIDE_ASSIGN_OR_RETURN(const BucketPlan plan, PlanBucket(compression, bucket, tensors));
+  LossyPayload out;
+  if (compression.method == Compression::Method::kTopK) {
+    out.gather_floats = 2 * plan.k;
+    out.select_values = bucket.size;
+    return out;
+  }
+  out.reduce_floats[0] = plan.whole_floats;
+  for (const BucketPlan::Matrix& m : plan.matrices) {
+    out.reduce_floats[0] += m.rows * m.rank;
+    out.reduce_floats[1] += m.cols * m.rank;
+    out.gemm_flops += 6.0 * m.rows * m.cols * m.rank;
+  }
+  return out;
+}
+
+void SelectTopK(const float* v, int64_t n, int64_t k, std::vector<int64_t>* order) {
+  order->resize(n);
+  std::iota(order->begin(), order->end(), int64_t{0});
+  std::nth_element(order->begin(), order->begin() + (k - 1), order->end(), [v](int64_t a, int64_t b) {
+    const float fa = std::fabs(v[a]), fb = std::fabs(v[b]);
+    return fa > fb || (fa == fb && a < b);
+  });
+}
 
 void OrthonormalizeColumns(float* a, int64_t rows, int64_t cols) {
   for (int64_t i = 0; i < cols; ++i) {
@@ -90,33 +157,22 @@ absl::StatusOr<std::unique_ptr<LossyCompressor>> LossyCompressor::Create(const C
     s.range = range;
     s.acc.resize(range.size);
     if (compression.error_feedback) s.residual.assign(range.size, 0.0f);
+    RINGSIDE_ASSIGN_OR_RETURN(const BucketPlan plan, PlanBucket(compression, range, tensors));
     if (compression.method == Compression::Method::kTopK) {
-      s.k = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(compression.topk_fraction * range.size)), 1,
-                                std::max<int64_t>(1, range.size));
+      s.k = plan.k;
       s.order.resize(range.size);
       if (c->momentum_ > 0) s.velocity.assign(range.size, 0.0f);
       s.sent.resize(2 * s.k);
       s.gathered.resize(world * 2 * s.k);
     } else {
       int64_t p_floats = 0, q_floats = 0;
-      for (const ParamTensor& t : tensors) {
-        const int64_t lo = t.range.offset, hi = t.range.offset + t.range.size;
-        if (hi <= range.offset || lo >= range.offset + range.size) continue;
-        if (lo < range.offset || hi > range.offset + range.size) {
-          return absl::InvalidArgumentError(absl::StrCat("lossy compressor: tensor at ", lo, " (", t.range.size,
-                                                         " floats) straddles a bucket's edge"));
-        }
-        const int64_t rows = t.rows, cols = rows > 0 ? t.range.size / rows : 0;
-        const int64_t r = std::min<int64_t>({compression.powersgd_rank, rows, cols});
-        if (rows > 0 && r * (rows + cols) < rows * cols) {
-          s.matrices.push_back({lo - range.offset, rows, cols, r, p_floats, q_floats});
-          p_floats += rows * r;
-          q_floats += cols * r;
-        } else {
-          s.whole.push_back({lo - range.offset, t.range.size});
-          s.whole_floats += t.range.size;
-        }
+      for (const BucketPlan::Matrix& m : plan.matrices) {
+        s.matrices.push_back({m.offset, m.rows, m.cols, m.rank, p_floats, q_floats});
+        p_floats += m.rows * m.rank;
+        q_floats += m.cols * m.rank;
       }
+      s.whole = plan.whole;
+      s.whole_floats = plan.whole_floats;
       s.p.resize(p_floats + s.whole_floats);
       s.q.resize(q_floats);
       // Q's first value: normal draws from the seed and the tensor's place, the same on
@@ -207,12 +263,8 @@ absl::Status LossyCompressor::Reduce(size_t b, float* data, CollectiveBytes* byt
 absl::Status LossyCompressor::TopK(BucketState& s, float* data, CollectiveBytes* bytes) {
   const int64_t n = s.range.size, k = s.k;
   // The k largest |acc|, ties to the lower index, so every run picks the same ones.
-  std::iota(s.order.begin(), s.order.end(), int64_t{0});
   const std::vector<float>& acc = s.acc;
-  std::nth_element(s.order.begin(), s.order.begin() + (k - 1), s.order.end(), [&acc](int64_t a, int64_t b) {
-    const float fa = std::fabs(acc[a]), fb = std::fabs(acc[b]);
-    return fa > fb || (fa == fb && a < b);
-  });
+  SelectTopK(acc.data(), n, k, &s.order);
   // Sent: k values, then their k indices as the float with the index's bits (the
   // all-gather only moves them).
   for (int64_t j = 0; j < k; ++j) {

@@ -50,6 +50,23 @@
 
 namespace ringside {
 
+// What a lossy compressor's collectives carry for one bucket, and its encode and decode
+// work (the cost model's terms; LossyCompressor sizes its buffers by the same plan).
+struct LossyPayload {
+  int64_t gather_floats = 0;           // Top-k: a rank's 2k, all-gathered.
+  int64_t reduce_floats[2] = {0, 0};   // PowerSGD: P's (and the tensors sent whole), Q's.
+  int64_t select_values = 0;           // Top-k: the n values each step selects from.
+  double gemm_flops = 0;               // PowerSGD: 6 m n r over its matrices (P, Q, P Q^T).
+};
+// The payload of `bucket` under `compression` (lossy()), `tensors` as for Create.
+// InvalidArgument as Create for a tensor that straddles the bucket's edge.
+absl::StatusOr<LossyPayload> LossyPayloadOf(const Compression& compression, const ParamRange& bucket,
+                                            const std::vector<ParamTensor>& tensors);
+
+// Top-k's selection: the first k entries of `order` [n] become the indices of the k
+// largest |v| (ties to the lower index), in no particular order. 1 <= k <= n.
+void SelectTopK(const float* v, int64_t n, int64_t k, std::vector<int64_t>* order);
+
 class LossyCompressor {
  public:
   // `compression`: top-k or PowerSGD (lossy()); `buckets`: the reducer's (flat gradient

@@ -272,6 +272,27 @@ TEST(LossyCompressorTest, PowerSgdSendsSmallWeightsWhole) {
   });
 }
 
+// The cost model's payload is the compressor's: top-k's 2k gathered and n selected;
+// PowerSGD's two all-reduces and 6 m n r flops per compressed weight.
+TEST(LossyCompressorTest, PayloadIsWhatTheCompressorMoves) {
+  const std::vector<ParamTensor> tensors = {{{0, 12}, 3}, {{12, 64 * 64}, 64}, {{12 + 64 * 64, 64}, 0}};
+  const ParamRange bucket{0, 12 + 64 * 64 + 64};
+  absl::StatusOr<LossyPayload> p = LossyPayloadOf(TopK(0.01), bucket, tensors);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->gather_floats, 2 * 42);  // ceil(0.01 x 4172).
+  EXPECT_EQ(p->select_values, 4172);
+  p = LossyPayloadOf(PowerSgd(4), bucket, tensors);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->reduce_floats[0], 12 + 64 * 4 + 64);
+  EXPECT_EQ(p->reduce_floats[1], 64 * 4);
+  EXPECT_DOUBLE_EQ(p->gemm_flops, 6.0 * 64 * 64 * 4);
+  RunRanks(1, [&](ProcessGroup& pg) {
+    auto c = LossyCompressor::Create(PowerSgd(4), &pg, {bucket}, tensors, 1);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ((*c)->PayloadFloats(0), p->reduce_floats[0] + p->reduce_floats[1]);
+  });
+}
+
 // A tensor across a bucket's edge, or a method that is not lossy: refused.
 TEST(LossyCompressorTest, RefusesBadLayouts) {
   RunRanks(1, [&](ProcessGroup& pg) {

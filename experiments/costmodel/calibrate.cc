@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,9 @@
 #include "common/run_config.h"
 #include "common/status_macros.h"
 #include "common/wire_format.h"
+#include "ddp_ring/gloo_process_group.h"
+#include "ddp_ring/lossy_compressor.h"
+#include "ddp_ring/store.h"
 #include "experiments/bench/bench.h"
 #include "experiments/cluster/cluster.h"
 #include "experiments/costmodel/calibration_check.h"
@@ -251,26 +255,91 @@ absl::StatusOr<double> MeasureReducePerByte() {
 // have gone by, so that on a node it averages over many of the share's periods (a
 // single pass of a few ms runs at full speed or waits out a period, by chance); the
 // median run is kept.
-double MeasureCodecPerValue(WireFormat format) {
-  std::vector<float> values(kReduceFloats), back(kReduceFloats);
-  for (size_t i = 0; i < values.size(); ++i) values[i] = 1e-3f * static_cast<float>(i % 4099) - 2.0f;
-  std::vector<uint16_t> wire(kReduceFloats);
+// The median over kReduceRuns runs of `pass`'s seconds, each run repeating it until
+// kCodecRunSeconds went by (a pass of a few ms on a node share runs at full speed or
+// waits out a period, by chance).
+double SecondsPerPass(const std::function<void()>& pass) {
   std::vector<double> runs;
   for (int r = 0; r < kReduceRuns; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     double seconds = 0;
     int64_t passes = 0;
     do {
-      EncodeWire(format, values.data(), static_cast<int64_t>(kReduceFloats), wire.data());
-      DecodeWire(format, wire.data(), static_cast<int64_t>(kReduceFloats), back.data());
+      pass();
       ++passes;
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } while (seconds < kCodecRunSeconds);
     runs.push_back(seconds / passes);
   }
+  return Median(runs);
+}
+
+// gamma's buffer of values, not all alike.
+std::vector<float> CodecValues() {
+  std::vector<float> values(kReduceFloats);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 1e-3f * static_cast<float>(i % 4099) - 2.0f;
+  return values;
+}
+
+double MeasureCodecPerValue(WireFormat format) {
+  const std::vector<float> values = CodecValues();
+  std::vector<float> back(kReduceFloats);
+  std::vector<uint16_t> wire(kReduceFloats);
+  const double seconds = SecondsPerPass([&]() {
+    EncodeWire(format, values.data(), static_cast<int64_t>(kReduceFloats), wire.data());
+    DecodeWire(format, wire.data(), static_cast<int64_t>(kReduceFloats), back.data());
+  });
   volatile float sink = back[kReduceFloats / 2];
   (void)sink;
-  return Median(runs) / kReduceFloats;
+  return seconds / kReduceFloats;
+}
+
+// A lossy compressor's whole reduction of one bucket (ddp_ring/lossy_compressor.h: error
+// feedback, top-k's momentum correction, selection and decode, or PowerSGD's GEMMs,
+// orthonormalisation and copies) on a group of one rank, whose collectives move
+// nothing: seconds per pass, measured as SecondsPerPass does.
+absl::StatusOr<double> LossyReduceSeconds(const Compression& compression, const std::vector<ParamTensor>& tensors,
+                                          int64_t n) {
+  std::unique_ptr<Store> store = NewInMemoryStore();
+  ProcessGroupOptions po;
+  po.world_size = 1;
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group, NewGlooProcessGroup(store.get(), po));
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<LossyCompressor> compressor,
+                            LossyCompressor::Create(compression, group.get(), {{0, n}}, tensors, /*seed=*/1,
+                                                    /*momentum=*/0.9f));
+  std::vector<float> values(n), data(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = 1e-3f * static_cast<float>(i % 4099) - 2.0f;
+  absl::Status status;
+  const double seconds = SecondsPerPass([&]() {
+    std::copy(values.begin(), values.end(), data.begin());
+    absl::Status s = compressor->Launch(0, data.data())->Wait();
+    if (status.ok()) status = s;
+  });
+  RINGSIDE_RETURN_IF_ERROR(status);
+  return seconds;
+}
+
+// Top-k's encode and decode (topk:0.01 with error feedback and momentum correction) per
+// value of a bucket of gamma's 16 MiB.
+absl::StatusOr<double> MeasureTopKPerValue() {
+  Compression c;
+  c.method = Compression::Method::kTopK;
+  c.topk_fraction = 0.01;
+  const int64_t n = static_cast<int64_t>(kReduceFloats);
+  RINGSIDE_ASSIGN_OR_RETURN(const double seconds, LossyReduceSeconds(c, {{{0, n}, 0}}, n));
+  return seconds / n;
+}
+
+// PowerSGD's encode and decode of a kPowerSgdSide-square weight at rank kPowerSgdRank, per
+// flop of its GEMMs (6 m n r).
+constexpr int kPowerSgdSide = 1024, kPowerSgdRank = 4;
+absl::StatusOr<double> MeasurePowerSgdPerFlop() {
+  Compression c;
+  c.method = Compression::Method::kPowerSgd;
+  c.powersgd_rank = kPowerSgdRank;
+  const int64_t n = int64_t{kPowerSgdSide} * kPowerSgdSide;
+  RINGSIDE_ASSIGN_OR_RETURN(const double seconds, LossyReduceSeconds(c, {{{0, n}, kPowerSgdSide}}, n));
+  return seconds / (6.0 * n * kPowerSgdRank);
 }
 
 // One push-pull sweep over `sizes`: the large sizes with fewer calls (ItersAt).
@@ -323,6 +392,7 @@ struct Round {
   double gemm_flops = 0;   // One step's GEMM work (the target's step from a FLOP rate).
   double reduce_s_per_byte = 0;
   double fp16_codec_s_per_value = 0, bf16_codec_s_per_value = 0;
+  double topk_codec_s_per_value = 0, powersgd_codec_s_per_flop = 0;
   double allreduce_cpu_s_per_byte = 0;
   double push_pull_cpu_s_per_byte = 0, push_pull_tcp_cpu_s_per_byte = 0;
   PathCalibration push_pull, push_pull_tcp, allreduce;
@@ -377,7 +447,7 @@ class Rounds {
   // Phase 2: gamma.
   absl::Status Gamma(int round, Round* r) {
     progress_->Start(2, round,
-                     absl::StrFormat("gamma: summing two %s buffers%s, %d times, then the fp16 and bf16 codecs", Binary(kReduceFloats * 4),
+                     absl::StrFormat("gamma: summing two %s buffers%s, %d times, then the fp16 and bf16 codecs, top-k and PowerSGD", Binary(kReduceFloats * 4),
                                      NodeText(o_.node_cpus), kReduceRuns),
                      0);
     absl::StatusOr<double> gamma = MeasureReducePerByte();
@@ -385,9 +455,17 @@ class Rounds {
     r->reduce_s_per_byte = *gamma;
     r->fp16_codec_s_per_value = MeasureCodecPerValue(WireFormat::kFp16);
     r->bf16_codec_s_per_value = MeasureCodecPerValue(WireFormat::kBf16);
-    progress_->Finish(absl::StrFormat("%.3f ns per byte; encode + decode %.3f ns per value in fp16, %.3f in bf16",
+    absl::StatusOr<double> topk = MeasureTopKPerValue();
+    if (!topk.ok()) return progress_->Fail("calibrate: gamma", topk.status());
+    r->topk_codec_s_per_value = *topk;
+    absl::StatusOr<double> powersgd = MeasurePowerSgdPerFlop();
+    if (!powersgd.ok()) return progress_->Fail("calibrate: gamma", powersgd.status());
+    r->powersgd_codec_s_per_flop = *powersgd;
+    progress_->Finish(absl::StrFormat("%.3f ns per byte; encode + decode %.3f ns per value in fp16, %.3f in bf16; "
+                                      "top-k %.3f ns per value, PowerSGD %.1f GFLOP/s (their whole encode and decode)",
                                       r->reduce_s_per_byte * 1e9, r->fp16_codec_s_per_value * 1e9,
-                                      r->bf16_codec_s_per_value * 1e9));
+                                      r->bf16_codec_s_per_value * 1e9, r->topk_codec_s_per_value * 1e9,
+                                      1e-9 / r->powersgd_codec_s_per_flop));
     return absl::OkStatus();
   }
 
@@ -760,6 +838,8 @@ absl::Status KeepMedians(const std::vector<Round>& rounds, bool on_node, PhasePr
       {"reduce_s_per_byte", &Round::reduce_s_per_byte, &Calibration::reduce_s_per_byte},
       {"fp16_codec_s_per_value", &Round::fp16_codec_s_per_value, &Calibration::fp16_codec_s_per_value},
       {"bf16_codec_s_per_value", &Round::bf16_codec_s_per_value, &Calibration::bf16_codec_s_per_value},
+      {"topk_codec_s_per_value", &Round::topk_codec_s_per_value, &Calibration::topk_codec_s_per_value},
+      {"powersgd_codec_s_per_flop", &Round::powersgd_codec_s_per_flop, &Calibration::powersgd_codec_s_per_flop},
       {"allreduce_cpu_s_per_byte", &Round::allreduce_cpu_s_per_byte, &Calibration::allreduce_cpu_s_per_byte},
       {"raw_tcp_bytes_per_s", &Round::raw_tcp_bytes_per_s, &Calibration::raw_tcp_bytes_per_s},
   };

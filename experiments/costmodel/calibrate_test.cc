@@ -79,10 +79,13 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   EXPECT_LT(c->allreduce_cpu_s_per_byte, 1e-7);
   // The codecs measured: a value's encode and decode take more than nothing and less
   // than a microsecond.
-  for (double codec : {c->fp16_codec_s_per_value, c->bf16_codec_s_per_value}) {
+  for (double codec : {c->fp16_codec_s_per_value, c->bf16_codec_s_per_value, c->topk_codec_s_per_value}) {
     EXPECT_GT(codec, 0);
     EXPECT_LT(codec, 1e-6);
   }
+  // PowerSGD's GEMMs: between 10 MFLOP/s and 10 TFLOP/s on one thread.
+  EXPECT_GT(c->powersgd_codec_s_per_flop, 1e-13);
+  EXPECT_LT(c->powersgd_codec_s_per_flop, 1e-7);
   // Raw TCP measured beside the paths (a loopback socket moves more than 10 MB/s).
   EXPECT_GT(c->raw_tcp_bytes_per_s, 1e7);
   EXPECT_TRUE(ValidateCalibration(*c).ok());
@@ -99,6 +102,8 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
       {"reduce_s_per_byte", c->reduce_s_per_byte},
       {"fp16_codec_s_per_value", c->fp16_codec_s_per_value},
       {"bf16_codec_s_per_value", c->bf16_codec_s_per_value},
+      {"topk_codec_s_per_value", c->topk_codec_s_per_value},
+      {"powersgd_codec_s_per_flop", c->powersgd_codec_s_per_flop},
       {"allreduce_cpu_s_per_byte", c->allreduce_cpu_s_per_byte},
       {"raw_tcp_bytes_per_s", c->raw_tcp_bytes_per_s},
       {"push_pull.alpha_s", c->push_pull.alpha_s},
@@ -132,6 +137,8 @@ TEST(Calibrate, MeasuresTheCnnFromTheModelItself) {
   EXPECT_EQ(back->raw_tcp_bytes_per_s, c->raw_tcp_bytes_per_s);
   EXPECT_EQ(back->fp16_codec_s_per_value, c->fp16_codec_s_per_value);
   EXPECT_EQ(back->bf16_codec_s_per_value, c->bf16_codec_s_per_value);
+  EXPECT_EQ(back->topk_codec_s_per_value, c->topk_codec_s_per_value);
+  EXPECT_EQ(back->powersgd_codec_s_per_flop, c->powersgd_codec_s_per_flop);
   EXPECT_EQ(back_m.repeats, 2);
   EXPECT_EQ(back_m.spreads.size(), kept.size());
 

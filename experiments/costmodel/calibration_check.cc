@@ -10,6 +10,7 @@
 #include "common/model.h"
 #include "common/ps_placement.h"
 #include "common/status_macros.h"
+#include "ddp_ring/reducer.h"
 #include "common/ops_factory.h"
 
 namespace ringside {
@@ -40,6 +41,24 @@ absl::StatusOr<double> BusiestShardFraction(const std::string& spec, int shards,
   int64_t busiest = 0;
   for (int s = 0; s < shards; ++s) busiest = std::max(busiest, partition.shard(s).size);
   return static_cast<double>(busiest) / partition.num_params();
+}
+
+absl::StatusOr<LossyBuckets> LossyBucketsOf(const std::string& spec, const std::string& compress,
+                                            int64_t first_bucket_bytes, int64_t bucket_cap_bytes) {
+  RINGSIDE_ASSIGN_OR_RETURN(const Compression compression, ParseCompressionSpec(compress));
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops, NewOps("cpu", 0, 0));
+  RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(spec, Shape{1, 28, 28}, 10, ops.get()));
+  const std::vector<Bucket> buckets =
+      ComputeBuckets(model->layer_ranges(), first_bucket_bytes > 0 ? first_bucket_bytes : kDefaultFirstBucketBytes,
+                     bucket_cap_bytes > 0 ? bucket_cap_bytes : kDefaultBucketCapBytes);
+  const std::vector<ParamTensor> tensors = model->Tensors();
+  LossyBuckets out;
+  for (const Bucket& b : buckets) {
+    out.bucket_bytes.push_back(4.0 * b.size);
+    RINGSIDE_ASSIGN_OR_RETURN(LossyPayload payload, LossyPayloadOf(compression, {b.offset, b.size}, tensors));
+    out.payloads.push_back(payload);
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<double>> ModelTensorBytes(const std::string& spec) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "ddp_ring/lossy_compressor.h"
 #include "experiments/costmodel/cost_model.h"
 
 namespace ringside {
@@ -32,6 +33,18 @@ absl::StatusOr<double> BusiestShardFraction(const std::string& spec, int shards,
 // The model's tensors (Model::TensorRanges), in bytes, model order, built as WeighModel
 // builds it.
 absl::StatusOr<std::vector<double>> ModelTensorBytes(const std::string& spec);
+
+// DDP's buckets of the model (the reducer's ComputeBuckets at these caps, 0: its
+// defaults) in launch order, in bytes, and under --compress=`compress` (topk:F or
+// powersgd:R) each one's payload (LossyPayloadOf): Scenario's bucket_bytes and
+// lossy_buckets. The model built as WeighModel builds it; errors as its and the
+// compression's.
+struct LossyBuckets {
+  std::vector<double> bucket_bytes;
+  std::vector<LossyPayload> payloads;
+};
+absl::StatusOr<LossyBuckets> LossyBucketsOf(const std::string& spec, const std::string& compress,
+                                            int64_t first_bucket_bytes, int64_t bucket_cap_bytes);
 
 // OK when `calibration` was measured on `model` at per-worker `batch`. Otherwise
 // FailedPrecondition with one message that names both and estimates the error the

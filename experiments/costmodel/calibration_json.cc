@@ -73,6 +73,8 @@ std::string CalibrationToJson(const Calibration& c, const CalibrationMeasurement
   if (c.fp16_codec_s_per_value > 0) m.set_fp16_codec_s_per_value(c.fp16_codec_s_per_value);
   if (c.bf16_codec_s_per_value > 0) m.set_bf16_codec_s_per_value(c.bf16_codec_s_per_value);
   if (c.ps_join_sigma > 0) m.set_ps_join_sigma(c.ps_join_sigma);
+  if (c.topk_codec_s_per_value > 0) m.set_topk_codec_s_per_value(c.topk_codec_s_per_value);
+  if (c.powersgd_codec_s_per_flop > 0) m.set_powersgd_codec_s_per_flop(c.powersgd_codec_s_per_flop);
   m.set_model_bytes(c.model_bytes);
   m.set_push_pull_per_call_s(c.push_pull_per_call_s);
   *m.mutable_push_pull() = ToMessage(c.push_pull);
@@ -134,6 +136,8 @@ absl::StatusOr<Calibration> CalibrationFromJson(const std::string& json,
   c.fp16_codec_s_per_value = m.fp16_codec_s_per_value();
   c.bf16_codec_s_per_value = m.bf16_codec_s_per_value();
   c.ps_join_sigma = m.ps_join_sigma();
+  c.topk_codec_s_per_value = m.topk_codec_s_per_value();
+  c.powersgd_codec_s_per_flop = m.powersgd_codec_s_per_flop();
   c.raw_tcp_bytes_per_s = m.raw_tcp_bytes_per_s();
   c.model_bytes = m.model_bytes();
   c.push_pull_per_call_s = m.push_pull_per_call_s();

@@ -344,6 +344,10 @@ absl::Status ValidateScenario(const Scenario& s) {
         "ranks_per_node >= 1 and 0 < slow_node_fraction <= 1",
         s.node_cpus, s.ranks_per_node, s.slow_node_fraction));
   }
+  if (!s.lossy_buckets.empty() && s.lossy_buckets.size() != s.bucket_bytes.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat("%d lossy bucket payloads for %d buckets",
+                                                      s.lossy_buckets.size(), s.bucket_bytes.size()));
+  }
   if (!s.bucket_bytes.empty()) {
     double sum = 0;
     for (double b : s.bucket_bytes) {
@@ -429,18 +433,25 @@ class BucketPass {
     // steps, as the sums are).
     const double wire = WireBytesPerValue(s_.wire_format) / 4.0;
     const double codec_s_per_byte = CodecSecondsPerValue(c_, s_.wire_format) / sizeof(float);
-    for (double b : buckets_) {
+    for (size_t i = 0; i < buckets_.size(); ++i) {
+      const double b = buckets_[i];
       produced += b;
       const double ready = s_.overlap ? backward * std::min(1.0, produced / m) : backward;
-      const AllReduceAlgorithm algorithm = wire < 1 ? AllReduceAlgorithm::kRing : AlgorithmFor(s_.strategy, n, b);
-      const double bucket_s = RunSteps(ScheduleFor(algorithm), b * wire, &out);
-      const AllReduceCoefficients k = CoefficientsOf(algorithm, n);
-      const double red = k.reduction * b * c_.reduce_s_per_byte + b * codec_s_per_byte;
+      double bucket_s = 0, red = 0, sent = 0;
+      if (!s_.lossy_buckets.empty()) {
+        Lossy(s_.lossy_buckets[i], &bucket_s, &red, &sent, &out);
+      } else {
+        const AllReduceAlgorithm algorithm = wire < 1 ? AllReduceAlgorithm::kRing : AlgorithmFor(s_.strategy, n, b);
+        bucket_s = RunSteps(ScheduleFor(algorithm), b * wire, &out);
+        const AllReduceCoefficients k = CoefficientsOf(algorithm, n);
+        red = k.reduction * b * c_.reduce_s_per_byte + b * codec_s_per_byte;
+        sent = k.bytes * b * wire;
+      }
       out.reduce += red;
       const double start = std::max(comm_free_at, ready);
       comm_free_at = start + bucket_s + red;
       // The bucket's CPU, spread evenly over its transfer; the part before backward ends.
-      const double cpu_wall = c_.allreduce_cpu_s_per_byte * k.bytes * b * wire * steal_s_per_cpu_s_;
+      const double cpu_wall = c_.allreduce_cpu_s_per_byte * sent * steal_s_per_cpu_s_;
       if (cpu_wall > 0 && comm_free_at > start) {
         const double inside_backward = std::clamp(backward - start, 0.0, comm_free_at - start);
         out.stolen += cpu_wall * inside_backward / (comm_free_at - start);
@@ -463,6 +474,34 @@ class BucketPass {
       made_[i] = true;
     }
     return schedules_[i];
+  }
+
+  // A bucket under --compress=topk|powersgd: its collectives' time (`bucket_s`, added to
+  // `out` as RunSteps does), its reductions and encode / decode (`red`) and the bytes a
+  // rank sends (`sent`). Top-k: a ring all-gather of N blocks of 2k floats moves what the
+  // ring all-reduce of N k floats does (its N - 1 steps counted as the all-reduce's
+  // 2(N - 1): the latency twice); its encode and decode per value of the bucket.
+  // PowerSGD: each all-reduce on the algorithm the strategy picks for its size, its
+  // reduction as a plain all-reduce's, and its encode and decode per flop of its GEMMs.
+  void Lossy(const LossyPayload& lp, double* bucket_s, double* red, double* sent, AllReduceSchedule* out) {
+    const int n = s_.workers;
+    if (lp.gather_floats > 0) {
+      const double as_allreduce = n * lp.gather_floats * sizeof(float) / 2.0;
+      *bucket_s = RunSteps(ScheduleFor(AllReduceAlgorithm::kRing), as_allreduce, out);
+      *sent = (n - 1) * lp.gather_floats * sizeof(float);
+      *red = lp.select_values * c_.topk_codec_s_per_value;
+      return;
+    }
+    for (int64_t floats : lp.reduce_floats) {
+      if (floats <= 0) continue;
+      const double bytes = floats * sizeof(float);
+      const AllReduceAlgorithm algorithm = AlgorithmFor(s_.strategy, n, bytes);
+      *bucket_s += RunSteps(ScheduleFor(algorithm), bytes, out);
+      const AllReduceCoefficients k = CoefficientsOf(algorithm, n);
+      *red += k.reduction * bytes * c_.reduce_s_per_byte;
+      *sent += k.bytes * bytes;
+    }
+    *red += lp.gemm_flops * c_.powersgd_codec_s_per_flop;
   }
 
   // Adds a bucket of `b` bytes running `steps` to `out`'s latency, wire, intra-node time
@@ -817,6 +856,8 @@ absl::Status ValidateCalibration(const Calibration& c) {
       {"push_pull_tcp_cpu_s_per_byte", c.push_pull_tcp_cpu_s_per_byte},
       {"fp16_codec_s_per_value", c.fp16_codec_s_per_value},
       {"bf16_codec_s_per_value", c.bf16_codec_s_per_value},
+      {"topk_codec_s_per_value", c.topk_codec_s_per_value},
+      {"powersgd_codec_s_per_flop", c.powersgd_codec_s_per_flop},
       {"ps_join_sigma", c.ps_join_sigma},
       {"raw_tcp_bytes_per_s", c.raw_tcp_bytes_per_s},
       {"model_bytes", c.model_bytes},
@@ -975,6 +1016,11 @@ Calibration CalibrationOnNode(const Calibration& calibration, const Scenario& sc
     c.backward_s *= slower;
     c.update_s_per_byte *= slower;
     c.reduce_s_per_byte *= slower;
+    // The codecs and lossy compressors: CPU-bound, measured in gamma's phase on the node.
+    c.fp16_codec_s_per_value *= slower;
+    c.bf16_codec_s_per_value *= slower;
+    c.topk_codec_s_per_value *= slower;
+    c.powersgd_codec_s_per_flop *= slower;
   }
   // The slowest node's compute is what every BSP / DDP step waits for (one worker has
   // no others to be slower than).

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "common/ps_placement.h"
 #include "common/wire_format.h"
+#include "ddp_ring/lossy_compressor.h"
 
 namespace ringside {
 
@@ -65,6 +66,14 @@ struct Calibration {
   // once; its sums decode and add, gamma's term). 0: not measured (files from before).
   double fp16_codec_s_per_value = 0;
   double bf16_codec_s_per_value = 0;
+  // The lossy compressors' CPU (ddp_ring/lossy_compressor.h), measured like the codecs
+  // by running the compressor itself on a group of one rank: top-k's whole encode and
+  // decode (error feedback, momentum correction, selection of the largest 1%, the sparse
+  // sum) per value of a bucket of 16 MiB, and PowerSGD's per flop of its GEMMs (6 m n r;
+  // a 1024 x 1024 weight at rank 4, orthonormalisation and copies included). 0: not
+  // measured (files from before): not modelled.
+  double topk_codec_s_per_value = 0;
+  double powersgd_codec_s_per_flop = 0;
   // The BSP join on emulated nodes, sigma: on a node share a worker's stream runs at a
   // pace that varies from step to step (the node's quota runs its senders and readers
   // in bursts), and under BSP a step's replies wait for the slowest of N workers' pushes.
@@ -252,6 +261,12 @@ struct Scenario {
   // and decode, Calibration::CodecSecondsPerValue; always the ring). PS: the TCP data
   // plane's push-pulls (half their bytes, plus the workers' and shards' codec).
   WireFormat wire_format = WireFormat::kFp32;
+  // DDP under --compress=topk:F|powersgd:R: each bucket's payload (LossyPayloadOf), in
+  // bucket_bytes' order and count. A bucket's reduction runs its collectives on the
+  // payload (top-k: a ring all-gather of every rank's 2k floats, at the ring's step
+  // count; PowerSGD: two all-reduces of the algorithm's choice) and, serially with them,
+  // its encode and decode (selection, or GEMMs). Empty: not lossy.
+  std::vector<LossyPayload> lossy_buckets;
   // DDP bucket sizes in launch order (the first holds the last layers); must add up to
   // model_bytes. Empty: a first bucket of 1 MiB, then 25 MiB buckets (the reducer's
   // defaults, ignoring layer boundaries).

@@ -625,6 +625,55 @@ TEST(EmulatedNodes, PsPushDuringBackwardHidesUpToBackward) {
   EXPECT_NEAR(MustPredict(c, s).comm_s, 0.004 * 0.5, kTol);
 }
 
+// DDP under top-k: the bucket's 2k floats all-gathered move what the ring all-reduce
+// of N k floats moves, 2(N-1)/N x N k x 4 = (N - 1) x 8k bytes a rank; plus its encode
+// and decode over its n values. PowerSGD: its two all-reduces on the ring and its
+// GEMMs. No overlap: communication is everything after backward.
+TEST(LossyCompression, BucketsMoveTheirPayloadAndPayTheirEncoding) {
+  Calibration c = WireOnlyCalibration();  // 100 MB/s, no latency, no reduction cost.
+  c.topk_codec_s_per_value = 1e-9;
+  c.powersgd_codec_s_per_flop = 1e-11;
+  Scenario s = Make(Strategy::kRing, 4, 1e6);
+  s.overlap = false;
+  s.bucket_bytes = {1e6};
+  LossyPayload topk;
+  topk.gather_floats = 2 * 2500;
+  topk.select_values = 250000;
+  s.lossy_buckets = {topk};
+  Prediction p = MustPredict(c, s);
+  EXPECT_NEAR(p.busiest_node_bytes_out, 3 * 2 * 2500 * 4, 1e-6);
+  EXPECT_NEAR(p.comm_total_s, 3.0 * 20000 / 1e8 + 250000 * 1e-9, 1e-12);
+  LossyPayload powersgd;
+  powersgd.reduce_floats[0] = 3000;
+  powersgd.reduce_floats[1] = 5000;
+  powersgd.gemm_flops = 6e6;
+  s.lossy_buckets = {powersgd};
+  p = MustPredict(c, s);
+  EXPECT_NEAR(p.busiest_node_bytes_out, 1.5 * (3000 + 5000) * 4, 1e-6);
+  EXPECT_NEAR(p.comm_total_s, 1.5 * 32000 / 1e8 + 6e6 * 1e-11, 1e-12);
+  s.lossy_buckets = {powersgd, powersgd};  // One payload per bucket, or refused.
+  EXPECT_EQ(Predict(c, s).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Measured on 0.25 CPU, run on 0.5: the codecs and lossy compressors run twice as fast,
+// as the compute and gamma do.
+TEST(LossyCompression, CodecsScaleWithTheNodeShare) {
+  Calibration c = WireOnlyCalibration();
+  c.threads = 1;
+  c.node_cpus = 0.25;
+  c.reduce_s_per_byte = 2e-10;
+  c.fp16_codec_s_per_value = 2e-9;
+  c.topk_codec_s_per_value = 1.4e-8;
+  c.powersgd_codec_s_per_flop = 4e-10;
+  Scenario s = Make(Strategy::kRing, 4, 1e6);
+  s.node_cpus = 0.5;
+  const Calibration on = CalibrationOnNode(c, s);
+  EXPECT_DOUBLE_EQ(on.reduce_s_per_byte, 1e-10);
+  EXPECT_DOUBLE_EQ(on.fp16_codec_s_per_value, 1e-9);
+  EXPECT_DOUBLE_EQ(on.topk_codec_s_per_value, 0.7e-8);
+  EXPECT_DOUBLE_EQ(on.powersgd_codec_s_per_flop, 2e-10);
+}
+
 // e_N, the expected largest of N standard normals: 0 for one; 1 / sqrt(pi) for two;
 // 3 / (2 sqrt(pi)) for three (closed forms); and 4, 10 and 1024 from a finer quadrature (200000 intervals over [-12, 12]).
 TEST(BspJoin, ExpectedMaxOfNormals) {
@@ -1121,6 +1170,8 @@ TEST(Json, RoundTripIsExact) {
   c.halving_doubling = {0, 0};
   c.raw_tcp_bytes_per_s = 2.5e9;
   c.ps_join_sigma = 1.0 / 7;
+  c.topk_codec_s_per_value = 3.25e-9;
+  c.powersgd_codec_s_per_flop = 1.0 / 3e10;
   c.model = "cnn:lenet";
   c.batch = 96;
   c.threads = 2;
@@ -1139,6 +1190,8 @@ TEST(Json, RoundTripIsExact) {
   EXPECT_EQ(back->halving_doubling.bytes_per_s, 0);
   EXPECT_EQ(back->raw_tcp_bytes_per_s, c.raw_tcp_bytes_per_s);
   EXPECT_EQ(back->ps_join_sigma, c.ps_join_sigma);
+  EXPECT_EQ(back->topk_codec_s_per_value, c.topk_codec_s_per_value);
+  EXPECT_EQ(back->powersgd_codec_s_per_flop, c.powersgd_codec_s_per_flop);
   EXPECT_EQ(back->model, "cnn:lenet");
   EXPECT_EQ(back->batch, 96);
   EXPECT_EQ(back->threads, 2);

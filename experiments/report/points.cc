@@ -581,8 +581,16 @@ ComputeBasis PredictPoints(const Calibration& measured, const ExperimentSpec& sp
       absl::StatusOr<double> busiest = BusiestShardFraction(spec.model(), s.shards, strategy->ps_placement());
       if (busiest.ok()) s.busiest_shard_fraction = *busiest;
     }
-    // Top-k and PowerSGD are not in the cost model yet: no prediction (never fp32's).
-    if (ParseCompressionSpec(strategy->compress()).value_or(Compression()).lossy()) continue;
+    // Top-k and PowerSGD: each bucket's payload from the model's tensors.
+    if (p.kind == "ddp" && ParseCompressionSpec(strategy->compress()).value_or(Compression()).lossy()) {
+      absl::StatusOr<LossyBuckets> lossy =
+          LossyBucketsOf(spec.model(), strategy->compress(), 0, static_cast<int64_t>(strategy->bucket_cap_mb() * (1 << 20)));
+      if (!lossy.ok()) continue;  // No prediction rather than float32's.
+      s.bucket_bytes = lossy->bucket_bytes;
+      s.lossy_buckets = lossy->payloads;
+      s.model_bytes = 0;
+      for (double b : s.bucket_bytes) s.model_bytes += b;
+    }
     absl::StatusOr<Prediction> prediction = Predict(c, s);
     if (prediction.ok()) {
       p.predicted_step_ms = prediction->step_s * 1e3;
