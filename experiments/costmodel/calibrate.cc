@@ -23,6 +23,7 @@
 #include "absl/time/clock.h"
 #include "common/metrics.h"
 #include "common/ops_factory.h"
+#include "common/random.h"
 #include "common/output_files.h"
 #include "common/run_config.h"
 #include "common/status_macros.h"
@@ -307,8 +308,12 @@ absl::StatusOr<double> LossyReduceSeconds(const Compression& compression, const 
   RINGSIDE_ASSIGN_OR_RETURN(std::unique_ptr<LossyCompressor> compressor,
                             LossyCompressor::Create(compression, group.get(), {{0, n}}, tensors, /*seed=*/1,
                                                     /*momentum=*/0.9f));
+  // Gradient-like values: random, as real gradients are. A regular pattern makes top-k's
+  // selection 4.5x faster (its comparisons predictable, its accesses in order) than on
+  // gradients, which the first calibrations here under-predicted by as much.
   std::vector<float> values(n), data(n);
-  for (int64_t i = 0; i < n; ++i) values[i] = 1e-3f * static_cast<float>(i % 4099) - 2.0f;
+  Rng rng(7);
+  for (float& v : values) v = 1e-3f * rng.Normal();
   absl::Status status;
   const double seconds = SecondsPerPass([&]() {
     std::copy(values.begin(), values.end(), data.begin());
